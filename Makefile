@@ -1,0 +1,47 @@
+# The two commands a newcomer types: `make demo` and `make test`. Everything else is a helper.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+
+.PHONY: setup build build-release demo test test-unit test-sanitize test-tsan format format-check tidy bench fuzz clean
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@cmake --preset dev >/dev/null
+	@cmake --build --preset dev -j $(JOBS)
+
+build-release: setup
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+
+demo: build-release
+	@bash scripts/demo.sh build/release
+
+test-unit: build
+	@ctest --preset dev -j $(JOBS)
+
+test-sanitize: setup
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+	@ctest --preset asan -j $(JOBS)
+
+test-tsan: setup
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS)
+	@ctest --preset tsan -j $(JOBS)
+
+test: format-check test-unit test-sanitize
+	@echo "make test: all suites passed"
+
+format:
+	@git ls-files '*.cpp' '*.hpp' '*.h' | xargs -r clang-format -i
+
+format-check:
+	@git ls-files -co --exclude-standard '*.cpp' '*.hpp' '*.h' | xargs -r clang-format --dry-run -Werror
+
+bench: build-release
+	@bash bench/run.sh build/release
+
+clean:
+	rm -rf build out

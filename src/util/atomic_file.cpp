@@ -1,0 +1,72 @@
+#include "util/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "util/error.hpp"
+
+namespace cg {
+
+namespace fs = std::filesystem;
+
+void write_file_atomic(const fs::path& path, std::string_view contents) {
+  std::error_code ec;
+  fs::path parent = path.parent_path();
+  if (!parent.empty()) {
+    fs::create_directories(parent, ec);
+    if (ec) throw InputError(parent.string(), "cannot create directory: " + ec.message());
+  }
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path.string(), std::string("cannot write: ") + std::strerror(errno));
+  const char* p = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw InputError(path.string(), std::string("write failed: ") + std::strerror(err));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw InputError(path.string(), std::string("write failed: ") + std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw InputError(path.string(), std::string("cannot replace file: ") + std::strerror(err));
+  }
+}
+
+std::string read_file(const fs::path& path, std::size_t max_bytes) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw InputError(path.string(), "is a directory, expected a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string(), std::string("cannot read: ") + std::strerror(errno));
+  std::string data;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    data.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (data.size() > max_bytes)
+      throw InputError(path.string(),
+                       "file is larger than the limit of " + std::to_string(max_bytes) + " bytes");
+  }
+  if (in.bad()) throw InputError(path.string(), "read error");
+  return data;
+}
+
+}  // namespace cg
