@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make bench`: builds the baselines in ../shared/baselines, then runs every project benchmark
+# (build/<preset>/bench/bench_*) in the same run and prints one table.
+#
+# Protocol for a benchmark program: it is run as `bench_X BASELINES_FILE WORK_DIR` where
+# BASELINES_FILE holds the "name value unit" lines printed by shared/baselines/run.sh in this run
+# (and WORK_DIR/seed-trace.jsonl is the trace it wrote). It prints one line per figure:
+#   ROW|figure|ours|baseline|ratio|target|met
+# Any other output is passed through to stderr.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$here/build/release}"
+shared="${CG_SHARED_DIR:-$here/../shared}"
+work="${TMPDIR:-/tmp}/cg-bench"; mkdir -p "$work"
+n_ops="${CG_BENCH_OPS:-1000000}"
+
+baselines="$work/baselines.txt"
+if [ -x "$shared/baselines/run.sh" ] || [ -f "$shared/baselines/run.sh" ]; then
+  echo "bench: building and running baselines (N=$n_ops)…" >&2
+  TMPDIR="$work" bash "$shared/baselines/run.sh" "$n_ops" | tee "$baselines" >&2
+else
+  echo "bench: $shared/baselines not found; ratios against baselines are unavailable" >&2
+  : > "$baselines"
+fi
+
+rows="$work/rows.txt"; : > "$rows"
+for b in "$build"/bench/bench_*; do
+  [ -x "$b" ] || continue
+  echo "bench: running $(basename "$b")…" >&2
+  "$b" "$baselines" "$work/cg-baselines" | while IFS= read -r line; do
+    case "$line" in ROW\|*) echo "${line#ROW|}" >> "$rows" ;; *) echo "$line" >&2 ;; esac
+  done
+done
+
+printf '\n%-44s %14s %14s %9s %12s %s\n' figure ours baseline ratio target met
+printf '%-44s %14s %14s %9s %12s %s\n' "$(printf -- '-%.0s' {1..44})" -------------- -------------- --------- ------------ ---
+while IFS='|' read -r fig ours base ratio target met; do
+  printf '%-44s %14s %14s %9s %12s %s\n' "$fig" "$ours" "$base" "$ratio" "$target" "$met"
+done < "$rows"
+echo "measured $(date -u +%Y-%m-%d) on $(nproc) cores"
