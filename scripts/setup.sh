@@ -17,8 +17,10 @@ missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# Some images ship a nodejs that bundles npm; Debian splits it out.
+# Some images ship a nodejs that bundles npm, and cargo through rustup; Debian splits them out.
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# cargo runs the Rust binding's tests (`cargo test --offline`, no crate dependencies).
+command -v cargo >/dev/null 2>&1 || missing+=(cargo)
 if ((${#missing[@]})); then
   echo "setup: installing Debian packages: ${missing[*]}"
   sudo_cmd=""
