@@ -1,0 +1,413 @@
+#include "analysis/op_catalog.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace cg::analysis {
+
+namespace {
+
+using D = DtypeRule;
+using G = GradRule;
+using S = ShapeRule;
+using N = NumericDomain;
+using R = Requirement;
+
+struct Row {
+  std::vector<std::string_view> names;
+  D dtype;
+  G grad;
+  S shape;
+  N domain = N::unknown;
+  R requirement = R::none;
+  std::string_view note = {};
+  std::string_view fixed = {};
+  bool loss = false;
+  int checked = 0;
+};
+
+// Audited against candle-core and candle-nn 0.11.0 sources (tensor.rs, backprop.rs, candle-nn
+// ops.rs, rotary_emb.rs, layer_norm.rs, loss.rs). A `*_no_bwd` kernel registers no backward, so
+// gradients stop there although the maths is differentiable.
+std::vector<OpRule> rules_0_11_0() {
+  const std::vector<Row> rows = {
+      {{"to_dtype"}, D::explicit_arg, G::propagates, S::preserve},
+      {{"add", "sub", "mul", "maximum", "minimum"}, D::same_as_inputs, G::propagates, S::preserve},
+      {{"div"},
+       D::same_as_inputs,
+       G::propagates,
+       S::preserve,
+       N::unknown,
+       R::non_zero,
+       {},
+       {},
+       false,
+       1},
+      {{"broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_maximum", "broadcast_minimum",
+        "broadcast_pow"},
+       D::same_as_inputs,
+       G::propagates,
+       S::preserve},
+      {{"broadcast_div"},
+       D::same_as_inputs,
+       G::propagates,
+       S::preserve,
+       N::unknown,
+       R::non_zero,
+       {},
+       {},
+       false,
+       1},
+      {{"matmul", "broadcast_matmul"}, D::same_as_inputs, G::propagates, S::matrix_product},
+      {{"cat", "stack"}, D::same_as_inputs, G::propagates, S::concatenate},
+      {{"where_cond"},
+       D::same_as_inputs,
+       G::propagates,
+       S::preserve,
+       N::unknown,
+       R::none,
+       "on_true and on_false must share a dtype; the mask is U8"},
+      {{"conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"},
+       D::same_as_inputs,
+       G::propagates,
+       S::operation_defined,
+       N::real},
+      {{"neg", "sin", "cos", "tanh", "gelu", "gelu_erf", "silu", "erf"},
+       D::preserve,
+       G::propagates,
+       S::preserve,
+       N::real},
+      {{"abs", "sqr", "relu"}, D::preserve, G::propagates, S::preserve, N::non_negative},
+      {{"exp"},
+       D::preserve,
+       G::propagates,
+       S::preserve,
+       N::non_negative,
+       R::none,
+       "exp underflows to 0 in f32 for inputs below about -103"},
+      {{"sqrt"}, D::preserve, G::propagates, S::preserve, N::non_negative, R::non_negative},
+      {{"log"}, D::preserve, G::propagates, S::preserve, N::real, R::strictly_positive},
+      {{"recip"}, D::preserve, G::propagates, S::preserve, N::real, R::non_zero},
+      {{"floor", "round", "sign", "ceil"},
+       D::preserve,
+       G::severs,
+       S::preserve,
+       N::real,
+       R::none,
+       "piecewise-constant: candle-core backprop gives no gradient"},
+      {{"cmp", "eq", "ne", "lt", "gt", "ge", "le"},
+       D::fixed,
+       G::severs,
+       S::preserve,
+       N::non_negative,
+       R::none,
+       "comparison masks are U8 and carry no gradient",
+       "U8"},
+      {{"argmin", "argmax"},
+       D::fixed,
+       G::severs,
+       S::remove_dimension,
+       N::non_negative,
+       R::none,
+       "indices are U32 and carry no gradient",
+       "U32"},
+      {{"argmin_keepdim", "argmax_keepdim"},
+       D::fixed,
+       G::severs,
+       S::keep_dimension,
+       N::non_negative,
+       R::none,
+       "indices are U32 and carry no gradient",
+       "U32"},
+      {{"sum", "mean", "max", "min", "sum_all", "mean_all"},
+       D::preserve,
+       G::propagates,
+       S::remove_dimension,
+       N::real},
+      {{"sum_keepdim", "mean_keepdim", "max_keepdim", "min_keepdim", "log_sum_exp"},
+       D::preserve,
+       G::propagates,
+       S::keep_dimension,
+       N::real},
+      {{"powf", "elu", "clamp", "leaky_relu"}, D::preserve, G::propagates, S::preserve, N::real},
+      {{"affine"},
+       D::preserve,
+       G::propagates,
+       S::preserve,
+       N::real,
+       R::none,
+       "domain computed from the literal mul/add (affine_domain)"},
+      {{"reshape", "broadcast_as", "expand", "broadcast_left"},
+       D::preserve,
+       G::propagates,
+       S::explicit_argument},
+      {{"flatten_all", "flatten_to", "flatten_from"}, D::preserve, G::propagates, S::flatten},
+      {{"squeeze"}, D::preserve, G::propagates, S::remove_dimension},
+      {{"unsqueeze"}, D::preserve, G::propagates, S::insert_dimension},
+      {{"transpose", "permute", "t"}, D::preserve, G::propagates, S::permute_dimensions},
+      {{"narrow", "chunk", "i", "get", "index_select", "gather"},
+       D::preserve,
+       G::propagates,
+       S::slice_dimension},
+      {{"contiguous", "clone", "to_device", "copy"}, D::preserve, G::propagates, S::preserve},
+      {{"pad_with_zeros", "pad_with_same", "repeat", "embedding"},
+       D::preserve,
+       G::propagates,
+       S::operation_defined},
+      {{"detach", "as_detached_tensor"},
+       D::preserve,
+       G::severs,
+       S::preserve,
+       N::unknown,
+       R::none,
+       "detach returns a tensor without a backprop op"},
+      {{"mse", "nll", "cross_entropy", "huber", "binary_cross_entropy_with_logit"},
+       D::preserve,
+       G::propagates,
+       S::remove_dimension,
+       N::unknown,
+       R::none,
+       "candle_nn::loss",
+       {},
+       true},
+      {{"softmax_last_dim"},
+       D::preserve,
+       G::severs,
+       S::preserve,
+       N::saturating_unit,
+       R::none,
+       "candle_nn::ops::softmax_last_dim uses apply_op1_no_bwd"},
+      {{"rms_norm"},
+       D::preserve,
+       G::severs,
+       S::preserve,
+       N::real,
+       R::none,
+       "candle_nn::ops::rms_norm uses apply_op2_no_bwd"},
+      {{"layer_norm"},
+       D::preserve,
+       G::severs,
+       S::preserve,
+       N::real,
+       R::none,
+       "candle_nn::ops::layer_norm uses apply_op3_no_bwd"},
+      {{"sdpa"},
+       D::preserve,
+       G::severs,
+       S::operation_defined,
+       N::real,
+       R::none,
+       "candle_nn::ops::sdpa uses apply_op3_no_bwd"},
+      {{"rope", "rope_i", "rope_thd"},
+       D::preserve,
+       G::severs,
+       S::preserve,
+       N::real,
+       R::none,
+       "candle_nn::rotary_emb kernels use apply_op3_no_bwd"},
+      {{"flash_attn", "flash_attn_varlen_cpu", "flash_attn_varlen_unfused", "run_flash_attn_cpu"},
+       D::preserve,
+       G::severs,
+       S::operation_defined,
+       N::real,
+       R::none,
+       "flash-attention kernels have no backward"},
+      {{"rms_norm_slow", "layer_norm_slow", "rope_slow", "rope_i_slow"},
+       D::preserve,
+       G::propagates,
+       S::preserve,
+       N::real,
+       R::none,
+       "composed from differentiable tensor ops"},
+      {{"sigmoid"},
+       D::preserve,
+       G::propagates,
+       S::preserve,
+       N::saturating_unit,
+       R::none,
+       "f32 sigmoid reaches 1.0 above 16.6355 and 0.0 below -88.7228"},
+      {{"softmax"},
+       D::preserve,
+       G::propagates,
+       S::preserve,
+       N::saturating_unit,
+       R::none,
+       "composed softmax (exp / sum) is differentiable and saturates like sigmoid"},
+      {{"log_softmax"},
+       D::preserve,
+       G::propagates,
+       S::preserve,
+       N::real,
+       R::none,
+       "log-softmax is <= 0 and never needs a positive guard"},
+      {{"dropout"}, D::preserve, G::propagates, S::preserve, N::real},
+  };
+  std::vector<OpRule> out;
+  for (const Row& row : rows) {
+    for (std::string_view name : row.names) {
+      OpRule r;
+      r.name = std::string(name);
+      r.dtype = row.dtype;
+      r.fixed_dtype = std::string(row.fixed);
+      r.grad = row.grad;
+      r.shape = row.shape;
+      r.domain = row.domain;
+      r.requirement = row.requirement;
+      r.checked_operand = row.checked;
+      r.is_loss = row.loss;
+      r.note = std::string(row.note);
+      out.push_back(std::move(r));
+    }
+  }
+  // Receiver-qualified rules: layers whose forward is defined by candle-nn.
+  auto method = [&](std::string name, G grad, std::string note) {
+    OpRule r;
+    r.name = std::move(name);
+    r.dtype = D::preserve;
+    r.grad = grad;
+    r.shape = S::operation_defined;
+    r.domain = N::real;
+    r.note = std::move(note);
+    out.push_back(std::move(r));
+  };
+  method(
+      "RmsNorm::forward", G::layout_dependent,
+      "candle-nn RmsNorm::forward takes the no-backward ops::rms_norm kernel for contiguous input "
+      "and the differentiable LayerNorm path otherwise");
+  method("RmsNorm::forward_diff", G::propagates, "differentiable LayerNorm path");
+  method("LayerNorm::forward", G::propagates, "composed from differentiable tensor ops");
+  for (const char* layer : {"Linear", "Embedding", "Conv1d", "Conv2d", "ConvTranspose1d",
+                            "ConvTranspose2d", "PReLU", "GroupNorm", "BatchNorm"}) {
+    method(std::string(layer) + "::forward", G::propagates, "candle-nn layer forward");
+    method(std::string(layer) + "::forward_t", G::propagates, "candle-nn layer forward");
+  }
+  return out;
+}
+
+}  // namespace
+
+OpCatalog::OpCatalog(std::string version, bool audited, std::vector<OpRule> rules)
+    : version_(std::move(version)), audited_(audited), rules_(std::move(rules)) {
+  std::sort(rules_.begin(), rules_.end(),
+            [](const OpRule& a, const OpRule& b) { return a.name < b.name; });
+}
+
+const OpCatalog& OpCatalog::for_version(std::string_view candle_version) {
+  static std::mutex mu;
+  static std::map<std::string, OpCatalog, std::less<>> catalogs;
+  std::lock_guard lock(mu);
+  auto it = catalogs.find(candle_version);
+  if (it != catalogs.end()) return it->second;
+  bool audited = candle_version == "0.11.0";
+  OpCatalog catalog(std::string(candle_version), audited,
+                    audited ? rules_0_11_0() : std::vector<OpRule>{});
+  return catalogs.emplace(std::string(candle_version), std::move(catalog)).first->second;
+}
+
+std::vector<std::string> OpCatalog::audited_versions() {
+  return {"0.11.0"};
+}
+
+const OpRule* OpCatalog::find(std::string_view name) const {
+  auto it = std::lower_bound(rules_.begin(), rules_.end(), name,
+                             [](const OpRule& r, std::string_view n) { return r.name < n; });
+  return it != rules_.end() && it->name == name ? &*it : nullptr;
+}
+
+OpRule OpCatalog::lookup(std::string_view op) const {
+  auto sep = op.rfind("::");
+  std::string_view leaf = sep == std::string_view::npos ? op : op.substr(sep + 2);
+  if (const OpRule* r = find(leaf)) return *r;
+  OpRule unknown;
+  unknown.name = std::string(leaf);
+  unknown.note = audited_ ? "not in the audited catalog for candle " + version_
+                          : "candle " + version_ + " is not an audited version";
+  return unknown;
+}
+
+OpRule OpCatalog::lookup_method(std::string_view receiver_type, std::string_view method) const {
+  // `candle_nn::RmsNorm<B>` → `RmsNorm`.
+  std::string_view type = receiver_type.substr(0, receiver_type.find('<'));
+  auto sep = type.rfind("::");
+  if (sep != std::string_view::npos) type = type.substr(sep + 2);
+  std::string qualified = std::string(type) + "::" + std::string(method);
+  if (const OpRule* r = find(qualified)) return *r;
+  return lookup(method);
+}
+
+std::string_view to_string(DtypeRule r) {
+  switch (r) {
+    case DtypeRule::preserve:
+      return "preserve";
+    case DtypeRule::same_as_inputs:
+      return "same_as_inputs";
+    case DtypeRule::explicit_arg:
+      return "explicit";
+    case DtypeRule::fixed:
+      return "fixed";
+    case DtypeRule::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(GradRule r) {
+  switch (r) {
+    case GradRule::propagates:
+      return "propagates";
+    case GradRule::severs:
+      return "severs";
+    case GradRule::layout_dependent:
+      return "layout_dependent";
+    case GradRule::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ShapeRule r) {
+  switch (r) {
+    case ShapeRule::explicit_argument:
+      return "explicit_argument";
+    case ShapeRule::flatten:
+      return "flatten";
+    case ShapeRule::remove_dimension:
+      return "remove_dimension";
+    case ShapeRule::insert_dimension:
+      return "insert_dimension";
+    case ShapeRule::permute_dimensions:
+      return "permute_dimensions";
+    case ShapeRule::slice_dimension:
+      return "slice_dimension";
+    case ShapeRule::matrix_product:
+      return "matrix_product";
+    case ShapeRule::concatenate:
+      return "concatenate";
+    case ShapeRule::keep_dimension:
+      return "keep_dimension";
+    case ShapeRule::preserve:
+      return "preserve";
+    case ShapeRule::operation_defined:
+      return "operation_defined";
+    case ShapeRule::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Requirement r) {
+  switch (r) {
+    case Requirement::none:
+      return "none";
+    case Requirement::non_zero:
+      return "non_zero";
+    case Requirement::non_negative:
+      return "non_negative";
+    case Requirement::strictly_positive:
+      return "strictly_positive";
+  }
+  return "none";
+}
+
+}  // namespace cg::analysis

@@ -1,0 +1,94 @@
+#pragma once
+// The audited operation catalog: what each candle-core Tensor method and candle-nn function does to
+// dtype, gradient, shape and numeric domain. Rules are claims about one Candle release, so the
+// catalog is versioned: only audited releases answer; any other version gets the `unknown` rule
+// for every operation (a finding then says why), never a guess.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/numeric_domain.hpp"
+
+namespace cg::analysis {
+
+enum class DtypeRule {
+  preserve,        // output dtype = first tensor operand's
+  same_as_inputs,  // every tensor operand must share one dtype; output has it
+  explicit_arg,    // output dtype is an argument (`to_dtype(DType::F16)`)
+  fixed,           // output dtype is fixed by the op (`argmax` → U32)
+  unknown,
+};
+
+enum class GradRule {
+  propagates,        // backward defined for every tensor operand
+  severs,            // no backward: gradients stop here (a `*_no_bwd` kernel, `detach`, `round`)
+  layout_dependent,  // severs or propagates depending on the input layout (RmsNorm::forward)
+  unknown,
+};
+
+enum class ShapeRule {
+  explicit_argument,   // reshape, broadcast_as, expand
+  flatten,             // flatten_all/_to/_from
+  remove_dimension,    // squeeze, reductions without keepdim
+  insert_dimension,    // unsqueeze
+  permute_dimensions,  // transpose, permute, t
+  slice_dimension,     // narrow, chunk, i
+  matrix_product,      // matmul
+  concatenate,         // cat, stack
+  keep_dimension,      // keepdim reductions
+  preserve,            // elementwise
+  operation_defined,   // conv, pooling, embedding, index ops
+  unknown,
+};
+
+enum class Requirement { none, non_zero, non_negative, strictly_positive };
+
+struct OpRule {
+  std::string name;  // the catalog name, e.g. "broadcast_add", "RmsNorm::forward"
+  DtypeRule dtype = DtypeRule::unknown;
+  std::string fixed_dtype;  // with DtypeRule::fixed
+  GradRule grad = GradRule::unknown;
+  ShapeRule shape = ShapeRule::unknown;
+  NumericDomain domain = NumericDomain::unknown;  // domain of the output
+  Requirement requirement = Requirement::none;    // what the checked operand must satisfy
+  int checked_operand = 0;  // 0 = receiver / first operand, 1 = divisor for div
+  bool is_loss = false;
+  std::string note;  // why, with the Candle source it was audited against
+
+  bool known() const { return dtype != DtypeRule::unknown || grad != GradRule::unknown; }
+};
+
+class OpCatalog {
+ public:
+  // The catalog for a resolved Candle version ("0.11.0"). Unaudited versions return a catalog
+  // whose every lookup is the unknown rule, with `audited() == false`.
+  static const OpCatalog& for_version(std::string_view candle_version);
+  static std::vector<std::string> audited_versions();
+
+  bool audited() const { return audited_; }
+  const std::string& version() const { return version_; }
+
+  // Looks an operation up by its last path segment (`candle_nn::ops::softmax_last_dim` →
+  // `softmax_last_dim`). Unknown names give the unknown rule named after the op.
+  OpRule lookup(std::string_view op) const;
+  // Receiver-qualified rules first (`RmsNorm::forward`), then the bare method.
+  OpRule lookup_method(std::string_view receiver_type, std::string_view method) const;
+
+  const std::vector<OpRule>& rules() const { return rules_; }
+
+ private:
+  OpCatalog(std::string version, bool audited, std::vector<OpRule> rules);
+  const OpRule* find(std::string_view name) const;
+
+  std::string version_;
+  bool audited_;
+  std::vector<OpRule> rules_;  // sorted by name
+};
+
+std::string_view to_string(DtypeRule r);
+std::string_view to_string(GradRule r);
+std::string_view to_string(ShapeRule r);
+std::string_view to_string(Requirement r);
+
+}  // namespace cg::analysis
