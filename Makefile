@@ -28,10 +28,11 @@ test-sanitize: setup
 
 test-tsan: setup
 	@cmake --preset tsan >/dev/null
-	@cmake --build --preset tsan -j $(JOBS)
+	@cmake --build --preset tsan -j $(JOBS) --target test_profile
 	@ctest --preset tsan -j $(JOBS)
 
 test: format-check test-unit test-sanitize
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-10} bash scripts/fuzz.sh
 	@echo "make test: all suites passed"
 
 format:
@@ -42,6 +43,10 @@ format-check:
 
 bench: build-release
 	@bash bench/run.sh build/release
+
+# FUZZ_SECONDS per target (default 20).
+fuzz: setup
+	@bash scripts/fuzz.sh
 
 clean:
 	rm -rf build out
