@@ -1,0 +1,212 @@
+#include "query/mcp.hpp"
+
+#include <simdjson.h>
+
+#include <istream>
+#include <ostream>
+
+#include "util/error.hpp"
+#include "util/json_writer.hpp"
+
+namespace cg::query {
+
+namespace {
+
+constexpr int kParseError = -32700;
+constexpr int kInvalidRequest = -32600;
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidParams = -32602;
+
+// The id is echoed verbatim (string, number or null), so keep its raw JSON.
+std::string error_response(std::string_view raw_id, int code, std::string_view message) {
+  JsonWriter w(0);
+  w.begin_object().field("jsonrpc", "2.0").key("id");
+  if (raw_id.empty())
+    w.null();
+  else
+    w.raw(raw_id);
+  w.key("error").begin_object().field("code", code).field("message", message).end_object();
+  w.end_object();
+  return w.take();
+}
+
+std::string result_response(std::string_view raw_id, std::string_view result_json) {
+  JsonWriter w(0);
+  w.begin_object().field("jsonrpc", "2.0").key("id").raw(raw_id).key("result").raw(result_json);
+  w.end_object();
+  return w.take();
+}
+
+const char* kSupportedVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+}  // namespace
+
+McpServer::McpServer(std::vector<ToolSpec> tools, Answer answer, std::string version)
+    : tools_(std::move(tools)), answer_(std::move(answer)), version_(std::move(version)) {}
+
+const ToolSpec* McpServer::find_tool(std::string_view name) const {
+  for (const auto& t : tools_)
+    if ("query_" + t.kind == name) return &t;
+  return nullptr;
+}
+
+std::string McpServer::tools_list_result() const {
+  JsonWriter w(0);
+  w.begin_object().key("tools").begin_array();
+  for (const auto& t : tools_) {
+    w.begin_object();
+    w.field("name", "query_" + t.kind);
+    w.field("description", t.description);
+    w.key("inputSchema").begin_object().field("type", "object");
+    w.key("properties").begin_object();
+    if (t.takes_selector) {
+      w.key("select").begin_object().field("type", "string");
+      w.field("description",
+              "exact stable id (preferred), exact qualified name or key, or a case-insensitive "
+              "substring");
+      w.end_object();
+    }
+    if (t.takes_to) {
+      w.key("to").begin_object().field("type", "string").field("description", "target selector");
+      w.end_object();
+    }
+    if (t.paginated) {
+      w.key("limit").begin_object().field("type", "integer").field("minimum", 1);
+      w.field("default", 100).end_object();
+      w.key("offset").begin_object().field("type", "integer").field("minimum", 0);
+      w.field("default", 0).end_object();
+    }
+    w.end_object();
+    w.key("required").begin_array();
+    if (t.requires_selector) w.value("select");
+    if (t.takes_to) w.value("to");
+    w.end_array();
+    w.field("additionalProperties", false);
+    w.end_object();
+    w.end_object();
+  }
+  w.end_array().end_object();
+  return w.take();
+}
+
+std::string McpServer::handle(std::string_view message) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(message.data(), message.size()).get(doc) != simdjson::SUCCESS)
+    return error_response({}, kParseError, "parse error: the message is not valid JSON");
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS)
+    return error_response({}, kInvalidRequest, "invalid request: expected a JSON-RPC object");
+  std::string raw_id;
+  simdjson::dom::element id_el;
+  bool has_id = obj["id"].get(id_el) == simdjson::SUCCESS;
+  if (has_id) {
+    if (!id_el.is_string() && !id_el.is_int64() && !id_el.is_uint64() && !id_el.is_null())
+      return error_response({}, kInvalidRequest, "invalid request: id must be a string or number");
+    raw_id = simdjson::minify(id_el);
+  }
+  std::string_view method;
+  if (obj["method"].get_string().get(method) != simdjson::SUCCESS)
+    return error_response(raw_id, kInvalidRequest, "invalid request: missing string `method`");
+  std::string_view jsonrpc;
+  if (obj["jsonrpc"].get_string().get(jsonrpc) != simdjson::SUCCESS || jsonrpc != "2.0")
+    return error_response(raw_id, kInvalidRequest, "invalid request: `jsonrpc` must be \"2.0\"");
+  if (!has_id) return {};  // a notification (e.g. notifications/initialized): no response
+  simdjson::dom::object params;
+  bool has_params = obj["params"].get_object().get(params) == simdjson::SUCCESS;
+
+  if (method == "initialize") {
+    std::string version = kSupportedVersions[0];
+    std::string_view asked;
+    if (has_params && params["protocolVersion"].get_string().get(asked) == simdjson::SUCCESS) {
+      for (const char* v : kSupportedVersions)
+        if (asked == v) version = v;
+    }
+    JsonWriter w(0);
+    w.begin_object().field("protocolVersion", version);
+    w.key("capabilities").begin_object().key("tools").begin_object().field("listChanged", false);
+    w.end_object().end_object();
+    w.key("serverInfo").begin_object().field("name", "candle-graph").field("version", version_);
+    w.end_object();
+    w.field("instructions",
+            "Query the static model IR of a Candle crate. Start with query_summary, list with the "
+            "plural kinds, then drill down with exact ids from the listings.");
+    w.end_object();
+    return result_response(raw_id, w.str());
+  }
+  if (method == "ping") return result_response(raw_id, "{}");
+  if (method == "tools/list") return result_response(raw_id, tools_list_result());
+  if (method != "tools/call")
+    return error_response(raw_id, kMethodNotFound, "method not found: " + std::string(method));
+
+  std::string_view name;
+  if (!has_params || params["name"].get_string().get(name) != simdjson::SUCCESS)
+    return error_response(raw_id, kInvalidParams, "tools/call needs params.name");
+  const ToolSpec* tool = find_tool(name);
+  if (tool == nullptr)
+    return error_response(raw_id, kInvalidParams, "unknown tool: " + std::string(name));
+  QueryRequest req;
+  req.kind = tool->kind;
+  simdjson::dom::object args;
+  if (params["arguments"].get_object().get(args) == simdjson::SUCCESS) {
+    for (auto field : args) {
+      std::string_view key = field.key;
+      if (key == "select" || key == "to") {
+        std::string_view v;
+        if (field.value.get_string().get(v) != simdjson::SUCCESS)
+          return error_response(raw_id, kInvalidParams, std::string(key) + " must be a string");
+        (key == "select" ? req.selector : req.to) = std::string(v);
+      } else if (key == "limit" || key == "offset") {
+        std::uint64_t v = 0;
+        if (field.value.get_uint64().get(v) != simdjson::SUCCESS)
+          return error_response(raw_id, kInvalidParams,
+                                std::string(key) + " must be a non-negative integer");
+        if (key == "limit" && v == 0)
+          return error_response(raw_id, kInvalidParams, "limit must be at least 1");
+        (key == "limit" ? req.limit : req.offset) = static_cast<std::size_t>(v);
+      } else {
+        return error_response(raw_id, kInvalidParams, "unknown argument: " + std::string(key));
+      }
+    }
+  }
+  if (tool->requires_selector && req.selector.empty())
+    return error_response(raw_id, kInvalidParams, std::string(name) + " needs `select`");
+  JsonWriter w(0);
+  w.begin_object().key("content").begin_array().begin_object().field("type", "text");
+  bool is_error = false;
+  try {
+    w.field("text", answer_(req));
+  } catch (const InputError& e) {
+    w.field("text", e.what());
+    is_error = true;
+  }
+  w.end_object().end_array().field("isError", is_error).end_object();
+  return result_response(raw_id, w.str());
+}
+
+void McpServer::serve(std::istream& in, std::ostream& out) {
+  std::string line;
+  bool oversized = false;
+  for (;;) {
+    int c = in.get();
+    if (c == std::char_traits<char>::eof() || c == '\n') {
+      if (oversized) {
+        out << error_response({}, kInvalidRequest, "message larger than 4 MiB") << "\n";
+      } else if (line.find_first_not_of(" \t\r") != std::string::npos) {
+        std::string reply = handle(line);
+        if (!reply.empty()) out << reply << "\n";
+      }
+      out.flush();
+      line.clear();
+      oversized = false;
+      if (c == std::char_traits<char>::eof()) return;
+      continue;
+    }
+    if (line.size() >= kMaxMessageBytes)
+      oversized = true;
+    else
+      line.push_back(static_cast<char>(c));
+  }
+}
+
+}  // namespace cg::query

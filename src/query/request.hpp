@@ -1,0 +1,16 @@
+#pragma once
+// One bounded query, as the CLI and the MCP server both receive it.
+#include <cstddef>
+#include <string>
+
+namespace cg::query {
+
+struct QueryRequest {
+  std::string kind;      // canonical kind ("summary", "parameters", …)
+  std::string selector;  // empty = none
+  std::string to;        // `path` only
+  std::size_t limit = 100;
+  std::size_t offset = 0;
+};
+
+}  // namespace cg::query
