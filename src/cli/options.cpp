@@ -1,0 +1,45 @@
+#include "cli/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace cg::cli {
+
+void add_crate_options(CLI::App& cmd, CrateOptions& o, bool positional_path) {
+  if (positional_path) {
+    cmd.add_option("path", o.path, "Crate directory or Cargo.toml (default: .)");
+  }
+  cmd.add_option("--features", o.features, "Cargo features to activate (comma separated)")
+      ->delimiter(',');
+  cmd.add_flag("--all-features", o.all_features, "Activate every feature of the crate");
+  cmd.add_flag("--no-default-features", o.no_default_features,
+               "Do not activate the `default` feature");
+  cmd.add_option("--target", o.target, "Target triple used to evaluate cfg (default: host)");
+  cmd.add_option("--cargo-target", o.cargo_target,
+                 "Cargo target to analyze: lib (default), a bin, example, test or bench name");
+  cmd.add_option("--root", o.root, "Analyze this type as the component root");
+  cmd.add_option("--config", o.config, "config.json to bind (concrete shapes and counts)");
+}
+
+void add_evidence_options(CLI::App& cmd, EvidenceOptions& o) {
+  cmd.add_option("--runtime-trace", o.runtime_traces,
+                 "Runtime trace to merge (runtime/1-4; repeat for several runs or ranks)");
+  cmd.add_flag("--lenient", o.lenient, "Skip bad trace lines and report how many were skipped");
+  cmd.add_option("--checkpoint", o.checkpoint,
+                 "safetensors file, *.index.json or checkpoint directory to verify");
+  cmd.add_option("--prefix", o.prefix,
+                 "Prefix a caller pushes before the root constructor (e.g. language_model)");
+}
+
+void add_output_options(CLI::App& cmd, OutputOptions& o, bool with_format) {
+  cmd.add_option("--output,-o", o.output, "Write the result here (atomically) instead of stdout");
+  if (with_format) {
+    cmd.add_option("--format", o.format, "Output format")->check(CLI::IsMember({"json", "tree"}));
+  }
+  cmd.add_option("--message-format", o.message_format, "Diagnostics format on stderr")
+      ->check(CLI::IsMember({"human", "json", "sarif"}));
+  cmd.add_flag("--strict", o.strict, "Fail (exit 1) on proven error findings");
+  cmd.add_option("--deny", o.deny, "Fail (exit 1) if any finding of these rules is present")
+      ->delimiter(',');
+}
+
+}  // namespace cg::cli
