@@ -1,0 +1,101 @@
+#include "cli/summary_table.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace cg::cli {
+
+std::string group_thousands(std::uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  int since = static_cast<int>(digits.size() % 3);
+  if (since == 0) since = 3;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && since == 0) {
+      out.push_back(',');
+      since = 3;
+    }
+    out.push_back(digits[i]);
+    --since;
+  }
+  return out;
+}
+
+namespace {
+
+// Display columns of UTF-8 text (the tree glyphs are 3 bytes, 1 column each).
+std::size_t columns(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+std::string pad(const std::string& s, std::size_t width) {
+  std::size_t w = columns(s);
+  return w >= width ? s : s + std::string(width - w, ' ');
+}
+
+std::string pad_left(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+std::string megabytes(std::uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& rows,
+                                 const SummaryTotals& totals) {
+  std::vector<std::string> first;
+  std::size_t w_name = std::string("Module (type)").size();
+  std::size_t w_shape = std::string("Param shape").size();
+  std::size_t w_params = std::string("Param #").size();
+  for (const auto& r : rows) {
+    std::string cell = std::string(static_cast<std::size_t>(r.depth) * 2, ' ');
+    if (r.depth > 0) cell += "└─";
+    cell += r.name;
+    if (!r.type.empty()) cell += " (" + r.type + ")";
+    if (!r.marker.empty()) cell += " [" + r.marker + "]";
+    first.push_back(cell);
+    w_name = std::max(w_name, columns(cell));
+    w_shape = std::max(w_shape, r.shape.size());
+    w_params = std::max(w_params, r.params ? group_thousands(*r.params).size() : 1);
+  }
+  const std::size_t w_train = std::string("Trainable").size();
+  std::size_t width = w_name + 2 + w_shape + 2 + w_params + 2 + w_train;
+  std::string rule(width, '=');
+  std::string out;
+  out += rule + "\n" + title + "\n" + rule + "\n";
+  out += pad("Module (type)", w_name) + "  " + pad("Param shape", w_shape) + "  " +
+         pad_left("Param #", w_params) + "  " + "Trainable\n";
+  out += rule + "\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    std::string count = r.params ? group_thousands(*r.params) : (r.shape.empty() ? "" : "?");
+    out += pad(first[i], w_name) + "  " + pad(r.shape, w_shape) + "  " + pad_left(count, w_params) +
+           "  " + r.trainable + "\n";
+  }
+  out += rule + "\n";
+  auto total = [](const std::optional<std::uint64_t>& v) {
+    return v ? group_thousands(*v) : std::string("unknown");
+  };
+  out += "Total params: " + total(totals.total);
+  if (totals.unknown_leaves > 0)
+    out += " (+ " + std::to_string(totals.unknown_leaves) + " parameters of symbolic shape)";
+  out += "\n";
+  out += "Trainable params: " + total(totals.trainable) + "\n";
+  if (totals.total && totals.trainable && *totals.total >= *totals.trainable)
+    out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
+  if (totals.bytes) {
+    out += "Params size (MB): " + megabytes(*totals.bytes);
+    if (!totals.dtype.empty()) out += " at " + totals.dtype;
+    out += "\n";
+  }
+  out += rule + "\n";
+  return out;
+}
+
+}  // namespace cg::cli

@@ -1,0 +1,35 @@
+#pragma once
+// The torchinfo-style model summary: module tree, type, parameter shape, #params, trainable,
+// totals and size. Unknown counts stay visibly unknown ("?") rather than being summed as zero.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cg::cli {
+
+struct SummaryRow {
+  int depth = 0;
+  std::string name;   // module field / key segment, e.g. "self_attn" or "q_proj.weight"
+  std::string type;   // "Attention", "Linear", "Embedding", "" for a parameter leaf
+  std::string shape;  // "[256, 256]" or symbolic "[hidden_size, vocab_size]"
+  std::optional<std::uint64_t> params;  // nullopt = not computable (symbolic shape)
+  std::string trainable;                // "yes" | "no" | "?"
+  std::string marker;                   // "", "conditional", "unknown"
+};
+
+struct SummaryTotals {
+  std::optional<std::uint64_t> total;
+  std::optional<std::uint64_t> trainable;
+  std::uint64_t unknown_leaves = 0;    // leaves whose count is symbolic
+  std::optional<std::uint64_t> bytes;  // at the stated dtype
+  std::string dtype;                   // e.g. "F32"; empty if unknown
+};
+
+std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& rows,
+                                 const SummaryTotals& totals);
+
+// 1234567 → "1,234,567".
+std::string group_thousands(std::uint64_t n);
+
+}  // namespace cg::cli
