@@ -38,7 +38,7 @@ test: format-check test-unit test-sanitize
 format:
 	@git ls-files '*.cpp' '*.hpp' '*.h' | xargs -r clang-format -i
 
-format-check:
+format-check: setup
 	@git ls-files -co --exclude-standard '*.cpp' '*.hpp' '*.h' | xargs -r clang-format --dry-run -Werror
 
 bench: build-release

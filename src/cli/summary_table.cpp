@@ -26,7 +26,8 @@ namespace {
 // Display columns of UTF-8 text (the tree glyphs are 3 bytes, 1 column each).
 std::size_t columns(const std::string& s) {
   std::size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  for (char c : s)
+    n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
   return n;
 }
 
