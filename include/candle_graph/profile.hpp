@@ -1,0 +1,202 @@
+#pragma once
+// candle-graph runtime profiler: times operations and edges keyed by the model IR's static ids and
+// writes `candle-graph/runtime/4` (default) or the seed's `candle-graph/runtime/3` JSONL.
+//
+// Two ways to time an operation:
+//   * the seed's string API (`begin_operation` / `end_operation`, `TimedOperation`), which returns
+//     event ids and durations like the Rust original;
+//   * interned handles (`session.op(static_id, op)` once, then `handle.begin()` / `handle.end()`),
+//     whose hot path is a clock read and a store into a per-thread ring; a background thread
+//     formats JSONL. No allocation, I/O or formatting on the calling thread.
+// Errors are values (`Status`, `Result<T>`), never exceptions. Errors that cannot be returned at
+// the call site (the writer's I/O, a handle ended where it is not open) are sticky: they are
+// counted in the trace's `end` record and returned by `finish()`. The format is documented in
+// docs/runtime-4.md.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace candle_graph {
+
+enum class Phase : std::uint8_t { train, infer };
+// "train" / "infer", the spelling used in event ids and in `meta.phase`.
+std::string_view phase_name(Phase phase) noexcept;
+
+enum class TraceFormat : std::uint8_t { runtime_v4, runtime_v3 };
+
+// What a producer does when its per-thread buffer is full because the writer fell behind.
+enum class Backpressure : std::uint8_t {
+  block,  // wait for space: no event is ever lost (default)
+  drop,   // discard the event and count it in the `end` record's `dropped`
+};
+
+// How timestamps are taken. `automatic` uses the invariant TSC when the CPU declares it
+// (x86-64 `constant_tsc` + `nonstop_tsc`), calibrated against steady_clock, else steady_clock.
+enum class TimerKind : std::uint8_t { automatic, steady_clock, tsc };
+
+enum class Errc : std::uint8_t {
+  ok = 0,
+  io_error,           // creating, writing or closing the trace failed
+  unknown_operation,  // end_operation with an id that is not open
+  invalid_argument,   // empty static id, too many handles, ...
+  finished,           // the session was already finished
+  unbalanced,         // a handle was ended on a thread where it is not open
+};
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Errc code, std::string message) : code_(code), message_(std::move(message)) {}
+  bool ok() const noexcept { return code_ == Errc::ok; }
+  explicit operator bool() const noexcept { return ok(); }
+  Errc code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  Errc code_ = Errc::ok;
+  std::string message_;
+};
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
+  Result(Status error) : status_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  bool ok() const noexcept { return status_.ok(); }
+  explicit operator bool() const noexcept { return ok(); }
+  const Status& status() const noexcept { return status_; }
+  // Precondition: ok().
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+
+ private:
+  std::optional<T> value_;
+  Status status_;
+};
+
+struct ProfileConfig {
+  std::string entrypoint;
+  Phase phase = Phase::train;
+  std::string profile = "release";
+  std::vector<std::string> cargo_features;
+  std::optional<std::string> analysis_id;
+  std::optional<std::string> build_id;
+  TraceFormat format = TraceFormat::runtime_v4;
+  Backpressure backpressure = Backpressure::block;
+  // Records each thread may buffer before backpressure applies (rounded up to a power of two;
+  // 80 bytes each). The default, 2^16, bounds memory to about 5 MiB per producing thread.
+  std::size_t buffer_records_per_thread = std::size_t{1} << 16;
+  TimerKind timer = TimerKind::automatic;
+
+  static ProfileConfig train(std::string entrypoint);
+  static ProfileConfig infer(std::string entrypoint);
+};
+
+namespace detail {
+class SessionState;
+}
+
+// An interned operation (static id, op name, inputs). Cheap to copy; valid while its session is
+// alive and not finished. begin()/end() nest per thread like scopes: end() closes the innermost
+// open operation of this handle on the calling thread.
+class OpHandle {
+ public:
+  OpHandle() = default;
+  void begin() const noexcept;
+  void end() const noexcept;
+  std::uint32_t index() const noexcept { return index_; }
+
+ private:
+  friend class ProfileSession;
+  OpHandle(detail::SessionState* state, std::uint32_t index) : state_(state), index_(index) {}
+  detail::SessionState* state_ = nullptr;
+  std::uint32_t index_ = 0;
+};
+
+// RAII scope on an interned handle: begins on construction, ends on destruction.
+class ScopedOperation {
+ public:
+  explicit ScopedOperation(const OpHandle& handle) noexcept : handle_(handle) { handle_.begin(); }
+  ~ScopedOperation() { handle_.end(); }
+  ScopedOperation(const ScopedOperation&) = delete;
+  ScopedOperation& operator=(const ScopedOperation&) = delete;
+
+ private:
+  OpHandle handle_;
+};
+
+class ProfileSession {
+ public:
+  // Creates parent directories, truncates `path` and writes the `meta` record. The trace is
+  // streamed to `path` (not written atomically on purpose: a crashed run keeps what it measured,
+  // and the missing `end` record tells readers it is incomplete).
+  static Result<ProfileSession> open(const std::filesystem::path& path, ProfileConfig config);
+
+  ProfileSession(ProfileSession&& other) noexcept;
+  ProfileSession& operator=(ProfileSession&& other) noexcept;
+  ProfileSession(const ProfileSession&) = delete;
+  ProfileSession& operator=(const ProfileSession&) = delete;
+  // Finishes the session if finish() was not called; errors are then lost (call finish()).
+  ~ProfileSession();
+
+  Phase phase() const noexcept;
+  std::uint64_t step() const noexcept;
+  // The step stamped on every later record (shared by all threads).
+  void set_step(std::uint64_t step) noexcept;
+
+  // Seed API. Returns the event id `{phase}-op-{step}-{counter}`.
+  Result<std::string> begin_operation(std::string_view static_id, std::string_view op,
+                                      std::span<const std::string> inputs = {});
+  // Ends an operation begun with begin_operation (on any thread) and returns its duration.
+  Result<std::uint64_t> end_operation(std::string_view event_id,
+                                      std::optional<std::string_view> output = std::nullopt);
+  Status record_edge_timing(std::string_view from_static_id, std::string_view to_static_id,
+                            std::uint64_t duration_ns);
+
+  // Fast path: intern once, then begin()/end() on the handle from any thread.
+  Result<OpHandle> op(std::string_view static_id, std::string_view op,
+                      std::span<const std::string> inputs = {});
+
+  // Waits until every record pushed before this call is written to the file.
+  Status flush();
+  // Drains all buffers, writes the `end` record (runtime/4), closes the file. Returns the path, or
+  // the first sticky error. Call it after other threads have stopped using the session.
+  Result<std::filesystem::path> finish();
+
+  const std::filesystem::path& path() const noexcept;
+
+ private:
+  explicit ProfileSession(std::unique_ptr<detail::SessionState> state);
+  std::unique_ptr<detail::SessionState> state_;
+};
+
+// The seed's RAII guard over the string API: begins on construction, ends (no output, errors
+// ignored) when destroyed.
+class TimedOperation {
+ public:
+  static Result<TimedOperation> begin(ProfileSession& session, std::string_view static_id,
+                                      std::string_view op,
+                                      std::span<const std::string> inputs = {});
+  TimedOperation(TimedOperation&& other) noexcept
+      : session_(std::exchange(other.session_, nullptr)), event_id_(std::move(other.event_id_)) {}
+  TimedOperation& operator=(TimedOperation&&) = delete;
+  TimedOperation(const TimedOperation&) = delete;
+  TimedOperation& operator=(const TimedOperation&) = delete;
+  ~TimedOperation();
+  const std::string& event_id() const noexcept { return event_id_; }
+
+ private:
+  TimedOperation(ProfileSession* session, std::string event_id)
+      : session_(session), event_id_(std::move(event_id)) {}
+  ProfileSession* session_;
+  std::string event_id_;
+};
+
+}  // namespace candle_graph

@@ -1,0 +1,206 @@
+#pragma once
+// The engine behind ProfileSession. Callers own one ThreadState each (found through a
+// thread_local cache) and only ever touch their own ring and scope stack; the writer thread owns
+// the file and every ring's tail. The two meet only through each ring's head/tail atomics.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "candle_graph/profile.hpp"
+#include "profile/timer.hpp"
+
+namespace candle_graph::detail {
+
+enum class RecordKind : std::uint32_t {
+  operation,     // `end` is a raw timer reading
+  operation_ns,  // `end` is the duration in ns, already returned to a string-API caller
+  edge,          // `end` is the caller's duration in ns, `start` the time it was recorded
+};
+
+// One finished event exactly as the caller stores it: raw numbers, no text.
+struct Record {
+  std::uint64_t counter;
+  std::uint64_t id_step;  // step at begin: part of the event id
+  std::uint64_t step;     // step at end: the `step` field, as the seed stamps it
+  std::uint64_t start;
+  std::uint64_t end;
+  std::uint64_t parent_counter;  // 0: no enclosing operation
+  std::uint64_t parent_step;
+  std::string* output;  // owned by the record; string API only
+  std::uint32_t handle;
+  std::uint32_t thread;
+  RecordKind kind;
+  std::uint32_t reserved;
+};
+
+// An open operation on one thread's scope stack. The parent is fixed at begin, when the
+// enclosing operation is known for certain.
+struct Frame {
+  std::uint64_t counter;
+  std::uint64_t id_step;
+  std::uint64_t start;
+  std::uint64_t parent_counter;
+  std::uint64_t parent_step;
+  std::uint32_t handle;
+  bool by_id;  // begun through begin_operation: ended by event id, possibly on another thread
+};
+
+struct ThreadState {
+  ThreadState(std::uint32_t thread_index, std::size_t capacity);
+
+  // Owner thread only.
+  const std::uint32_t index;
+  std::vector<Record> ring;
+  const std::uint64_t mask;
+  std::uint64_t head_local = 0;
+  std::uint64_t tail_cache = 0;
+  std::uint64_t next_counter = 0;
+  std::uint64_t counter_limit = 0;
+  std::vector<Frame> stack;
+
+  // Shared with the writer (head, tail, dropped) or with other callers (foreign_*).
+  alignas(64) std::atomic<std::uint64_t> head{0};
+  alignas(64) std::atomic<std::uint64_t> tail{0};
+  std::atomic<std::uint64_t> dropped{0};
+  std::atomic<bool> foreign_pending{false};
+  std::mutex foreign_mu;
+  std::vector<std::uint64_t> foreign_ended;  // string-API ops begun here, ended elsewhere
+};
+
+// Pre-rendered JSON for one interned operation or edge, so the writer copies instead of escaping.
+struct HandleInfo {
+  bool is_edge = false;
+  std::string static_id;
+  // Ops: `,"op":…,"static_id":…,"inputs":[…]`; edges: `,"from_static_id":…,"to_static_id":…`.
+  std::string body;
+};
+
+// Interned handles. Grows in fixed chunks that never move, so the writer reads entries without a
+// lock while callers intern new ones (a record naming handle i is published after entry i).
+class HandleTable {
+ public:
+  static constexpr std::uint32_t kChunkBits = 10;
+  static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
+  static constexpr std::uint32_t kMaxChunks = 4096;
+
+  Result<std::uint32_t> intern(const std::string& key, HandleInfo info);
+  const HandleInfo& operator[](std::uint32_t i) const {
+    return chunks_[i >> kChunkBits][i & (kChunkSize - 1)];
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::uint32_t> index_;
+  std::unique_ptr<HandleInfo[]> chunks_[kMaxChunks];
+  std::uint32_t count_ = 0;
+};
+
+struct ActiveOp {
+  std::uint32_t handle;
+  std::uint64_t counter;
+  std::uint64_t id_step;
+  std::uint64_t start;
+  std::uint64_t parent_counter;
+  std::uint64_t parent_step;
+  ThreadState* thread;
+};
+
+class SessionState {
+ public:
+  static constexpr std::uint64_t kCounterBlock = 4096;
+
+  SessionState(std::filesystem::path trace_path, ProfileConfig cfg, int fd);
+  ~SessionState();
+  SessionState(const SessionState&) = delete;
+  SessionState& operator=(const SessionState&) = delete;
+
+  Status write_meta();
+  void start_writer();
+
+  // Hot path (hot_path.cpp).
+  void begin(std::uint32_t handle) noexcept;
+  void end(std::uint32_t handle) noexcept;
+
+  // String API and interning (session.cpp).
+  Result<std::uint32_t> intern_op(std::string_view static_id, std::string_view op,
+                                  std::span<const std::string> inputs);
+  Result<std::string> begin_by_id(std::string_view static_id, std::string_view op,
+                                  std::span<const std::string> inputs);
+  Result<std::uint64_t> end_by_id(std::string_view event_id,
+                                  std::optional<std::string_view> output);
+  Status edge(std::string_view from, std::string_view to, std::uint64_t duration_ns);
+  Status flush();
+  Result<std::filesystem::path> finish();
+
+  // Errors: every one is counted for the `end` record; sticky ones are also returned by finish().
+  void count_error() noexcept { errors_.fetch_add(1, std::memory_order_relaxed); }
+  void fail(Errc code, std::string message);
+
+  const std::filesystem::path path;
+  const ProfileConfig config;
+  Timer timer;
+  std::atomic<std::uint64_t> step{0};
+  std::atomic<bool> finished{false};
+
+ private:
+  ThreadState& thread_state() noexcept;
+  ThreadState& register_thread();
+  std::uint64_t take_counter(ThreadState& ts) noexcept;
+  void prune_foreign(ThreadState& ts);
+  void push(ThreadState& ts, const Record& record) noexcept;
+  bool wait_for_space(ThreadState& ts) noexcept;
+  void end_slow(ThreadState& ts, std::uint32_t handle, std::uint64_t now) noexcept;
+
+  // Writer thread (writer.cpp).
+  void writer_main();
+  bool drain(std::vector<ThreadState*>& threads);
+  void format(const Record& r);
+  void write_out();
+  void write_end_record(std::uint64_t open_operations);
+  void refresh_threads(std::vector<ThreadState*>& threads);
+
+  const std::uint64_t id_;
+  const std::string op_prefix_;    // {"kind":"operation","event_id":"train-op-
+  const std::string edge_prefix_;  // {"kind":"edge_timing","event_id":"train-edge-
+  const bool v4_;
+  std::size_t ring_capacity_;
+  HandleTable handles_;
+
+  std::mutex threads_mu_;
+  std::vector<std::unique_ptr<ThreadState>> threads_;
+  std::unordered_map<std::uint64_t, ThreadState*> by_token_;
+  std::atomic<std::size_t> thread_count_{0};
+  std::atomic<std::uint64_t> next_counter_block_{1};
+
+  std::mutex active_mu_;
+  std::unordered_map<std::string, ActiveOp> active_;
+
+  std::mutex error_mu_;
+  Status first_sticky_;
+  std::atomic<std::uint64_t> errors_{0};
+
+  // Writer.
+  int fd_;
+  std::thread writer_;
+  std::mutex writer_mu_;
+  std::condition_variable writer_cv_;
+  std::condition_variable flushed_cv_;
+  std::uint64_t flush_requested_ = 0;
+  std::uint64_t flush_completed_ = 0;
+  bool stop_ = false;
+  bool writer_exited_ = false;
+  std::atomic<bool> writer_gone_{false};
+  std::string out_;
+  bool io_failed_ = false;
+  std::uint64_t operations_written_ = 0;
+  std::uint64_t edges_written_ = 0;
+};
+
+}  // namespace candle_graph::detail

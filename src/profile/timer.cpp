@@ -1,0 +1,100 @@
+#include "profile/timer.hpp"
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace candle_graph::detail {
+
+bool tsc_is_invariant() noexcept {
+#if defined(__x86_64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    auto has = [&](const char* flag) {
+      return (" " + line + " ").find(std::string(" ") + flag + " ") != std::string::npos;
+    };
+    return has("constant_tsc") && has("nonstop_tsc");
+  }
+#endif
+  return false;
+}
+
+namespace {
+
+// One (tsc, steady) pair read as close together as possible: the pair with the smallest gap out
+// of a few tries, stamped at its midpoint.
+struct ClockPair {
+  std::uint64_t tsc;
+  std::uint64_t steady;
+};
+
+ClockPair read_pair() noexcept {
+  ClockPair best{0, 0};
+#if defined(__x86_64__)
+  std::uint64_t best_gap = ~std::uint64_t{0};
+  for (int i = 0; i < 5; ++i) {
+    std::uint64_t a = __rdtsc();
+    std::uint64_t s = steady_now_ns();
+    std::uint64_t b = __rdtsc();
+    if (b - a < best_gap) {
+      best_gap = b - a;
+      best = {a + (b - a) / 2, s};
+    }
+  }
+#endif
+  return best;
+}
+
+}  // namespace
+
+Timer::Timer(TimerKind requested) noexcept {
+#if defined(__x86_64__)
+  tsc_ = requested == TimerKind::tsc || (requested == TimerKind::automatic && tsc_is_invariant());
+#else
+  (void)requested;
+#endif
+  if (!tsc_) {
+    origin_steady_ = origin_raw_ = steady_now_ns();
+    return;
+  }
+  ClockPair first = read_pair();
+  // A short first calibration so that records converted before the writer's first refinement
+  // are already within ~0.1% (the refinement then brings that down as the session runs).
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ClockPair second = read_pair();
+  origin_raw_ = first.tsc;
+  origin_steady_ = first.steady;
+  if (second.tsc > first.tsc && second.steady > first.steady)
+    ns_per_tick_.store(static_cast<double>(second.steady - first.steady) /
+                           static_cast<double>(second.tsc - first.tsc),
+                       std::memory_order_relaxed);
+}
+
+void Timer::recalibrate() noexcept {
+  if (!tsc_) return;
+  ClockPair now = read_pair();
+  // Below 10 ms the pair's jitter would dominate the slope; keep the opening estimate.
+  if (now.steady <= origin_steady_ + 10'000'000 || now.tsc <= origin_raw_) return;
+  ns_per_tick_.store(
+      static_cast<double>(now.steady - origin_steady_) / static_cast<double>(now.tsc - origin_raw_),
+      std::memory_order_relaxed);
+}
+
+std::uint64_t Timer::since_origin_ns(std::uint64_t raw) const noexcept {
+  if (raw <= origin_raw_) return 0;
+  if (!tsc_) return raw - origin_raw_;
+  return static_cast<std::uint64_t>(static_cast<double>(raw - origin_raw_) *
+                                    ns_per_tick_.load(std::memory_order_relaxed));
+}
+
+std::uint64_t Timer::duration_ns(std::uint64_t start_raw, std::uint64_t end_raw) const noexcept {
+  // Unsynchronized cores could make end < start after a migration; a duration is never negative.
+  if (end_raw <= start_raw) return 0;
+  if (!tsc_) return end_raw - start_raw;
+  return static_cast<std::uint64_t>(static_cast<double>(end_raw - start_raw) *
+                                    ns_per_tick_.load(std::memory_order_relaxed));
+}
+
+}  // namespace candle_graph::detail
