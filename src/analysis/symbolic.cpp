@@ -1,0 +1,355 @@
+#include "analysis/symbolic.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+namespace cg::analysis {
+
+SymValue SymValue::of_int(std::int64_t v) {
+  SymValue s;
+  s.kind = Kind::integer;
+  s.integer = v;
+  return s;
+}
+SymValue SymValue::of_real(double v) {
+  SymValue s;
+  s.kind = Kind::real;
+  s.real = v;
+  return s;
+}
+SymValue SymValue::of_bool(bool v) {
+  SymValue s;
+  s.kind = Kind::boolean;
+  s.boolean = v;
+  return s;
+}
+SymValue SymValue::of_string(std::string v) {
+  SymValue s;
+  s.kind = Kind::string;
+  s.text = std::move(v);
+  return s;
+}
+SymValue SymValue::none() {
+  SymValue s;
+  s.kind = Kind::none;
+  return s;
+}
+SymValue SymValue::symbolic(std::string text, std::string reason) {
+  SymValue s;
+  s.kind = Kind::symbolic;
+  s.text = std::move(text);
+  s.reason = std::move(reason);
+  return s;
+}
+
+std::string SymValue::display() const {
+  switch (kind) {
+    case Kind::integer:
+      return std::to_string(integer);
+    case Kind::real: {
+      char buf[32];
+      auto r = std::to_chars(buf, buf + sizeof buf, real);
+      return std::string(buf, r.ptr);
+    }
+    case Kind::boolean:
+      return boolean ? "true" : "false";
+    case Kind::string:
+      return "\"" + text + "\"";
+    case Kind::none:
+      return "None";
+    case Kind::symbolic:
+      return text;
+  }
+  return text;
+}
+
+std::string node_text(TSNode node, std::string_view source) {
+  std::uint32_t b = ts_node_start_byte(node), e = ts_node_end_byte(node);
+  if (b > source.size() || e > source.size() || e < b) return {};
+  return std::string(source.substr(b, e - b));
+}
+
+std::optional<SymValue> parse_literal(std::string_view kind, std::string_view text) {
+  if (kind == "boolean_literal") return SymValue::of_bool(text == "true");
+  if (kind == "string_literal") {
+    if (text.size() >= 2 && text.front() == '"' && text.back() == '"')
+      return SymValue::of_string(std::string(text.substr(1, text.size() - 2)));
+    return std::nullopt;
+  }
+  std::string clean;
+  for (char c : text)
+    if (c != '_') clean.push_back(c);
+  if (kind == "integer_literal") {
+    // Strip a type suffix (usize, u32, i64, …).
+    std::size_t end = clean.size();
+    for (const char* suf :
+         {"usize", "isize", "u128", "i128", "u64", "i64", "u32", "i32", "u16", "i16", "u8", "i8"}) {
+      std::size_t n = std::strlen(suf);
+      if (clean.size() > n && clean.compare(clean.size() - n, n, suf) == 0 &&
+          !(clean.size() > 2 && clean[1] == 'x')) {
+        end = clean.size() - n;
+        break;
+      }
+    }
+    clean.resize(end);
+    int base = 10;
+    std::string_view digits(clean);
+    if (digits.size() > 2 && digits[0] == '0' &&
+        (digits[1] == 'x' || digits[1] == 'o' || digits[1] == 'b')) {
+      base = digits[1] == 'x' ? 16 : digits[1] == 'o' ? 8 : 2;
+      digits.remove_prefix(2);
+    }
+    std::int64_t v = 0;
+    auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+    if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) return std::nullopt;
+    return SymValue::of_int(v);
+  }
+  if (kind == "float_literal") {
+    for (const char* suf : {"f32", "f64"}) {
+      if (clean.size() > 3 && clean.compare(clean.size() - 3, 3, suf) == 0)
+        clean.resize(clean.size() - 3);
+    }
+    double v = 0;
+    auto r = std::from_chars(clean.data(), clean.data() + clean.size(), v);
+    if (r.ec != std::errc() || r.ptr != clean.data() + clean.size()) return std::nullopt;
+    return SymValue::of_real(v);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr int kMaxDepth = 96;
+
+struct Evaluator {
+  std::string_view src;
+  EvalContext& ctx;
+
+  std::string text(TSNode n) const { return node_text(n, src); }
+  static std::string_view type(TSNode n) { return ts_node_type(n); }
+
+  SymValue unknown(TSNode n, std::string reason) const {
+    return SymValue::symbolic(text(n), std::move(reason));
+  }
+
+  static bool numeric(const SymValue& v) {
+    return v.kind == SymValue::Kind::integer || v.kind == SymValue::Kind::real;
+  }
+  static double as_real(const SymValue& v) {
+    return v.kind == SymValue::Kind::integer ? static_cast<double>(v.integer) : v.real;
+  }
+
+  SymValue binary(TSNode n, int depth) {
+    TSNode l = ts_node_child_by_field_name(n, "left", 4);
+    TSNode r = ts_node_child_by_field_name(n, "right", 5);
+    TSNode op_node = ts_node_child_by_field_name(n, "operator", 8);
+    if (ts_node_is_null(l) || ts_node_is_null(r) || ts_node_is_null(op_node))
+      return unknown(n, "incomplete binary expression");
+    std::string op = text(op_node);
+    SymValue a = eval(l, depth + 1);
+    // Short-circuit booleans exactly like Rust.
+    if (op == "&&" && a.kind == SymValue::Kind::boolean && !a.boolean) return a;
+    if (op == "||" && a.kind == SymValue::Kind::boolean && a.boolean) return a;
+    SymValue b = eval(r, depth + 1);
+    if (!a.concrete()) return unknown(n, a.reason);
+    if (!b.concrete()) return unknown(n, b.reason);
+    if (op == "&&" || op == "||") {
+      if (a.kind != SymValue::Kind::boolean || b.kind != SymValue::Kind::boolean)
+        return unknown(n, "`" + op + "` on non-booleans");
+      return SymValue::of_bool(op == "&&" ? a.boolean && b.boolean : a.boolean || b.boolean);
+    }
+    if (op == "==" || op == "!=") {
+      bool eq;
+      if (numeric(a) && numeric(b))
+        eq = as_real(a) == as_real(b);
+      else if (a.kind == b.kind)
+        eq = a.display() == b.display();
+      else
+        return unknown(n, "comparison of different kinds");
+      return SymValue::of_bool(op == "==" ? eq : !eq);
+    }
+    if (!numeric(a) || !numeric(b)) return unknown(n, "arithmetic on non-numbers");
+    if (op == "<") return SymValue::of_bool(as_real(a) < as_real(b));
+    if (op == "<=") return SymValue::of_bool(as_real(a) <= as_real(b));
+    if (op == ">") return SymValue::of_bool(as_real(a) > as_real(b));
+    if (op == ">=") return SymValue::of_bool(as_real(a) >= as_real(b));
+    if (a.kind == SymValue::Kind::integer && b.kind == SymValue::Kind::integer) {
+      std::int64_t x = a.integer, y = b.integer, out = 0;
+      if (op == "+") {
+        if (__builtin_add_overflow(x, y, &out)) return unknown(n, "integer overflow");
+      } else if (op == "-") {
+        if (__builtin_sub_overflow(x, y, &out)) return unknown(n, "integer overflow");
+      } else if (op == "*") {
+        if (__builtin_mul_overflow(x, y, &out)) return unknown(n, "integer overflow");
+      } else if (op == "/" || op == "%") {
+        if (y == 0) return unknown(n, "division by zero");
+        if (x == std::numeric_limits<std::int64_t>::min() && y == -1)
+          return unknown(n, "integer overflow");
+        out = op == "/" ? x / y : x % y;
+      } else if (op == "<<" || op == ">>") {
+        if (y < 0 || y > 62) return unknown(n, "shift out of range");
+        out = op == "<<" ? (x << y) : (x >> y);
+      } else if (op == "&") {
+        out = x & y;
+      } else if (op == "|") {
+        out = x | y;
+      } else {
+        return unknown(n, "operator `" + op + "` not evaluated");
+      }
+      return SymValue::of_int(out);
+    }
+    double x = as_real(a), y = as_real(b);
+    if (op == "+") return SymValue::of_real(x + y);
+    if (op == "-") return SymValue::of_real(x - y);
+    if (op == "*") return SymValue::of_real(x * y);
+    if (op == "/") return SymValue::of_real(x / y);
+    return unknown(n, "operator `" + op + "` not evaluated on floats");
+  }
+
+  SymValue cast(TSNode n, int depth) {
+    TSNode value = ts_node_child_by_field_name(n, "value", 5);
+    TSNode ty = ts_node_child_by_field_name(n, "type", 4);
+    if (ts_node_is_null(value) || ts_node_is_null(ty)) return unknown(n, "incomplete cast");
+    SymValue v = eval(value, depth + 1);
+    if (!v.concrete()) return unknown(n, v.reason);
+    std::string t = text(ty);
+    bool to_float = t == "f32" || t == "f64";
+    if (!numeric(v)) return unknown(n, "cast of a non-number");
+    if (to_float) return SymValue::of_real(as_real(v));
+    if (v.kind == SymValue::Kind::real) {
+      if (!std::isfinite(v.real)) return unknown(n, "cast of a non-finite float");
+      return SymValue::of_int(static_cast<std::int64_t>(v.real));
+    }
+    return v;
+  }
+
+  SymValue call(TSNode n, int depth) {
+    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
+    TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
+    if (ts_node_is_null(fn)) return unknown(n, "incomplete call");
+    std::vector<TSNode> arg_nodes;
+    if (!ts_node_is_null(args)) {
+      std::uint32_t count = ts_node_named_child_count(args);
+      for (std::uint32_t i = 0; i < count; ++i)
+        arg_nodes.push_back(ts_node_named_child(args, i));
+    }
+    if (type(fn) == "identifier" && text(fn) == "Some" && arg_nodes.size() == 1)
+      return eval(arg_nodes[0], depth + 1);
+    if (type(fn) != "field_expression") return unknown(n, "call of `" + text(fn) + "`");
+    TSNode recv = ts_node_child_by_field_name(fn, "value", 5);
+    TSNode name_node = ts_node_child_by_field_name(fn, "field", 5);
+    if (ts_node_is_null(recv) || ts_node_is_null(name_node)) return unknown(n, "incomplete call");
+    std::string name = text(name_node);
+    std::vector<SymValue> argv;
+    for (TSNode a : arg_nodes)
+      argv.push_back(eval(a, depth + 1));
+    // Option and numeric helpers whose meaning is fixed by std.
+    if (name == "unwrap_or" || name == "unwrap_or_else" || name == "unwrap_or_default" ||
+        name == "unwrap" || name == "expect" || name == "clone" || name == "min" || name == "max") {
+      SymValue r = eval(recv, depth + 1);
+      if (name == "clone") return r;
+      if (name == "unwrap" || name == "expect") {
+        if (r.kind == SymValue::Kind::none) return unknown(n, "unwrap of None");
+        return r.concrete() ? r : unknown(n, r.reason);
+      }
+      if (name == "unwrap_or" && argv.size() == 1) {
+        if (r.kind == SymValue::Kind::none)
+          return argv[0].concrete() ? argv[0] : unknown(n, argv[0].reason);
+        return r.concrete() ? r : unknown(n, r.reason);
+      }
+      if (name == "unwrap_or_default") {
+        if (r.kind == SymValue::Kind::none) return unknown(n, "default of an unknown type");
+        return r.concrete() ? r : unknown(n, r.reason);
+      }
+      if ((name == "min" || name == "max") && argv.size() == 1) {
+        if (!r.concrete() || !argv[0].concrete() || !numeric(r) || !numeric(argv[0]))
+          return unknown(n, !r.concrete() ? r.reason : argv[0].reason);
+        bool take_first =
+            name == "min" ? as_real(r) <= as_real(argv[0]) : as_real(r) >= as_real(argv[0]);
+        return take_first ? r : argv[0];
+      }
+    }
+    if (auto v = ctx.method(recv, name, argv)) return *v;
+    return unknown(n, "method `" + name + "` not evaluated");
+  }
+
+  SymValue eval(TSNode n, int depth) {
+    if (ts_node_is_null(n)) return SymValue::symbolic("", "missing expression");
+    if (depth > kMaxDepth) return unknown(n, "expression nested too deeply");
+    std::string_view t = type(n);
+    if (t == "integer_literal" || t == "float_literal" || t == "boolean_literal" ||
+        t == "string_literal") {
+      if (auto v = parse_literal(t, text(n))) return *v;
+      return unknown(n, "unparsed literal");
+    }
+    if (t == "parenthesized_expression" || t == "reference_expression") {
+      TSNode inner = ts_node_named_child(n, ts_node_named_child_count(n) - 1);
+      return eval(inner, depth + 1);
+    }
+    if (t == "try_expression") return eval(ts_node_named_child(n, 0), depth + 1);
+    if (t == "identifier") {
+      std::string name = text(n);
+      if (name == "None") return SymValue::none();
+      if (auto v = ctx.lookup(name)) return *v;
+      return unknown(n, "`" + name + "` is not bound");
+    }
+    if (t == "field_expression") {
+      TSNode base = ts_node_child_by_field_name(n, "value", 5);
+      TSNode field = ts_node_child_by_field_name(n, "field", 5);
+      if (ts_node_is_null(base) || ts_node_is_null(field)) return unknown(n, "incomplete field");
+      if (auto v = ctx.field(base, text(field))) return *v;
+      return unknown(n, "`" + text(n) + "` is not bound");
+    }
+    if (t == "binary_expression") return binary(n, depth);
+    if (t == "unary_expression") {
+      std::string op = text(n).substr(0, 1);
+      SymValue v = eval(ts_node_named_child(n, 0), depth + 1);
+      if (!v.concrete()) return unknown(n, v.reason);
+      if (op == "-" && v.kind == SymValue::Kind::integer) return SymValue::of_int(-v.integer);
+      if (op == "-" && v.kind == SymValue::Kind::real) return SymValue::of_real(-v.real);
+      if (op == "!" && v.kind == SymValue::Kind::boolean) return SymValue::of_bool(!v.boolean);
+      return unknown(n, "unary `" + op + "` not evaluated");
+    }
+    if (t == "type_cast_expression") return cast(n, depth);
+    if (t == "call_expression") return call(n, depth);
+    if (t == "if_expression") {
+      TSNode cond = ts_node_child_by_field_name(n, "condition", 9);
+      TSNode cons = ts_node_child_by_field_name(n, "consequence", 11);
+      TSNode alt = ts_node_child_by_field_name(n, "alternative", 11);
+      SymValue c = eval(cond, depth + 1);
+      if (c.kind != SymValue::Kind::boolean)
+        return unknown(n, c.concrete() ? "non-boolean condition" : c.reason);
+      if (c.boolean) return eval(cons, depth + 1);
+      if (ts_node_is_null(alt)) return unknown(n, "if without else");
+      return eval(ts_node_named_child(alt, 0), depth + 1);
+    }
+    if (t == "block") {
+      // Only a block whose single element is a tail expression is evaluated.
+      if (ts_node_named_child_count(n) == 1) {
+        TSNode only = ts_node_named_child(n, 0);
+        if (std::string_view(ts_node_type(only)).find("statement") == std::string_view::npos)
+          return eval(only, depth + 1);
+      }
+      return unknown(n, "block with statements");
+    }
+    if (t == "scoped_identifier") {
+      std::string s = text(n);
+      if (s == "Option::None") return SymValue::none();
+      if (auto v = ctx.lookup(s)) return *v;
+      return unknown(n, "`" + s + "` is not bound");
+    }
+    return unknown(n, std::string(t) + " not evaluated");
+  }
+};
+
+}  // namespace
+
+SymValue evaluate(TSNode expr, std::string_view source, EvalContext& ctx) {
+  Evaluator e{source, ctx};
+  return e.eval(expr, 0);
+}
+
+}  // namespace cg::analysis

@@ -1,0 +1,58 @@
+#pragma once
+// Evaluating the Rust expressions that decide shapes, loop bounds and branches
+// (`cfg.hidden_size / cfg.num_attention_heads`, `cfg.head_dim.unwrap_or(64)`,
+// `if cfg.tie_word_embeddings {…}`) as far as the bound facts allow. Whatever cannot be evaluated
+// stays symbolic: its source text plus the reason, never a guessed number.
+#include <tree_sitter/api.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cg::analysis {
+
+struct SymValue {
+  enum class Kind { integer, real, boolean, string, none, symbolic };
+  Kind kind = Kind::symbolic;
+  std::int64_t integer = 0;
+  double real = 0.0;
+  bool boolean = false;
+  std::string text;    // the string value, or the symbolic expression's source text
+  std::string reason;  // why a symbolic value is not concrete
+
+  static SymValue of_int(std::int64_t v);
+  static SymValue of_real(double v);
+  static SymValue of_bool(bool v);
+  static SymValue of_string(std::string v);
+  static SymValue none();
+  static SymValue symbolic(std::string text, std::string reason);
+
+  bool concrete() const { return kind != Kind::symbolic; }
+  // "256", "1e-05", "true", "\"silu\"", "None", or the symbolic text.
+  std::string display() const;
+};
+
+// What the evaluator asks its caller: bindings of names, fields and crate-local methods. Return
+// nullopt for "I do not know" (the expression then stays symbolic with a reason naming it).
+class EvalContext {
+ public:
+  virtual ~EvalContext() = default;
+  virtual std::optional<SymValue> lookup(std::string_view name) = 0;
+  virtual std::optional<SymValue> field(TSNode base, std::string_view field) = 0;
+  virtual std::optional<SymValue> method(TSNode receiver, std::string_view method,
+                                         const std::vector<SymValue>& args) = 0;
+};
+
+// Evaluates `expr` (a tree-sitter node into `source`). Depth-bounded: deeper expressions stay
+// symbolic with a reason instead of exhausting the stack.
+SymValue evaluate(TSNode expr, std::string_view source, EvalContext& ctx);
+
+// Text of a node (helper shared with callers).
+std::string node_text(TSNode node, std::string_view source);
+
+// Parses a Rust literal's text (`10_000.0`, `1e-5`, `0usize`, `0x10`, `true`, `"x"`).
+std::optional<SymValue> parse_literal(std::string_view kind, std::string_view text);
+
+}  // namespace cg::analysis

@@ -1,0 +1,100 @@
+#include "analysis/symbolic.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "rust/parse.hpp"
+
+namespace {
+
+using cg::analysis::SymValue;
+
+// Binds `cfg.<field>` from a map (as config binding will from config.json) and locals by name.
+class MapContext : public cg::analysis::EvalContext {
+ public:
+  std::map<std::string, SymValue> fields, locals;
+  std::string_view src;
+  std::optional<SymValue> lookup(std::string_view name) override {
+    auto it = locals.find(std::string(name));
+    if (it == locals.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<SymValue> field(TSNode base, std::string_view f) override {
+    if (cg::analysis::node_text(base, src) != "cfg") return std::nullopt;
+    auto it = fields.find(std::string(f));
+    if (it == fields.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<SymValue> method(TSNode, std::string_view, const std::vector<SymValue>&) override {
+    return std::nullopt;
+  }
+};
+
+SymValue eval(const std::string& expr, MapContext& ctx) {
+  auto file = cg::rust::ParsedFile::parse("src/t.rs", "fn f() { let x = " + expr + "; }\n");
+  EXPECT_TRUE(file.ok()) << expr;
+  ctx.src = file.text();
+  // source_file > function_item > block > let_declaration(value)
+  TSNode root = ts_tree_root_node(file.tree());
+  TSNode fn = ts_node_named_child(root, 0);
+  TSNode body = ts_node_child_by_field_name(fn, "body", 4);
+  TSNode let = ts_node_named_child(body, 0);
+  TSNode value = ts_node_child_by_field_name(let, "value", 5);
+  return cg::analysis::evaluate(value, file.text(), ctx);
+}
+
+MapContext llama() {
+  MapContext c;
+  c.fields["hidden_size"] = SymValue::of_int(4096);
+  c.fields["num_attention_heads"] = SymValue::of_int(32);
+  c.fields["num_key_value_heads"] = SymValue::none();
+  c.fields["rms_norm_eps"] = SymValue::of_real(1e-5);
+  c.fields["tie_word_embeddings"] = SymValue::of_bool(false);
+  return c;
+}
+
+TEST(Symbolic, ConfigArithmeticEvaluates) {
+  auto c = llama();
+  EXPECT_EQ(eval("cfg.hidden_size / cfg.num_attention_heads", c).display(), "128");
+  EXPECT_EQ(eval("cfg.num_key_value_heads.unwrap_or(cfg.num_attention_heads) * 128", c).display(),
+            "4096");
+  EXPECT_EQ(eval("(cfg.hidden_size as f64).sqrt() > 0.0", c).kind, SymValue::Kind::symbolic)
+      << "sqrt is not a std helper we evaluate";
+  EXPECT_EQ(eval("10_000.0f32", c).display(), "10000");
+  EXPECT_EQ(eval("2 * 1_024usize", c).display(), "2048");
+  EXPECT_EQ(eval("if cfg.tie_word_embeddings { 0 } else { cfg.hidden_size }", c).display(), "4096");
+  EXPECT_EQ(eval("!cfg.tie_word_embeddings && true", c).display(), "true");
+}
+
+TEST(Symbolic, UnknownsStaySymbolicWithTheirTextAndReason) {
+  auto c = llama();
+  auto v = eval("cfg.intermediate_size * 2", c);
+  EXPECT_EQ(v.kind, SymValue::Kind::symbolic);
+  EXPECT_EQ(v.text, "cfg.intermediate_size * 2");
+  EXPECT_NE(v.reason.find("cfg.intermediate_size"), std::string::npos) << v.reason;
+  auto z = eval("cfg.hidden_size / 0", c);
+  EXPECT_EQ(z.kind, SymValue::Kind::symbolic);
+  EXPECT_EQ(z.reason, "division by zero");
+  auto o = eval("9223372036854775807 + 1", c);
+  EXPECT_EQ(o.reason, "integer overflow");
+}
+
+TEST(Symbolic, DeepNestingIsBoundedNotACrash) {
+  auto c = llama();
+  std::string e = "1";
+  for (int i = 0; i < 3000; ++i)
+    e = "(" + e + " + 1)";
+  auto v = eval(e, c);
+  EXPECT_EQ(v.kind, SymValue::Kind::symbolic);
+  EXPECT_EQ(v.reason, "expression nested too deeply");
+}
+
+TEST(Symbolic, Literals) {
+  EXPECT_EQ(cg::analysis::parse_literal("integer_literal", "0x10")->integer, 16);
+  EXPECT_EQ(cg::analysis::parse_literal("integer_literal", "7u32")->integer, 7);
+  EXPECT_DOUBLE_EQ(cg::analysis::parse_literal("float_literal", "1e-5")->real, 1e-5);
+  EXPECT_FALSE(cg::analysis::parse_literal("integer_literal", "99999999999999999999"));
+}
+
+}  // namespace
