@@ -1,0 +1,88 @@
+#include "analysis/config_values.hpp"
+
+#include <simdjson.h>
+
+#include "util/atomic_file.hpp"
+#include "util/error.hpp"
+
+namespace cg::analysis {
+
+namespace {
+
+constexpr std::size_t kMaxConfigBytes = 16u << 20;
+constexpr int kMaxNesting = 16;
+
+void flatten(simdjson::dom::element el, const std::string& prefix, int depth, ConfigValues& out) {
+  using T = simdjson::dom::element_type;
+  switch (el.type()) {
+    case T::OBJECT: {
+      if (depth >= kMaxNesting) {
+        out.fields[prefix] = SymValue::symbolic(prefix, "nested deeper than 16 levels");
+        return;
+      }
+      simdjson::dom::object obj = el.get_object().value_unsafe();
+      for (auto field : obj) {
+        std::string key =
+            prefix.empty() ? std::string(field.key) : prefix + "." + std::string(field.key);
+        flatten(field.value, key, depth + 1, out);
+      }
+      return;
+    }
+    case T::ARRAY: {
+      auto n = el.get_array().value_unsafe().size();
+      out.fields[prefix] =
+          SymValue::symbolic(prefix, "array of " + std::to_string(n) + " elements");
+      return;
+    }
+    case T::INT64:
+      out.fields[prefix] = SymValue::of_int(el.get_int64().value_unsafe());
+      return;
+    case T::UINT64: {
+      std::uint64_t v = el.get_uint64().value_unsafe();
+      out.fields[prefix] = SymValue::symbolic(prefix, std::to_string(v) + " exceeds i64");
+      return;
+    }
+    case T::DOUBLE:
+      out.fields[prefix] = SymValue::of_real(el.get_double().value_unsafe());
+      return;
+    case T::STRING:
+      out.fields[prefix] = SymValue::of_string(std::string(el.get_string().value_unsafe()));
+      return;
+    case T::BOOL:
+      out.fields[prefix] = SymValue::of_bool(el.get_bool().value_unsafe());
+      return;
+    case T::NULL_VALUE:
+      out.fields[prefix] = SymValue::none();
+      return;
+  }
+}
+
+}  // namespace
+
+const SymValue* ConfigValues::find(std::string_view dotted) const {
+  auto it = fields.find(dotted);
+  return it == fields.end() ? nullptr : &it->second;
+}
+
+ConfigValues parse_config_values(std::string_view json, std::string origin) {
+  ConfigValues out;
+  out.origin = std::move(origin);
+  if (json.size() > kMaxConfigBytes)
+    throw InputError(out.origin, "config is larger than 16 MiB; expected a model config.json");
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  auto err = parser.parse(padded).get(root);
+  if (err != simdjson::SUCCESS)
+    throw InputError(out.origin, std::string("invalid JSON: ") + simdjson::error_message(err));
+  if (root.type() != simdjson::dom::element_type::OBJECT)
+    throw InputError(out.origin, "expected a JSON object of config fields");
+  flatten(root, "", 0, out);
+  return out;
+}
+
+ConfigValues read_config_values(const std::filesystem::path& path) {
+  return parse_config_values(read_file(path, kMaxConfigBytes), path.string());
+}
+
+}  // namespace cg::analysis
