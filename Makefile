@@ -42,6 +42,7 @@ format-check: setup
 	@git ls-files -co --exclude-standard '*.cpp' '*.hpp' '*.h' | xargs -r clang-format --dry-run -Werror
 
 bench: build-release
+	@bash scripts/setup.sh --bench
 	@bash bench/run.sh build/release
 
 # FUZZ_SECONDS per target (default 20).

@@ -13,6 +13,11 @@ debs=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nodejs
 )
+# `setup.sh --bench` adds what the baselines in ../shared/baselines need (the seed design is Rust,
+# built offline against Debian's packaged crates).
+if [ "${1:-}" = "--bench" ]; then
+  debs+=(librust-serde-json-dev librust-anyhow-dev librust-serde-derive-dev hyperfine)
+fi
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
