@@ -1,6 +1,8 @@
 // The calling thread's side: find this thread's state, read the clock, push a POD record.
 // Nothing here allocates (the scope stack is reserved; it grows only past 64 open operations),
 // formats text or touches the file.
+#include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "profile/session_state.hpp"
@@ -27,8 +29,14 @@ std::atomic<std::uint64_t> next_thread_token{1};
 
 std::atomic<std::uint64_t> next_session_id{1};
 
-ThreadState::ThreadState(std::uint32_t thread_index, std::size_t capacity)
-    : index(thread_index), ring(capacity), mask(capacity - 1) {
+ThreadState::ThreadState(std::uint16_t thread_index, std::size_t capacity_records)
+    : index(thread_index),
+      capacity(capacity_records),
+      mask(capacity_records - 1),
+      ring(new Record[capacity_records]) {
+  // Touch every page now: a fresh 5 MiB ring costs ~1,000 page faults, which would otherwise land
+  // on the first lap of timed operations.
+  std::memset(static_cast<void*>(ring.get()), 0, capacity * sizeof(Record));
   stack.reserve(64);
 }
 
@@ -47,8 +55,8 @@ ThreadState& SessionState::register_thread() {
   if (auto it = by_token_.find(tls_thread_token); it != by_token_.end()) {
     state = it->second;
   } else {
-    threads_.push_back(
-        std::make_unique<ThreadState>(static_cast<std::uint32_t>(threads_.size()), ring_capacity_));
+    const auto index = static_cast<std::uint16_t>(std::min<std::size_t>(threads_.size(), 0xFFFF));
+    threads_.push_back(std::make_unique<ThreadState>(index, ring_capacity_));
     state = threads_.back().get();
     by_token_.emplace(tls_thread_token, state);
     thread_count_.store(threads_.size(), std::memory_order_release);
@@ -104,8 +112,7 @@ void SessionState::end(std::uint32_t handle) noexcept {
   }
   const Frame& f = ts.stack.back();
   push(ts, Record{f.counter, f.id_step, step.load(std::memory_order_relaxed), f.start, now,
-                  f.parent_counter, f.parent_step, nullptr, handle, ts.index, RecordKind::operation,
-                  0});
+                  f.parent_counter, f.parent_step, handle, ts.index, RecordKind::operation, 0});
   ts.stack.pop_back();
 }
 
@@ -117,8 +124,7 @@ void SessionState::end_slow(ThreadState& ts, std::uint32_t handle, std::uint64_t
       const Frame f = *it;
       ts.stack.erase(std::next(it).base());
       push(ts, Record{f.counter, f.id_step, step.load(std::memory_order_relaxed), f.start, now,
-                      f.parent_counter, f.parent_step, nullptr, handle, ts.index,
-                      RecordKind::operation, 0});
+                      f.parent_counter, f.parent_step, handle, ts.index, RecordKind::operation, 0});
       return;
     }
   }
@@ -127,10 +133,13 @@ void SessionState::end_slow(ThreadState& ts, std::uint32_t handle, std::uint64_t
 }
 
 void SessionState::push(ThreadState& ts, const Record& record) noexcept {
-  if (ts.head_local - ts.tail_cache == ts.ring.size()) [[unlikely]] {
+  if (ts.head_local - ts.tail_cache == ts.capacity) [[unlikely]] {
     ts.tail_cache = ts.tail.load(std::memory_order_acquire);
-    if (ts.head_local - ts.tail_cache == ts.ring.size() && !wait_for_space(ts)) {
-      delete record.output;
+    if (ts.head_local - ts.tail_cache == ts.capacity && !wait_for_space(ts)) {
+      if (record.kind == RecordKind::operation_ns_with_output) {
+        std::lock_guard<std::mutex> lock(outputs_mu_);
+        outputs_.erase(record.counter);
+      }
       return;
     }
   }
@@ -151,7 +160,7 @@ bool SessionState::wait_for_space(ThreadState& ts) noexcept {
     else
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     ts.tail_cache = ts.tail.load(std::memory_order_acquire);
-    if (ts.head_local - ts.tail_cache < ts.ring.size()) return true;
+    if (ts.head_local - ts.tail_cache < ts.capacity) return true;
     if (writer_gone_.load(std::memory_order_acquire)) {
       ts.dropped.store(ts.dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return false;

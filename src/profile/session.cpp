@@ -66,9 +66,7 @@ SessionState::SessionState(std::filesystem::path trace_path, ProfileConfig cfg, 
                    std::string(phase_name(config.phase)) + "-edge-"),
       v4_(config.format == TraceFormat::runtime_v4),
       ring_capacity_(round_up_pow2(config.buffer_records_per_thread)),
-      fd_(fd) {
-  out_.reserve(1 << 20);
-}
+      fd_(fd) {}
 
 SessionState::~SessionState() {
   if (writer_.joinable()) {
@@ -80,11 +78,6 @@ SessionState::~SessionState() {
     writer_.join();
   }
   if (fd_ >= 0) ::close(fd_);
-  // Outputs of records that were never drained (pushed after finish).
-  for (auto& ts : threads_) {
-    for (std::uint64_t i = ts->tail.load(); i != ts->head.load(); ++i)
-      delete ts->ring[i & ts->mask].output;
-  }
 }
 
 void SessionState::fail(Errc code, std::string message) {
@@ -136,9 +129,8 @@ Status SessionState::write_meta() {
     line += ",\"writer\":\"candle-graph-profile/0.1.0\"";
   }
   line += "}\n";
-  out_ = std::move(line);
+  out_append(line);
   write_out();
-  out_.reserve(1 << 20);
   if (io_failed_) {
     std::lock_guard<std::mutex> lock(error_mu_);
     return first_sticky_;
@@ -169,6 +161,7 @@ Result<std::uint32_t> SessionState::intern_op(std::string_view static_id, std::s
     append_json_string(info.body, inputs[i]);
   }
   info.body.push_back(']');
+  (void)thread_state();
   return handles_.intern(key, std::move(info));
 }
 
@@ -228,9 +221,13 @@ Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id_text,
     op.thread->foreign_pending.store(true, std::memory_order_relaxed);
   }
   const std::uint64_t duration = timer.duration_ns(op.start, now);
+  if (output) {
+    std::lock_guard<std::mutex> lock(outputs_mu_);
+    outputs_.insert_or_assign(op.counter, std::string(*output));
+  }
   push(ts, Record{op.counter, op.id_step, step.load(std::memory_order_relaxed), op.start, duration,
-                  op.parent_counter, op.parent_step, output ? new std::string(*output) : nullptr,
-                  op.handle, op.thread->index, RecordKind::operation_ns, 0});
+                  op.parent_counter, op.parent_step, op.handle, op.thread->index,
+                  output ? RecordKind::operation_ns_with_output : RecordKind::operation_ns, 0});
   return duration;
 }
 
@@ -251,8 +248,8 @@ Status SessionState::edge(std::string_view from, std::string_view to, std::uint6
   if (!handle) return handle.status();
   ThreadState& ts = thread_state();
   const std::uint64_t s = step.load(std::memory_order_relaxed);
-  push(ts, Record{take_counter(ts), s, s, timer.now(), duration_ns, 0, 0, nullptr, handle.value(),
-                  ts.index, RecordKind::edge, 0});
+  push(ts, Record{take_counter(ts), s, s, timer.now(), duration_ns, 0, 0, handle.value(), ts.index,
+                  RecordKind::edge, 0});
   return {};
 }
 

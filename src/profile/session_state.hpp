@@ -18,14 +18,16 @@
 
 namespace candle_graph::detail {
 
-enum class RecordKind : std::uint32_t {
+enum class RecordKind : std::uint8_t {
   operation,     // `end` is a raw timer reading
   operation_ns,  // `end` is the duration in ns, already returned to a string-API caller
   edge,          // `end` is the caller's duration in ns, `start` the time it was recorded
+  operation_ns_with_output,  // as operation_ns; the output id waits in SessionState::outputs_
 };
 
-// One finished event exactly as the caller stores it: raw numbers, no text.
-struct Record {
+// One finished event exactly as the caller stores it: raw numbers, no text. One cache line, so
+// the writer pulls exactly one line per record from the producer's core.
+struct alignas(64) Record {
   std::uint64_t counter;
   std::uint64_t id_step;  // step at begin: part of the event id
   std::uint64_t step;     // step at end: the `step` field, as the seed stamps it
@@ -33,12 +35,12 @@ struct Record {
   std::uint64_t end;
   std::uint64_t parent_counter;  // 0: no enclosing operation
   std::uint64_t parent_step;
-  std::string* output;  // owned by the record; string API only
   std::uint32_t handle;
-  std::uint32_t thread;
+  std::uint16_t thread;  // timeline track; threads past 65,535 in one session share the last
   RecordKind kind;
-  std::uint32_t reserved;
+  std::uint8_t reserved;
 };
+static_assert(sizeof(Record) == 64);
 
 // An open operation on one thread's scope stack. The parent is fixed at begin, when the
 // enclosing operation is known for certain.
@@ -53,12 +55,13 @@ struct Frame {
 };
 
 struct ThreadState {
-  ThreadState(std::uint32_t thread_index, std::size_t capacity);
+  ThreadState(std::uint16_t thread_index, std::size_t capacity_records);
 
   // Owner thread only.
-  const std::uint32_t index;
-  std::vector<Record> ring;
+  const std::uint16_t index;
+  const std::uint64_t capacity;
   const std::uint64_t mask;
+  std::unique_ptr<Record[]> ring;
   std::uint64_t head_local = 0;
   std::uint64_t tail_cache = 0;
   std::uint64_t next_counter = 0;
@@ -151,6 +154,8 @@ class SessionState {
 
  private:
   ThreadState& thread_state() noexcept;
+  // Also called when a thread interns a handle, so the ring's first-touch page faults are paid
+  // there and not inside the first timed operations.
   ThreadState& register_thread();
   std::uint64_t take_counter(ThreadState& ts) noexcept;
   void prune_foreign(ThreadState& ts);
@@ -160,8 +165,11 @@ class SessionState {
 
   // Writer thread (writer.cpp).
   void writer_main();
-  bool drain(std::vector<ThreadState*>& threads);
+  std::uint64_t drain(std::vector<ThreadState*>& threads);
   void format(const Record& r);
+  // The writer's output block: records are formatted straight into it through a raw pointer.
+  char* out_reserve(std::size_t bytes);
+  void out_append(std::string_view text);
   void write_out();
   void write_end_record(std::uint64_t open_operations);
   void refresh_threads(std::vector<ThreadState*>& threads);
@@ -181,6 +189,9 @@ class SessionState {
 
   std::mutex active_mu_;
   std::unordered_map<std::string, ActiveOp> active_;
+  // Output ids of string-API operations, by counter: rare, so kept out of the 64-byte record.
+  std::mutex outputs_mu_;
+  std::unordered_map<std::uint64_t, std::string> outputs_;
 
   std::mutex error_mu_;
   Status first_sticky_;
@@ -197,7 +208,9 @@ class SessionState {
   bool stop_ = false;
   bool writer_exited_ = false;
   std::atomic<bool> writer_gone_{false};
-  std::string out_;
+  std::unique_ptr<char[]> out_;
+  std::size_t out_capacity_ = 0;
+  std::size_t out_size_ = 0;
   bool io_failed_ = false;
   std::uint64_t operations_written_ = 0;
   std::uint64_t edges_written_ = 0;

@@ -2,7 +2,9 @@
 // writes it in large blocks. It is the only code that touches the file after `meta`.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "profile/json_text.hpp"
@@ -11,7 +13,7 @@
 namespace candle_graph::detail {
 
 namespace {
-constexpr std::size_t kWriteThreshold = 1 << 20;
+constexpr std::size_t kWriteThreshold = std::size_t{1} << 20;
 // Records formatted before a ring's tail is published, so a blocked producer resumes early.
 constexpr std::uint64_t kTailBatch = 4096;
 }  // namespace
@@ -24,13 +26,46 @@ void SessionState::refresh_threads(std::vector<ThreadState*>& threads) {
     threads.push_back(ts.get());
 }
 
+namespace {
+
+char* put(char* p, std::string_view text) {
+  std::memcpy(p, text.data(), text.size());
+  return p + text.size();
+}
+
+char* put_u64(char* p, std::uint64_t v) {
+  return std::to_chars(p, p + 20, v).ptr;
+}
+
+// Bound on everything a record adds around its pre-rendered parts: field names and six numbers.
+constexpr std::size_t kRecordOverhead = 256;
+
+}  // namespace
+
+char* SessionState::out_reserve(std::size_t bytes) {
+  if (out_size_ + bytes > out_capacity_) {
+    write_out();
+    if (bytes > out_capacity_) {
+      out_capacity_ = std::max(bytes, kWriteThreshold * 2);
+      out_ = std::make_unique<char[]>(out_capacity_);
+    }
+  }
+  return out_.get() + out_size_;
+}
+
+void SessionState::out_append(std::string_view text) {
+  char* p = out_reserve(text.size());
+  std::memcpy(p, text.data(), text.size());
+  out_size_ += text.size();
+}
+
 void SessionState::write_out() {
   if (io_failed_) {
-    out_.clear();
+    out_size_ = 0;
     return;
   }
-  const char* p = out_.data();
-  std::size_t left = out_.size();
+  const char* p = out_.get();
+  std::size_t left = out_size_;
   while (left > 0) {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
@@ -43,83 +78,93 @@ void SessionState::write_out() {
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  out_.clear();
+  out_size_ = 0;
 }
 
 void SessionState::format(const Record& r) {
   const HandleInfo& h = handles_[r.handle];
-  std::string& out = out_;
   if (r.kind == RecordKind::edge) {
-    out += edge_prefix_;
-    append_u64(out, r.id_step);
-    out.push_back('-');
-    append_u64(out, r.counter);
-    out.push_back('"');
-    out += h.body;
-    out += ",\"duration_ns\":";
-    append_u64(out, r.end);
-    out += ",\"step\":";
-    append_u64(out, r.step);
+    char* const begin = out_reserve(edge_prefix_.size() + h.body.size() + kRecordOverhead);
+    char* p = put(begin, edge_prefix_);
+    p = put_u64(p, r.id_step);
+    *p++ = '-';
+    p = put_u64(p, r.counter);
+    *p++ = '"';
+    p = put(p, h.body);
+    p = put(p, ",\"duration_ns\":");
+    p = put_u64(p, r.end);
+    p = put(p, ",\"step\":");
+    p = put_u64(p, r.step);
     if (v4_) {
-      out += ",\"at_ns\":";
-      append_u64(out, timer.since_origin_ns(r.start));
-      out += ",\"thread\":";
-      append_u64(out, r.thread);
+      p = put(p, ",\"at_ns\":");
+      p = put_u64(p, timer.since_origin_ns(r.start));
+      p = put(p, ",\"thread\":");
+      p = put_u64(p, r.thread);
     }
-    out += "}\n";
+    p = put(p, "}\n");
+    out_size_ += static_cast<std::size_t>(p - begin);
     ++edges_written_;
     return;
   }
-  out += op_prefix_;
-  append_u64(out, r.id_step);
-  out.push_back('-');
-  append_u64(out, r.counter);
-  out.push_back('"');
-  out += h.body;
-  if (r.output) {
-    out += ",\"output\":";
-    append_json_string(out, *r.output);
-    delete r.output;
-  }
-  out += ",\"step\":";
-  append_u64(out, r.step);
-  out += ",\"duration_ns\":";
-  append_u64(out, r.kind == RecordKind::operation_ns ? r.end : timer.duration_ns(r.start, r.end));
-  if (v4_) {
-    out += ",\"start_ns\":";
-    append_u64(out, timer.since_origin_ns(r.start));
-    out += ",\"thread\":";
-    append_u64(out, r.thread);
-    if (r.parent_counter != 0) {
-      out += ",\"parent\":\"";
-      out += phase_name(config.phase);
-      out += "-op-";
-      append_u64(out, r.parent_step);
-      out.push_back('-');
-      append_u64(out, r.parent_counter);
-      out.push_back('"');
+  std::string output;
+  if (r.kind == RecordKind::operation_ns_with_output) {
+    std::lock_guard<std::mutex> lock(outputs_mu_);
+    auto it = outputs_.find(r.counter);
+    if (it != outputs_.end()) {
+      output = ",\"output\":";
+      append_json_string(output, it->second);
+      outputs_.erase(it);
     }
   }
-  out += "}\n";
+  char* const begin =
+      out_reserve(op_prefix_.size() * 2 + h.body.size() + output.size() + kRecordOverhead);
+  char* p = put(begin, op_prefix_);
+  p = put_u64(p, r.id_step);
+  *p++ = '-';
+  p = put_u64(p, r.counter);
+  *p++ = '"';
+  p = put(p, h.body);
+  p = put(p, output);
+  p = put(p, ",\"step\":");
+  p = put_u64(p, r.step);
+  p = put(p, ",\"duration_ns\":");
+  p = put_u64(p, r.kind == RecordKind::operation_ns ? r.end : timer.duration_ns(r.start, r.end));
+  if (v4_) {
+    p = put(p, ",\"start_ns\":");
+    p = put_u64(p, timer.since_origin_ns(r.start));
+    p = put(p, ",\"thread\":");
+    p = put_u64(p, r.thread);
+    if (r.parent_counter != 0) {
+      p = put(p, ",\"parent\":\"");
+      p = put(p, phase_name(config.phase));
+      p = put(p, "-op-");
+      p = put_u64(p, r.parent_step);
+      *p++ = '-';
+      p = put_u64(p, r.parent_counter);
+      *p++ = '"';
+    }
+  }
+  p = put(p, "}\n");
+  out_size_ += static_cast<std::size_t>(p - begin);
   ++operations_written_;
 }
 
-bool SessionState::drain(std::vector<ThreadState*>& threads) {
-  bool any = false;
+std::uint64_t SessionState::drain(std::vector<ThreadState*>& threads) {
+  std::uint64_t drained = 0;
   for (ThreadState* ts : threads) {
     std::uint64_t tail = ts->tail.load(std::memory_order_relaxed);
     const std::uint64_t head = ts->head.load(std::memory_order_acquire);
     if (tail == head) continue;
-    any = true;
+    drained += head - tail;
     while (tail != head) {
       const std::uint64_t batch_end = head - tail > kTailBatch ? tail + kTailBatch : head;
       for (; tail != batch_end; ++tail)
         format(ts->ring[tail & ts->mask]);
       ts->tail.store(tail, std::memory_order_release);
-      if (out_.size() >= kWriteThreshold) write_out();
+      if (out_size_ >= kWriteThreshold) write_out();
     }
   }
-  return any;
+  return drained;
 }
 
 void SessionState::writer_main() {
@@ -139,7 +184,7 @@ void SessionState::writer_main() {
       last_calibration = now;
     }
     refresh_threads(threads);
-    const bool any = drain(threads);
+    const std::uint64_t drained = drain(threads);
     if (stop) {
       write_out();
       break;
@@ -153,12 +198,13 @@ void SessionState::writer_main() {
       flushed_cv_.notify_all();
       continue;
     }
-    if (any) continue;
-    // Idle: hand what we have to the OS, then sleep until woken (flush, finish, a full ring) or
-    // 1 ms passes; rings hold far more than 1 ms of records at any realistic rate.
-    if (!out_.empty()) write_out();
+    if (drained >= kTailBatch) continue;
+    // Little or nothing to do: hand what we have to the OS, then sleep until woken (flush, finish,
+    // a full ring) or a moment passes. Draining in batches keeps the writer off the cache lines
+    // producers are writing; a ring holds far more than 200 us of records at any realistic rate.
+    if (out_size_ != 0) write_out();
     std::unique_lock<std::mutex> lock(writer_mu_);
-    writer_cv_.wait_for(lock, std::chrono::milliseconds(1),
+    writer_cv_.wait_for(lock, std::chrono::microseconds(drained != 0 ? 200 : 1000),
                         [&] { return stop_ || flush_requested_ > flush_completed_; });
   }
   timer.recalibrate();
@@ -180,21 +226,22 @@ void SessionState::write_end_record(std::uint64_t open_operations) {
       dropped += ts->dropped.load(std::memory_order_relaxed);
     thread_count = threads_.size();
   }
-  out_ += "{\"kind\":\"end\",\"operations\":";
-  append_u64(out_, operations_written_);
-  out_ += ",\"edge_timings\":";
-  append_u64(out_, edges_written_);
-  out_ += ",\"dropped\":";
-  append_u64(out_, dropped);
-  out_ += ",\"errors\":";
-  append_u64(out_, errors_.load(std::memory_order_relaxed));
-  out_ += ",\"open_operations\":";
-  append_u64(out_, open_operations);
-  out_ += ",\"threads\":";
-  append_u64(out_, thread_count);
-  out_ += ",\"duration_ns\":";
-  append_u64(out_, timer.since_origin_ns(timer.now()));
-  out_ += "}\n";
+  std::string line = "{\"kind\":\"end\",\"operations\":";
+  append_u64(line, operations_written_);
+  line += ",\"edge_timings\":";
+  append_u64(line, edges_written_);
+  line += ",\"dropped\":";
+  append_u64(line, dropped);
+  line += ",\"errors\":";
+  append_u64(line, errors_.load(std::memory_order_relaxed));
+  line += ",\"open_operations\":";
+  append_u64(line, open_operations);
+  line += ",\"threads\":";
+  append_u64(line, thread_count);
+  line += ",\"duration_ns\":";
+  append_u64(line, timer.since_origin_ns(timer.now()));
+  line += "}\n";
+  out_append(line);
   write_out();
 }
 

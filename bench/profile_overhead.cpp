@@ -1,0 +1,219 @@
+// Profiler overhead on the calling thread, against the seed design and the two-clock floor
+// measured in the same run (bench/run.sh protocol: `bench_profile_overhead BASELINES WORK_DIR`,
+// prints ROW|figure|ours|baseline|ratio|target|met).
+//
+// The workload is the seed baseline's (shared/baselines/seed-profile/src/main.rs): 64 static ids,
+// inputs ["tensor:a"], set_step every 64 operations, back-to-back begin/end pairs. Every trace is
+// checked afterwards: all N operations must be in the file and in the `end` record.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "candle_graph/profile.hpp"
+
+namespace cg = candle_graph;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<std::string, double> read_baselines(const char* path) {
+  std::map<std::string, double> values;
+  std::ifstream in(path);
+  std::string name;
+  double value = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    if (fields >> name >> value) values[name] = value;
+  }
+  return values;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct TraceCheck {
+  std::uint64_t operation_lines = 0;
+  std::uint64_t end_operations = 0;
+  std::uint64_t end_dropped = 0;
+  bool has_end = false;
+};
+
+std::uint64_t field_value(const std::string& line, const std::string& name) {
+  auto pos = line.find("\"" + name + "\":");
+  if (pos == std::string::npos) return 0;
+  return std::strtoull(line.c_str() + pos + name.size() + 3, nullptr, 10);
+}
+
+TraceCheck check_trace(const fs::path& path) {
+  TraceCheck check;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return check;
+  std::vector<char> buf(1 << 22);
+  std::string last;
+  const std::string op_prefix = "{\"kind\":\"operation\"";
+  bool at_line_start = true;
+  std::string line_head;
+  std::size_t n;
+  // Counts lines that start with the operation prefix without holding the file in memory.
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+    for (std::size_t i = 0; i < n; ++i) {
+      char c = buf[i];
+      if (at_line_start) line_head.clear();
+      at_line_start = false;
+      if (line_head.size() < op_prefix.size()) line_head.push_back(c);
+      if (line_head.size() == op_prefix.size() && line_head == op_prefix) {
+        ++check.operation_lines;
+        line_head.push_back('\0');
+      }
+      if (c == '\n') at_line_start = true;
+    }
+  }
+  std::fclose(f);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  auto size = static_cast<std::streamoff>(in.tellg());
+  std::streamoff tail = std::min<std::streamoff>(size, 4096);
+  in.seekg(size - tail);
+  std::string end(static_cast<std::size_t>(tail), '\0');
+  in.read(end.data(), tail);
+  auto pos = end.rfind("{\"kind\":\"end\"");
+  if (pos != std::string::npos) {
+    check.has_end = true;
+    std::string line = end.substr(pos);
+    check.end_operations = field_value(line, "operations");
+    check.end_dropped = field_value(line, "dropped");
+  }
+  return check;
+}
+
+struct Run {
+  double caller_ns = 0;      // loop on the calling thread / N
+  double end_to_end_ns = 0;  // loop + finish (writer drained, file closed) / N
+  std::uint64_t lost = 0;
+};
+
+std::vector<std::string> static_ids() {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 64; ++i)
+    ids.push_back("operation:train:function%3Amodel%253A%253AModel%253A%253Aforward%3A:" +
+                  std::to_string(i));
+  return ids;
+}
+
+Run run_once(const fs::path& path, std::uint64_t n, bool interned) {
+  using clock = std::chrono::steady_clock;
+  const std::vector<std::string> ids = static_ids();
+  const std::vector<std::string> inputs = {"tensor:a"};
+  auto opened = cg::ProfileSession::open(path, cg::ProfileConfig::train("model::train_step"));
+  if (!opened) {
+    std::fprintf(stderr, "profile_overhead: %s\n", opened.status().message().c_str());
+    std::exit(1);
+  }
+  cg::ProfileSession session = std::move(opened).value();
+  std::vector<cg::OpHandle> handles;
+  for (const auto& id : ids)
+    handles.push_back(session.op(id, "matmul", inputs).value());
+
+  const auto t0 = clock::now();
+  if (interned) {
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (i % 64 == 0) session.set_step(i / 64);
+      const cg::OpHandle& h = handles[i % 64];
+      h.begin();
+      h.end();
+    }
+  } else {
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (i % 64 == 0) session.set_step(i / 64);
+      auto id = session.begin_operation(ids[i % 64], "matmul", inputs);
+      (void)session.end_operation(id.value());
+    }
+  }
+  const auto t1 = clock::now();
+  auto done = session.finish();
+  const auto t2 = clock::now();
+  if (!done) {
+    std::fprintf(stderr, "profile_overhead: finish: %s\n", done.status().message().c_str());
+    std::exit(1);
+  }
+  Run run;
+  const auto dn = static_cast<double>(n);
+  run.caller_ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / dn;
+  run.end_to_end_ns = std::chrono::duration<double, std::nano>(t2 - t0).count() / dn;
+  TraceCheck check = check_trace(path);
+  const std::uint64_t seen = std::min(check.operation_lines, check.end_operations);
+  run.lost = check.has_end && check.end_dropped == 0 && seen <= n ? n - seen : n;
+  fs::remove(path);
+  return run;
+}
+
+void row(const std::string& figure, double ours, double baseline, double ratio,
+         const std::string& target, bool met) {
+  std::printf("ROW|%s|%.1f|%.1f|%.2f|%s|%s\n", figure.c_str(), ours, baseline, ratio,
+              target.c_str(), met ? "yes" : "NO");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: bench_profile_overhead BASELINES_FILE WORK_DIR\n");
+    return 2;
+  }
+  auto baselines = read_baselines(argv[1]);
+  const fs::path work = argv[2];
+  fs::create_directories(work);
+  const char* ops_env = std::getenv("CG_PROFILE_BENCH_OPS");
+  const std::uint64_t n = ops_env ? std::strtoull(ops_env, nullptr, 10) : 10'000'000;
+  const char* reps_env = std::getenv("CG_PROFILE_BENCH_REPS");
+  const int reps = reps_env ? std::atoi(reps_env) : 5;
+
+  std::vector<double> caller, end_to_end, string_caller;
+  std::uint64_t lost = 0;
+  for (int r = 0; r < reps; ++r) {
+    Run run = run_once(work / "profile-bench.jsonl", n, true);
+    caller.push_back(run.caller_ns);
+    end_to_end.push_back(run.end_to_end_ns);
+    lost += run.lost;
+    std::fprintf(stderr,
+                 "profile_overhead: interned rep %d: %.1f ns/pair on caller, %.1f ns/op "
+                 "end to end, lost %llu\n",
+                 r, run.caller_ns, run.end_to_end_ns, static_cast<unsigned long long>(run.lost));
+  }
+  const std::uint64_t string_n = n / 10;
+  for (int r = 0; r < std::max(1, reps / 2); ++r) {
+    Run run = run_once(work / "profile-bench-string.jsonl", string_n, false);
+    string_caller.push_back(run.caller_ns);
+    lost += run.lost;
+  }
+
+  const double ours = median(caller);
+  const double floor =
+      baselines.count("clock_floor_steady_ns") ? baselines["clock_floor_steady_ns"] : 0;
+  const double seed =
+      baselines.count("seed_profile_ns_per_op") ? baselines["seed_profile_ns_per_op"] : 0;
+  std::fprintf(stderr, "profile_overhead: %llu ops x %d reps, medians\n",
+               static_cast<unsigned long long>(n), reps);
+  if (floor > 0)
+    row("profile pair ns vs clock floor (interned)", ours, floor, ours / floor, "<=1.5x",
+        ours <= 1.5 * floor);
+  if (seed > 0) {
+    row("seed design / ours per op pair (interned)", ours, seed, seed / ours, ">=25x",
+        seed / ours >= 25);
+    row("seed design / ours per op pair (string API)", median(string_caller), seed,
+        seed / median(string_caller), "info", true);
+    row("seed design / ours incl. writer+finish", median(end_to_end), seed,
+        seed / median(end_to_end), "info", true);
+  }
+  row("profile events lost (" + std::to_string(n) + " ops)", static_cast<double>(lost), 0, 0, "0",
+      lost == 0);
+  return 0;
+}
