@@ -163,6 +163,9 @@ class ProfileSession {
   // Fast path: intern once, then begin()/end() on the handle from any thread.
   Result<OpHandle> op(std::string_view static_id, std::string_view op,
                       std::span<const std::string> inputs = {});
+  // The handle whose index() is `index` (for bindings that pass handles as integers); an index
+  // this session never returned gives a handle whose begin()/end() do nothing.
+  OpHandle handle(std::uint32_t index) const noexcept;
 
   // Waits until every record pushed before this call is written to the file.
   Status flush();

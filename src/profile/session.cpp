@@ -52,6 +52,7 @@ Result<std::uint32_t> HandleTable::intern(const std::string& key, HandleInfo inf
   if (!chunk) chunk = std::make_unique<HandleInfo[]>(kChunkSize);
   chunk[i & (kChunkSize - 1)] = std::move(info);
   index_.emplace(key, i);
+  published_.store(count_, std::memory_order_release);
   return i;
 }
 
@@ -388,6 +389,11 @@ Result<OpHandle> ProfileSession::op(std::string_view static_id, std::string_view
   auto handle = state_->intern_op(static_id, op, inputs);
   if (!handle) return handle.status();
   return OpHandle(state_.get(), handle.value());
+}
+
+OpHandle ProfileSession::handle(std::uint32_t index) const noexcept {
+  if (!state_->handles_.is_op(index)) return OpHandle();
+  return OpHandle(state_.get(), index);
 }
 
 Status ProfileSession::flush() {

@@ -94,6 +94,10 @@ class HandleTable {
   static constexpr std::uint32_t kMaxChunks = 4096;
 
   Result<std::uint32_t> intern(const std::string& key, HandleInfo info);
+  // True for an index intern() returned for an operation (not an edge).
+  bool is_op(std::uint32_t i) const noexcept {
+    return i < published_.load(std::memory_order_acquire) && !(*this)[i].is_edge;
+  }
   const HandleInfo& operator[](std::uint32_t i) const {
     return chunks_[i >> kChunkBits][i & (kChunkSize - 1)];
   }
@@ -103,6 +107,7 @@ class HandleTable {
   std::unordered_map<std::string, std::uint32_t> index_;
   std::unique_ptr<HandleInfo[]> chunks_[kMaxChunks];
   std::uint32_t count_ = 0;
+  std::atomic<std::uint32_t> published_{0};
 };
 
 struct ActiveOp {
@@ -151,6 +156,7 @@ class SessionState {
   Timer timer;
   std::atomic<std::uint64_t> step{0};
   std::atomic<bool> finished{false};
+  HandleTable handles_;
 
  private:
   ThreadState& thread_state() noexcept;
@@ -179,7 +185,6 @@ class SessionState {
   const std::string edge_prefix_;  // {"kind":"edge_timing","event_id":"train-edge-
   const bool v4_;
   std::size_t ring_capacity_;
-  HandleTable handles_;
 
   std::mutex threads_mu_;
   std::vector<std::unique_ptr<ThreadState>> threads_;

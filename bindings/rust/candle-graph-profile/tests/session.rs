@@ -1,0 +1,200 @@
+//! The crate as a Candle program uses it: seed-style calls, then the written file read back by
+//! hand (no serde: the crate has no dependencies).
+use std::path::PathBuf;
+
+use candle_graph_profile::{ErrorKind, ProfileConfig, ProfileSession, TimedOperation, TraceFormat};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cgp-rust-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn lines(path: &PathBuf) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Replaces the digits after `"duration_ns":` with `D`.
+fn mask_duration(line: &str) -> String {
+    let key = "\"duration_ns\":";
+    match line.find(key) {
+        None => line.to_string(),
+        Some(pos) => {
+            let start = pos + key.len();
+            let end = start
+                + line[start..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+            format!("{}D{}", &line[..start], &line[end..])
+        }
+    }
+}
+
+/// The raw text of a flat record's scalar field (strings without quotes).
+fn field(line: &str, name: &str) -> Option<String> {
+    let key = format!("\"{name}\":");
+    let start = line.find(&key)? + key.len();
+    let rest = &line[start..];
+    if let Some(stripped) = rest.strip_prefix('"') {
+        return Some(stripped[..stripped.find('"')?].to_string());
+    }
+    Some(rest[..rest.find([',', '}'])?].to_string())
+}
+
+#[test]
+fn seed_style_session_writes_the_seeds_runtime3_lines() {
+    let path = scratch("nested/v3.jsonl");
+    let mut config = ProfileConfig::train("model::train_step");
+    config.format = TraceFormat::RuntimeV3;
+    config.cargo_features = vec!["cuda".into()];
+    config.build_id = Some("candle-graph/build/1:0123456789abcdef".into());
+    // Written exactly like seed code: `let mut session`, `&mut session`, `?`-friendly results.
+    let mut session = ProfileSession::open(&path, config).unwrap();
+    let inputs = vec!["tensor:a".to_string()];
+    let id = session
+        .begin_operation("operation:train:f:1", "matmul", &inputs)
+        .unwrap();
+    assert_eq!(id, "train-op-0-1");
+    session.set_step(2);
+    assert_eq!(session.step(), 2);
+    session
+        .end_operation(&id, Some("tensor:out".into()))
+        .unwrap();
+    session
+        .record_edge_timing("tensor:a", "operation:train:f:1", 17)
+        .unwrap();
+    {
+        let _timed =
+            TimedOperation::begin(&mut session, "operation:train:f:2", "softmax", &[]).unwrap();
+    }
+    let written = session.finish().unwrap();
+    assert_eq!(written, path);
+
+    let got: Vec<String> = lines(&path).iter().map(|l| mask_duration(l)).collect();
+    assert_eq!(
+        got,
+        vec![
+            r#"{"kind":"meta","schema":"candle-graph/runtime/3","entrypoint":"model::train_step","profile":"release","cargo_features":["cuda"],"cfg":[],"build_id":"candle-graph/build/1:0123456789abcdef","phase":"train"}"#,
+            r#"{"kind":"operation","event_id":"train-op-0-1","op":"matmul","static_id":"operation:train:f:1","inputs":["tensor:a"],"output":"tensor:out","step":2,"duration_ns":D}"#,
+            r#"{"kind":"edge_timing","event_id":"train-edge-2-2","from_static_id":"tensor:a","to_static_id":"operation:train:f:1","duration_ns":D,"step":2}"#,
+            r#"{"kind":"operation","event_id":"train-op-2-3","op":"softmax","static_id":"operation:train:f:2","inputs":[],"step":2,"duration_ns":D}"#,
+        ]
+    );
+    assert_eq!(
+        field(&lines(&path)[2], "duration_ns").as_deref(),
+        Some("17")
+    );
+}
+
+#[test]
+fn unknown_event_id_is_an_error() {
+    let path = scratch("unknown.jsonl");
+    let session = ProfileSession::open(&path, ProfileConfig::infer("model::generate")).unwrap();
+    let err = session.end_operation("infer-op-0-41", None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnknownOperation);
+    assert_eq!(err.to_string(), "unknown profile operation `infer-op-0-41`");
+    // Usable with `?` in anyhow-style code: it is a std::error::Error + Send + Sync.
+    let _boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err);
+    session.finish().unwrap();
+    assert_eq!(
+        field(lines(&path).last().unwrap(), "errors").as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
+fn open_fails_clearly_on_an_unwritable_path() {
+    let blocker = scratch("blocker");
+    std::fs::write(&blocker, "a file").unwrap();
+    let err = match ProfileSession::open(blocker.join("t.jsonl"), ProfileConfig::train("m")) {
+        Ok(_) => panic!("open under a file must fail"),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind(), ErrorKind::Io);
+    assert!(
+        err.message().starts_with("create profile dir "),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn guards_end_their_operations_and_nest() {
+    let path = scratch("guards.jsonl");
+    let session = ProfileSession::open(&path, ProfileConfig::train("main")).unwrap();
+    let outer = session.op("operation:train:f:0", "linear", &[]).unwrap();
+    let inner = session.op("operation:train:f:1", "matmul", &[]).unwrap();
+    {
+        let _o = outer.scope();
+        let _i = inner.scope();
+        let _t = TimedOperation::begin(&session, "operation:train:f:2", "add", &[]).unwrap();
+    }
+    session.finish().unwrap();
+    let l = lines(&path);
+    assert_eq!(l.len(), 5, "{l:?}");
+    assert_eq!(
+        field(&l[0], "schema").as_deref(),
+        Some("candle-graph/runtime/4")
+    );
+    // Dropped innermost first: the TimedOperation, then inner, then outer.
+    assert_eq!(field(&l[1], "event_id").as_deref(), Some("train-op-0-3"));
+    assert_eq!(field(&l[1], "parent").as_deref(), Some("train-op-0-2"));
+    assert_eq!(field(&l[2], "event_id").as_deref(), Some("train-op-0-2"));
+    assert_eq!(field(&l[2], "parent").as_deref(), Some("train-op-0-1"));
+    assert_eq!(field(&l[3], "event_id").as_deref(), Some("train-op-0-1"));
+    assert_eq!(field(&l[3], "parent"), None);
+    assert_eq!(field(&l[4], "kind").as_deref(), Some("end"));
+    assert_eq!(field(&l[4], "operations").as_deref(), Some("3"));
+    assert_eq!(field(&l[4], "open_operations").as_deref(), Some("0"));
+}
+
+#[test]
+fn handles_from_many_threads_lose_nothing() {
+    let path = scratch("threads.jsonl");
+    let session = ProfileSession::open(&path, ProfileConfig::train("main")).unwrap();
+    let op = session.op("operation:train:f:0", "matmul", &[]).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..10_000 {
+                    let _g = op.scope();
+                }
+            });
+        }
+    });
+    session.finish().unwrap();
+    let l = lines(&path);
+    let ids: std::collections::HashSet<String> = l[1..l.len() - 1]
+        .iter()
+        .map(|line| field(line, "event_id").unwrap())
+        .collect();
+    assert_eq!(ids.len(), 40_000);
+    assert_eq!(
+        field(l.last().unwrap(), "operations").as_deref(),
+        Some("40000")
+    );
+    assert_eq!(field(l.last().unwrap(), "dropped").as_deref(), Some("0"));
+}
+
+#[test]
+fn c_abi_compiles_as_c_and_behaves() {
+    let path = scratch("c-abi.jsonl");
+    let c_path = std::ffi::CString::new(path.to_string_lossy().as_bytes()).unwrap();
+    assert_eq!(candle_graph_profile::test_support::c_abi_smoke(&c_path), 0);
+    let got: Vec<String> = lines(&path).iter().map(|l| mask_duration(l)).collect();
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert_eq!(
+        got[1],
+        r#"{"kind":"operation","event_id":"infer-op-0-1","op":"matmul","static_id":"operation:infer:c:0","inputs":["tensor:x"],"step":0,"duration_ns":D}"#
+    );
+    assert_eq!(field(&got[2], "event_id").as_deref(), Some("infer-op-2-2"));
+    assert_eq!(
+        field(&got[3], "event_id").as_deref(),
+        Some("infer-edge-2-3")
+    );
+}

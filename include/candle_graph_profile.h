@@ -1,0 +1,102 @@
+/* candle-graph runtime profiler, C ABI.
+ *
+ * A stable C surface over the C++ library (include/candle_graph/profile.hpp) for other languages;
+ * the Rust crate bindings/rust/candle-graph-profile is built on it. Opaque handles, status codes,
+ * no C++ types. Strings are (pointer, length) pairs and need not be NUL-terminated, so Rust's
+ * &str passes through without a copy. Every function that returns CGP_OK on success leaves a
+ * message for cgp_last_error() on failure (per thread). The trace formats are documented in
+ * docs/runtime-4.md. */
+#ifndef CANDLE_GRAPH_PROFILE_H
+#define CANDLE_GRAPH_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cgp_status {
+  CGP_OK = 0,
+  CGP_ERR_IO = 1,                /* creating, writing or closing the trace failed */
+  CGP_ERR_UNKNOWN_OPERATION = 2, /* end of an event id that is not open */
+  CGP_ERR_INVALID_ARGUMENT = 3,  /* NULL where a value is required, buffer too small, ... */
+  CGP_ERR_FINISHED = 4,          /* the session was already finished */
+  CGP_ERR_UNBALANCED = 5         /* a handle was ended on a thread where it is not open */
+} cgp_status;
+
+typedef enum cgp_phase { CGP_PHASE_TRAIN = 0, CGP_PHASE_INFER = 1 } cgp_phase;
+typedef enum cgp_format { CGP_FORMAT_RUNTIME_V4 = 0, CGP_FORMAT_RUNTIME_V3 = 1 } cgp_format;
+typedef enum cgp_backpressure {
+  CGP_BACKPRESSURE_BLOCK = 0, /* wait for the writer: never lose an event (default) */
+  CGP_BACKPRESSURE_DROP = 1   /* discard and count in the end record's `dropped` */
+} cgp_backpressure;
+
+typedef struct cgp_str {
+  const char* ptr; /* may be NULL when len is 0 */
+  size_t len;
+} cgp_str;
+
+/* Longest event id the profiler produces ("infer-edge-" + two u64 + '-'), plus a NUL. */
+#define CGP_EVENT_ID_MAX 64
+
+typedef struct cgp_config {
+  cgp_str entrypoint;
+  cgp_phase phase;
+  cgp_str profile; /* NULL ptr: "release" */
+  const cgp_str* cargo_features;
+  size_t cargo_features_len;
+  cgp_str analysis_id; /* NULL ptr: absent */
+  cgp_str build_id;    /* NULL ptr: absent */
+  cgp_format format;
+  cgp_backpressure backpressure;
+  uint64_t buffer_records_per_thread; /* 0: the default (65,536) */
+} cgp_config;
+
+typedef struct cgp_session cgp_session;
+/* An interned operation: valid for the session that returned it. */
+typedef uint32_t cgp_op;
+
+/* Fills `config` with the seed's defaults for `entrypoint` and `phase`. */
+void cgp_config_init(cgp_config* config, cgp_str entrypoint, cgp_phase phase);
+
+/* Creates parent directories, truncates `path`, writes `meta`. On success *out owns the session;
+ * release it with cgp_session_finish or cgp_session_free. */
+cgp_status cgp_session_open(cgp_str path, const cgp_config* config, cgp_session** out);
+
+cgp_phase cgp_session_phase(const cgp_session* session);
+uint64_t cgp_session_step(const cgp_session* session);
+void cgp_session_set_step(cgp_session* session, uint64_t step);
+
+/* Fast path: intern once, then begin/end from any thread (per-thread nesting like scopes). */
+cgp_status cgp_session_op(cgp_session* session, cgp_str static_id, cgp_str op,
+                          const cgp_str* inputs, size_t inputs_len, cgp_op* out);
+void cgp_op_begin(cgp_session* session, cgp_op op);
+void cgp_op_end(cgp_session* session, cgp_op op);
+
+/* The seed's string API. The event id is written to id_buf (NUL-terminated; CGP_EVENT_ID_MAX
+ * bytes always suffice) and its length to *id_len. */
+cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str op,
+                               const cgp_str* inputs, size_t inputs_len, char* id_buf,
+                               size_t id_buf_len, size_t* id_len);
+/* output: NULL for none. duration_ns may be NULL. */
+cgp_status cgp_end_operation(cgp_session* session, cgp_str event_id, const cgp_str* output,
+                             uint64_t* duration_ns);
+cgp_status cgp_record_edge_timing(cgp_session* session, cgp_str from_static_id,
+                                  cgp_str to_static_id, uint64_t duration_ns);
+
+cgp_status cgp_session_flush(cgp_session* session);
+/* Drains, writes the end record, closes the file and frees the session (also on error). */
+cgp_status cgp_session_finish(cgp_session* session);
+/* Frees a session that was not finished, finishing it and ignoring errors. NULL is allowed. */
+void cgp_session_free(cgp_session* session);
+
+/* The message of the last failure on the calling thread ("" if none). Valid until the next call
+ * into this library on the same thread. */
+const char* cgp_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CANDLE_GRAPH_PROFILE_H */

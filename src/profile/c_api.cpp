@@ -1,0 +1,212 @@
+// The C ABI: a thin translation of include/candle_graph_profile.h onto ProfileSession. No
+// exception crosses the boundary: allocation failures become CGP_ERR_IO with a message.
+#include <cstring>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "candle_graph/profile.hpp"
+#include "candle_graph_profile.h"
+
+struct cgp_session {
+  candle_graph::ProfileSession session;
+};
+
+namespace {
+
+namespace cgx = candle_graph;
+
+thread_local std::string last_error;
+
+std::string_view view(cgp_str s) {
+  return s.ptr == nullptr ? std::string_view() : std::string_view(s.ptr, s.len);
+}
+
+cgp_status to_c(cgx::Errc code) {
+  switch (code) {
+    case cgx::Errc::ok:
+      return CGP_OK;
+    case cgx::Errc::io_error:
+      return CGP_ERR_IO;
+    case cgx::Errc::unknown_operation:
+      return CGP_ERR_UNKNOWN_OPERATION;
+    case cgx::Errc::invalid_argument:
+      return CGP_ERR_INVALID_ARGUMENT;
+    case cgx::Errc::finished:
+      return CGP_ERR_FINISHED;
+    case cgx::Errc::unbalanced:
+      return CGP_ERR_UNBALANCED;
+  }
+  return CGP_ERR_IO;
+}
+
+cgp_status report(const cgx::Status& status) {
+  if (status.ok()) return CGP_OK;
+  last_error = status.message();
+  return to_c(status.code());
+}
+
+cgp_status invalid(const char* message) {
+  last_error = message;
+  return CGP_ERR_INVALID_ARGUMENT;
+}
+
+std::vector<std::string> strings(const cgp_str* items, std::size_t len) {
+  std::vector<std::string> out;
+  out.reserve(len);
+  for (std::size_t i = 0; i < len; ++i)
+    out.emplace_back(view(items[i]));
+  return out;
+}
+
+template <typename F>
+cgp_status guarded(F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    last_error = "out of memory";
+    return CGP_ERR_IO;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return CGP_ERR_IO;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void cgp_config_init(cgp_config* config, cgp_str entrypoint, cgp_phase phase) {
+  if (config == nullptr) return;
+  *config = cgp_config{};
+  config->entrypoint = entrypoint;
+  config->phase = phase;
+}
+
+cgp_status cgp_session_open(cgp_str path, const cgp_config* config, cgp_session** out) {
+  if (config == nullptr || out == nullptr) return invalid("cgp_session_open: NULL argument");
+  *out = nullptr;
+  return guarded([&] {
+    cgx::ProfileConfig cfg = config->phase == CGP_PHASE_INFER
+                                 ? cgx::ProfileConfig::infer(std::string(view(config->entrypoint)))
+                                 : cgx::ProfileConfig::train(std::string(view(config->entrypoint)));
+    if (config->profile.ptr != nullptr) cfg.profile = std::string(view(config->profile));
+    if (config->cargo_features != nullptr)
+      cfg.cargo_features = strings(config->cargo_features, config->cargo_features_len);
+    if (config->analysis_id.ptr != nullptr)
+      cfg.analysis_id = std::string(view(config->analysis_id));
+    if (config->build_id.ptr != nullptr) cfg.build_id = std::string(view(config->build_id));
+    cfg.format = config->format == CGP_FORMAT_RUNTIME_V3 ? cgx::TraceFormat::runtime_v3
+                                                         : cgx::TraceFormat::runtime_v4;
+    cfg.backpressure = config->backpressure == CGP_BACKPRESSURE_DROP ? cgx::Backpressure::drop
+                                                                     : cgx::Backpressure::block;
+    if (config->buffer_records_per_thread != 0)
+      cfg.buffer_records_per_thread = static_cast<std::size_t>(config->buffer_records_per_thread);
+    auto session = cgx::ProfileSession::open(std::string(view(path)), std::move(cfg));
+    if (!session) return report(session.status());
+    *out = new cgp_session{std::move(session).value()};
+    return CGP_OK;
+  });
+}
+
+cgp_phase cgp_session_phase(const cgp_session* session) {
+  return session->session.phase() == cgx::Phase::infer ? CGP_PHASE_INFER : CGP_PHASE_TRAIN;
+}
+
+uint64_t cgp_session_step(const cgp_session* session) {
+  return session->session.step();
+}
+
+void cgp_session_set_step(cgp_session* session, uint64_t step) {
+  session->session.set_step(step);
+}
+
+cgp_status cgp_session_op(cgp_session* session, cgp_str static_id, cgp_str op,
+                          const cgp_str* inputs, size_t inputs_len, cgp_op* out) {
+  if (session == nullptr || out == nullptr || (inputs == nullptr && inputs_len != 0))
+    return invalid("cgp_session_op: NULL argument");
+  return guarded([&] {
+    auto handle = session->session.op(view(static_id), view(op), strings(inputs, inputs_len));
+    if (!handle) return report(handle.status());
+    *out = handle.value().index();
+    return CGP_OK;
+  });
+}
+
+// cgp_op is the C++ handle's index, so begin/end need no table of their own.
+void cgp_op_begin(cgp_session* session, cgp_op op) {
+  session->session.handle(op).begin();
+}
+
+void cgp_op_end(cgp_session* session, cgp_op op) {
+  session->session.handle(op).end();
+}
+
+cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str op,
+                               const cgp_str* inputs, size_t inputs_len, char* id_buf,
+                               size_t id_buf_len, size_t* id_len) {
+  if (session == nullptr || id_buf == nullptr || (inputs == nullptr && inputs_len != 0))
+    return invalid("cgp_begin_operation: NULL argument");
+  return guarded([&] {
+    auto id =
+        session->session.begin_operation(view(static_id), view(op), strings(inputs, inputs_len));
+    if (!id) return report(id.status());
+    const std::string& text = id.value();
+    if (text.size() + 1 > id_buf_len) {
+      (void)session->session.end_operation(text);
+      return invalid("cgp_begin_operation: id_buf is smaller than the event id");
+    }
+    std::memcpy(id_buf, text.data(), text.size());
+    id_buf[text.size()] = '\0';
+    if (id_len != nullptr) *id_len = text.size();
+    return CGP_OK;
+  });
+}
+
+cgp_status cgp_end_operation(cgp_session* session, cgp_str event_id, const cgp_str* output,
+                             uint64_t* duration_ns) {
+  if (session == nullptr) return invalid("cgp_end_operation: NULL session");
+  return guarded([&] {
+    std::optional<std::string_view> out;
+    if (output != nullptr) out = view(*output);
+    auto duration = session->session.end_operation(view(event_id), out);
+    if (!duration) return report(duration.status());
+    if (duration_ns != nullptr) *duration_ns = duration.value();
+    return CGP_OK;
+  });
+}
+
+cgp_status cgp_record_edge_timing(cgp_session* session, cgp_str from_static_id,
+                                  cgp_str to_static_id, uint64_t duration_ns) {
+  if (session == nullptr) return invalid("cgp_record_edge_timing: NULL session");
+  return guarded([&] {
+    return report(
+        session->session.record_edge_timing(view(from_static_id), view(to_static_id), duration_ns));
+  });
+}
+
+cgp_status cgp_session_flush(cgp_session* session) {
+  if (session == nullptr) return invalid("cgp_session_flush: NULL session");
+  return guarded([&] { return report(session->session.flush()); });
+}
+
+cgp_status cgp_session_finish(cgp_session* session) {
+  if (session == nullptr) return invalid("cgp_session_finish: NULL session");
+  cgp_status status = guarded([&] {
+    auto done = session->session.finish();
+    return done ? CGP_OK : report(done.status());
+  });
+  delete session;
+  return status;
+}
+
+void cgp_session_free(cgp_session* session) {
+  delete session;
+}
+
+const char* cgp_last_error(void) {
+  return last_error.c_str();
+}
+
+}  // extern "C"
