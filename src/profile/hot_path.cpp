@@ -40,14 +40,36 @@ ThreadState::ThreadState(std::uint16_t thread_index, std::size_t capacity_record
   stack.reserve(64);
 }
 
-ThreadState& SessionState::thread_state() noexcept {
+[[gnu::always_inline]] inline ThreadState& SessionState::thread_state_inline() noexcept {
   ThreadCache& cache = tls_cache;
   if (cache.session_id == id_) [[likely]]
     return *cache.state;
   return register_thread();
 }
 
-ThreadState& SessionState::register_thread() {
+ThreadState& SessionState::thread_state() noexcept {
+  return thread_state_inline();
+}
+
+[[gnu::always_inline]] inline Record* SessionState::claim_slot(ThreadState& ts) noexcept {
+  if (ts.head_local - ts.tail_cache == ts.capacity) [[unlikely]] {
+    if (!make_space(ts)) return nullptr;
+  }
+  return &ts.ring[ts.head_local & ts.mask];
+}
+
+namespace {
+[[gnu::always_inline]] inline void publish(ThreadState& ts) noexcept {
+  ts.head.store(++ts.head_local, std::memory_order_release);
+}
+}  // namespace
+
+bool SessionState::make_space(ThreadState& ts) noexcept {
+  ts.tail_cache = ts.tail.load(std::memory_order_acquire);
+  return ts.head_local - ts.tail_cache < ts.capacity || wait_for_space(ts);
+}
+
+[[gnu::noinline]] ThreadState& SessionState::register_thread() {
   if (tls_thread_token == 0)
     tls_thread_token = next_thread_token.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(threads_mu_);
@@ -65,16 +87,6 @@ ThreadState& SessionState::register_thread() {
   return *state;
 }
 
-std::uint64_t SessionState::take_counter(ThreadState& ts) noexcept {
-  // Counters come in per-thread blocks: one thread sees 1, 2, 3, … exactly like the seed's single
-  // counter, and many threads never contend on one cache line.
-  if (ts.next_counter == ts.counter_limit) [[unlikely]] {
-    ts.next_counter = next_counter_block_.fetch_add(kCounterBlock, std::memory_order_relaxed);
-    ts.counter_limit = ts.next_counter + kCounterBlock;
-  }
-  return ts.next_counter++;
-}
-
 void SessionState::prune_foreign(ThreadState& ts) {
   std::lock_guard<std::mutex> lock(ts.foreign_mu);
   for (std::uint64_t counter : ts.foreign_ended) {
@@ -90,7 +102,7 @@ void SessionState::prune_foreign(ThreadState& ts) {
 }
 
 void SessionState::begin(std::uint32_t handle) noexcept {
-  ThreadState& ts = thread_state();
+  ThreadState& ts = thread_state_inline();
   if (ts.foreign_pending.load(std::memory_order_relaxed)) [[unlikely]]
     prune_foreign(ts);
   Frame frame{take_counter(ts), step.load(std::memory_order_relaxed), 0, 0, 0, handle, false};
@@ -105,14 +117,26 @@ void SessionState::begin(std::uint32_t handle) noexcept {
 
 void SessionState::end(std::uint32_t handle) noexcept {
   const std::uint64_t now = timer.now();
-  ThreadState& ts = thread_state();
+  ThreadState& ts = thread_state_inline();
   if (ts.stack.empty() || ts.stack.back().handle != handle || ts.stack.back().by_id) [[unlikely]] {
     end_slow(ts, handle, now);
     return;
   }
   const Frame& f = ts.stack.back();
-  push(ts, Record{f.counter, f.id_step, step.load(std::memory_order_relaxed), f.start, now,
-                  f.parent_counter, f.parent_step, handle, ts.index, RecordKind::operation, 0});
+  if (Record* r = claim_slot(ts)) [[likely]] {
+    *r = Record{f.counter,
+                f.id_step,
+                step.load(std::memory_order_relaxed),
+                f.start,
+                now,
+                f.parent_counter,
+                f.parent_step,
+                handle,
+                ts.index,
+                RecordKind::operation,
+                0};
+    publish(ts);
+  }
   ts.stack.pop_back();
 }
 
@@ -133,18 +157,16 @@ void SessionState::end_slow(ThreadState& ts, std::uint32_t handle, std::uint64_t
 }
 
 void SessionState::push(ThreadState& ts, const Record& record) noexcept {
-  if (ts.head_local - ts.tail_cache == ts.capacity) [[unlikely]] {
-    ts.tail_cache = ts.tail.load(std::memory_order_acquire);
-    if (ts.head_local - ts.tail_cache == ts.capacity && !wait_for_space(ts)) {
-      if (record.kind == RecordKind::operation_ns_with_output) {
-        std::lock_guard<std::mutex> lock(outputs_mu_);
-        outputs_.erase(record.counter);
-      }
-      return;
+  Record* slot = claim_slot(ts);
+  if (slot == nullptr) {
+    if (record.kind == RecordKind::operation_ns_with_output) {
+      std::lock_guard<std::mutex> lock(outputs_mu_);
+      outputs_.erase(record.counter);
     }
+    return;
   }
-  ts.ring[ts.head_local & ts.mask] = record;
-  ts.head.store(++ts.head_local, std::memory_order_release);
+  *slot = record;
+  publish(ts);
 }
 
 bool SessionState::wait_for_space(ThreadState& ts) noexcept {
@@ -169,3 +191,16 @@ bool SessionState::wait_for_space(ThreadState& ts) noexcept {
 }
 
 }  // namespace candle_graph::detail
+
+namespace candle_graph {
+
+// Defined here so that SessionState::begin/end inline into them: one call per begin or end.
+void OpHandle::begin() const noexcept {
+  if (state_) state_->begin(index_);
+}
+
+void OpHandle::end() const noexcept {
+  if (state_) state_->end(index_);
+}
+
+}  // namespace candle_graph

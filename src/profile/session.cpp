@@ -315,14 +315,6 @@ ProfileConfig ProfileConfig::infer(std::string entrypoint) {
   return config;
 }
 
-void OpHandle::begin() const noexcept {
-  if (state_) state_->begin(index_);
-}
-
-void OpHandle::end() const noexcept {
-  if (state_) state_->end(index_);
-}
-
 Result<ProfileSession> ProfileSession::open(const std::filesystem::path& path,
                                             ProfileConfig config) {
   if (path.has_parent_path()) {

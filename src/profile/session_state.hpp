@@ -3,8 +3,10 @@
 // thread_local cache) and only ever touch their own ring and scope stack; the writer thread owns
 // the file and every ring's tail. The two meet only through each ring's head/tail atomics.
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -110,6 +112,22 @@ class HandleTable {
   std::atomic<std::uint32_t> published_{0};
 };
 
+// The decimal text of the last number written through it. Steps change every many records, so
+// the writer formats each step once instead of three times per record.
+struct CachedNumber {
+  std::uint64_t value = ~std::uint64_t{0};
+  std::size_t length = 0;
+  char text[24] = {};
+  char* put(char* out, std::uint64_t v) noexcept {
+    if (v != value || length == 0) {
+      value = v;
+      length = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text);
+    }
+    std::memcpy(out, text, length);
+    return out + length;
+  }
+};
+
 struct ActiveOp {
   std::uint32_t handle;
   std::uint64_t counter;
@@ -160,6 +178,12 @@ class SessionState {
 
  private:
   ThreadState& thread_state() noexcept;
+  // The same, inlined: defined and used in hot_path.cpp only.
+  inline ThreadState& thread_state_inline() noexcept;
+  // Free slot in the caller's ring (nullptr: dropped under the policy); publish() makes it
+  // visible to the writer. Defined and used in hot_path.cpp only.
+  inline Record* claim_slot(ThreadState& ts) noexcept;
+  bool make_space(ThreadState& ts) noexcept;
   // Also called when a thread interns a handle, so the ring's first-touch page faults are paid
   // there and not inside the first timed operations.
   ThreadState& register_thread();
@@ -217,8 +241,19 @@ class SessionState {
   std::size_t out_capacity_ = 0;
   std::size_t out_size_ = 0;
   bool io_failed_ = false;
+  CachedNumber step_text_;
   std::uint64_t operations_written_ = 0;
   std::uint64_t edges_written_ = 0;
 };
+
+inline std::uint64_t SessionState::take_counter(ThreadState& ts) noexcept {
+  // Counters come in per-thread blocks: one thread sees 1, 2, 3, … exactly like the seed's single
+  // counter, and many threads never contend on one cache line.
+  if (ts.next_counter == ts.counter_limit) [[unlikely]] {
+    ts.next_counter = next_counter_block_.fetch_add(kCounterBlock, std::memory_order_relaxed);
+    ts.counter_limit = ts.next_counter + kCounterBlock;
+  }
+  return ts.next_counter++;
+}
 
 }  // namespace candle_graph::detail

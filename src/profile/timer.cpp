@@ -82,19 +82,4 @@ void Timer::recalibrate() noexcept {
       std::memory_order_relaxed);
 }
 
-std::uint64_t Timer::since_origin_ns(std::uint64_t raw) const noexcept {
-  if (raw <= origin_raw_) return 0;
-  if (!tsc_) return raw - origin_raw_;
-  return static_cast<std::uint64_t>(static_cast<double>(raw - origin_raw_) *
-                                    ns_per_tick_.load(std::memory_order_relaxed));
-}
-
-std::uint64_t Timer::duration_ns(std::uint64_t start_raw, std::uint64_t end_raw) const noexcept {
-  // Unsynchronized cores could make end < start after a migration; a duration is never negative.
-  if (end_raw <= start_raw) return 0;
-  if (!tsc_) return end_raw - start_raw;
-  return static_cast<std::uint64_t>(static_cast<double>(end_raw - start_raw) *
-                                    ns_per_tick_.load(std::memory_order_relaxed));
-}
-
 }  // namespace candle_graph::detail

@@ -119,26 +119,26 @@ void SessionState::format(const Record& r) {
   char* const begin =
       out_reserve(op_prefix_.size() * 2 + h.body.size() + output.size() + kRecordOverhead);
   char* p = put(begin, op_prefix_);
-  p = put_u64(p, r.id_step);
+  p = step_text_.put(p, r.id_step);
   *p++ = '-';
   p = put_u64(p, r.counter);
   *p++ = '"';
   p = put(p, h.body);
   p = put(p, output);
   p = put(p, ",\"step\":");
-  p = put_u64(p, r.step);
+  p = step_text_.put(p, r.step);
   p = put(p, ",\"duration_ns\":");
-  p = put_u64(p, r.kind == RecordKind::operation_ns ? r.end : timer.duration_ns(r.start, r.end));
+  p = put_u64(p, r.kind == RecordKind::operation ? timer.duration_ns(r.start, r.end) : r.end);
   if (v4_) {
     p = put(p, ",\"start_ns\":");
     p = put_u64(p, timer.since_origin_ns(r.start));
     p = put(p, ",\"thread\":");
-    p = put_u64(p, r.thread);
+    p = r.thread < 10 ? (*p = static_cast<char>('0' + r.thread), p + 1) : put_u64(p, r.thread);
     if (r.parent_counter != 0) {
       p = put(p, ",\"parent\":\"");
       p = put(p, phase_name(config.phase));
       p = put(p, "-op-");
-      p = put_u64(p, r.parent_step);
+      p = step_text_.put(p, r.parent_step);
       *p++ = '-';
       p = put_u64(p, r.parent_counter);
       *p++ = '"';

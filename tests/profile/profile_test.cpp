@@ -93,7 +93,8 @@ TEST(ProfileV3, WritesTheSeedsLinesForAScriptedSession) {
   EXPECT_EQ(id2.value(), "train-op-0-2");
   session.set_step(3);
   EXPECT_EQ(session.step(), 3u);
-  ASSERT_TRUE(session.end_operation(id2.value(), "out \"q\"\n\x01"));
+  auto returned = session.end_operation(id2.value(), "out \"q\"\n\x01");
+  ASSERT_TRUE(returned);
   ASSERT_TRUE(session.end_operation(id1.value()));
   ASSERT_TRUE(session.record_edge_timing("tensor:a", "operation:train:f:1", 42));
   auto unknown = session.end_operation("train-op-0-99");
@@ -121,6 +122,8 @@ TEST(ProfileV3, WritesTheSeedsLinesForAScriptedSession) {
     line = mask_durations(line);
   EXPECT_EQ(lines, expected);
   EXPECT_EQ(field(read_lines(path)[3], "duration_ns"), "42");
+  // The duration end_operation returned is the one written.
+  EXPECT_EQ(field(read_lines(path)[1], "duration_ns"), std::to_string(returned.value()));
 }
 
 TEST(ProfileV3, InferSessionsUseTheInferPhaseAndBuildId) {
