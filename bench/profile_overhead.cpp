@@ -108,7 +108,10 @@ std::vector<std::string> static_ids() {
   return ids;
 }
 
-Run run_once(const fs::path& path, std::uint64_t n, bool interned) {
+// chunk == 0: back-to-back for all n (the caller runs at the writer's pace once its ring fills);
+// chunk > 0: timed bursts of `chunk` pairs that fit the ring, with an untimed flush() between
+// them, which isolates what the calling thread itself pays.
+Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t chunk = 0) {
   using clock = std::chrono::steady_clock;
   const std::vector<std::string> ids = static_ids();
   const std::vector<std::string> inputs = {"tensor:a"};
@@ -122,8 +125,22 @@ Run run_once(const fs::path& path, std::uint64_t n, bool interned) {
   for (const auto& id : ids)
     handles.push_back(session.op(id, "matmul", inputs).value());
 
-  const auto t0 = clock::now();
-  if (interned) {
+  auto t0 = clock::now();
+  clock::duration excluded{};
+  if (interned && chunk > 0) {
+    for (std::uint64_t i = 0; i < n;) {
+      const std::uint64_t stop = std::min(n, i + chunk);
+      for (; i < stop; ++i) {
+        if (i % 64 == 0) session.set_step(i / 64);
+        const cg::OpHandle& h = handles[i % 64];
+        h.begin();
+        h.end();
+      }
+      const auto f0 = clock::now();
+      (void)session.flush();
+      excluded += clock::now() - f0;
+    }
+  } else if (interned) {
     for (std::uint64_t i = 0; i < n; ++i) {
       if (i % 64 == 0) session.set_step(i / 64);
       const cg::OpHandle& h = handles[i % 64];
@@ -146,7 +163,7 @@ Run run_once(const fs::path& path, std::uint64_t n, bool interned) {
   }
   Run run;
   const auto dn = static_cast<double>(n);
-  run.caller_ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / dn;
+  run.caller_ns = std::chrono::duration<double, std::nano>(t1 - t0 - excluded).count() / dn;
   run.end_to_end_ns = std::chrono::duration<double, std::nano>(t2 - t0).count() / dn;
   TraceCheck check = check_trace(path);
   const std::uint64_t seen = std::min(check.operation_lines, check.end_operations);
@@ -176,44 +193,56 @@ int main(int argc, char** argv) {
   const char* reps_env = std::getenv("CG_PROFILE_BENCH_REPS");
   const int reps = reps_env ? std::atoi(reps_env) : 5;
 
-  std::vector<double> caller, end_to_end, string_caller;
+  std::vector<double> burst, caller, end_to_end, string_caller;
   std::uint64_t lost = 0;
-  for (int r = 0; r < reps; ++r) {
-    Run run = run_once(work / "profile-bench.jsonl", n, true);
-    caller.push_back(run.caller_ns);
-    end_to_end.push_back(run.end_to_end_ns);
+  auto note = [&](const char* what, int r, const Run& run) {
     lost += run.lost;
     std::fprintf(stderr,
-                 "profile_overhead: interned rep %d: %.1f ns/pair on caller, %.1f ns/op "
-                 "end to end, lost %llu\n",
-                 r, run.caller_ns, run.end_to_end_ns, static_cast<unsigned long long>(run.lost));
+                 "profile_overhead: %s rep %d: %.1f ns/pair on caller, %.1f ns/op end to end, "
+                 "lost %llu\n",
+                 what, r, run.caller_ns, run.end_to_end_ns,
+                 static_cast<unsigned long long>(run.lost));
+  };
+  for (int r = 0; r < reps; ++r) {
+    Run run = run_once(work / "profile-bench.jsonl", n, true, 32768);
+    burst.push_back(run.caller_ns);
+    note("interned, bursts of 32768", r, run);
+    run = run_once(work / "profile-bench.jsonl", n, true);
+    caller.push_back(run.caller_ns);
+    end_to_end.push_back(run.end_to_end_ns);
+    note("interned, back-to-back", r, run);
   }
   const std::uint64_t string_n = n / 10;
   for (int r = 0; r < std::max(1, reps / 2); ++r) {
     Run run = run_once(work / "profile-bench-string.jsonl", string_n, false);
     string_caller.push_back(run.caller_ns);
-    lost += run.lost;
+    note("string API, back-to-back", r, run);
   }
 
-  const double ours = median(caller);
+  const double ours = median(burst);
+  const double sustained = median(caller);
   const double floor =
       baselines.count("clock_floor_steady_ns") ? baselines["clock_floor_steady_ns"] : 0;
   const double seed =
       baselines.count("seed_profile_ns_per_op") ? baselines["seed_profile_ns_per_op"] : 0;
   std::fprintf(stderr, "profile_overhead: %llu ops x %d reps, medians\n",
                static_cast<unsigned long long>(n), reps);
-  if (floor > 0)
-    row("profile pair ns vs clock floor (interned)", ours, floor, ours / floor, "<=1.5x",
+  if (floor > 0) {
+    row("profile pair ns on caller vs clock floor", ours, floor, ours / floor, "<=1.5x",
         ours <= 1.5 * floor);
-  if (seed > 0) {
-    row("seed design / ours per op pair (interned)", ours, seed, seed / ours, ">=25x",
-        seed / ours >= 25);
-    row("seed design / ours per op pair (string API)", median(string_caller), seed,
-        seed / median(string_caller), "info", true);
-    row("seed design / ours incl. writer+finish", median(end_to_end), seed,
-        seed / median(end_to_end), "info", true);
+    row("  same, back-to-back 10M (writer+disk bound)", sustained, floor, sustained / floor,
+        "<=1.5x", sustained <= 1.5 * floor);
   }
-  row("profile events lost (" + std::to_string(n) + " ops)", static_cast<double>(lost), 0, 0, "0",
-      lost == 0);
+  if (seed > 0) {
+    row("seed design / ours per op pair", ours, seed, seed / ours, ">=25x", seed / ours >= 25);
+    row("  same, back-to-back 10M (writer+disk bound)", sustained, seed, seed / sustained, ">=25x",
+        seed / sustained >= 25);
+    row("  same, incl. finish (all written)", median(end_to_end), seed, seed / median(end_to_end),
+        "info", true);
+    row("  same, string API", median(string_caller), seed, seed / median(string_caller), "info",
+        true);
+  }
+  row("profile events lost (" + std::to_string(n) + " ops x runs)", static_cast<double>(lost), 0, 0,
+      "0", lost == 0);
   return 0;
 }

@@ -26,7 +26,7 @@ std::size_t round_up_pow2(std::size_t n) {
 
 // Interning key: length-prefixed parts, so ids containing any byte never collide.
 void append_key_part(std::string& key, std::string_view part) {
-  key += std::to_string(part.size());
+  append_u64(key, part.size());
   key.push_back(':');
   key.append(part);
 }
@@ -42,9 +42,7 @@ std::string event_id(Phase phase, const char* kind, std::uint64_t step, std::uin
 
 }  // namespace
 
-Result<std::uint32_t> HandleTable::intern(const std::string& key, HandleInfo info) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = index_.find(key); it != index_.end()) return it->second;
+Result<std::uint32_t> HandleTable::add(const std::string& key, HandleInfo info) {
   if (count_ == kChunkSize * kMaxChunks)
     return Status(Errc::invalid_argument, "too many distinct profiled operations and edges");
   std::uint32_t i = count_++;
@@ -150,20 +148,22 @@ Result<std::uint32_t> SessionState::intern_op(std::string_view static_id, std::s
   append_key_part(key, op);
   for (const auto& input : inputs)
     append_key_part(key, input);
-  HandleInfo info;
-  info.static_id = std::string(static_id);
-  info.body = ",\"op\":";
-  append_json_string(info.body, op);
-  info.body += ",\"static_id\":";
-  append_json_string(info.body, static_id);
-  info.body += ",\"inputs\":[";
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (i) info.body.push_back(',');
-    append_json_string(info.body, inputs[i]);
-  }
-  info.body.push_back(']');
   (void)thread_state();
-  return handles_.intern(key, std::move(info));
+  return handles_.intern(key, [&] {
+    HandleInfo info;
+    info.static_id = std::string(static_id);
+    info.body = ",\"op\":";
+    append_json_string(info.body, op);
+    info.body += ",\"static_id\":";
+    append_json_string(info.body, static_id);
+    info.body += ",\"inputs\":[";
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (i) info.body.push_back(',');
+      append_json_string(info.body, inputs[i]);
+    }
+    info.body.push_back(']');
+    return info;
+  });
 }
 
 Result<std::string> SessionState::begin_by_id(std::string_view static_id, std::string_view op,
@@ -238,14 +238,16 @@ Status SessionState::edge(std::string_view from, std::string_view to, std::uint6
   std::string key = "e";
   append_key_part(key, from);
   append_key_part(key, to);
-  HandleInfo info;
-  info.is_edge = true;
-  info.static_id = std::string(from);
-  info.body = ",\"from_static_id\":";
-  append_json_string(info.body, from);
-  info.body += ",\"to_static_id\":";
-  append_json_string(info.body, to);
-  auto handle = handles_.intern(key, std::move(info));
+  auto handle = handles_.intern(key, [&] {
+    HandleInfo info;
+    info.is_edge = true;
+    info.static_id = std::string(from);
+    info.body = ",\"from_static_id\":";
+    append_json_string(info.body, from);
+    info.body += ",\"to_static_id\":";
+    append_json_string(info.body, to);
+    return info;
+  });
   if (!handle) return handle.status();
   ThreadState& ts = thread_state();
   const std::uint64_t s = step.load(std::memory_order_relaxed);

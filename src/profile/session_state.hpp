@@ -95,7 +95,13 @@ class HandleTable {
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
   static constexpr std::uint32_t kMaxChunks = 4096;
 
-  Result<std::uint32_t> intern(const std::string& key, HandleInfo info);
+  // Returns the handle for `key`, calling make_info() only the first time the key is seen.
+  template <typename MakeInfo>
+  Result<std::uint32_t> intern(const std::string& key, MakeInfo&& make_info) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = index_.find(key); it != index_.end()) return it->second;
+    return add(key, make_info());
+  }
   // True for an index intern() returned for an operation (not an edge).
   bool is_op(std::uint32_t i) const noexcept {
     return i < published_.load(std::memory_order_acquire) && !(*this)[i].is_edge;
@@ -105,6 +111,7 @@ class HandleTable {
   }
 
  private:
+  Result<std::uint32_t> add(const std::string& key, HandleInfo info);  // mu_ held
   std::mutex mu_;
   std::unordered_map<std::string, std::uint32_t> index_;
   std::unique_ptr<HandleInfo[]> chunks_[kMaxChunks];
