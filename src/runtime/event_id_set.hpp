@@ -1,0 +1,50 @@
+#pragma once
+// Uniqueness of event ids across a whole trace (spec §1.5) in memory that does not grow with the
+// trace for the ids profilers write.
+//
+// Design (exact, two-level):
+// - Ids shaped `<prefix>-<step>-<counter>` (the seed's and runtime/4's `{phase}-op-{step}-{n}`,
+//   `{phase}-edge-{step}-{n}`) are checked by one bit per (prefix, counter) in a paged bitmap.
+//   Both producers draw every counter once per session, so a first sight of (prefix, counter)
+//   proves the id new; memory is one bit per counter value (≈1.2 MiB for 10 M events).
+// - Every other id is remembered as a 64-bit fingerprint in an open-addressing set (8–16 bytes
+//   per id; such ids come from hand-written or legacy traces, which are small).
+// - A repeated (prefix, counter) or fingerprint is only a *suspect* (`train-op-1-5` and
+//   `train-op-2-5` share a counter; two ids may share a fingerprint). The reader then re-reads
+//   the file once and compares the full text of suspect ids only, so the verdict is exact and no
+//   collision rate has to be accepted. Suspects are rare, so the second pass almost never runs.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace cg::runtime {
+
+class EventIdSet {
+ public:
+  EventIdSet();
+  ~EventIdSet();
+  EventIdSet(const EventIdSet&) = delete;
+  EventIdSet& operator=(const EventIdSet&) = delete;
+
+  void insert(std::string_view id);
+  bool has_suspects() const { return !suspects_.empty(); }
+  // True when `id` may repeat an earlier one and must be compared in full (second pass).
+  bool is_suspect(std::string_view id) const;
+  std::size_t memory_bytes() const;
+
+ private:
+  struct Prefix;
+  // The key under which `id` is tracked: (prefix index, counter) or a fingerprint.
+  std::uint64_t key_of(std::string_view id, bool* shaped) const;
+
+  std::vector<std::unique_ptr<Prefix>> prefixes_;
+  std::vector<std::uint64_t> table_;  // fingerprints of unshaped ids; 0 = empty slot
+  std::size_t table_used_ = 0;
+  std::unordered_set<std::uint64_t> suspects_;
+};
+
+}  // namespace cg::runtime

@@ -1,0 +1,95 @@
+#include "runtime/line_reader.hpp"
+
+#include <simdjson.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "util/error.hpp"
+
+namespace cg::runtime {
+namespace {
+
+constexpr std::size_t kChunk = std::size_t{4} << 20;
+
+std::string_view trim(std::string_view s) {
+  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && ws(s.front()))
+    s.remove_prefix(1);
+  while (!s.empty() && ws(s.back()))
+    s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_bytes)
+    : path_(path), max_line_(max_line_bytes) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (!file_) {
+    throw InputError(path.string(), std::string("cannot open trace: ") + std::strerror(errno));
+  }
+  data_cap_ = kChunk + max_line_ + 1;
+  buf_.resize(data_cap_ + simdjson::SIMDJSON_PADDING, ' ');
+}
+
+LineReader::~LineReader() {
+  if (file_) std::fclose(file_);
+}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  if (begin_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  std::size_t n = std::fread(buf_.data() + end_, 1, data_cap_ - end_, file_);
+  if (n == 0) {
+    if (std::ferror(file_)) {
+      throw InputError(path_.string(), std::string("read error: ") + std::strerror(errno));
+    }
+    eof_ = true;
+    return false;
+  }
+  end_ += n;
+  bytes_ += n;
+  return true;
+}
+
+bool LineReader::next(Line& line) {
+  bool discarding = false;  // inside an oversized line, dropping bytes until its newline
+  for (;;) {
+    const char* start = buf_.data() + begin_;
+    const void* nl = std::memchr(start, '\n', end_ - begin_);
+    if (nl || (eof_ && begin_ < end_)) {
+      std::size_t len =
+          nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - start) : end_ - begin_;
+      begin_ += len + (nl ? 1 : 0);
+      if (discarding || len > max_line_) {
+        line = Line{{}, 0, ++number_, true};
+        return true;
+      }
+      line.text = trim(std::string_view(start, len));
+      line.capacity = buf_.size() - static_cast<std::size_t>(line.text.data() - buf_.data());
+      line.number = ++number_;
+      line.oversized = false;
+      return true;
+    }
+    if (eof_) {
+      if (discarding) {
+        line = Line{{}, 0, ++number_, true};
+        return true;
+      }
+      return false;
+    }
+    if (end_ - begin_ > max_line_) {
+      discarding = true;
+      begin_ = end_;
+    }
+    fill();
+  }
+}
+
+}  // namespace cg::runtime

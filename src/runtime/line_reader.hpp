@@ -1,0 +1,45 @@
+#pragma once
+// Reads a file as lines through one fixed buffer, so memory is bounded by the longest allowed
+// line, not by the file. Each line is handed out in place with simdjson's padding readable after
+// it, which lets the JSONL importer parse without copying.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+namespace cg::runtime {
+
+struct Line {
+  std::string_view text;     // trimmed of ASCII whitespace; may be empty
+  std::size_t capacity = 0;  // readable bytes from text.data()
+  std::uint64_t number = 0;  // 1-based
+  bool oversized = false;    // longer than the limit: text is empty, the line was discarded
+};
+
+class LineReader {
+ public:
+  LineReader(const std::filesystem::path& path, std::size_t max_line_bytes);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  bool next(Line& line);
+  std::uint64_t bytes_read() const { return bytes_; }
+
+ private:
+  bool fill();
+
+  std::FILE* file_ = nullptr;
+  std::filesystem::path path_;
+  std::size_t max_line_;
+  std::vector<char> buf_;
+  std::size_t data_cap_;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+  bool eof_ = false;
+  std::uint64_t number_ = 0;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace cg::runtime

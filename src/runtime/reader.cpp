@@ -1,0 +1,190 @@
+#include "runtime/reader.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "runtime/document_importer.hpp"
+#include "runtime/jsonl_importer.hpp"
+#include "runtime/line_reader.hpp"
+#include "runtime/trace_validator.hpp"
+#include "util/error.hpp"
+
+namespace cg::runtime {
+namespace {
+
+constexpr std::size_t kSkippedExamples = 10;
+
+std::string where(const std::filesystem::path& path, std::uint64_t line) {
+  return path.string() + ":" + std::to_string(line);
+}
+
+// §1.4, with the one-line-meta quirk fixed: a first line that is a whole object with `kind` is
+// JSONL even when it is the only line.
+TraceForm detect_form(const std::filesystem::path& path, const ReadOptions& options) {
+  LineReader lines(path, options.max_line_bytes);
+  Line first;
+  while (lines.next(first) && !first.oversized && first.text.empty()) {
+  }
+  if (first.number == 0 || (!first.oversized && first.text.empty())) {
+    throw InputError(path.string(), "empty runtime evidence input");
+  }
+  if (first.oversized || first.text.front() != '{') return TraceForm::jsonl;
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  if (!parser.parse(first.text.data(), first.text.size(), false).get_object().get(obj)) {
+    simdjson::dom::element e;
+    if (!obj["kind"].get(e)) return TraceForm::jsonl;
+    bool doc_keys = !obj["schema"].get(e) && !obj["run"].get(e);
+    Line rest;
+    while (lines.next(rest)) {
+      if (rest.oversized || !rest.text.empty()) return TraceForm::jsonl;
+    }
+    return doc_keys ? TraceForm::document : TraceForm::jsonl;
+  }
+  // The first line is not a whole object: a pretty-printed document, or a bad JSONL line.
+  std::error_code ec;
+  auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > options.max_document_bytes) return TraceForm::jsonl;
+  simdjson::padded_string text;
+  if (simdjson::padded_string::load(path.string()).get(text)) return TraceForm::jsonl;
+  simdjson::dom::element e;
+  if (parser.parse(text).get_object().get(obj)) return TraceForm::jsonl;
+  return (!obj["schema"].get(e) && !obj["run"].get(e)) ? TraceForm::document : TraceForm::jsonl;
+}
+
+void skip(TraceInfo& info, std::uint64_t line, std::string reason) {
+  ++info.skipped_lines;
+  if (info.skipped_examples.size() < kSkippedExamples) {
+    info.skipped_examples.push_back({line, std::move(reason)});
+  }
+}
+
+// Second pass, only when the id set saw a possible repeat: compare suspect ids in full.
+void verify_jsonl_ids(const std::filesystem::path& path, const ReadOptions& options,
+                      const EventIdSet& ids, const std::unordered_set<std::uint64_t>& skipped,
+                      TraceInfo& info) {
+  LineReader lines(path, options.max_line_bytes);
+  JsonlImporter importer;
+  std::unordered_map<std::string, std::uint64_t> seen;
+  Line line;
+  while (lines.next(line)) {
+    if (line.oversized || line.text.empty() || skipped.count(line.number)) continue;
+    std::string_view id = importer.event_id_of(line.text, line.capacity);
+    if (id.empty() || !ids.is_suspect(id)) continue;
+    auto [it, fresh] = seen.emplace(std::string(id), line.number);
+    if (fresh) continue;
+    if (!options.lenient) {
+      throw InputError(where(path, line.number), "duplicate event_id `" + it->first +
+                                                     "` (first on line " +
+                                                     std::to_string(it->second) + ")");
+    }
+    ++info.duplicate_event_ids;
+  }
+}
+
+void read_jsonl(const std::filesystem::path& path, RecordSink& sink, const ReadOptions& options,
+                TraceInfo& info) {
+  TraceValidator validator(sink, info, options, TraceForm::jsonl);
+  JsonlImporter importer;
+  LineReader lines(path, options.max_line_bytes);
+  std::unordered_set<std::uint64_t> skipped;
+  bool first = true;
+  Line line;
+  while (lines.next(line)) {
+    if (line.oversized) {
+      std::string reason = "line is longer than " + std::to_string(options.max_line_bytes) +
+                           " bytes (the reader's limit)";
+      if (!options.lenient) throw InputError(where(path, line.number), reason);
+      skip(info, line.number, std::move(reason));
+      skipped.insert(line.number);
+      first = false;
+      continue;
+    }
+    if (line.text.empty()) continue;
+    try {
+      importer.parse_line(line.text, line.capacity, validator, first);
+    } catch (const RecordError& e) {
+      if (!options.lenient) throw InputError(where(path, line.number), e.what());
+      skip(info, line.number, e.what());
+      skipped.insert(line.number);
+    } catch (const std::length_error& e) {
+      throw InputError(where(path, line.number), e.what());
+    }
+    first = false;
+  }
+  info.lines = line.number;
+  info.bytes = lines.bytes_read();
+  try {
+    validator.finish();
+  } catch (const RecordError& e) {
+    throw InputError(path.string(), e.what());
+  }
+  if (validator.ids().has_suspects()) {
+    verify_jsonl_ids(path, options, validator.ids(), skipped, info);
+  }
+}
+
+void read_document(const std::filesystem::path& path, RecordSink& sink, const ReadOptions& options,
+                   TraceInfo& info) {
+  simdjson::padded_string text;
+  if (auto e = simdjson::padded_string::load(path.string()).get(text)) {
+    throw InputError(path.string(),
+                     std::string("cannot read trace: ") + simdjson::error_message(e));
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto e = parser.parse(text).get(root)) {
+    throw InputError(path.string(),
+                     std::string("invalid JSON (") + simdjson::error_message(e) + ")");
+  }
+  info.bytes = text.size();
+  info.lines = static_cast<std::uint64_t>(std::count(text.data(), text.data() + text.size(), '\n'));
+  TraceValidator validator(sink, info, options, TraceForm::document);
+  try {
+    import_document(root, validator);
+    validator.finish();
+  } catch (const RecordError& e) {
+    // A document is one value: lenient mode cannot skip part of it.
+    throw InputError(path.string(), e.what());
+  } catch (const std::length_error& e) {
+    throw InputError(path.string(), e.what());
+  }
+  if (!validator.ids().has_suspects()) return;
+  std::unordered_set<std::string> seen;
+  for (const char* array : {"tensors", "operations", "gradients", "values", "edge_timings"}) {
+    simdjson::dom::array a;
+    if (root[array].get_array().get(a)) continue;
+    for (simdjson::dom::element x : a) {
+      std::string_view id;
+      if (x["event_id"].get_string().get(id) || !validator.ids().is_suspect(id)) continue;
+      if (!seen.emplace(id).second) {
+        if (!options.lenient) {
+          throw InputError(path.string(), "duplicate event_id `" + std::string(id) + "`");
+        }
+        ++info.duplicate_event_ids;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TraceInfo read_trace(const std::filesystem::path& path, RecordSink& sink,
+                     const ReadOptions& options) {
+  TraceInfo info;
+  info.path = path.string();
+  info.form = detect_form(path, options);
+  if (info.form == TraceForm::document) {
+    read_document(path, sink, options, info);
+  } else {
+    read_jsonl(path, sink, options, info);
+  }
+  return info;
+}
+
+}  // namespace cg::runtime

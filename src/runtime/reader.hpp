@@ -1,0 +1,61 @@
+#pragma once
+// The trace reader: one call reads a runtime/1–4 trace (document or JSONL, auto-detected as spec
+// §1.4), validates it (§1.5 and docs/runtime-4.md) and hands typed records to a sink while
+// streaming. Memory stays flat in the number of events (see event_id_set.hpp); only the legacy
+// document form is read whole.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/records.hpp"
+
+namespace cg::runtime {
+
+struct ReadOptions {
+  // Skip lines that fail to parse or validate (and a /4 trace's missing `end`), counting them in
+  // TraceInfo instead of failing. Structural errors (no meta, limits) still fail.
+  bool lenient = false;
+  std::size_t max_line_bytes = std::size_t{1} << 20;
+  std::uint64_t max_records = std::uint64_t{1} << 32;
+  // The document form is parsed whole; larger documents are refused rather than exhausting memory.
+  std::size_t max_document_bytes = std::size_t{256} << 20;
+};
+
+enum class TraceForm : std::uint8_t { document, jsonl };
+
+struct SkippedLine {
+  std::uint64_t line = 0;
+  std::string reason;
+};
+
+// What was read, per trace: identity, counts and what lenient mode skipped.
+struct TraceInfo {
+  std::string path;
+  TraceForm form = TraceForm::jsonl;
+  RunMeta meta;
+  std::uint64_t bytes = 0;
+  std::uint64_t lines = 0;
+  std::uint64_t tensors = 0;
+  std::uint64_t operations = 0;
+  std::uint64_t gradients = 0;
+  std::uint64_t values = 0;
+  std::uint64_t edge_timings = 0;
+  std::optional<EndRecord> end;  // runtime/4
+  // Lenient mode only: a /4 trace without `end`, or whose `end` counts disagree with the file.
+  bool truncated = false;
+  bool end_counts_disagree = false;
+  std::uint64_t skipped_lines = 0;
+  std::vector<SkippedLine> skipped_examples;  // the first few, for the report
+  // Lenient mode only: repeated ids are found after their records were delivered, so they are
+  // counted here rather than skipped.
+  std::uint64_t duplicate_event_ids = 0;
+  std::size_t id_set_bytes = 0;  // memory the uniqueness check used
+};
+
+// Reads `path` into `sink`. Throws cg::InputError("file:line", what was expected) on bad input.
+TraceInfo read_trace(const std::filesystem::path& path, RecordSink& sink,
+                     const ReadOptions& options = {});
+
+}  // namespace cg::runtime

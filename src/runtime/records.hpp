@@ -1,0 +1,118 @@
+#pragma once
+// Typed trace records: what every importer (runtime/1–3 documents, JSONL /1–/4) hands inward.
+// Record fields are views into the importer's parse buffer and live only for the sink call that
+// receives them (zero-copy, like simdjson values); whoever keeps one copies what it needs.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cg::runtime {
+
+enum class Schema : std::uint8_t { v1 = 1, v2 = 2, v3 = 3, v4 = 4 };
+
+// Accepts exactly "candle-graph/runtime/1" … "/4" (spec §1.1; /4 is docs/runtime-4.md).
+std::optional<Schema> parse_schema(std::string_view text);
+std::string_view schema_name(Schema schema);
+
+enum class GradientState : std::uint8_t { present, missing, zero, non_finite };
+std::optional<GradientState> parse_gradient_state(std::string_view text);
+std::string_view gradient_state_name(GradientState state);
+
+// `run` of a document, or the flattened fields of a JSONL `meta` line. Owned: one per trace.
+struct RunMeta {
+  Schema schema = Schema::v1;
+  std::string entrypoint;
+  std::string profile;
+  std::vector<std::string> cargo_features;  // sorted, deduplicated (§1.5)
+  std::vector<std::string> cfg;             // sorted, deduplicated (§1.5)
+  std::optional<std::string> analysis_id;
+  std::optional<std::string> build_id;
+  std::optional<std::string> phase;
+};
+
+struct TensorRecord {
+  std::string_view event_id;
+  std::optional<std::string_view> static_id;
+  std::optional<std::string_view> source;
+  std::optional<std::uint64_t> step;
+  std::span<const std::uint64_t> shape;
+  std::string_view dtype;
+  std::string_view device;
+  bool contiguous = false;
+  bool requires_grad = false;
+};
+
+struct OperationRecord {
+  std::string_view event_id;
+  std::string_view op;
+  std::optional<std::string_view> static_id;
+  std::optional<std::string_view> source;
+  std::optional<std::string_view> output;
+  std::optional<std::uint64_t> step;
+  std::optional<std::uint64_t> duration_ns;
+  // runtime/4 only (required there): begin instant since session start, thread, enclosing op.
+  std::optional<std::uint64_t> start_ns;
+  std::optional<std::uint64_t> thread;
+  std::optional<std::string_view> parent;
+};
+
+struct GradientRecord {
+  std::string_view event_id;
+  std::string_view root;
+  std::string_view key;
+  GradientState state = GradientState::present;
+  std::optional<std::uint64_t> step;
+  std::optional<double> norm;
+};
+
+struct ValueRecord {
+  std::string_view event_id;
+  std::optional<std::string_view> static_id;
+  std::optional<std::string_view> source;
+  std::optional<std::uint64_t> step;
+  double min = 0;
+  double max = 0;
+  double abs_max = 0;
+  std::uint64_t nonfinite_count = 0;
+  std::uint64_t saturated_count = 0;
+};
+
+struct EdgeTimingRecord {
+  std::string_view event_id;
+  std::string_view from_static_id;
+  std::string_view to_static_id;
+  std::uint64_t duration_ns = 0;
+  std::optional<std::uint64_t> step;
+  std::optional<std::uint64_t> at_ns;   // runtime/4
+  std::optional<std::uint64_t> thread;  // runtime/4
+};
+
+// runtime/4 `end`: counts the writer claims; the reader checks them against what it read.
+struct EndRecord {
+  std::uint64_t operations = 0;
+  std::uint64_t edge_timings = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t open_operations = 0;
+  std::uint64_t threads = 0;
+  std::uint64_t duration_ns = 0;
+};
+
+// Receives validated records in file order. `meta` may arrive after other records in /1–/3 JSONL
+// (§1.3: meta anywhere), so a sink must not assume it first.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual void meta(const RunMeta&) {}
+  virtual void tensor(const TensorRecord&) {}
+  virtual void operation(const OperationRecord&) {}
+  virtual void gradient(const GradientRecord&) {}
+  virtual void value(const ValueRecord&) {}
+  virtual void edge_timing(const EdgeTimingRecord&) {}
+  virtual void end(const EndRecord&) {}
+};
+
+}  // namespace cg::runtime
