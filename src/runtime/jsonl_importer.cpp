@@ -104,7 +104,10 @@ void JsonlImporter::parse_line(std::string_view line, std::size_t capacity,
     throw RecordError(json_error(e));
   }
   od::object obj;
-  if (doc.get_object().get(obj)) throw RecordError("expected a JSON object");
+  if (auto e = doc.get_object().get(obj)) {
+    throw RecordError("invalid JSON: expected one object per line (" +
+                      std::string(simdjson::error_message(e)) + ")");
+  }
   std::string_view kind_text;
   {
     // Writers put `kind` first, so this lookup is one comparison; readers must not rely on it.

@@ -28,6 +28,7 @@ void TraceValidator::check_id(std::string_view id) {
 }
 
 void TraceValidator::meta(RunMeta&& meta, bool first_record) {
+  if (saw_end_) throw RecordError("record after the `end` record (end must be the last line)");
   if (have_meta_) {
     throw RecordError("duplicate meta record; only one meta record is allowed");
   }

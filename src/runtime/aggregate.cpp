@@ -1,0 +1,164 @@
+#include "runtime/aggregate.hpp"
+
+#include <algorithm>
+
+namespace cg::runtime {
+namespace {
+
+constexpr std::size_t kConflictIds = 4;
+
+std::string render_shape(std::span<const std::uint64_t> shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+void add_fact(GradientStepFacts& f, const GradientRecord& r) {
+  bool first = f.states == 0;
+  f.states = static_cast<std::uint8_t>(f.states | (1u << static_cast<unsigned>(r.state)));
+  if (first) {
+    f.norm = r.norm;
+  } else if (f.norm.has_value() != r.norm.has_value() || (f.norm && *f.norm != *r.norm)) {
+    f.norms_agree = false;
+  }
+  if (f.event_ids.size() < kConflictIds) f.event_ids.emplace_back(r.event_id);
+}
+
+void merge_facts(GradientStepFacts& into, const GradientStepFacts& from) {
+  if (into.states == 0) {
+    into = from;
+    return;
+  }
+  into.states = static_cast<std::uint8_t>(into.states | from.states);
+  into.norms_agree = into.norms_agree && from.norms_agree && into.norm == from.norm;
+  for (const auto& id : from.event_ids) {
+    if (into.event_ids.size() < kConflictIds) into.event_ids.push_back(id);
+  }
+}
+
+}  // namespace
+
+void TraceAggregate::meta(const RunMeta& m) {
+  phase_ = m.phase;
+}
+
+void TraceAggregate::operation(const OperationRecord& r) {
+  if (r.duration_ns) all_operations.add(*r.duration_ns);
+  if (!r.static_id) {
+    ++operations_without_static_id;
+    if (r.duration_ns) unattributed_operations.add(*r.duration_ns);
+    return;
+  }
+  auto it = operations.find(*r.static_id);
+  if (it == operations.end()) {
+    it = operations.emplace(std::string(*r.static_id), OperationStats{}).first;
+    it->second.op = std::string(r.op);
+  }
+  OperationStats& s = it->second;
+  ++s.observations;
+  if (!r.duration_ns) return;
+  s.timing.add(*r.duration_ns);
+  // A trace has one phase (meta); when meta comes late (/1–/3 allow it), the id says it.
+  std::string_view phase = phase_ ? std::string_view(*phase_) : std::string_view{};
+  if (phase.empty()) phase = r.event_id.substr(0, r.event_id.find('-'));
+  auto p = s.by_phase.find(phase);
+  if (p == s.by_phase.end()) p = s.by_phase.emplace(std::string(phase), TimingStats{}).first;
+  p->second.add(*r.duration_ns);
+}
+
+void TraceAggregate::edge_timing(const EdgeTimingRecord& r) {
+  edges[{std::string(r.from_static_id), std::string(r.to_static_id)}].add(r.duration_ns);
+}
+
+void TraceAggregate::tensor(const TensorRecord& r) {
+  ++tensor_observations;
+  if (!r.static_id) {
+    ++tensors_without_static_id;
+    return;
+  }
+  auto [it, fresh] = tensors.try_emplace(std::string(*r.static_id));
+  TensorStats& t = it->second;
+  if (fresh) {
+    t.first_event_id = std::string(r.event_id);
+    t.first_source = r.source ? std::string(*r.source) : std::string();
+    t.shape.assign(r.shape.begin(), r.shape.end());
+    t.contiguous = r.contiguous;
+    t.requires_grad = r.requires_grad;
+  }
+  ++t.observations;
+  t.dtypes.emplace(r.dtype);
+  t.devices.emplace(r.device);
+  t.shapes.insert(render_shape(r.shape));
+  t.layouts.insert(r.contiguous ? "true" : "false");
+  t.requires_grads.insert(r.requires_grad ? "true" : "false");
+}
+
+void TraceAggregate::gradient(const GradientRecord& r) {
+  ++gradient_observations;
+  GradientSeries& s = gradients[{std::string(r.root), std::string(r.key)}];
+  if (r.step) {
+    add_fact(s.steps[*r.step], r);
+  } else {
+    if (!s.unstepped) s.unstepped.emplace();
+    add_fact(*s.unstepped, r);
+  }
+}
+
+void TraceAggregate::value(const ValueRecord& r) {
+  ++value_observations;
+  if (r.saturated_count > 0 && r.source) saturating_sources.emplace(*r.source);
+  if (r.nonfinite_count > 0 && r.step) {
+    first_non_finite_value_step = std::min(first_non_finite_value_step.value_or(*r.step), *r.step);
+  }
+}
+
+void TraceAggregate::merge(const TraceAggregate& other) {
+  for (const auto& [id, s] : other.operations) {
+    auto [it, fresh] = operations.try_emplace(id);
+    if (fresh) it->second.op = s.op;
+    it->second.observations += s.observations;
+    it->second.timing.merge(s.timing);
+    for (const auto& [phase, t] : s.by_phase)
+      it->second.by_phase[phase].merge(t);
+  }
+  unattributed_operations.merge(other.unattributed_operations);
+  all_operations.merge(other.all_operations);
+  operations_without_static_id += other.operations_without_static_id;
+  for (const auto& [k, t] : other.edges)
+    edges[k].merge(t);
+  for (const auto& [id, t] : other.tensors) {
+    auto [it, fresh] = tensors.try_emplace(id, t);
+    if (fresh) continue;
+    TensorStats& m = it->second;
+    m.observations += t.observations;
+    m.dtypes.insert(t.dtypes.begin(), t.dtypes.end());
+    m.devices.insert(t.devices.begin(), t.devices.end());
+    m.shapes.insert(t.shapes.begin(), t.shapes.end());
+    m.layouts.insert(t.layouts.begin(), t.layouts.end());
+    m.requires_grads.insert(t.requires_grads.begin(), t.requires_grads.end());
+  }
+  tensors_without_static_id += other.tensors_without_static_id;
+  tensor_observations += other.tensor_observations;
+  for (const auto& [k, s] : other.gradients) {
+    GradientSeries& m = gradients[k];
+    for (const auto& [step, f] : s.steps)
+      merge_facts(m.steps[step], f);
+    if (s.unstepped) {
+      if (!m.unstepped) m.unstepped.emplace();
+      merge_facts(*m.unstepped, *s.unstepped);
+    }
+  }
+  gradient_observations += other.gradient_observations;
+  value_observations += other.value_observations;
+  saturating_sources.insert(other.saturating_sources.begin(), other.saturating_sources.end());
+  if (other.first_non_finite_value_step) {
+    first_non_finite_value_step =
+        std::min(first_non_finite_value_step.value_or(*other.first_non_finite_value_step),
+                 *other.first_non_finite_value_step);
+  }
+}
+
+}  // namespace cg::runtime

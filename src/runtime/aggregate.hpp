@@ -1,0 +1,89 @@
+#pragma once
+// Folds a trace's records into per-static-id statistics while it streams past: memory grows with
+// distinct static ids, (from, to) pairs, tensors and gradient identities, never with operation
+// events. Aggregates of several traces (runs, ranks) merge with `merge`.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "runtime/records.hpp"
+#include "runtime/timing_stats.hpp"
+
+namespace cg::runtime {
+
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+struct OperationStats {
+  std::string op;  // the first op name seen for this static id
+  TimingStats timing;
+  std::uint64_t observations = 0;  // with or without a duration
+  std::map<std::string, TimingStats, std::less<>> by_phase;
+};
+
+// Every observation of one tensor static id; distinct values per attribute expose conflicts.
+struct TensorStats {
+  std::string first_event_id;
+  std::string first_source;
+  std::uint64_t observations = 0;
+  std::set<std::string> dtypes, devices, shapes, layouts, requires_grads;  // rendered as §1.6
+  std::vector<std::uint64_t> shape;  // the first observation's
+  bool contiguous = false;
+  bool requires_grad = false;
+};
+
+// Facts about one (root, key) at one step (or without a step).
+struct GradientStepFacts {
+  std::uint8_t states = 0;  // bit per GradientState
+  std::optional<double> norm;
+  bool norms_agree = true;
+  std::vector<std::string> event_ids;  // the first few, for conflict reports
+};
+
+struct GradientSeries {
+  std::map<std::uint64_t, GradientStepFacts> steps;
+  std::optional<GradientStepFacts> unstepped;
+};
+
+class TraceAggregate : public RecordSink {
+ public:
+  void meta(const RunMeta& m) override;
+  void tensor(const TensorRecord& r) override;
+  void operation(const OperationRecord& r) override;
+  void gradient(const GradientRecord& r) override;
+  void value(const ValueRecord& r) override;
+  void edge_timing(const EdgeTimingRecord& r) override;
+
+  // Adds another trace's aggregate (another run or rank) into this one.
+  void merge(const TraceAggregate& other);
+
+  StringMap<OperationStats> operations;  // by static id
+  TimingStats unattributed_operations;   // durations of operations without a static id
+  TimingStats all_operations;            // every duration (the reference's average, §2.4)
+  std::uint64_t operations_without_static_id = 0;
+  std::map<std::pair<std::string, std::string>, TimingStats> edges;  // by (from, to)
+  std::map<std::string, TensorStats> tensors;                        // by static id
+  std::uint64_t tensors_without_static_id = 0;
+  std::uint64_t tensor_observations = 0;
+  std::map<std::pair<std::string, std::string>, GradientSeries> gradients;  // by (root, key)
+  std::uint64_t gradient_observations = 0;
+  std::uint64_t value_observations = 0;
+  std::set<std::string> saturating_sources;
+  std::optional<std::uint64_t> first_non_finite_value_step;
+
+ private:
+  std::optional<std::string> phase_;
+};
+
+}  // namespace cg::runtime

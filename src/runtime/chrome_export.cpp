@@ -1,0 +1,123 @@
+#include "runtime/chrome_export.hpp"
+
+#include <set>
+#include <string>
+
+#include "runtime/output_file.hpp"
+#include "util/error.hpp"
+#include "util/json_writer.hpp"
+
+namespace cg::runtime {
+namespace {
+
+// ns → µs as an exact decimal ("1234.567"); a double would round long sessions' timestamps.
+std::string micros(std::uint64_t ns) {
+  std::string frac = std::to_string(ns % 1000);
+  return std::to_string(ns / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+}
+
+class ChromeSink : public RecordSink {
+ public:
+  ChromeSink(const std::filesystem::path& trace, OutputFile& out) : trace_(trace), out_(out) {}
+
+  void meta(const RunMeta& m) override {
+    if (m.schema != Schema::v4) {
+      throw InputError(trace_.string(),
+                       "Chrome trace export needs a runtime/4 trace (start_ns and thread); this "
+                       "one is " +
+                           std::string(schema_name(m.schema)));
+    }
+    is_v4_ = true;
+    name_ = m.entrypoint;
+    phase_ = m.phase.value_or("");
+    out_.write("{\"traceEvents\":[\n");
+  }
+
+  void operation(const OperationRecord& r) override {
+    need_v4();
+    JsonWriter w(0);
+    w.begin_object();
+    w.field("name", r.op).field("cat", "operation").field("ph", "X");
+    w.key("ts").raw(micros(*r.start_ns)).key("dur").raw(micros(*r.duration_ns));
+    w.field("pid", 1).field("tid", *r.thread);
+    w.key("args").begin_object();
+    w.field("phase", phase_).field("step", *r.step);
+    if (r.static_id) w.field("static_id", *r.static_id);
+    w.field("event_id", r.event_id);
+    if (r.parent) w.field("parent", *r.parent);
+    w.end_object().end_object();
+    emit(w.str(), *r.thread);
+  }
+
+  void edge_timing(const EdgeTimingRecord& r) override {
+    need_v4();
+    JsonWriter w(0);
+    w.begin_object();
+    w.field("name", "edge").field("cat", "edge_timing").field("ph", "i").field("s", "t");
+    w.key("ts").raw(micros(*r.at_ns));
+    w.field("pid", 1).field("tid", *r.thread);
+    w.key("args").begin_object();
+    w.field("from_static_id", r.from_static_id).field("to_static_id", r.to_static_id);
+    w.field("duration_ns", r.duration_ns).field("step", *r.step).field("event_id", r.event_id);
+    w.end_object().end_object();
+    emit(w.str(), *r.thread);
+  }
+
+  std::uint64_t finish() {
+    JsonWriter p(0);
+    p.begin_object().field("name", "process_name").field("ph", "M").field("pid", 1);
+    p.key("args").begin_object().field("name", "candle-graph " + name_).end_object().end_object();
+    emit(p.str(), std::nullopt);
+    for (std::uint64_t t : threads_) {
+      JsonWriter w(0);
+      w.begin_object().field("name", "thread_name").field("ph", "M").field("pid", 1);
+      w.field("tid", t).key("args").begin_object();
+      w.field("name", "thread " + std::to_string(t)).end_object().end_object();
+      emit(w.str(), std::nullopt);
+    }
+    out_.write("\n]}\n");
+    return events_;
+  }
+  std::size_t threads() const { return threads_.size(); }
+
+ private:
+  void need_v4() const {
+    if (!is_v4_) {
+      throw InputError(trace_.string(),
+                       "Chrome trace export needs a runtime/4 trace whose meta is the first line");
+    }
+  }
+  void emit(const std::string& event, std::optional<std::uint64_t> thread) {
+    if (!first_) out_.write(",\n");
+    first_ = false;
+    out_.write(event);
+    if (thread) {
+      threads_.insert(*thread);
+      ++events_;
+    }
+  }
+
+  const std::filesystem::path& trace_;
+  OutputFile& out_;
+  bool is_v4_ = false;
+  bool first_ = true;
+  std::string name_, phase_;
+  std::set<std::uint64_t> threads_;
+  std::uint64_t events_ = 0;
+};
+
+}  // namespace
+
+ChromeExport export_chrome_trace(const std::filesystem::path& trace,
+                                 const std::filesystem::path& output, const ReadOptions& options) {
+  OutputFile out(output);
+  ChromeSink sink(trace, out);
+  ChromeExport result;
+  result.trace = read_trace(trace, sink, options);
+  result.events = sink.finish();
+  result.threads = sink.threads();
+  out.commit();
+  return result;
+}
+
+}  // namespace cg::runtime

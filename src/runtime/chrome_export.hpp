@@ -1,0 +1,25 @@
+#pragma once
+// Chrome Trace Event JSON (the format chrome://tracing and Perfetto open) from a runtime/4 trace:
+// one complete event ("ph":"X") per operation on its thread's track (pid 1, tid = thread), ts/dur
+// in microseconds with ns precision, phase/step/static id/event id/parent in args; one instant
+// event per edge timing; process and thread names as metadata events. Written while the trace
+// streams, committed atomically only when the whole trace was read and validated.
+#include <cstdint>
+#include <filesystem>
+
+#include "runtime/reader.hpp"
+
+namespace cg::runtime {
+
+struct ChromeExport {
+  TraceInfo trace;
+  std::uint64_t events = 0;
+  std::uint64_t threads = 0;
+};
+
+// Throws cg::InputError when the trace is not runtime/4 (it has no timeline) or is invalid.
+ChromeExport export_chrome_trace(const std::filesystem::path& trace,
+                                 const std::filesystem::path& output,
+                                 const ReadOptions& options = {});
+
+}  // namespace cg::runtime

@@ -1,0 +1,335 @@
+#include "runtime/reader.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "trace_test_util.hpp"
+#include "util/error.hpp"
+
+namespace cg::runtime {
+namespace {
+
+using testing::fixture;
+using ::testing::HasSubstr;
+using testing::kMetaV3;
+using testing::load;
+using testing::op_line;
+using testing::write_temp;
+
+// Runs `f` and returns the InputError's message ("file:line: what"); fails if nothing is thrown.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an InputError";
+  return {};
+}
+
+TEST(Reader, SeedV3JsonlIsReadWithSortedFeaturesAndTimings) {
+  auto l = load(fixture("v3_seed.jsonl"));
+  EXPECT_EQ(l.info.form, TraceForm::jsonl);
+  EXPECT_EQ(l.info.meta.schema, Schema::v3);
+  EXPECT_EQ(l.info.meta.cargo_features, std::vector<std::string>{"cuda"});
+  EXPECT_EQ(l.info.operations, 4u);
+  EXPECT_EQ(l.info.edge_timings, 2u);
+  const auto& mm = l.aggregate.operations.at("operation:train:f:0");
+  EXPECT_EQ(mm.timing.samples(), 2u);
+  EXPECT_EQ(mm.timing.total_ns(), 400u);
+  EXPECT_EQ(mm.timing.min_ns(), 100u);
+  EXPECT_EQ(mm.timing.max_ns(), 300u);
+  EXPECT_EQ(mm.by_phase.at("train").samples(), 2u);
+  auto edge = l.aggregate.edges.at({"operation:train:f:0", "operation:train:f:1"});
+  EXPECT_EQ(edge.samples(), 2u);
+  EXPECT_EQ(edge.total_ns(), 16u);
+}
+
+TEST(Reader, PrettyDocumentIsDetectedAsDocument) {
+  auto l = load(fixture("v1_document.json"));
+  EXPECT_EQ(l.info.form, TraceForm::document);
+  EXPECT_EQ(l.info.meta.analysis_id, "analysis:a1");
+  EXPECT_EQ(l.info.tensors, 1u);
+  EXPECT_EQ(l.info.gradients, 1u);
+}
+
+TEST(Reader, OneLineDocumentIsDetectedAsDocument) {
+  auto p =
+      write_temp("doc1.json",
+                 R"({"schema":"candle-graph/runtime/2","run":{"entrypoint":"e","profile":"p"},)"
+                 R"("operations":[{"event_id":"o1","op":"add","static_id":"s","duration_ns":5}]})");
+  auto l = load(p);
+  EXPECT_EQ(l.info.form, TraceForm::document);
+  EXPECT_EQ(l.aggregate.operations.at("s").timing.total_ns(), 5u);
+}
+
+TEST(Reader, OneLineMetaOnlyJsonlIsJsonlNotABrokenDocument) {
+  // The reference parsed a single line as a document and failed for lack of `run` (§1.4 quirk).
+  auto l = load(fixture("meta_only.jsonl"));
+  EXPECT_EQ(l.info.form, TraceForm::jsonl);
+  EXPECT_EQ(l.info.meta.entrypoint, "forward");
+  EXPECT_EQ(l.info.operations, 0u);
+}
+
+TEST(Reader, EmptyInputIsAnError) {
+  auto p = write_temp("empty.jsonl", "  \n\n ");
+  EXPECT_THAT(error_of([&] { load(p); }), HasSubstr("empty runtime evidence input"));
+}
+
+TEST(Reader, MissingFileNamesThePath) {
+  EXPECT_THAT(error_of([&] { load("/nonexistent/trace.jsonl"); }),
+              HasSubstr("/nonexistent/trace.jsonl"));
+}
+
+TEST(Reader, MetaMayComeLaterInV3ButOnlyOnce) {
+  auto p = write_temp("late_meta.jsonl", op_line("infer-op-0-1", "s", 5) + kMetaV3);
+  EXPECT_EQ(load(p).info.operations, 1u);
+  auto dup = write_temp("dup_meta.jsonl", std::string(kMetaV3) + kMetaV3);
+  EXPECT_THAT(error_of([&] { load(dup); }), HasSubstr("dup_meta.jsonl:2: duplicate meta"));
+}
+
+TEST(Reader, MissingMetaIsAnError) {
+  auto p = write_temp("no_meta.jsonl", op_line("infer-op-0-1", "s", 5));
+  EXPECT_THAT(error_of([&] { load(p); }), HasSubstr("missing a meta record"));
+}
+
+TEST(Reader, UnknownSchemaIsRejected) {
+  auto p = write_temp(
+      "schema5.jsonl",
+      R"({"kind":"meta","schema":"candle-graph/runtime/5","entrypoint":"e","profile":"p"})");
+  EXPECT_THAT(error_of([&] { load(p); }),
+              HasSubstr("schema5.jsonl:1: unsupported schema `candle-graph/runtime/5`"));
+}
+
+TEST(Reader, DuplicateIdsAcrossKindsAreRejectedWithBothLines) {
+  auto p = write_temp(
+      "dup_kinds.jsonl",
+      std::string(kMetaV3) + op_line("x1", "s", 5) +
+          R"({"kind":"gradient","event_id":"x1","root":"vb","key":"w","state":"missing"})"
+          "\n");
+  EXPECT_THAT(error_of([&] { load(p); }),
+              HasSubstr("dup_kinds.jsonl:3: duplicate event_id `x1` (first on line 2)"));
+}
+
+TEST(Reader, DuplicateSeedShapedIdIsRejected) {
+  auto p = write_temp("dup_seed.jsonl", std::string(kMetaV3) + op_line("infer-op-0-1", "s", 5) +
+                                            op_line("infer-op-0-2", "s", 5) +
+                                            op_line("infer-op-0-1", "s", 5));
+  EXPECT_THAT(error_of([&] { load(p); }), HasSubstr("dup_seed.jsonl:4: duplicate event_id"));
+}
+
+TEST(Reader, SameCounterAtDifferentStepsIsNotADuplicate) {
+  auto p = write_temp("same_counter.jsonl", std::string(kMetaV3) + op_line("infer-op-0-7", "s", 5) +
+                                                op_line("infer-op-1-7", "s", 6));
+  EXPECT_EQ(load(p).info.operations, 2u);
+}
+
+TEST(Reader, EmptyEventIdIsRejected) {
+  auto p = write_temp("empty_id.jsonl", std::string(kMetaV3) + op_line("", "s", 5));
+  EXPECT_THAT(error_of([&] { load(p); }), HasSubstr(":2: empty event_id is not allowed"));
+}
+
+TEST(Reader, GradientStateNormRules) {
+  auto grad = [](const std::string& rest) {
+    return std::string(kMetaV3) + R"({"kind":"gradient","event_id":"g","root":"vb","key":"w",)" +
+           rest + "}\n";
+  };
+  EXPECT_THAT(
+      error_of([&] { load(write_temp("g1.jsonl", grad(R"("state":"present","norm":0.0)"))); }),
+      HasSubstr("use state `zero`"));
+  EXPECT_THAT(error_of([&] { load(write_temp("g2.jsonl", grad(R"("state":"zero","norm":0.5)"))); }),
+              HasSubstr("requires norm 0"));
+  EXPECT_THAT(
+      error_of([&] { load(write_temp("g3.jsonl", grad(R"("state":"missing","norm":1.0)"))); }),
+      HasSubstr("must not carry a norm"));
+  EXPECT_THAT(
+      error_of([&] { load(write_temp("g4.jsonl", grad(R"("state":"non_finite","norm":1.0)"))); }),
+      HasSubstr("non-finite norm"));
+  EXPECT_THAT(error_of([&] { load(write_temp("g5.jsonl", grad(R"("state":"exploded")"))); }),
+              HasSubstr("not one of present, missing, zero, non_finite"));
+  // Accepted: present/zero without a norm, zero with −0.0.
+  EXPECT_EQ(load(write_temp("g6.jsonl", grad(R"("state":"present")"))).info.gradients, 1u);
+  EXPECT_EQ(load(write_temp("g7.jsonl", grad(R"("state":"zero","norm":-0.0)"))).info.gradients, 1u);
+}
+
+TEST(Reader, MissingRequiredFieldNamesFieldAndType) {
+  auto p = write_temp("no_op.jsonl",
+                      std::string(kMetaV3) + R"({"kind":"operation","event_id":"o","inputs":[]})");
+  EXPECT_THAT(error_of([&] { load(p); }),
+              HasSubstr("no_op.jsonl:2: operation record is missing field `op` (string)"));
+  auto q = write_temp(
+      "bad_type.jsonl",
+      std::string(kMetaV3) + R"({"kind":"operation","event_id":"o","op":"x","duration_ns":"12"})");
+  EXPECT_THAT(error_of([&] { load(q); }),
+              HasSubstr("field `duration_ns`: expected an unsigned integer"));
+}
+
+TEST(Reader, UnknownKindAndUnknownFields) {
+  auto p = write_temp("kind.jsonl", std::string(kMetaV3) + R"({"kind":"banana","event_id":"b"})");
+  EXPECT_THAT(error_of([&] { load(p); }), HasSubstr("unknown record kind `banana`"));
+  auto q = write_temp("extra.jsonl",
+                      std::string(kMetaV3) +
+                          R"({"future":{"x":[1,2]},"kind":"operation","event_id":"o","op":"x"})");
+  EXPECT_EQ(load(q).aggregate.operations_without_static_id, 1u);
+}
+
+TEST(Reader, TwoObjectsOnOneLineAreRejected) {
+  auto p = write_temp("two.jsonl", std::string(kMetaV3) +
+                                       R"({"kind":"operation","event_id":"o","op":"x"} {"a":1})");
+  EXPECT_THAT(error_of([&] { load(p); }), HasSubstr("two.jsonl:2: trailing content"));
+}
+
+TEST(Reader, GarbageLinesFailStrictlyAndAreCountedLeniently) {
+  EXPECT_THAT(error_of([&] { load(fixture("garbage_lines.jsonl")); }),
+              HasSubstr("garbage_lines.jsonl:3: invalid JSON"));
+  ReadOptions lenient;
+  lenient.lenient = true;
+  auto l = load(fixture("garbage_lines.jsonl"), lenient);
+  EXPECT_EQ(l.info.skipped_lines, 2u);
+  ASSERT_EQ(l.info.skipped_examples.size(), 2u);
+  EXPECT_EQ(l.info.skipped_examples[0].line, 3u);
+  EXPECT_EQ(l.info.skipped_examples[1].line, 4u);
+  // The good lines around them are all there.
+  EXPECT_EQ(l.aggregate.operations.at("operation:infer:f:0").timing.total_ns(), 40u);
+}
+
+TEST(Reader, OversizedLineIsRejectedOrSkipped) {
+  std::string big = R"({"kind":"operation","event_id":"o2","op":")" + std::string(5000, 'x') +
+                    R"("})"
+                    "\n";
+  auto p = write_temp("big.jsonl", std::string(kMetaV3) + big + op_line("o3", "s", 9));
+  ReadOptions small;
+  small.max_line_bytes = 1024;
+  EXPECT_THAT(error_of([&] { load(p, small); }),
+              HasSubstr("big.jsonl:2: line is longer than 1024 bytes"));
+  small.lenient = true;
+  auto l = load(p, small);
+  EXPECT_EQ(l.info.skipped_lines, 1u);
+  EXPECT_EQ(l.info.operations, 1u);
+  EXPECT_EQ(l.info.lines, 3u);
+}
+
+TEST(Reader, OversizedLastLineWithoutNewline) {
+  auto p = write_temp("big_last.jsonl", std::string(kMetaV3) + std::string(3000, ' ') + "{");
+  ReadOptions small;
+  small.max_line_bytes = 1024;
+  EXPECT_THAT(error_of([&] { load(p, small); }), HasSubstr("big_last.jsonl:2: line is longer"));
+}
+
+TEST(Reader, RecordLimitIsEnforcedEvenWhenLenient) {
+  std::string text = kMetaV3;
+  for (int i = 1; i <= 5; ++i)
+    text += op_line("infer-op-0-" + std::to_string(i), "s", 1);
+  auto p = write_temp("many.jsonl", text);
+  ReadOptions limited;
+  limited.max_records = 4;
+  limited.lenient = true;
+  EXPECT_THAT(error_of([&] { load(p, limited); }),
+              HasSubstr("many.jsonl:5: trace has more than 4"));
+}
+
+TEST(Reader, DocumentLimitIsEnforced) {
+  ReadOptions tiny;
+  tiny.max_document_bytes = 64;
+  // Too big to read as a document: it is then read as JSONL and its first line is not a record.
+  EXPECT_THAT(error_of([&] { load(fixture("v1_document.json"), tiny); }),
+              HasSubstr("v1_document.json:1: invalid JSON"));
+}
+
+TEST(Reader, V4CompleteTraceChecksEndCounts) {
+  auto l = load(fixture("v4_two_threads.jsonl"));
+  EXPECT_EQ(l.info.meta.schema, Schema::v4);
+  ASSERT_TRUE(l.info.end.has_value());
+  EXPECT_EQ(l.info.end->threads, 2u);
+  EXPECT_EQ(l.aggregate.operations.at("operation:infer:f:1").timing.samples(), 2u);
+}
+
+TEST(Reader, V4WithoutEndIsTruncated) {
+  EXPECT_THAT(error_of([&] { load(fixture("v4_truncated.jsonl")); }),
+              HasSubstr("trace is truncated: no end record"));
+  ReadOptions lenient;
+  lenient.lenient = true;
+  auto l = load(fixture("v4_truncated.jsonl"), lenient);
+  EXPECT_TRUE(l.info.truncated);
+  EXPECT_EQ(l.info.operations, 4u);
+}
+
+TEST(Reader, V4EndCountsMustMatch) {
+  std::string text;
+  std::ifstream in(fixture("v4_two_threads.jsonl"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("\"kind\":\"edge_timing\"") != std::string::npos) continue;
+    text += line + "\n";
+  }
+  auto p = write_temp("v4_damaged.jsonl", text);
+  EXPECT_THAT(error_of([&] { load(p); }),
+              HasSubstr("v4_damaged.jsonl:6: end record counts 4 operations and 1 edge_timings "
+                        "but the trace has 4 and 0"));
+}
+
+TEST(Reader, V4RequiresTimelineFieldsMetaFirstAndEndLast) {
+  std::string meta4 =
+      R"({"kind":"meta","schema":"candle-graph/runtime/4","entrypoint":"e","profile":"p","phase":"infer"})"
+      "\n";
+  auto p = write_temp("v4_nostart.jsonl", meta4 + op_line("infer-op-0-1", "s", 4));
+  EXPECT_THAT(error_of([&] { load(p); }),
+              HasSubstr("v4_nostart.jsonl:2: runtime/4 operation is missing field `start_ns`"));
+  auto q = write_temp(
+      "v4_late_meta.jsonl",
+      "\n" + std::string(R"({"kind":"end","operations":0,"edge_timings":0})") + "\n" + meta4);
+  EXPECT_THAT(error_of([&] { load(q); }),
+              HasSubstr("v4_late_meta.jsonl:2: unknown record kind `end`"));
+  auto r = write_temp("v4_after_end.jsonl", meta4 +
+                                                R"({"kind":"end","operations":0,"edge_timings":0})"
+                                                "\n" +
+                                                meta4);
+  EXPECT_THAT(error_of([&] { load(r); }),
+              HasSubstr("v4_after_end.jsonl:3: record after the `end`"));
+}
+
+TEST(Reader, EndInV3IsUnknown) {
+  auto p = write_temp("v3_end.jsonl",
+                      std::string(kMetaV3) + R"({"kind":"end","operations":0,"edge_timings":0})");
+  EXPECT_THAT(error_of([&] { load(p); }), HasSubstr("v3_end.jsonl:2: unknown record kind `end`"));
+}
+
+TEST(Reader, DocumentErrorsNameTheRecord) {
+  auto p = write_temp(
+      "doc_bad.json",
+      R"({"schema":"candle-graph/runtime/1","run":{"entrypoint":"e","profile":"p"},)"
+      "\n"
+      R"("gradients":[{"event_id":"g","root":"r","key":"k","state":"present","norm":0}]})");
+  EXPECT_THAT(error_of([&] { load(p); }), HasSubstr("doc_bad.json: gradients[0]: gradient state"));
+}
+
+TEST(Reader, CrlfLinesAndBlankLinesAreAccepted) {
+  auto p = write_temp("crlf.jsonl", std::string(kMetaV3) + "\r\n\r\n" + op_line("o1", "s", 3));
+  EXPECT_EQ(load(p).info.operations, 1u);
+}
+
+TEST(Reader, SeveralTracesKeepTheirIdentityAndMerge) {
+  auto rank0 = write_temp(
+      "rank0.jsonl",
+      R"({"kind":"meta","schema":"candle-graph/runtime/3","entrypoint":"e","profile":"p","phase":"train","analysis_id":"A"})"
+      "\n" +
+          op_line("train-op-0-1", "s", 10) + op_line("train-op-0-2", "s", 20));
+  auto rank1 = write_temp(
+      "rank1.jsonl",
+      R"({"kind":"meta","schema":"candle-graph/runtime/3","entrypoint":"e","profile":"p","phase":"train","analysis_id":"B"})"
+      "\n" +
+          op_line("train-op-0-1", "s", 30));
+  auto a = load(rank0);
+  auto b = load(rank1);
+  EXPECT_EQ(a.info.meta.analysis_id, "A");
+  EXPECT_EQ(b.info.meta.analysis_id, "B");
+  a.aggregate.merge(b.aggregate);
+  const auto& s = a.aggregate.operations.at("s").timing;
+  EXPECT_EQ(s.samples(), 3u);
+  EXPECT_EQ(s.total_ns(), 60u);
+  EXPECT_EQ(s.p50_ns(), 20u);
+}
+
+}  // namespace
+}  // namespace cg::runtime
