@@ -1,0 +1,89 @@
+#include "runtime/chrome_export.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <map>
+
+#include "trace_test_util.hpp"
+#include "util/error.hpp"
+
+namespace cg::runtime {
+namespace {
+
+using testing::fixture;
+using testing::temp_dir;
+
+struct Event {
+  std::string name, ph, event_id, parent;
+  double ts = 0, dur = 0;
+  std::uint64_t tid = 0;
+};
+
+std::vector<Event> parse_events(const std::filesystem::path& path) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.load(path.string());
+  std::vector<Event> out;
+  for (simdjson::dom::element e : root["traceEvents"].get_array()) {
+    Event ev;
+    ev.name = std::string(e["name"].get_string().value());
+    ev.ph = std::string(e["ph"].get_string().value());
+    if (ev.ph == "X") {
+      ev.ts = e["ts"].get_double().value();
+      ev.dur = e["dur"].get_double().value();
+      ev.tid = e["tid"].get_uint64().value();
+      ev.event_id = std::string(e["args"]["event_id"].get_string().value());
+      std::string_view parent;
+      if (!e["args"]["parent"].get_string().get(parent)) ev.parent = std::string(parent);
+    } else if (ev.ph == "M" && ev.name == "thread_name") {
+      ev.tid = e["tid"].get_uint64().value();
+    }
+    out.push_back(ev);
+  }
+  return out;
+}
+
+TEST(ChromeExport, OperationsBecomeNestedCompleteEventsPerThread) {
+  auto out = temp_dir() / "chrome" / "trace.json";
+  auto result = export_chrome_trace(fixture("v4_two_threads.jsonl"), out);
+  EXPECT_EQ(result.events, 5u);  // 4 operations + 1 edge
+  EXPECT_EQ(result.threads, 2u);
+  auto events = parse_events(out);
+  std::map<std::string, Event> by_id;
+  std::set<std::uint64_t> named_threads;
+  for (const auto& e : events) {
+    if (e.ph == "X") by_id[e.event_id] = e;
+    if (e.ph == "M" && e.name == "thread_name") named_threads.insert(e.tid);
+  }
+  EXPECT_EQ(named_threads, (std::set<std::uint64_t>{0, 1}));
+  ASSERT_EQ(by_id.size(), 4u);
+  // µs with ns precision: start_ns 1200 → 1.2, duration 1500 ns → 1.5.
+  EXPECT_DOUBLE_EQ(by_id["infer-op-0-2"].ts, 1.2);
+  EXPECT_DOUBLE_EQ(by_id["infer-op-0-2"].dur, 1.5);
+  for (const auto& [id, e] : by_id) {
+    if (e.parent.empty()) continue;
+    const Event& p = by_id.at(e.parent);
+    EXPECT_EQ(p.tid, e.tid) << id;
+    EXPECT_LE(p.ts, e.ts) << id;
+    EXPECT_LE(e.ts + e.dur, p.ts + p.dur) << id;
+  }
+  // Children on one thread do not overlap each other.
+  EXPECT_LE(by_id["infer-op-0-2"].ts + by_id["infer-op-0-2"].dur, by_id["infer-op-0-3"].ts);
+}
+
+TEST(ChromeExport, NonV4AndTruncatedTracesLeaveNoOutput) {
+  auto out = temp_dir() / "chrome_none.json";
+  std::filesystem::remove(out);
+  EXPECT_THROW(export_chrome_trace(fixture("v3_seed.jsonl"), out), InputError);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_THROW(export_chrome_trace(fixture("v4_truncated.jsonl"), out), InputError);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // No temporary file is left behind either.
+  for (const auto& entry : std::filesystem::directory_iterator(temp_dir())) {
+    EXPECT_EQ(entry.path().filename().string().find("chrome_none.json.tmp"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace cg::runtime

@@ -1,0 +1,43 @@
+#include "runtime/event_id_set.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace cg::runtime {
+namespace {
+
+TEST(EventIdSet, DistinctSeedIdsRaiseNoSuspectAndStaySmall) {
+  EventIdSet ids;
+  for (int i = 1; i <= 1000000; ++i) {
+    ids.insert((i % 5 ? "train-op-" : "train-edge-") + std::to_string(i / 1000) + "-" +
+               std::to_string(i));
+  }
+  EXPECT_FALSE(ids.has_suspects());
+  // One bit per counter (per prefix page), not bytes per id.
+  EXPECT_LT(ids.memory_bytes(), std::size_t{1} << 20);
+}
+
+TEST(EventIdSet, RepeatedCounterIsASuspectOnlyForThatId) {
+  EventIdSet ids;
+  ids.insert("train-op-0-5");
+  ids.insert("train-op-1-5");
+  ids.insert("train-op-1-6");
+  EXPECT_TRUE(ids.has_suspects());
+  EXPECT_TRUE(ids.is_suspect("train-op-0-5"));
+  EXPECT_TRUE(ids.is_suspect("train-op-1-5"));
+  EXPECT_FALSE(ids.is_suspect("train-op-1-6"));
+}
+
+TEST(EventIdSet, FreeFormIdsUseFingerprints) {
+  EventIdSet ids;
+  ids.insert("encoder-output-1");  // shaped? no: "output" is not a number
+  ids.insert("g1");
+  EXPECT_FALSE(ids.has_suspects());
+  ids.insert("g1");
+  EXPECT_TRUE(ids.is_suspect("g1"));
+  EXPECT_FALSE(ids.is_suspect("encoder-output-1"));
+}
+
+}  // namespace
+}  // namespace cg::runtime
