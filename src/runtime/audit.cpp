@@ -30,7 +30,9 @@ GradientState the_state(std::uint8_t states) {
 RuntimeAudit audit(const TraceAggregate& aggregate) {
   RuntimeAudit a;
   for (const auto& [identity, series] : aggregate.gradients) {
-    const auto& [root, key] = identity;
+    // Named copies, not structured bindings: clang 14 cannot capture bindings in lambdas.
+    const std::string& root = identity.first;
+    const std::string& key = identity.second;
     auto conflict = [&](std::optional<std::uint64_t> step, const GradientStepFacts& f) {
       a.gradient_conflicts.push_back({root, key, step, state_names(f.states), f.event_ids});
     };
