@@ -46,7 +46,15 @@ void TraceAggregate::meta(const RunMeta& m) {
 }
 
 void TraceAggregate::operation(const OperationRecord& r) {
-  if (r.duration_ns) all_operations.add(*r.duration_ns);
+  if (r.duration_ns) {
+    all_operations.add(*r.duration_ns);
+    if (!r.parent) {
+      top_level_ns = (top_level_ns > ~std::uint64_t{0} - *r.duration_ns)
+                         ? ~std::uint64_t{0}
+                         : top_level_ns + *r.duration_ns;
+    }
+  }
+  if (r.step) steps.insert(*r.step);
   if (!r.static_id) {
     ++operations_without_static_id;
     if (r.duration_ns) unattributed_operations.add(*r.duration_ns);
@@ -99,6 +107,7 @@ void TraceAggregate::tensor(const TensorRecord& r) {
 void TraceAggregate::gradient(const GradientRecord& r) {
   ++gradient_observations;
   GradientSeries& s = gradients[{std::string(r.root), std::string(r.key)}];
+  ++s.observations;
   if (r.step) {
     add_fact(s.steps[*r.step], r);
   } else {
@@ -144,6 +153,7 @@ void TraceAggregate::merge(const TraceAggregate& other) {
   tensor_observations += other.tensor_observations;
   for (const auto& [k, s] : other.gradients) {
     GradientSeries& m = gradients[k];
+    m.observations += s.observations;
     for (const auto& [step, f] : s.steps)
       merge_facts(m.steps[step], f);
     if (s.unstepped) {
@@ -154,6 +164,10 @@ void TraceAggregate::merge(const TraceAggregate& other) {
   gradient_observations += other.gradient_observations;
   value_observations += other.value_observations;
   saturating_sources.insert(other.saturating_sources.begin(), other.saturating_sources.end());
+  top_level_ns = (top_level_ns > ~std::uint64_t{0} - other.top_level_ns)
+                     ? ~std::uint64_t{0}
+                     : top_level_ns + other.top_level_ns;
+  steps.insert(other.steps.begin(), other.steps.end());
   if (other.first_non_finite_value_step) {
     first_non_finite_value_step =
         std::min(first_non_finite_value_step.value_or(*other.first_non_finite_value_step),

@@ -52,6 +52,7 @@ struct GradientStepFacts {
 };
 
 struct GradientSeries {
+  std::uint64_t observations = 0;
   std::map<std::uint64_t, GradientStepFacts> steps;
   std::optional<GradientStepFacts> unstepped;
 };
@@ -80,6 +81,10 @@ class TraceAggregate : public RecordSink {
   std::uint64_t gradient_observations = 0;
   std::uint64_t value_observations = 0;
   std::set<std::string> saturating_sources;
+  // Step time for profile shares: durations of operations with no enclosing operation (every
+  // operation before runtime/4, which has no `parent`), and the distinct steps they ran in.
+  std::uint64_t top_level_ns = 0;
+  std::set<std::uint64_t> steps;
   std::optional<std::uint64_t> first_non_finite_value_step;
 
  private:
