@@ -54,7 +54,10 @@ void TraceAggregate::operation(const OperationRecord& r) {
                          : top_level_ns + *r.duration_ns;
     }
   }
-  if (r.step) steps.insert(*r.step);
+  if (r.step && *r.step != last_step_) {  // steps arrive in runs: skip the tree most times
+    steps.insert(*r.step);
+    last_step_ = *r.step;
+  }
   if (!r.static_id) {
     ++operations_without_static_id;
     if (r.duration_ns) unattributed_operations.add(*r.duration_ns);

@@ -89,6 +89,7 @@ class TraceAggregate : public RecordSink {
 
  private:
   std::optional<std::string> phase_;
+  std::uint64_t last_step_ = ~std::uint64_t{0};
 };
 
 }  // namespace cg::runtime

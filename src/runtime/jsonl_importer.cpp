@@ -27,9 +27,13 @@ std::string_view str(od::value v, std::string_view field) {
   return s;
 }
 
+// The typed read is tried first: a failed type check leaves an On-Demand scalar unconsumed, so
+// null is only tested on the rare miss.
 std::optional<std::string_view> opt_str(od::value v, std::string_view field) {
+  std::string_view s;
+  if (!v.get_string().get(s)) return s;
   if (is_null(v)) return std::nullopt;
-  return str(v, field);
+  type_error(field, "a string");
 }
 
 std::uint64_t u64(od::value v, std::string_view field) {
@@ -39,8 +43,10 @@ std::uint64_t u64(od::value v, std::string_view field) {
 }
 
 std::optional<std::uint64_t> opt_u64(od::value v, std::string_view field) {
+  std::uint64_t n = 0;
+  if (!v.get_uint64().get(n)) return n;
   if (is_null(v)) return std::nullopt;
-  return u64(v, field);
+  type_error(field, "an unsigned integer");
 }
 
 double f64(od::value v, std::string_view field) {

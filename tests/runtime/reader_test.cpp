@@ -333,3 +333,19 @@ TEST(Reader, SeveralTracesKeepTheirIdentityAndMerge) {
 
 }  // namespace
 }  // namespace cg::runtime
+
+namespace cg::runtime {
+namespace {
+
+TEST(Reader, NullOptionalFieldsAreAbsent) {
+  auto p = testing::write_temp(
+      "nulls.jsonl",
+      std::string(testing::kMetaV3) +
+          R"({"kind":"operation","event_id":"o","op":"x","static_id":null,"step":null,"duration_ns":null,"output":null})");
+  auto l = testing::load(p);
+  EXPECT_EQ(l.aggregate.operations_without_static_id, 1u);
+  EXPECT_EQ(l.aggregate.all_operations.samples(), 0u);
+}
+
+}  // namespace
+}  // namespace cg::runtime
