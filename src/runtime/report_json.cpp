@@ -1,0 +1,87 @@
+#include "runtime/report_json.hpp"
+
+namespace cg::runtime {
+namespace {
+
+void write_rows(JsonWriter& w, const std::vector<ProfileRow>& rows, std::size_t limit,
+                bool operations) {
+  w.begin_array();
+  std::size_t n = 0;
+  for (const auto& r : rows) {
+    if (limit && n++ >= limit) break;
+    w.begin_object();
+    w.field(operations ? "id" : "module", r.id);
+    if (operations) w.field("op", r.op);
+    w.key("timing");
+    write_timing(w, r.timing);
+    w.field("share_of_step", r.share_of_step);
+    w.end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace
+
+void write_timing(JsonWriter& w, const TimingRecord& t) {
+  w.begin_object();
+  w.field("samples", t.samples).field("total_ns", t.total_ns).field("mean_ns", t.mean_ns);
+  w.field("min_ns", t.min_ns).field("max_ns", t.max_ns);
+  w.field("p50_ns", t.p50_ns).field("p95_ns", t.p95_ns);
+  w.end_object();
+}
+
+void write_profile_report(JsonWriter& w, const ProfileReport& report, std::size_t limit) {
+  w.begin_object();
+  w.field("step_time_ns", report.step_time_ns).field("steps", report.steps);
+  w.field("total_operations", static_cast<std::uint64_t>(report.operations.size()));
+  w.key("operations");
+  write_rows(w, report.operations, limit, true);
+  w.key("modules");
+  write_rows(w, report.modules, 0, false);
+  w.end_object();
+}
+
+void write_trace_info(JsonWriter& w, const TraceInfo& info) {
+  w.begin_object();
+  w.field("path", info.path);
+  w.field("form", info.form == TraceForm::document ? "document" : "jsonl");
+  w.field("schema", schema_name(info.meta.schema));
+  w.field("entrypoint", info.meta.entrypoint).field("profile", info.meta.profile);
+  auto opt = [&](const char* k, const std::optional<std::string>& v) {
+    w.key(k);
+    if (v) {
+      w.value(*v);
+    } else {
+      w.null();
+    }
+  };
+  opt("phase", info.meta.phase);
+  opt("analysis_id", info.meta.analysis_id);
+  opt("build_id", info.meta.build_id);
+  w.field("bytes", info.bytes).field("lines", info.lines);
+  w.field("tensors", info.tensors).field("operations", info.operations);
+  w.field("gradients", info.gradients).field("values", info.values);
+  w.field("edge_timings", info.edge_timings);
+  w.key("end");
+  if (info.end) {
+    w.begin_object();
+    w.field("operations", info.end->operations).field("edge_timings", info.end->edge_timings);
+    w.field("dropped", info.end->dropped).field("errors", info.end->errors);
+    w.field("open_operations", info.end->open_operations).field("threads", info.end->threads);
+    w.field("duration_ns", info.end->duration_ns);
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.field("truncated", info.truncated).field("end_counts_disagree", info.end_counts_disagree);
+  w.field("skipped_lines", info.skipped_lines);
+  w.key("skipped_examples").begin_array();
+  for (const auto& s : info.skipped_examples) {
+    w.begin_object().field("line", s.line).field("reason", s.reason).end_object();
+  }
+  w.end_array();
+  w.field("duplicate_event_ids", info.duplicate_event_ids);
+  w.end_object();
+}
+
+}  // namespace cg::runtime
