@@ -1,0 +1,691 @@
+// candle-graph viewer: reads the candle-graph/viewer/1 payload and renders every view. Plain JS,
+// no framework; the graph is drawn on a canvas (SVG/foreignObject does not scale past a few
+// thousand nodes) and only expanded groups are laid out, in a web worker.
+(function () {
+  'use strict';
+  var T0 = performance.now();
+  var INIT;
+  var $ = function (id) { return document.getElementById(id); };
+  function esc(s) { return String(s == null ? '' : s).replace(/[&<>"']/g, function (c) { return '&#' + c.charCodeAt(0) + ';'; }); }
+  function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls; if (text != null) e.textContent = text; return e; }
+  function fmtInt(n) { return n == null ? '?' : Number(n).toLocaleString('en-US'); }
+  function fmtNs(ns) { if (ns == null) return '—'; if (ns >= 1e9) return (ns / 1e9).toFixed(2) + ' s'; if (ns >= 1e6) return (ns / 1e6).toFixed(2) + ' ms'; if (ns >= 1e3) return (ns / 1e3).toFixed(1) + ' µs'; return Math.round(ns) + ' ns'; }
+  function shapeStr(s) { if (s == null) return '?'; if (Array.isArray(s)) return '[' + s.map(function (d) { return d == null ? '?' : d; }).join(', ') + ']'; return String(s); }
+  var P = JSON.parse($('cg-payload').textContent);
+  if (P.schema !== 'candle-graph/viewer/1') throw new Error('unsupported payload schema ' + P.schema);
+  ['modules', 'parameters', 'operations', 'tensors', 'functions', 'findings', 'components'].forEach(function (k) { P[k] = P[k] || []; });
+
+  // ---------- indexes ----------
+  var byId = Object.create(null);
+  function put(kind, o) { o._kind = kind; byId[o.id] = o; }
+  P.components.forEach(function (c) { put('component', c); });
+  P.modules.forEach(function (m) { put('module', m); m._kids = []; m._params = []; });
+  P.parameters.forEach(function (p) { put('parameter', p); });
+  P.operations.forEach(function (o) { put('operation', o); });
+  P.tensors.forEach(function (t) { put('tensor', t); t._consumers = []; });
+  P.functions.forEach(function (f) { put('function', f); });
+  P.findings.forEach(function (f) { put('finding', f); });
+  P.operations.forEach(function (o) {
+    (o.outputs || []).forEach(function (t) { if (byId[t]) byId[t]._producer = o.id; });
+    (o.inputs || []).forEach(function (t) { if (byId[t] && byId[t]._consumers) byId[t]._consumers.push(o.id); });
+  });
+  function numel(p) { if (p.numel != null) return p.numel; if (!Array.isArray(p.shape)) return null; var n = 1; for (var i = 0; i < p.shape.length; i++) { if (p.shape[i] == null) return null; n *= p.shape[i]; } return n; }
+  var roots = [];
+  P.modules.forEach(function (m) { var par = m.parent != null && byId[m.parent]; if (par && par._kids) par._kids.push(m); else roots.push(m); });
+  P.parameters.forEach(function (p) { var m = byId[p.module]; if (m && m._params) m._params.push(p); });
+  function sumParams(m) {
+    var s = 0, unk = false;
+    m._params.forEach(function (p) { var n = numel(p); if (n == null) unk = true; else s += n; });
+    m._kids.forEach(function (k) { sumParams(k); s += k._n; unk = unk || k._unk; });
+    m._n = s; m._unk = unk;
+  }
+  roots.forEach(sumParams);
+  var TOTAL = 0; roots.forEach(function (m) { TOTAL += m._n; });
+
+  // ---------- state, hash ----------
+  var VIEWS = [['architecture', 'Architecture'], ['dataflow', 'Dataflow'], ['findings', 'Findings'], ['checkpoint', 'Checkpoint'], ['profile', 'Profile']];
+  var hasProfile = P.operations.some(function (o) { return o.timing; });
+  var st = { view: null, sel: null };
+  function available(v) { return v === 'checkpoint' ? !!P.checkpoint : v === 'profile' ? hasProfile : true; }
+  var hashLock = false;
+  function writeHash() {
+    if (hashLock) return;
+    var h = 'view=' + st.view + (st.sel ? '&sel=' + encodeURIComponent(st.sel) : '') + ($('q').value ? '&q=' + encodeURIComponent($('q').value) : '');
+    history.replaceState(null, '', '#' + h);
+  }
+  function readHash() { var o = {}; location.hash.replace(/^#/, '').split('&').forEach(function (kv) { var i = kv.indexOf('='); if (i > 0) o[kv.slice(0, i)] = decodeURIComponent(kv.slice(i + 1)); }); return o; }
+
+  // ---------- theme ----------
+  var theme = null;
+  try { theme = localStorage.getItem('cg-theme'); } catch (e) { /* file:// storage may be off */ }
+  if (!theme) theme = matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+  document.documentElement.dataset.theme = theme;
+  $('theme').onclick = function () {
+    theme = theme === 'dark' ? 'light' : 'dark'; document.documentElement.dataset.theme = theme;
+    try { localStorage.setItem('cg-theme', theme); } catch (e) { /* ignore */ }
+    readColors(); draw();
+  };
+
+  // ---------- tabs ----------
+  var tabs = $('tabs');
+  VIEWS.forEach(function (v) {
+    var b = el('button', null, v[1]); b.setAttribute('role', 'tab'); b.id = 'tab-' + v[0]; b.dataset.view = v[0];
+    var cnt = v[0] === 'findings' ? P.findings.length : null;
+    if (cnt) { var s = el('span', 'badge', String(cnt)); b.appendChild(s); }
+    if (!available(v[0])) { b.disabled = true; b.title = v[0] === 'checkpoint' ? 'No checkpoint was verified for this report' : 'No runtime trace was merged into this report'; b.style.opacity = '0.45'; }
+    b.onclick = function () { showView(v[0]); };
+    tabs.appendChild(b);
+  });
+  tabs.addEventListener('keydown', function (e) {
+    if (e.key !== 'ArrowRight' && e.key !== 'ArrowLeft') return;
+    var list = VIEWS.map(function (v) { return v[0]; }).filter(available), i = list.indexOf(st.view);
+    showView(list[(i + (e.key === 'ArrowRight' ? 1 : list.length - 1)) % list.length]); $('tab-' + st.view).focus();
+  });
+  var inited = {};
+  function showView(v) {
+    if (!available(v)) v = 'architecture';
+    st.view = v;
+    VIEWS.forEach(function (x) { $('view-' + x[0]).hidden = x[0] !== v; $('tab-' + x[0]).setAttribute('aria-selected', String(x[0] === v)); $('tab-' + x[0]).tabIndex = x[0] === v ? 0 : -1; });
+    if (!inited[v]) { inited[v] = true; INIT[v](); }
+    if (v === 'dataflow') { resize(); }
+    if (v === 'architecture') archTable.refresh();
+    writeHash();
+  }
+  $('model-name').textContent = (P.model && P.model.name) || '';
+
+  // ---------- virtual table ----------
+  function VTable(host, cols, opts) {
+    this.host = host; this.cols = cols; this.rows = []; this.opts = opts || {}; this.sortKey = null; this.sortDir = 1; this.selKey = null; this.hitKey = null;
+    var head = el('div', 'vhead'), self = this; host.innerHTML = '';
+    cols.forEach(function (c) {
+      var h = el('div', c.num ? 'num' : '', c.label); h.style.flex = c.flex || ('0 0 ' + c.w + 'px'); h.setAttribute('role', 'columnheader');
+      if (c.sort && !self.opts.noSort) h.onclick = function () { self.sortBy(c.key); };
+      c._h = h; head.appendChild(h);
+    });
+    this.body = el('div', 'vbody'); host.appendChild(head); host.appendChild(this.body);
+    host.addEventListener('scroll', function () { self.paint(); });
+    window.addEventListener('resize', function () { self.paint(); });
+  }
+  VTable.prototype.RH = 26;
+  VTable.prototype.setRows = function (rows) { this.rows = rows; if (this.sortKey) this.sort(); this.paint(); };
+  VTable.prototype.sortBy = function (key) {
+    if (this.sortKey === key) this.sortDir = -this.sortDir; else { this.sortKey = key; var c = this.cols.filter(function (x) { return x.key === key; })[0]; this.sortDir = c.num ? -1 : 1; }
+    this.sort(); this.paint();
+  };
+  VTable.prototype.sort = function () {
+    var c = this.cols.filter(function (x) { return x.key === this.sortKey; }, this)[0], d = this.sortDir;
+    this.cols.forEach(function (x) { x._h.removeAttribute('aria-sort'); }); c._h.setAttribute('aria-sort', d > 0 ? 'ascending' : 'descending');
+    this.rows.sort(function (a, b) { var x = c.sort(a), y = c.sort(b); if (x == null) return 1; if (y == null) return -1; return (x < y ? -1 : x > y ? 1 : 0) * d; });
+  };
+  VTable.prototype.refresh = function () { this.paint(); };
+  VTable.prototype.paint = function () {
+    var rh = this.RH, top = this.host.scrollTop, hgt = this.host.clientHeight || 600;
+    var a = Math.max(0, Math.floor(top / rh) - 10), b = Math.min(this.rows.length, Math.ceil((top + hgt) / rh) + 10), self = this;
+    this.body.style.height = (this.rows.length * rh) + 'px';
+    var frag = document.createDocumentFragment();
+    for (var i = a; i < b; i++) {
+      var r = this.rows[i], row = el('div', 'vrow'), key = this.opts.key(r);
+      row.style.top = (i * rh) + 'px'; row.setAttribute('role', this.opts.role || 'row'); row.dataset.key = key;
+      if (key === this.selKey) row.classList.add('sel'); if (key === this.hitKey) row.classList.add('hit');
+      this.cols.forEach(function (c) { var d = el('div', (c.num ? 'num ' : '') + (c.cls || '')); d.style.flex = c.flex || ('0 0 ' + c.w + 'px'); c.render(r, d); row.appendChild(d); });
+      row.onclick = (function (rr) { return function (ev) { self.opts.click(rr, ev); }; })(r);
+      frag.appendChild(row);
+    }
+    this.body.replaceChildren(frag);
+  };
+  VTable.prototype.reveal = function (key, asHit) {
+    var i = -1; for (var k = 0; k < this.rows.length; k++) if (this.opts.key(this.rows[k]) === key) { i = k; break; }
+    if (asHit) this.hitKey = key; else this.selKey = key;
+    if (i >= 0) { var top = i * this.RH, h = this.host.clientHeight; if (top < this.host.scrollTop + 26 || top > this.host.scrollTop + h - 52) this.host.scrollTop = top - h / 2; }
+    this.paint();
+  };
+  function txt(f) { return function (r, d) { var v = f(r); d.textContent = v == null ? '' : v; d.title = d.textContent; }; }
+
+  // ---------- architecture (module tree with folded families) ----------
+  var open = Object.create(null), archTable, famMap = Object.create(null);
+  // Families: siblings named by an index with one type are folded as `name.{i} × N`; the module's
+  // own `repeat` (from the analyzer) takes precedence over this naming heuristic.
+  function childrenOf(m) {
+    var out = [], groups = Object.create(null);
+    m._kids.forEach(function (k) {
+      var nm = String(k.name != null ? k.name : k.id), key = /^\d+$/.test(nm) ? (k.type || '') : null;
+      if (key != null) { (groups[key] || (groups[key] = [])).push(k); } else out.push({ mod: k });
+    });
+    Object.keys(groups).forEach(function (t) {
+      var list = groups[t];
+      if (list.length < 2) { out.push({ mod: list[0] }); return; }
+      list.sort(function (a, b) { return Number(a.name) - Number(b.name); });
+      var fid = 'family:' + m.id + ':' + t, n = 0, unk = false; list.forEach(function (x) { n += x._n; unk = unk || x._unk; });
+      var fam = { id: fid, _kind: 'family', members: list, type: t, prefix: (list[0].prefix || '').replace(/\.?\d+$/, '') + '.{i}', count: list.length, _n: n, _unk: unk };
+      famMap[fid] = fam; list.forEach(function (x) { x._family = fid; });
+      out.push({ fam: fam });
+    });
+    return out;
+  }
+  function flatten() {
+    var rows = [];
+    function walkMod(m, depth) {
+      var id = m.id, kids = m._kidsCache || (m._kidsCache = childrenOf(m));
+      rows.push({ kind: 'module', o: m, depth: depth, has: kids.length + m._params.length > 0 });
+      if (!open[id]) return;
+      kids.forEach(function (c) {
+        if (c.mod) walkMod(c.mod, depth + 1);
+        else { rows.push({ kind: 'family', o: c.fam, depth: depth + 1, has: true }); if (open[c.fam.id]) walkMod(c.fam.members[open['inst:' + c.fam.id] || 0], depth + 2); }
+      });
+      m._params.forEach(function (p) { rows.push({ kind: 'parameter', o: p, depth: depth + 1, has: false }); });
+    }
+    var comps = P.components.length ? P.components : [{ id: '(model)', name: (P.model && P.model.name) || 'model', _virtual: true }];
+    comps.forEach(function (c) {
+      var mods = roots.filter(function (m) { return c._virtual || m.component === c.id || m.id === c.root; });
+      var n = 0; mods.forEach(function (m) { n += m._n; }); c._n = n;
+      rows.push({ kind: 'component', o: c, depth: 0, has: mods.length > 0 });
+      if (open[c.id] !== false) mods.forEach(function (m) { walkMod(m, 1); });
+    });
+    return rows;
+  }
+  function nameOf(r) {
+    var o = r.o;
+    if (r.kind === 'family') return o.members[0].name != null ? '{i} × ' + o.count : o.prefix + ' × ' + o.count;
+    if (r.kind === 'parameter') return String(o.key || o.id).split('.').pop();
+    if (r.kind === 'component') return o.name || o.id;
+    return o.name != null ? String(o.name) : String(o.prefix || o.id);
+  }
+  INIT_ARCH();
+  function INIT_ARCH() {
+    archTable = new VTable($('arch-tree'), [
+      { key: 'name', label: 'Name', flex: '1 1 300px', render: function (r, d) {
+          d.style.paddingLeft = (8 + r.depth * 18) + 'px';
+          var tw = el('span', 'tw', r.has ? (isOpen(r) ? '▾' : '▸') : ''); d.appendChild(tw);
+          var kl = { component: 'component', family: 'family', parameter: 'param', module: 'module' }[r.kind];
+          d.appendChild(el('span', 'kind ' + kl, r.kind === 'parameter' ? 'param' : r.kind));
+          d.appendChild(document.createTextNode(nameOf(r)));
+          if (r.kind === 'module' && r.o._family) { var fam = famMap[r.o._family]; d.appendChild(el('span', 'flag', 'instance ' + r.o.name + ' of ' + fam.count)); }
+          if (r.o.conditional) d.appendChild(el('span', 'flag', 'conditional'));
+          if (r.o.confidence && r.o.confidence !== 'exact' && r.o.confidence !== 'proven') d.appendChild(el('span', 'flag', String(r.o.confidence)));
+          if (r.kind === 'parameter' && numel(r.o) == null) d.appendChild(el('span', 'flag', 'shape unknown'));
+          d.title = r.o.prefix || r.o.key || '';
+        } },
+      { key: 'type', label: 'Type', w: 190, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.dtype || '') : r.o.type || ''; }) , cls: 'mono' },
+      { key: 'prefix', label: 'Prefix / key', w: 260, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? r.o.key : r.o.prefix || ''; }) },
+      { key: 'shape', label: 'Shape', w: 150, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? (r.o.shape ? shapeStr(r.o.shape) : (r.o.symbolic_shape ? shapeStr(r.o.symbolic_shape) : '?')) : ''; }) },
+      { key: 'n', label: '#Params', w: 110, num: true, render: txt(function (r) { var n = r.kind === 'parameter' ? numel(r.o) : r.o._n; return n == null ? '?' : fmtInt(n) + (r.o._unk ? '+?' : ''); }) },
+      { key: 'share', label: 'Share', w: 130, render: function (r, d) { var n = r.kind === 'parameter' ? numel(r.o) : r.o._n; if (n == null || !TOTAL) return; var f = n / TOTAL; var b = el('span', 'bar'); b.style.width = Math.max(1, Math.round(f * 70)) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode((f * 100).toFixed(f < 0.01 ? 2 : 1) + '%')); } }
+    ], { key: function (r) { return r.o.id; }, noSort: true, role: 'treeitem', click: function (r, ev) {
+      if (r.has && (ev.target.classList.contains('tw') || ev.detail === 2 || r.kind === 'family' || !isOpen(r) && st.sel === r.o.id)) toggle(r);
+      select(r.o.id, { from: 'tree' });
+    } });
+    function isOpen(r) { return r.kind === 'component' ? open[r.o.id] !== false : !!open[r.o.id]; }
+    function toggle(r) { if (r.kind === 'component') open[r.o.id] = open[r.o.id] === false; else open[r.o.id] = !open[r.o.id]; rebuildTree(); }
+    archTable.isOpen = isOpen;
+    // Open the roots and the containers of repeated families, so the folded family is on screen.
+    roots.forEach(function (m) { open[m.id] = true; });
+    P.modules.forEach(function (m) { if (m._kids.length > 1 && m._kids.every(function (k) { return /^\d+$/.test(String(k.name)); })) for (var a = m; a; a = a.parent != null ? byId[a.parent] : null) open[a.id] = true; });
+    $('arch-expand').onclick = function () { P.modules.forEach(function (m) { open[m.id] = true; }); Object.keys(famMap).forEach(function (f) { open[f] = true; }); rebuildTree(); };
+    $('arch-collapse').onclick = function () { open = Object.create(null); rebuildTree(); };
+    $('arch-tree').addEventListener('keydown', function (e) {
+      var rows = archTable.rows, i = -1; for (var k = 0; k < rows.length; k++) if (rows[k].o.id === st.sel) i = k;
+      if (e.key === 'ArrowDown' && i + 1 < rows.length) select(rows[i + 1].o.id, { from: 'tree' });
+      else if (e.key === 'ArrowUp' && i > 0) select(rows[i - 1].o.id, { from: 'tree' });
+      else if ((e.key === 'ArrowRight' || e.key === 'Enter') && i >= 0 && rows[i].has && !isOpen(rows[i])) toggle(rows[i]);
+      else if (e.key === 'ArrowLeft' && i >= 0 && isOpen(rows[i])) toggle(rows[i]);
+      else return;
+      e.preventDefault();
+    });
+    rebuildTree();
+  }
+  function rebuildTree() {
+    archTable.setRows(flatten());
+    $('arch-stat').textContent = fmtInt(P.modules.length) + ' modules · ' + fmtInt(P.parameters.length) + ' parameters · ' + fmtInt(TOTAL) + ' weights' + (roots.some(function (m) { return m._unk; }) ? ' + unknown' : '');
+  }
+  function revealInTree(id) {
+    var o = byId[id] || famMap[id]; if (!o) return;
+    var m = o._kind === 'parameter' ? byId[o.module] : o;
+    var chain = [];
+    while (m) {
+      if (m._family) { open[m._family] = true; open['inst:' + m._family] = famMap[m._family].members.indexOf(m); }
+      chain.push(m); m = m.parent != null ? byId[m.parent] : null;
+    }
+    chain.forEach(function (x) { if (x.id !== id) open[x.id] = true; });
+    if (o.component) open[o.component] = true;
+    rebuildTree(); archTable.reveal(id);
+  }
+
+  // ---------- dataflow: group tree ----------
+  var G = null, lay = Object.create(null), expanded = Object.create(null), heat = false;
+  var fnSel = $('df-fn'), phSel = $('df-phase');
+  function opGroupPath(o) { return o.module || ''; }
+  function buildGraph() {
+    var fn = fnSel.value, ph = phSel.value;
+    var ops = P.operations.filter(function (o) {
+      if (fn && o.function !== fn) return false;
+      if (ph) { var phs = o.phases || (o.phase ? [o.phase] : []); if (phs.length && phs.indexOf(ph) < 0) return false; }
+      return true;
+    });
+    var groups = Object.create(null);
+    function grp(path) {
+      var g = groups[path]; if (g) return g;
+      var i = path.lastIndexOf('.'), parent = path ? grp(i < 0 ? '' : path.slice(0, i)) : null;
+      g = groups[path] = { id: 'g:' + path, path: path, name: path ? path.slice(i + 1) : ((P.model && P.model.name) || 'model'), parent: parent, kids: [], ops: [], edges: Object.create(null), nOps: 0, ns: 0, depth: parent ? parent.depth + 1 : 0 };
+      if (parent) parent.kids.push(g);
+      byId[g.id] = g; g._kind = 'group';
+      return g;
+    }
+    var root = grp(''), opG = Object.create(null);
+    ops.forEach(function (o) { var g = grp(opGroupPath(o)); g.ops.push(o); opG[o.id] = g; var ns = o.timing ? o.timing.total_ns || 0 : 0; for (var x = g; x; x = x.parent) { x.nOps++; x.ns += ns; } });
+    // Aggregate op→op edges at the lowest common group, between that group's direct children.
+    var nEdges = 0;
+    ops.forEach(function (o) {
+      (o.inputs || []).forEach(function (tid) {
+        var t = byId[tid], src = t && t._producer; if (!src || !opG[src] || src === o.id) return;
+        var ga = opG[src], gb = opG[o.id], a = ga, b = gb, ca = src, cb = o.id;
+        while (a.depth > b.depth) { ca = a.id; a = a.parent; }
+        while (b.depth > a.depth) { cb = b.id; b = b.parent; }
+        while (a !== b) { ca = a.id; cb = b.id; a = a.parent; b = b.parent; }
+        if (ca === cb) return;
+        var k = ca + '\u0000' + cb, e = a.edges[k];
+        if (!e) { e = a.edges[k] = { f: ca, t: cb, n: 0, tensor: tid, sev: false, dtc: false }; nEdges++; }
+        e.n++; if (t.grad === 'severed' || t.severed) e.sev = true; if (t.dtype_conflict) e.dtc = true;
+      });
+    });
+    var maxNs = 0; ops.forEach(function (o) { if (o.timing && o.timing.total_ns > maxNs) maxNs = o.timing.total_ns; });
+    Object.keys(groups).forEach(function (p) { var g = groups[p]; if (g !== root && g.ns > maxNs) maxNs = g.ns; });
+    G = { root: root, groups: groups, opG: opG, ops: ops, nEdges: nEdges, maxNs: maxNs, totalNs: root.ns };
+    // A chain of single-child groups (model → model.layers…) opens straight away so the first
+    // view shows something meaningful instead of one box.
+    expanded = Object.create(null); lay = Object.create(null);
+    expanded[root.id] = true;
+    var shown = root.kids.length + root.ops.length, frontier = root.kids.slice();
+    for (;;) {
+      frontier.sort(function (a, b) { return b.nOps - a.nOps; });
+      var g0 = frontier.find(function (g) { return shown - 1 + g.kids.length + g.ops.length <= 40; });
+      if (!g0) break;
+      expanded[g0.id] = true; shown += g0.kids.length + g0.ops.length - 1;
+      frontier.splice(frontier.indexOf(g0), 1); frontier = frontier.concat(g0.kids);
+    }
+    $('df-empty').hidden = ops.length > 0;
+    $('df-stat').textContent = fmtInt(ops.length) + ' ops · ' + fmtInt(Object.keys(groups).length - 1) + ' groups · ' + fmtInt(nEdges) + ' edges';
+  }
+  function label(n) { return n._kind === 'group' ? n.name : (n.op || n.name || n.id); }
+  function nodeSize(n) {
+    if (n._kind === 'group') { var l = Math.max(n.name.length, 10); return [Math.min(280, 48 + l * 7.2), 44]; }
+    var s = String(label(n)); return [Math.min(220, Math.max(70, 22 + s.length * 6.8)), 30];
+  }
+  function specFor(g) {
+    var nodes = [], edges = [];
+    g.kids.forEach(function (k) { var s = nodeSize(k); nodes.push(expanded[k.id] ? { id: k.id, sizeFrom: k.id } : { id: k.id, w: s[0], h: s[1] }); });
+    g.ops.forEach(function (o) { var s = nodeSize(o); nodes.push({ id: o.id, w: s[0], h: s[1] }); });
+    Object.keys(g.edges).forEach(function (k) { var e = g.edges[k]; edges.push([e.f, e.t]); });
+    return { id: g.id, nodes: nodes, edges: edges, minW: 90 + (g.name.length + String(g.nOps).length) * 7.5 };
+  }
+  // ---------- worker ----------
+  var worker = null, jobs = {}, jobN = 0;
+  try {
+    var wsrc = $('cg-worker').textContent;
+    worker = new Worker(URL.createObjectURL(new Blob([wsrc], { type: 'text/javascript' })));
+    worker.onmessage = function (ev) { var cb = jobs[ev.data.job]; delete jobs[ev.data.job]; if (cb) cb(ev.data.layouts); };
+    worker.onerror = function () { worker = null; };
+  } catch (e) { worker = null; }
+  function runLayout(specs, sizes, cb) {
+    if (worker) { var j = ++jobN; jobs[j] = cb; worker.postMessage({ job: j, specs: specs, sizes: sizes }); return; }
+    var out = {}; specs.forEach(function (s) { out[s.id] = cgLayoutSpec(s, sizes); }); cb(out);
+  }
+  // Lays out `from` (if it is not laid out yet) and every expanded ancestor, bottom-up; all other
+  // expanded groups keep their cached layouts and sizes.
+  var pending = 0;
+  function relayout(groupsToDo, cb) {
+    var todo = [], seen = Object.create(null);
+    function add(g) { if (seen[g.id]) return; seen[g.id] = true; g.kids.forEach(function (k) { if (expanded[k.id] && !lay[k.id]) add(k); }); todo.push(g); }
+    groupsToDo.forEach(function (g) { add(g); for (var p = g.parent; p; p = p.parent) { /* ancestors after */ } });
+    var anc = []; groupsToDo.forEach(function (g) { for (var p = g.parent; p; p = p.parent) anc.push(p); });
+    anc.sort(function (a, b) { return b.depth - a.depth; }).forEach(function (p) { if (!seen[p.id]) { seen[p.id] = true; todo.push(p); } else { todo.splice(todo.indexOf(p), 1); todo.push(p); } });
+    todo.sort(function (a, b) { return b.depth - a.depth; });
+    var sizes = {}; Object.keys(lay).forEach(function (k) { sizes[k] = { w: lay[k].w, h: lay[k].h + CG_HEADER }; });
+    pending++; $('busy').hidden = false;
+    runLayout(todo.map(specFor), sizes, function (out) {
+      Object.keys(out).forEach(function (k) { lay[k] = out[k]; });
+      if (--pending === 0) $('busy').hidden = true;
+      place(); draw(); if (cb) cb();
+    });
+  }
+  // Absolute positions of everything visible (expanded groups recursively).
+  var vis = [], visEdges = [], absPos = Object.create(null);
+  function place() {
+    vis = []; visEdges = []; absPos = Object.create(null);
+    var rl = lay[G.root.id]; if (!rl) return;
+    function walk(g, ox, oy) {
+      var L = lay[g.id]; if (!L) return;
+      L.edges.forEach(function (e) { var a = g.edges[e.f + '\u0000' + e.t]; visEdges.push({ ox: ox, oy: oy, pts: e.pts, agg: a }); });
+      Object.keys(L.pos).forEach(function (id) {
+        var p = L.pos[id], n = byId[id], x = ox + p[0], y = oy + p[1];
+        var ex = n._kind === 'group' && expanded[n.id] && lay[n.id];
+        var v = { n: n, x: x, y: y, w: p[2], h: p[3], open: !!ex };
+        vis.push(v); absPos[id] = v;
+        if (ex) walk(n, x, y + CG_HEADER);
+      });
+    }
+    walk(G.root, 0, 0);
+    G.W = rl.w; G.H = rl.h;
+  }
+  // ---------- canvas rendering ----------
+  var cv = $('graph'), ctx = cv.getContext('2d'), wrap = $('canvas-wrap'), view = { x: 0, y: 0, k: 1 }, C = {};
+  function readColors() { var cs = getComputedStyle(document.documentElement); ['bg', 'panel', 'panel2', 'fg', 'muted', 'line', 'accent', 'op', 'opfill', 'grp', 'grpfill', 'edge', 'sev', 'dtype', 'sel', 'hit'].forEach(function (k) { C[k] = cs.getPropertyValue('--' + k).trim(); }); }
+  readColors();
+  var dpr = window.devicePixelRatio || 1;
+  function resize() { var r = wrap.getBoundingClientRect(); cv.width = Math.max(1, r.width * dpr); cv.height = Math.max(1, r.height * dpr); cv.style.width = r.width + 'px'; cv.style.height = r.height + 'px'; draw(); }
+  window.addEventListener('resize', function () { if (st.view === 'dataflow') resize(); });
+  function heatColor(f) { f = Math.max(0, Math.min(1, f)); var h = 220 - 220 * f, l = document.documentElement.dataset.theme === 'dark' ? 38 : 62; return 'hsl(' + h + ',85%,' + l + '%)'; }
+  var hover = null, matchSet = Object.create(null);
+  function roundRect(x, y, w, h, r) { ctx.beginPath(); ctx.moveTo(x + r, y); ctx.arcTo(x + w, y, x + w, y + h, r); ctx.arcTo(x + w, y + h, x, y + h, r); ctx.arcTo(x, y + h, x, y, r); ctx.arcTo(x, y, x + w, y, r); ctx.closePath(); }
+  function draw() {
+    if (!G || st.view !== 'dataflow') return;
+    var W = cv.width, H = cv.height;
+    ctx.setTransform(1, 0, 0, 1, 0, 0); ctx.clearRect(0, 0, W, H);
+    ctx.setTransform(view.k * dpr, 0, 0, view.k * dpr, view.x * dpr, view.y * dpr);
+    var x0 = -view.x / view.k, y0 = -view.y / view.k, x1 = x0 + W / dpr / view.k, y1 = y0 + H / dpr / view.k, k = view.k;
+    function inView(v) { return v.x + v.w >= x0 && v.x <= x1 && v.y + v.h >= y0 && v.y <= y1; }
+    // open group containers first (outer before inner: vis is pre-order)
+    vis.forEach(function (v) {
+      if (!v.open || !inView(v)) return;
+      roundRect(v.x, v.y, v.w, v.h, 10); ctx.fillStyle = C.grpfill; ctx.globalAlpha = 0.55; ctx.fill(); ctx.globalAlpha = 1;
+      ctx.lineWidth = (st.sel === v.n.id ? 2.5 : 1.2) / Math.min(k, 1); ctx.strokeStyle = st.sel === v.n.id ? C.sel : C.grp; ctx.setLineDash([5, 4]); ctx.stroke(); ctx.setLineDash([]);
+      if (k > 0.25) { ctx.fillStyle = C.grp; ctx.font = '600 12px system-ui,sans-serif'; ctx.textBaseline = 'middle'; ctx.fillText(clip('▾ ' + v.n.name + '  ·  ' + fmtInt(v.n.nOps) + ' ops', v.w - 16), v.x + 10, v.y + 13); }
+    });
+    // edges
+    ctx.lineWidth = 1.2 / Math.min(k, 1);
+    visEdges.forEach(function (e) {
+      var p = e.pts; if (p.length < 4) return;
+      var sev = e.agg && e.agg.sev, dtc = e.agg && e.agg.dtc;
+      ctx.strokeStyle = sev ? C.sev : dtc ? C.dtype : C.edge; ctx.setLineDash(sev ? [6, 4] : dtc ? [2, 3] : []);
+      ctx.lineWidth = (sev || dtc ? 2.2 : 1.2) / Math.min(k, 1);
+      ctx.beginPath(); ctx.moveTo(e.ox + p[0], e.oy + p[1]);
+      for (var i = 2; i < p.length; i += 2) ctx.lineTo(e.ox + p[i], e.oy + p[i + 1]);
+      ctx.stroke(); ctx.setLineDash([]);
+      var n = p.length, tx = e.ox + p[n - 2], ty = e.oy + p[n - 1], a = Math.atan2(p[n - 1] - p[n - 3], p[n - 2] - p[n - 4]), s = 6 / Math.min(k, 1);
+      ctx.fillStyle = ctx.strokeStyle; ctx.beginPath(); ctx.moveTo(tx, ty); ctx.lineTo(tx - s * Math.cos(a - 0.4), ty - s * Math.sin(a - 0.4)); ctx.lineTo(tx - s * Math.cos(a + 0.4), ty - s * Math.sin(a + 0.4)); ctx.fill();
+      if (k > 0.9 && e.agg) {
+        var t = byId[e.agg.tensor], lbl = t ? [t.shape ? shapeStr(t.shape) : '', t.dtype || ''].join(' ').trim() : '';
+        if (e.agg.n > 1) lbl += (lbl ? ' ' : '') + '×' + e.agg.n;
+        if (lbl) { var m = Math.floor(n / 4) * 2; ctx.font = '10px ui-monospace,monospace'; ctx.fillStyle = C.muted; ctx.textBaseline = 'bottom'; ctx.fillText(lbl, e.ox + p[m] + 4, e.oy + p[m + 1] - 1); }
+      }
+    });
+    // closed nodes
+    vis.forEach(function (v) {
+      if (v.open || !inView(v)) return;
+      var n = v.n, isG = n._kind === 'group', selected = st.sel === n.id;
+      roundRect(v.x, v.y, v.w, v.h, isG ? 8 : 6);
+      var fill = isG ? C.grpfill : C.opfill;
+      if (heat) { var ns = isG ? n.ns : (n.timing ? n.timing.total_ns : 0); fill = ns ? heatColor(Math.sqrt(ns / (G.maxNs || 1))) : C.panel2; }
+      ctx.fillStyle = fill; ctx.fill();
+      if (matchSet[n.id]) { ctx.lineWidth = 4 / Math.min(k, 1); ctx.strokeStyle = C.hit; ctx.stroke(); }
+      ctx.lineWidth = (selected ? 3 : hover === v ? 2 : 1.3) / Math.min(k, 1); ctx.strokeStyle = selected ? C.sel : isG ? C.grp : C.op; ctx.stroke();
+      if (isG && k > 0.3) { ctx.strokeStyle = C.grp; ctx.globalAlpha = 0.35; roundRect(v.x + 3, v.y + 3, v.w, v.h, 8); ctx.stroke(); ctx.globalAlpha = 1; }
+      if (k < 0.3) return;
+      ctx.fillStyle = C.fg; ctx.textBaseline = 'middle';
+      if (isG) {
+        ctx.font = '600 12.5px system-ui,sans-serif'; ctx.fillText(clip('▸ ' + n.name, v.w - 16), v.x + 9, v.y + 15);
+        ctx.font = '11px system-ui,sans-serif'; ctx.fillStyle = C.muted; ctx.fillText(clip(fmtInt(n.nOps) + ' ops' + (n.ns ? ' · ' + fmtNs(n.ns) : ''), v.w - 16), v.x + 9, v.y + 32);
+      } else { ctx.font = '12px ui-monospace,monospace'; ctx.fillText(clip(String(label(n)), v.w - 14), v.x + 8, v.y + v.h / 2); }
+    });
+    $('z-pct').textContent = Math.round(k * 100) + '%';
+  }
+  function clip(s, w) { if (ctx.measureText(s).width <= w) return s; while (s.length > 2 && ctx.measureText(s + '…').width > w) s = s.slice(0, -1); return s + '…'; }
+  function legend() {
+    var L = $('legend'); L.replaceChildren();
+    function row(sw, t) { var r = el('div', 'row'); r.appendChild(sw); r.appendChild(document.createTextNode(t)); L.appendChild(r); }
+    function sw(cls, col, fill) { var s = el('span', 'sw ' + (cls || '')); s.style.borderColor = col; if (fill) s.style.background = fill; return s; }
+    if (heat) {
+      var b = el('span', 'heatbar'); b.style.background = 'linear-gradient(90deg,' + [0, 0.25, 0.5, 0.75, 1].map(heatColor).join(',') + ')';
+      row(b, ''); var r = el('div', 'row muted'); r.textContent = '0 → ' + fmtNs(G && G.maxNs) + ' (share of time)'; L.appendChild(r);
+    } else { row(sw('', C.grp, C.grpfill), 'module group (double-click)'); row(sw('', C.op, C.opfill), 'operation'); }
+    row(sw('line', C.edge), 'tensor'); row(sw('line dash', C.sev), 'severed gradient'); row(sw('line dash', C.dtype), 'dtype conflict');
+  }
+  // ---------- view transform ----------
+  function fit() {
+    if (!G || !lay[G.root.id]) return;
+    var r = wrap.getBoundingClientRect(), w = G.W || 1, h = G.H || 1;
+    view.k = Math.max(0.02, Math.min(1, Math.min((r.width - 40) / w, (r.height - 40) / h)));
+    view.x = (r.width - w * view.k) / 2; view.y = Math.max(20, (r.height - h * view.k) / 2); draw();
+  }
+  function zoomAt(f, cx, cy) { var k = Math.max(0.02, Math.min(4, view.k * f)); view.x = cx - (cx - view.x) * k / view.k; view.y = cy - (cy - view.y) * k / view.k; view.k = k; draw(); }
+  function center(id, zoomIn) {
+    var v = absPos[id]; if (!v) return; var r = wrap.getBoundingClientRect();
+    if (zoomIn) view.k = Math.max(view.k, 1);
+    view.x = r.width / 2 - (v.x + v.w / 2) * view.k; view.y = r.height / 2 - (v.y + v.h / 2) * view.k; draw();
+  }
+  function hit(px, py) {
+    var x = (px - view.x) / view.k, y = (py - view.y) / view.k, best = null;
+    for (var i = 0; i < vis.length; i++) { var v = vis[i]; if (x >= v.x && x <= v.x + v.w && y >= v.y && y <= v.y + v.h) best = v; }
+    return best; // pre-order: the last hit is the innermost
+  }
+  function toggleGroup(g, cb) {
+    if (expanded[g.id]) { delete expanded[g.id]; var p = g.parent; delete lay[p.id]; for (var a = p; a; a = a.parent) delete lay[a.id]; relayout([p], cb); }
+    else { expanded[g.id] = true; for (var b = g.parent; b; b = b.parent) delete lay[b.id]; relayout([g], cb); }
+  }
+  function expandTo(id, cb) {
+    var n = byId[id], g = n && (n._kind === 'group' ? n.parent : G.opG[id]);
+    if (!g) { if (cb) cb(false); return; }
+    var changed = [];
+    for (var a = g; a; a = a.parent) if (!expanded[a.id]) { expanded[a.id] = true; changed.push(a); }
+    if (!changed.length) { if (cb) cb(true); return; }
+    for (var c = g; c; c = c.parent) delete lay[c.id];
+    relayout([changed[0]], function () { if (cb) cb(true); });
+  }
+  INIT = {
+    architecture: function () { },
+    dataflow: function () {
+      var fns = {}; P.operations.forEach(function (o) { if (o.function) fns[o.function] = (fns[o.function] || 0) + 1; });
+      fnSel.appendChild(new Option('all functions (' + fmtInt(P.operations.length) + ' ops)', ''));
+      P.functions.filter(function (f) { return fns[f.id]; }).sort(function (a, b) { return (b.entrypoint ? 1 : 0) - (a.entrypoint ? 1 : 0) || fns[b.id] - fns[a.id]; })
+        .forEach(function (f) { fnSel.appendChild(new Option((f.name || f.id) + ' (' + fmtInt(fns[f.id]) + ' ops)' + (f.entrypoint ? ' *' : ''), f.id)); });
+      var phs = {}; P.operations.forEach(function (o) { (o.phases || (o.phase ? [o.phase] : [])).forEach(function (p) { phs[p] = 1; }); });
+      phSel.appendChild(new Option('all phases', '')); Object.keys(phs).sort().forEach(function (p) { phSel.appendChild(new Option(p, p)); });
+      fnSel.onchange = phSel.onchange = function () { buildGraph(); relayout([G.root], fit); };
+      $('df-heat').disabled = !hasProfile; if (!hasProfile) $('df-heat').title = 'No runtime trace was merged: nothing to colour by';
+      $('df-heat').onclick = function () { heat = !heat; this.setAttribute('aria-pressed', String(heat)); legend(); draw(); };
+      $('df-collapse').onclick = function () { expanded = Object.create(null); expanded[G.root.id] = true; lay = Object.create(null); relayout([G.root], fit); };
+      $('z-in').onclick = function () { var r = wrap.getBoundingClientRect(); zoomAt(1.25, r.width / 2, r.height / 2); };
+      $('z-out').onclick = function () { var r = wrap.getBoundingClientRect(); zoomAt(0.8, r.width / 2, r.height / 2); };
+      $('z-fit').onclick = fit;
+      var drag = null;
+      wrap.addEventListener('wheel', function (e) { e.preventDefault(); var r = wrap.getBoundingClientRect(); if (e.ctrlKey || !e.shiftKey) zoomAt(e.deltaY < 0 ? 1.12 : 0.89, e.clientX - r.left, e.clientY - r.top); }, { passive: false });
+      wrap.addEventListener('pointerdown', function (e) { drag = { x: e.clientX, y: e.clientY, vx: view.x, vy: view.y, moved: false }; wrap.setPointerCapture(e.pointerId); });
+      wrap.addEventListener('pointermove', function (e) {
+        var r = wrap.getBoundingClientRect();
+        if (drag) { var dx = e.clientX - drag.x, dy = e.clientY - drag.y; if (Math.abs(dx) + Math.abs(dy) > 4) { drag.moved = true; wrap.classList.add('dragging'); } if (drag.moved) { view.x = drag.vx + dx; view.y = drag.vy + dy; draw(); } return; }
+        var h = hit(e.clientX - r.left, e.clientY - r.top); if (h !== hover) { hover = h; draw(); }
+        var tip = $('tooltip');
+        if (h && !h.open) { tip.hidden = false; tip.replaceChildren(el('div', 't', h.n._kind === 'group' ? h.n.path : label(h.n)), el('div', 's', h.n._kind === 'group' ? fmtInt(h.n.nOps) + ' ops · double-click to expand' : [h.n.module, h.n.timing ? fmtNs(h.n.timing.mean_ns) + ' mean' : ''].filter(Boolean).join(' · '))); tip.style.left = Math.min(e.clientX - r.left + 14, r.width - 300) + 'px'; tip.style.top = (e.clientY - r.top + 14) + 'px'; }
+        else tip.hidden = true;
+      });
+      wrap.addEventListener('pointerleave', function () { $('tooltip').hidden = true; if (hover) { hover = null; draw(); } });
+      wrap.addEventListener('pointerup', function (e) {
+        var d = drag; drag = null; wrap.classList.remove('dragging'); if (!d || d.moved) return;
+        var r = wrap.getBoundingClientRect(), h = hit(e.clientX - r.left, e.clientY - r.top);
+        if (!h) { select(null); return; }
+        if (h.open && e.clientY - r.top > (h.y + CG_HEADER) * view.k + view.y) { select(null); return; }
+        if (h.open && e.detail === 1) { toggleGroup(h.n); return; } // header click collapses
+        select(h.n.id, { from: 'graph' });
+      });
+      wrap.addEventListener('dblclick', function (e) { var r = wrap.getBoundingClientRect(), h = hit(e.clientX - r.left, e.clientY - r.top); if (h && h.n._kind === 'group' && !h.open) toggleGroup(h.n); });
+      wrap.addEventListener('keydown', function (e) {
+        var r = wrap.getBoundingClientRect();
+        if (e.key === '+' || e.key === '=') zoomAt(1.25, r.width / 2, r.height / 2);
+        else if (e.key === '-') zoomAt(0.8, r.width / 2, r.height / 2);
+        else if (e.key === 'f' || e.key === 'F') fit();
+        else if (e.key === '0') { view.k = 1; draw(); }
+        else if (e.key === 'ArrowLeft') { view.x += 60; draw(); } else if (e.key === 'ArrowRight') { view.x -= 60; draw(); }
+        else if (e.key === 'ArrowUp') { view.y += 60; draw(); } else if (e.key === 'ArrowDown') { view.y -= 60; draw(); }
+        else if (e.key === 'Enter' && st.sel && byId[st.sel] && byId[st.sel]._kind === 'group') toggleGroup(byId[st.sel]);
+        else return;
+        e.preventDefault();
+      });
+      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); window.__cgDataflowReady = performance.now() - T0; });
+    },
+    findings: function () {
+      var sevRank = { error: 0, warning: 1, information: 2, info: 2, note: 3 };
+      var t = new VTable($('fi-table'), [
+        { key: 'sev', label: 'Severity', w: 100, sort: function (f) { return sevRank[String(f.severity).toLowerCase()]; }, render: function (f, d) { d.className += ' sev ' + String(f.severity || '').toLowerCase().replace(/[^a-z0-9_-]/g, ''); d.textContent = f.severity || ''; } },
+        { key: 'rule', label: 'Rule', w: 200, cls: 'mono', sort: function (f) { return f.rule; }, render: txt(function (f) { return f.rule; }) },
+        { key: 'msg', label: 'Message', flex: '1 1 300px', sort: function (f) { return f.message; }, render: txt(function (f) { return f.message; }) },
+        { key: 'src', label: 'Source', w: 220, cls: 'mono', sort: function (f) { return srcStr(f.source); }, render: txt(function (f) { return srcStr(f.source); }) },
+        { key: 'conf', label: 'Confidence', w: 100, sort: function (f) { return f.confidence; }, render: txt(function (f) { return f.confidence; }) }
+      ], { key: function (f) { return f.id; }, click: function (f) { select(f.id, { from: 'findings' }); focusFinding(f); } });
+      t.setRows(P.findings.slice()); t.sortBy('sev'); T.findings = t;
+      var c = {}; P.findings.forEach(function (f) { c[f.severity] = (c[f.severity] || 0) + 1; });
+      $('fi-stat').textContent = P.findings.length ? Object.keys(c).map(function (k) { return c[k] + ' ' + k; }).join(' · ') + ' — select a finding to focus its node' : 'No findings.';
+    },
+    checkpoint: function () {
+      var ck = P.checkpoint || { entries: [] }, filter = null, counts = {};
+      ck.entries.forEach(function (e) { counts[e.status] = (counts[e.status] || 0) + 1; });
+      var chips = $('ck-chips');
+      chips.appendChild(el('span', 'stat', (ck.path ? ck.path + ' — ' : '') + fmtInt(ck.entries.length) + ' tensors'));
+      ['matched', 'missing', 'unclaimed', 'shape_mismatch'].forEach(function (s) {
+        var b = el('button', 'chip st-' + s, s.replace('_', ' ') + ' ' + (counts[s] || 0)); b.setAttribute('aria-pressed', 'false');
+        b.onclick = function () { filter = filter === s ? null : s; Array.prototype.forEach.call(chips.querySelectorAll('button'), function (x) { x.setAttribute('aria-pressed', 'false'); }); if (filter) b.setAttribute('aria-pressed', 'true'); t.setRows(ck.entries.filter(function (e) { return !filter || e.status === filter; })); };
+        chips.appendChild(b);
+      });
+      var t = new VTable($('ck-table'), [
+        { key: 'status', label: 'Status', w: 130, sort: function (e) { return e.status; }, render: function (e, d) { d.className += ' st-' + String(e.status).replace(/[^a-z0-9_-]/g, ''); d.textContent = String(e.status).replace('_', ' '); } },
+        { key: 'key', label: 'Key', flex: '1 1 300px', cls: 'mono', sort: function (e) { return e.key; }, render: txt(function (e) { return e.key; }) },
+        { key: 'exp', label: 'Expected (model)', w: 200, cls: 'mono', render: txt(function (e) { return e.expected ? shapeStr(e.expected) : ''; }) },
+        { key: 'act', label: 'Checkpoint', w: 200, cls: 'mono', render: txt(function (e) { return e.actual ? shapeStr(e.actual) + (e.dtype ? ' ' + e.dtype : '') : ''; }) }
+      ], { key: function (e) { return 'ck:' + e.key; }, click: function (e) { var p = P.parameters.filter(function (x) { return x.key === e.key; })[0]; if (p) select(p.id, { from: 'checkpoint' }); else inspect(e, 'checkpoint entry'); } });
+      t.setRows(ck.entries.slice()); t.sortBy('status');
+    },
+    profile: function () {
+      var total = 0; P.operations.forEach(function (o) { if (o.timing) total += o.timing.total_ns || 0; });
+      function share(ns) { return total ? (100 * ns / total).toFixed(1) + '%' : ''; }
+      var opCols = [
+        { key: 'name', label: 'Operation', flex: '1 1 240px', cls: 'mono', sort: function (o) { return label(o); }, render: txt(function (o) { return label(o) + '  ' + (o.module || ''); }) },
+        { key: 'total', label: 'Total', w: 100, num: true, sort: function (o) { return o.timing.total_ns; }, render: txt(function (o) { return fmtNs(o.timing.total_ns); }) },
+        { key: 'share', label: 'Share', w: 70, num: true, sort: function (o) { return o.timing.total_ns; }, render: txt(function (o) { return share(o.timing.total_ns); }) },
+        { key: 'mean', label: 'Mean', w: 90, num: true, sort: function (o) { return o.timing.mean_ns; }, render: txt(function (o) { return fmtNs(o.timing.mean_ns); }) },
+        { key: 'p95', label: 'p95', w: 90, num: true, sort: function (o) { return o.timing.p95_ns; }, render: txt(function (o) { return fmtNs(o.timing.p95_ns); }) },
+        { key: 'samples', label: 'Samples', w: 80, num: true, sort: function (o) { return o.timing.samples; }, render: txt(function (o) { return fmtInt(o.timing.samples); }) }
+      ];
+      var opsT = P.operations.filter(function (o) { return o.timing; });
+      var mods = {}; opsT.forEach(function (o) { var parts = (o.module || '').split('.'); for (var i = 1; i <= parts.length; i++) { var k = parts.slice(0, i).join('.'); var m = mods[k] || (mods[k] = { id: 'g:' + k, path: k, ns: 0, n: 0, samples: 0 }); m.ns += o.timing.total_ns || 0; m.n++; m.samples += o.timing.samples || 0; } });
+      var modCols = [
+        { key: 'path', label: 'Module', flex: '1 1 300px', cls: 'mono', sort: function (m) { return m.path; }, render: txt(function (m) { return m.path; }) },
+        { key: 'total', label: 'Total', w: 100, num: true, sort: function (m) { return m.ns; }, render: txt(function (m) { return fmtNs(m.ns); }) },
+        { key: 'share', label: 'Share', w: 70, num: true, sort: function (m) { return m.ns; }, render: txt(function (m) { return share(m.ns); }) },
+        { key: 'ops', label: 'Ops', w: 80, num: true, sort: function (m) { return m.n; }, render: txt(function (m) { return fmtInt(m.n); }) },
+        { key: 'samples', label: 'Samples', w: 90, num: true, sort: function (m) { return m.samples; }, render: txt(function (m) { return fmtInt(m.samples); }) }
+      ];
+      function show() {
+        var modes = $('pr-mode').value, t;
+        if (modes === 'ops') { t = new VTable($('pr-table'), opCols, { key: function (o) { return o.id; }, click: function (o) { select(o.id, { from: 'profile' }); } }); t.setRows(opsT.slice()); t.sortBy('total'); }
+        else { t = new VTable($('pr-table'), modCols, { key: function (m) { return m.id; }, click: function (m) { goGraph(m.id); } }); t.setRows(Object.keys(mods).map(function (k) { return mods[k]; })); t.sortBy('total'); }
+        $('pr-stat').textContent = fmtInt(opsT.length) + ' timed ops · ' + fmtNs(total) + ' total';
+      }
+      $('pr-mode').onchange = show; show();
+    }
+  };
+  var T = {};
+  function srcStr(s) { if (!s) return ''; if (typeof s === 'string') return s; return (s.file || '') + (s.line ? ':' + s.line : '') + (s.column ? ':' + s.column : ''); }
+
+  // ---------- selection, inspector, navigation ----------
+  function goGraph(id, cb) {
+    showView('dataflow');
+    var go = function () { expandTo(id, function () { select(id, { from: 'graph' }); center(id, true); if (cb) cb(); }); };
+    if (!G || !lay[G.root.id]) { var iv = setInterval(function () { if (G && lay[G.root.id]) { clearInterval(iv); go(); } }, 20); } else go();
+  }
+  function focusFinding(f) {
+    var rel = (f.related || []).filter(function (r) { return byId[r]; }), first = rel[0];
+    if (!first) return;
+    var o = byId[first];
+    if (o._kind === 'operation' || o._kind === 'group') goGraph(first, function () { select(f.id, { from: 'graph', keepFocus: first }); });
+    else if (o._kind === 'tensor' && o._producer) goGraph(o._producer);
+    else { showView('architecture'); revealInTree(first); }
+  }
+  function select(id, how) {
+    st.sel = id; how = how || {};
+    if (how.keepFocus) st.sel = how.keepFocus;
+    var o = id ? (byId[id] || famMap[id]) : null;
+    inspect(o);
+    if (st.view === 'dataflow') draw();
+    if (st.view === 'architecture' && how.from !== 'tree' && o) revealInTree(id); else archTable.selKey = id, archTable.paint();
+    writeHash();
+  }
+  function inspect(o, kindName) {
+    var body = $('insp-body'); body.replaceChildren();
+    if (!o) { $('insp-title').textContent = 'Inspector'; body.appendChild(el('p', 'muted', 'Select an item to see every field.')); return; }
+    var kind = kindName || o._kind;
+    $('insp-title').textContent = (kind ? kind + ' · ' : '') + (o.key || o.path || o.name || o.op || o.rule || o.id);
+    if (o.source) body.appendChild(el('code', 'src', srcStr(o.source)));
+    function dl(obj, skip) {
+      var d = el('dl');
+      Object.keys(obj).forEach(function (k) {
+        if (k[0] === '_' || (skip && skip.indexOf(k) >= 0)) return;
+        var v = obj[k]; if (v == null) v = '—';
+        else if (Array.isArray(v) && (k === 'shape' || k === 'checkpoint_shape' || k === 'symbolic_shape' || k === 'expected' || k === 'actual')) v = shapeStr(v);
+        else if (typeof v === 'object') v = JSON.stringify(v, null, 1);
+        d.appendChild(el('dt', null, k)); d.appendChild(el('dd', null, String(v)));
+      });
+      return d;
+    }
+    if (kind === 'group') { body.appendChild(dl({ path: o.path, operations: o.nOps, child_groups: o.kids.length, direct_ops: o.ops.length, total_time: o.ns ? fmtNs(o.ns) : null })); var m = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'])); } }
+    else if (kind === 'family') body.appendChild(dl({ prefix: o.prefix, type: o.type, instances: o.count, parameters: o._n, members: o.members.map(function (x) { return x.prefix || x.id; }).join(', ') }));
+    else body.appendChild(dl(o, ['source', 'timing']));
+    if (o.timing) { body.appendChild(el('h3', null, 'Timing')); var t = o.timing, tt = {}; Object.keys(t).forEach(function (k) { tt[k] = /_ns$/.test(k) ? fmtNs(t[k]) : t[k]; }); body.appendChild(dl(tt)); }
+    if (kind === 'module' || kind === 'parameter') body.appendChild(el('p', 'muted', '#params: ' + fmtInt(kind === 'parameter' ? numel(o) : o._n) + (TOTAL ? ' (' + (100 * (kind === 'parameter' ? numel(o) || 0 : o._n) / TOTAL).toFixed(2) + '% of total)' : '')));
+    var links = el('div', 'links');
+    function link(t, fn) { var b = el('button', null, t); b.onclick = fn; links.appendChild(b); }
+    if (kind === 'operation') {
+      (o.inputs || []).concat(o.outputs || []).forEach(function (tid) { var tn = byId[tid]; if (tn) link(((o.outputs || []).indexOf(tid) >= 0 ? 'out: ' : 'in: ') + (tn.name || tid) + ' ' + (tn.shape ? shapeStr(tn.shape) : '') + ' ' + (tn.dtype || ''), function () { select(tid); }); });
+      if (st.view !== 'dataflow') link('Show in graph', function () { goGraph(o.id); });
+    }
+    if (kind === 'tensor') { if (o._producer) link('producer: ' + label(byId[o._producer]), function () { goGraph(o._producer); }); o._consumers.slice(0, 20).forEach(function (c) { link('consumer: ' + label(byId[c]), function () { goGraph(c); }); }); }
+    if (kind === 'finding') (o.related || []).forEach(function (r) { if (byId[r]) link('focus ' + r, function () { focusFinding({ related: [r] }); }); });
+    if (kind === 'module' || kind === 'parameter') { if (st.view !== 'architecture') link('Show in tree', function () { showView('architecture'); revealInTree(o.id); }); if (kind === 'module' && o.prefix && G && G.groups[o.prefix]) link('Show in graph', function () { goGraph('g:' + o.prefix); }); }
+    if (kind === 'group') { var mm = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (mm) link('Show in tree', function () { showView('architecture'); revealInTree(mm.id); }); }
+    if (links.childNodes.length) body.appendChild(links);
+  }
+
+  // ---------- search ----------
+  var matches = [], mi = -1, qTimer = null;
+  function doSearch() {
+    var q = $('q').value.trim().toLowerCase(); matches = []; mi = -1; matchSet = Object.create(null);
+    if (q) {
+      var push = function (o, s) { if (String(s).toLowerCase().indexOf(q) >= 0) { matches.push(o.id); matchSet[o.id] = true; return true; } return false; };
+      P.modules.forEach(function (m) { push(m, (m.prefix || '') + ' ' + (m.type || '') + ' ' + (m.name || '')); });
+      P.parameters.forEach(function (p) { push(p, p.key || p.id); });
+      P.operations.forEach(function (o) { push(o, (o.op || '') + ' ' + (o.name || '') + ' ' + (o.module || '') + ' ' + o.id); });
+      P.findings.forEach(function (f) { push(f, (f.rule || '') + ' ' + (f.message || '')); });
+      if (G) Object.keys(G.groups).forEach(function (k) { var g = G.groups[k]; if (g.path && g.path.toLowerCase().indexOf(q) >= 0) matchSet[g.id] = true; });
+    }
+    $('q-count').textContent = q ? (matches.length ? '0 / ' + fmtInt(matches.length) : 'no match') : '';
+    draw(); writeHash();
+  }
+  function step(d) {
+    if (!matches.length) return;
+    mi = (mi + d + matches.length) % matches.length;
+    $('q-count').textContent = (mi + 1) + ' / ' + fmtInt(matches.length);
+    var id = matches[mi], o = byId[id];
+    if (o._kind === 'operation') goGraph(id);
+    else if (o._kind === 'finding') { showView('findings'); T.findings.reveal(id); select(id, { from: 'findings' }); }
+    else { if (st.view !== 'architecture') showView('architecture'); revealInTree(id); select(id, { from: 'tree' }); }
+  }
+  $('q').addEventListener('input', function () { clearTimeout(qTimer); qTimer = setTimeout(doSearch, 150); });
+  $('q').addEventListener('keydown', function (e) { if (e.key === 'Enter') { clearTimeout(qTimer); if (!matches.length || mi < 0 && $('q-count').textContent === '') doSearch(); step(e.shiftKey ? -1 : 1); e.preventDefault(); } else if (e.key === 'Escape') { $('q').value = ''; doSearch(); $('q').blur(); } });
+  $('q-next').onclick = function () { step(1); }; $('q-prev').onclick = function () { step(-1); };
+  document.addEventListener('keydown', function (e) {
+    if (/INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName)) return;
+    if (e.key === '/') { $('q').focus(); e.preventDefault(); }
+    else if (e.key === 'Escape') select(null);
+    else if (st.view === 'dataflow' && document.activeElement !== wrap && /^[+=\-fF0]$|^Arrow/.test(e.key)) { wrap.focus(); wrap.dispatchEvent(new KeyboardEvent('keydown', { key: e.key })); }
+  });
+
+  // ---------- start ----------
+  var h0 = readHash();
+  hashLock = true;
+  if (h0.q) { $('q').value = h0.q; doSearch(); }
+  var first = h0.view || (P.operations.length ? 'dataflow' : 'architecture');
+  showView(first);
+  if (h0.sel && (byId[h0.sel] || famMap[h0.sel])) { var o0 = byId[h0.sel]; if (o0 && o0._kind === 'operation') goGraph(h0.sel); else select(h0.sel); }
+  hashLock = false; writeHash();
+  window.addEventListener('hashchange', function () { var h = readHash(); if (h.view && h.view !== st.view) showView(h.view); if (h.sel && h.sel !== st.sel && byId[h.sel]) { if (byId[h.sel]._kind === 'operation') goGraph(h.sel); else select(h.sel); } });
+  // Test/bench hooks (read-only introspection; no behaviour depends on them).
+  window.cg = { ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
+    isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Object.keys(G.groups).map(function (k) { return G.groups[k].id; }) : []; }, visible: function () { return vis.length; } };
+})();

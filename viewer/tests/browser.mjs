@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// Browser test of the viewer in headless Debian chromium (playwright-core, no browser download):
+// loads a demo-like report with hostile strings, expands a family and a graph group, searches,
+// focuses a finding's node, switches every view, checks the hostile text stayed inert and that
+// no network request was made. Screenshots go to OUTDIR.
+//   node viewer/tests/browser.mjs OUTDIR
+import { mkdirSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
+import { buildTemplate, assemble } from '../build.mjs';
+import { synth } from '../gen-synthetic.mjs';
+
+const require = createRequire(import.meta.url);
+export function launch(pw) {
+  // playwright's launch() always gives chromium a fresh temporary --user-data-dir (it refuses one
+  // passed in args); `profile` is a scratch dir for anything else we write.
+  const profile = mkdtempSync(join(tmpdir(), 'cg-chromium-'));
+  return pw.chromium.launch({ executablePath: process.env.CG_CHROMIUM || '/usr/bin/chromium', headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run',
+      '--disable-component-update', '--disable-sync'] }).then((b) => ({ browser: b, profile }));
+}
+export function watchNetwork(page, bad) {
+  page.on('request', (r) => { const u = r.url(); if (!/^(file|blob|data):/.test(u)) bad.push('network request: ' + u); });
+  page.on('pageerror', (e) => bad.push('page error: ' + e.message));
+  page.on('console', (m) => { if (m.type() === 'error') bad.push('console error: ' + m.text()); });
+}
+
+async function main() {
+  const out = process.argv[2] || 'viewer-screenshots';
+  mkdirSync(out, { recursive: true });
+  const pw = require('playwright-core');
+  const tpl = buildTemplate();
+  const html = assemble(tpl, synth(3, true));
+  const file = join(out, 'demo-xss.html'); writeFileSync(file, html);
+  const { browser, profile } = await launch(pw);
+  const failures = [];
+  const check = (ok, what) => { console.log((ok ? 'ok   ' : 'FAIL ') + what); if (!ok) failures.push(what); };
+  try {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const bad = []; watchNetwork(page, bad);
+    await page.goto('file://' + file);
+    await page.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined, null, { timeout: 10000 });
+    check(await page.evaluate(() => cg.state.view) === 'dataflow', 'opens on the dataflow view');
+    await page.screenshot({ path: join(out, '01-dataflow.png') });
+    // Expand the group model.layers in the graph by double-clicking it.
+    const pos = await page.evaluate(() => cg.screenPos('g:model.layers.0') || cg.screenPos('g:model.layers'));
+    check(!!pos, 'a layer group is drawn on the first view');
+    const target = await page.evaluate(() => cg.screenPos('g:model.layers.0') ? 'g:model.layers.0' : 'g:model.layers');
+    await page.mouse.dblclick(pos.x, pos.y + 8);
+    await page.waitForFunction((id) => cg.isExpanded(id) && cg.pending() === 0, target, { timeout: 5000 });
+    check(await page.evaluate((id) => cg.isExpanded(id), target), 'double-click expands ' + target);
+    await page.screenshot({ path: join(out, '02-expanded.png') });
+    // Architecture: the repeated family is folded and expands to one instance.
+    await page.click('#tab-architecture');
+    const famRow = page.locator('#arch-tree .vrow', { hasText: '{i} × 3' });
+    check(await famRow.count() === 1, 'architecture folds model.layers.{i} × 3');
+    await famRow.click();
+    check(await page.locator('#arch-tree .vrow', { hasText: 'instance 0 of 3' }).count() === 1, 'family expands to one instance');
+    await page.screenshot({ path: join(out, '03-architecture.png') });
+    // Search with next/previous and a match count.
+    await page.fill('#q', 'q_proj');
+    await page.waitForFunction(() => /\/ \d/.test(document.getElementById('q-count').textContent));
+    const cnt = await page.textContent('#q-count');
+    check(/^0 \/ \d+$/.test(cnt) && Number(cnt.split('/ ')[1]) >= 6, 'search counts matches: ' + cnt);
+    await page.press('#q', 'Enter'); await page.press('#q', 'Enter');
+    check((await page.textContent('#q-count')).startsWith('2 /'), 'Enter steps to the next match');
+    await page.click('#q-prev');
+    check((await page.textContent('#q-count')).startsWith('1 /'), 'previous-match button steps back');
+    await page.fill('#q', ''); await page.press('#q', 'Escape');
+    // Findings: selecting one focuses its node in the graph.
+    await page.click('#tab-findings');
+    await page.screenshot({ path: join(out, '04-findings.png') });
+    const want = await page.evaluate(() => JSON.parse(document.getElementById('cg-payload').textContent).findings.find((f) => f.id === 'F1').related[0]);
+    await page.locator('#fi-table .vrow[data-key="F1"]').click();
+    await page.waitForFunction((id) => cg.state.view === 'dataflow' && cg.state.sel === id && cg.pending() === 0 && cg.screenPos(id), want, { timeout: 5000 });
+    const p = await page.evaluate((id) => cg.screenPos(id), want);
+    const box = await page.locator('#canvas-wrap').boundingBox();
+    check(p && Math.abs(p.x - (box.x + box.width / 2)) < box.width / 4 && Math.abs(p.y - (box.y + box.height / 2)) < box.height / 3, 'finding F1 focuses and centres op ' + want);
+    check((await page.textContent('#insp-title')).startsWith('finding'), 'inspector shows the selected finding');
+    check((await page.evaluate(() => location.hash)).includes('sel=' + want), 'URL hash deep-links the selection');
+    await page.screenshot({ path: join(out, '05-focused.png') });
+    await page.click('#df-heat');
+    await page.screenshot({ path: join(out, '06-heat.png') });
+    for (const v of ['checkpoint', 'profile']) {
+      await page.click('#tab-' + v);
+      check(await page.locator('#view-' + v).isVisible(), 'switches to the ' + v + ' view');
+      check(await page.locator('#view-' + v + ' .vrow').count() > 0, v + ' table has rows');
+      await page.screenshot({ path: join(out, `07-${v}.png`) });
+    }
+    await page.click('#theme');
+    await page.click('#tab-dataflow');
+    await page.screenshot({ path: join(out, '08-dark.png') });
+    // Deep link: a fresh page opened on the hash lands on the same selection.
+    const url = page.url();
+    const page2 = await browser.newPage({ viewport: { width: 1200, height: 800 } }); watchNetwork(page2, bad);
+    await page2.goto(url);
+    await page2.waitForFunction((id) => window.cg && cg.state.sel === id, want, { timeout: 10000 });
+    check(true, 'deep link restores the selection');
+    // Hostile text stays text.
+    const xss = await page.evaluate(() => ({ pwned: window.__pwned, imgs: document.querySelectorAll('img').length, title: document.title }));
+    check(xss.pwned === undefined && xss.imgs === 0, 'XSS fixture is inert (no handler ran, no <img> element)');
+    check(xss.title.includes('</script><img'), 'hostile model name is shown as text in the title');
+    check(!/<\/script><img/i.test(html.split('id="cg-payload"')[1].split('</script>')[0]), 'payload contains no raw </script>');
+    check(bad.length === 0, 'no network request, page error or console error' + (bad.length ? ': ' + bad.join('; ') : ''));
+  } finally { await browser.close(); rmSync(profile, { recursive: true, force: true }); }
+  if (failures.length) { console.log(`${failures.length} check(s) failed`); process.exit(1); }
+  console.log('all browser checks passed; screenshots in ' + out);
+}
+if (import.meta.url.endsWith(process.argv[1].split('/').pop())) main().catch((e) => { console.error(e); process.exit(1); });
