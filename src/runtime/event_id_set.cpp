@@ -64,15 +64,24 @@ struct EventIdSet::Prefix {
   std::uint64_t last_page = ~0ull;
   std::array<std::uint64_t, 512>* last = nullptr;
 
-  // Returns true when the bit was already set.
-  bool test_and_set(std::uint64_t counter) {
+  // The counter's page; allocated when `budget` allows, else null (the id is then fingerprinted).
+  std::array<std::uint64_t, 512>* page_of(std::uint64_t counter, std::size_t* budget) {
     std::uint64_t page = counter >> kPageBits;
-    if (page != last_page) {
-      auto& slot = pages[page];
-      if (!slot) slot = std::make_unique<std::array<std::uint64_t, 512>>();
-      last = slot.get();
-      last_page = page;
+    if (page == last_page) return last;
+    auto it = pages.find(page);
+    if (it == pages.end()) {
+      if (*budget == 0) return nullptr;
+      --*budget;
+      it = pages.emplace(page, std::make_unique<std::array<std::uint64_t, 512>>()).first;
     }
+    last = it->second.get();
+    last_page = page;
+    return last;
+  }
+  bool has_page(std::uint64_t counter) const { return pages.count(counter >> kPageBits) != 0; }
+
+  // Returns true when the bit was already set; the page must exist (page_of).
+  bool test_and_set(std::uint64_t counter) {
     std::uint64_t bit = counter & ((1u << kPageBits) - 1);
     std::uint64_t& word = (*last)[bit >> 6];
     std::uint64_t mask = 1ull << (bit & 63);
@@ -89,7 +98,7 @@ std::uint64_t EventIdSet::key_of(std::string_view id, bool* shaped) const {
   *shaped = false;
   if (auto s = split_shaped(id)) {
     for (std::size_t i = 0; i < prefixes_.size(); ++i) {
-      if (prefixes_[i]->text == s->prefix) {
+      if (prefixes_[i]->text == s->prefix && prefixes_[i]->has_page(s->counter)) {
         *shaped = true;
         return mix(s->counter ^ (static_cast<std::uint64_t>(i) << 58) ^ 0x9e3779b97f4a7c15ull);
       }
@@ -113,7 +122,7 @@ void EventIdSet::insert(std::string_view id) {
       prefixes_.back()->text = std::string(s->prefix);
       p = prefixes_.back().get();
     }
-    if (p) {
+    if (p && p->page_of(s->counter, &page_budget_)) {
       if (p->test_and_set(s->counter)) {
         suspects_.insert(
             mix(s->counter ^ (static_cast<std::uint64_t>(index) << 58) ^ 0x9e3779b97f4a7c15ull));

@@ -6,7 +6,8 @@
 // - Ids shaped `<prefix>-<step>-<counter>` (the seed's and runtime/4's `{phase}-op-{step}-{n}`,
 //   `{phase}-edge-{step}-{n}`) are checked by one bit per (prefix, counter) in a paged bitmap.
 //   Both producers draw every counter once per session, so a first sight of (prefix, counter)
-//   proves the id new; memory is one bit per counter value (≈1.2 MiB for 10 M events).
+//   proves the id new; memory is one bit per counter value (≈1.2 MiB for 10 M events), capped
+//   at 16 MiB of pages (sparse counters then fall back to fingerprints).
 // - Every other id is remembered as a 64-bit fingerprint in an open-addressing set (8–16 bytes
 //   per id; such ids come from hand-written or legacy traces, which are small).
 // - A repeated (prefix, counter) or fingerprint is only a *suspect* (`train-op-1-5` and
@@ -42,6 +43,11 @@ class EventIdSet {
   std::uint64_t key_of(std::string_view id, bool* shaped) const;
 
   std::vector<std::unique_ptr<Prefix>> prefixes_;
+  // Bitmap pages are 4 KiB for 32 Ki counters; sparse counters (ids that merely look shaped)
+  // would cost a page each, so after 4,096 pages (16 MiB) new pages are refused and such ids are
+  // fingerprinted instead. Pages are never freed, so an id's route stays the same for the
+  // second pass.
+  std::size_t page_budget_ = 4096;
   std::vector<std::uint64_t> table_;  // fingerprints of unshaped ids; 0 = empty slot
   std::size_t table_used_ = 0;
   std::unordered_set<std::uint64_t> suspects_;

@@ -39,5 +39,19 @@ TEST(EventIdSet, FreeFormIdsUseFingerprints) {
   EXPECT_FALSE(ids.is_suspect("encoder-output-1"));
 }
 
+TEST(EventIdSet, SparseCountersFallBackToFingerprintsWithBoundedMemory) {
+  EventIdSet ids;
+  auto id = [](std::uint64_t i) { return "x-op-0-" + std::to_string(i << 24); };
+  for (std::uint64_t i = 0; i < 20000; ++i)
+    ids.insert(id(i));
+  EXPECT_FALSE(ids.has_suspects());
+  EXPECT_LT(ids.memory_bytes(), std::size_t{24} << 20);  // 16 MiB of pages + fingerprints
+  ids.insert(id(3));                                     // within the paged part
+  ids.insert(id(19999));                                 // past the page budget: fingerprinted
+  EXPECT_TRUE(ids.is_suspect(id(3)));
+  EXPECT_TRUE(ids.is_suspect(id(19999)));
+  EXPECT_FALSE(ids.is_suspect(id(5000)));
+}
+
 }  // namespace
 }  // namespace cg::runtime
