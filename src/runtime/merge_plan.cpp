@@ -45,6 +45,14 @@ std::vector<LoadedTrace> read_traces(const std::vector<std::filesystem::path>& p
   std::vector<LoadedTrace> out(paths.size());
   for (std::size_t i = 0; i < paths.size(); ++i) {
     out[i].info = read_trace(paths[i], out[i].aggregate, options);
+    if (!out[i].info.duplicate_lines.empty()) {
+      // Lenient: read again without the repeated ids, so they are skipped, not aggregated.
+      ReadOptions again = options;
+      again.skip_lines.insert(out[i].info.duplicate_lines.begin(),
+                              out[i].info.duplicate_lines.end());
+      out[i].aggregate = TraceAggregate();
+      out[i].info = read_trace(paths[i], out[i].aggregate, again);
+    }
   }
   return out;
 }

@@ -84,6 +84,9 @@ void verify_jsonl_ids(const std::filesystem::path& path, const ReadOptions& opti
                                                      std::to_string(it->second) + ")");
     }
     ++info.duplicate_event_ids;
+    info.duplicate_lines.emplace(line.number, "duplicate event_id `" + it->first +
+                                                  "` (first on line " + std::to_string(it->second) +
+                                                  ")");
   }
 }
 
@@ -106,6 +109,12 @@ void read_jsonl(const std::filesystem::path& path, RecordSink& sink, const ReadO
       continue;
     }
     if (line.text.empty()) continue;
+    if (auto bad = options.skip_lines.find(line.number); bad != options.skip_lines.end()) {
+      skip(info, line.number, bad->second);
+      skipped.insert(line.number);
+      first = false;
+      continue;
+    }
     try {
       importer.parse_line(line.text, line.capacity, validator, first);
     } catch (const RecordError& e) {

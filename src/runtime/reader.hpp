@@ -5,6 +5,7 @@
 // document form is read whole.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@ struct ReadOptions {
   std::uint64_t max_records = std::uint64_t{1} << 32;
   // The document form is parsed whole; larger documents are refused rather than exhausting memory.
   std::size_t max_document_bytes = std::size_t{256} << 20;
+  // JSONL lines to skip as bad (line → reason), counted like any skipped line. Lenient mode finds
+  // repeated event ids only after their records were delivered; a caller that can start its sink
+  // afresh re-reads with TraceInfo::duplicate_lines here (read_traces does).
+  std::map<std::uint64_t, std::string> skip_lines;
 };
 
 enum class TraceForm : std::uint8_t { document, jsonl };
@@ -49,8 +54,9 @@ struct TraceInfo {
   std::uint64_t skipped_lines = 0;
   std::vector<SkippedLine> skipped_examples;  // the first few, for the report
   // Lenient mode only: repeated ids are found after their records were delivered, so they are
-  // counted here rather than skipped.
+  // counted here and listed by line (the later occurrences) for a re-read that skips them.
   std::uint64_t duplicate_event_ids = 0;
+  std::map<std::uint64_t, std::string> duplicate_lines;
   std::size_t id_set_bytes = 0;  // memory the uniqueness check used
 };
 

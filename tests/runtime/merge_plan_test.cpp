@@ -133,5 +133,22 @@ TEST(MergePlan, NestedV4OperationsDoNotInflateStepTime) {
   EXPECT_EQ(plan.top_level_ns, 5001u);
 }
 
+TEST(MergePlan, LenientReadSkipsRepeatedIdsInsteadOfAggregatingThem) {
+  auto p = write_temp("lenient_dup.jsonl", std::string(testing::kMetaV3) +
+                                               testing::op_line("infer-op-0-1", "s", 10) +
+                                               testing::op_line("infer-op-0-2", "s", 20) +
+                                               testing::op_line("infer-op-0-1", "s", 1000));
+  ReadOptions lenient;
+  lenient.lenient = true;
+  auto traces = read_traces({p}, lenient);
+  EXPECT_EQ(traces[0].info.skipped_lines, 1u);
+  ASSERT_EQ(traces[0].info.skipped_examples.size(), 1u);
+  EXPECT_EQ(traces[0].info.skipped_examples[0].line, 4u);
+  EXPECT_EQ(traces[0].info.skipped_examples[0].reason,
+            "duplicate event_id `infer-op-0-1` (first on line 2)");
+  EXPECT_EQ(traces[0].aggregate.operations.at("s").timing.total_ns(), 30u);
+  EXPECT_EQ(traces[0].info.duplicate_event_ids, 0u);
+}
+
 }  // namespace
 }  // namespace cg::runtime
