@@ -1,7 +1,7 @@
-// Trace ingest: our read + validate + aggregate of the seed's runtime/3 trace (MB/s, median of
-// several runs) against the simdjson On-Demand anchor run here on the same file, and the baselines'
-// reference design; then peak memory while reading a generated ~1 GB runtime/4 trace in a forked
-// child (target < 64 MiB: memory must not grow with events).
+// Trace ingest: our read + validate + aggregate + merge plan of the seed's runtime/3 trace (MB/s,
+// median of several runs) against the simdjson On-Demand anchor run here on the same file, and the
+// baselines' reference design; then peak memory while reading a generated ~1 GB runtime/4 trace in
+// a forked child (target < 64 MiB: memory must not grow with events).
 //
 // Protocol (bench/run.sh): bench_runtime_ingest BASELINES_FILE WORK_DIR; prints
 // ROW|figure|ours|baseline|ratio|target|met.
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/aggregate.hpp"
+#include "runtime/merge_plan.hpp"
 #include "runtime/reader.hpp"
 
 namespace fs = std::filesystem;
@@ -101,13 +102,30 @@ double anchor_mb_per_s(const fs::path& trace) {
   return static_cast<double>(buf.size()) / dt / 1e6;
 }
 
+// Stands in for the IR: every id is known, operations belong to one module.
+class AllKnown : public cg::runtime::StaticModel {
+ public:
+  bool has_operation(std::string_view) const override { return true; }
+  bool has_tensor(std::string_view) const override { return true; }
+  std::vector<std::string> parameters_for(std::string_view, std::string_view) const override {
+    return {"parameter"};
+  }
+  std::optional<std::string> module_of_operation(std::string_view) const override {
+    return "model::Model";
+  }
+};
+
+// Read, validate, aggregate and plan the merge (what `merge` does before touching the IR).
 double ours_mb_per_s(const fs::path& trace, std::uint64_t* ops) {
   auto t0 = std::chrono::steady_clock::now();
-  TraceAggregate aggregate;
-  auto info = cg::runtime::read_trace(trace, aggregate);
+  auto traces = cg::runtime::read_traces({trace});
+  AllKnown model;
+  auto plan = cg::runtime::plan_merge(traces, {}, model);
+  auto report = cg::runtime::profile_report(plan.operations, plan.top_level_ns, plan.steps, model);
   double dt = seconds_since(t0);
-  *ops = info.operations;
-  return static_cast<double>(info.bytes) / dt / 1e6;
+  *ops = traces[0].info.operations;
+  if (report.operations.empty()) std::fprintf(stderr, "runtime_ingest: no operations?\n");
+  return static_cast<double>(traces[0].info.bytes) / dt / 1e6;
 }
 
 // A runtime/4 trace like the profiler writes: 4 threads, 200 static ids, a step every 1000 ops.
