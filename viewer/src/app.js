@@ -3,7 +3,8 @@
 // thousand nodes) and only expanded groups are laid out, in a web worker.
 (function () {
   'use strict';
-  var T0 = performance.now();
+  var T0 = performance.now(), MARKS = { script: T0 };
+  function mark(n) { MARKS[n] = performance.now(); }
   var INIT;
   var $ = function (id) { return document.getElementById(id); };
   function esc(s) { return String(s == null ? '' : s).replace(/[&<>"']/g, function (c) { return '&#' + c.charCodeAt(0) + ';'; }); }
@@ -12,6 +13,7 @@
   function fmtNs(ns) { if (ns == null) return '—'; if (ns >= 1e9) return (ns / 1e9).toFixed(2) + ' s'; if (ns >= 1e6) return (ns / 1e6).toFixed(2) + ' ms'; if (ns >= 1e3) return (ns / 1e3).toFixed(1) + ' µs'; return Math.round(ns) + ' ns'; }
   function shapeStr(s) { if (s == null) return '?'; if (Array.isArray(s)) return '[' + s.map(function (d) { return d == null ? '?' : d; }).join(', ') + ']'; return String(s); }
   var P = JSON.parse($('cg-payload').textContent);
+  mark('parsed');
   if (P.schema !== 'candle-graph/viewer/1') throw new Error('unsupported payload schema ' + P.schema);
   ['modules', 'parameters', 'operations', 'tensors', 'functions', 'findings', 'components'].forEach(function (k) { P[k] = P[k] || []; });
 
@@ -41,6 +43,7 @@
   }
   roots.forEach(sumParams);
   var TOTAL = 0; roots.forEach(function (m) { TOTAL += m._n; });
+  mark('indexed');
 
   // ---------- state, hash ----------
   var VIEWS = [['architecture', 'Architecture'], ['dataflow', 'Dataflow'], ['findings', 'Findings'], ['checkpoint', 'Checkpoint'], ['profile', 'Profile']];
@@ -190,7 +193,7 @@
     if (r.kind === 'component') return o.name || o.id;
     return o.name != null ? String(o.name) : String(o.prefix || o.id);
   }
-  INIT_ARCH();
+  INIT_ARCH(); mark('tree');
   function INIT_ARCH() {
     archTable = new VTable($('arch-tree'), [
       { key: 'name', label: 'Name', flex: '1 1 300px', render: function (r, d) {
@@ -289,6 +292,7 @@
     });
     var maxNs = 0; ops.forEach(function (o) { if (o.timing && o.timing.total_ns > maxNs) maxNs = o.timing.total_ns; });
     Object.keys(groups).forEach(function (p) { var g = groups[p]; if (g !== root && g.ns > maxNs) maxNs = g.ns; });
+    mark('graph-built');
     G = { root: root, groups: groups, opG: opG, ops: ops, nEdges: nEdges, maxNs: maxNs, totalNs: root.ns };
     // A chain of single-child groups (model → model.layers…) opens straight away so the first
     // view shows something meaningful instead of one box.
@@ -519,7 +523,7 @@
         else return;
         e.preventDefault();
       });
-      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); window.__cgDataflowReady = performance.now() - T0; });
+      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); });
     },
     findings: function () {
       var sevRank = { error: 0, warning: 1, information: 2, info: 2, note: 3 };
@@ -686,6 +690,7 @@
   hashLock = false; writeHash();
   window.addEventListener('hashchange', function () { var h = readHash(); if (h.view && h.view !== st.view) showView(h.view); if (h.sel && h.sel !== st.sel && byId[h.sel]) { if (byId[h.sel]._kind === 'operation') goGraph(h.sel); else select(h.sel); } });
   // Test/bench hooks (read-only introspection; no behaviour depends on them).
-  window.cg = { ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
+  mark('started');
+  window.cg = { marks: MARKS, ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
     isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Object.keys(G.groups).map(function (k) { return G.groups[k].id; }) : []; }, visible: function () { return vis.length; } };
 })();

@@ -1,0 +1,84 @@
+#include "viewer/html.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "util/error.hpp"
+#include "util/json_writer.hpp"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A payload whose strings carry everything that could break out of the script element.
+std::string hostile_payload() {
+  cg::JsonWriter w(0);
+  w.begin_object()
+      .field("schema", "candle-graph/viewer/1")
+      .key("model")
+      .begin_object()
+      .field("name", "</script><img src=x onerror=alert(1)>\xE2\x80\xA8<!--&")
+      .end_object()
+      .end_object();
+  return w.take();
+}
+
+TEST(ViewerHtml, PayloadEscapingKeepsJsonButRemovesMarkup) {
+  const std::string out = cg::viewer::escape_payload_json(hostile_payload());
+  EXPECT_THAT(out, Not(HasSubstr("<")));
+  EXPECT_THAT(out, Not(HasSubstr(">")));
+  EXPECT_THAT(out, Not(HasSubstr("&")));
+  EXPECT_THAT(out, Not(HasSubstr("\xE2\x80\xA8")));
+  EXPECT_THAT(out, HasSubstr("\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e"));
+  // The escapes are JSON escapes, so the value round-trips: U+2028 survives as \u2028 (the JSON
+  // writer may already have escaped it; either way no raw byte remains).
+  EXPECT_THAT(out, HasSubstr("\\u2028"));
+}
+
+TEST(ViewerHtml, EscapesU2029AndLeavesOtherUtf8Alone) {
+  EXPECT_EQ(cg::viewer::escape_payload_json("\"a\xE2\x80\xA9"
+                                            "b\xC3\xA9\xE2\x80\x94\""),
+            "\"a\\u2029b\xC3\xA9\xE2\x80\x94\"");
+}
+
+TEST(ViewerHtml, HtmlEscapingCoversAttributeQuotes) {
+  EXPECT_EQ(cg::viewer::escape_html("<a href=\"x\" title='y'>&</a>"),
+            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;");
+}
+
+TEST(ViewerHtml, PageIsOneOfflineFileWithCspAndInertPayload) {
+  if (!cg::viewer::viewer_bundled()) {
+    EXPECT_THROW((void)cg::viewer::render_viewer_html_from_payload("{}", {}), cg::InputError);
+    GTEST_SKIP() << "viewer bundle not built (node_modules missing)";
+  }
+  const std::string html = cg::viewer::render_viewer_html_from_payload(
+      hostile_payload(), {.title = "</title><script>alert(1)</script>"});
+  EXPECT_THAT(html, HasSubstr("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+                              "'none'; script-src 'sha256-"));
+  EXPECT_THAT(html, HasSubstr("<title>&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+  EXPECT_THAT(html, Not(HasSubstr("@@CG_")));
+  EXPECT_THAT(html, Not(HasSubstr("http://")));
+  EXPECT_THAT(html, Not(HasSubstr("https://")));
+  EXPECT_THAT(html, Not(HasSubstr("<script src")));
+  EXPECT_THAT(html, Not(HasSubstr("<img")));
+  // The payload script holds exactly our escaped JSON and ends at its own closing tag.
+  const std::string open = "<script type=\"application/json\" id=\"cg-payload\">";
+  const auto at = html.find(open);
+  ASSERT_NE(at, std::string::npos);
+  const auto end = html.find("</script>", at);
+  EXPECT_EQ(html.substr(at + open.size(), end - at - open.size()),
+            cg::viewer::escape_payload_json(hostile_payload()));
+}
+
+TEST(ViewerHtml, PayloadTextThatLooksLikeAPlaceholderIsNotExpanded) {
+  if (!cg::viewer::viewer_bundled()) GTEST_SKIP() << "viewer bundle not built";
+  const std::string html = cg::viewer::render_viewer_html_from_payload(
+      "{\"schema\":\"candle-graph/viewer/1\",\"x\":\"@@CG_TITLE@@\"}", {.title = "T"});
+  EXPECT_THAT(html, HasSubstr("\"x\":\"@@CG_TITLE@@\""));
+  EXPECT_THAT(html, HasSubstr("<title>T · candle-graph</title>"));
+}
+
+}  // namespace
