@@ -3,7 +3,7 @@
 // parameters, ops chained through tensors (with residual edges), timings, findings and a
 // checkpoint report. --xss puts hostile text into every user-visible string field.
 //   node viewer/gen-synthetic.mjs --layers 4000 [--xss] > payload.json
-export function synth(layers, xss) {
+export function synth(layers, xss, compact = layers > 50) {
   const bad = xss ? '</script><img src=x onerror="window.__pwned=1">\u2028<b>&amp;' : '';
   const modules = [], parameters = [], operations = [], tensors = [], findings = [];
   const H = 4096, F = 11008, V = 32000;
@@ -56,10 +56,14 @@ export function synth(layers, xss) {
   if (dt) findings.push({ id: 'F2', rule: 'dtype.conflict', severity: 'error', confidence: 'exact', message: 'softmax mixes f32 and bf16 inputs', source: dt.source, related: [dt.id] });
   findings.push({ id: 'F3', rule: 'param.unused', severity: 'information', confidence: 'likely', message: 'lm_head.weight may be tied to embed_tokens', source: { file: 'src/model.rs', line: 5 }, related: [parameters.find((p) => p.key.startsWith('lm_head.weight')).id] });
   const checkpoint = { path: 'model.safetensors' + bad, entries: parameters.slice(0, 40).map((p, i) => ({ key: p.key, status: i % 13 === 5 ? 'missing' : i % 17 === 3 ? 'shape_mismatch' : 'matched', expected: p.shape, actual: i % 17 === 3 ? [1, 2] : i % 13 === 5 ? null : p.shape, dtype: 'bf16' })).concat([{ key: 'rotary_emb.inv_freq' + bad, status: 'unclaimed', expected: null, actual: [64], dtype: 'f32' }]) };
+  // Big tables go column-compressed (the payload format allows both shapes) and sources as "file:line".
+  const src = (o) => { if (o.source && typeof o.source === 'object') o.source = `${o.source.file}:${o.source.line}`; return o; };
+  const columns = (rows) => { const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))]; return { columns: cols, rows: rows.map((r) => { src(r); const a = cols.map((c) => (c in r ? r[c] : null)); while (a.length && a[a.length - 1] === null) a.pop(); return a; }) }; };
   return { schema: 'candle-graph/viewer/1', model: { name: 'synthetic-llama' + bad, layers },
+    ...(compact ? { modules: columns(modules), parameters: columns(parameters), tensors: columns(tensors), operations: columns(operations) } : {}),
     summary: { operations: operations.length, parameters: parameters.length, modules: modules.length },
     components: [{ id: 'c0', name: 'llama' + bad, root: root.id }],
-    modules, parameters, functions: [{ id: 'f0', name: 'Model::forward' + bad, entrypoint: true }], tensors, operations, findings, runtime: { samples: 8 }, checkpoint };
+    ...(compact ? {} : { modules, parameters, tensors, operations }), functions: [{ id: 'f0', name: 'Model::forward' + bad, entrypoint: true }], findings, runtime: { samples: 8 }, checkpoint };
 }
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
   const a = process.argv.slice(2), layers = Number(a[a.indexOf('--layers') + 1] || 2);

@@ -15,11 +15,20 @@
   var P = JSON.parse($('cg-payload').textContent);
   mark('parsed');
   if (P.schema !== 'candle-graph/viewer/1') throw new Error('unsupported payload schema ' + P.schema);
-  ['modules', 'parameters', 'operations', 'tensors', 'functions', 'findings', 'components'].forEach(function (k) { P[k] = P[k] || []; });
+  // Large tables may come column-compressed ({columns:[…], rows:[[…]]}): keys are not repeated
+  // 300k times, which halves the page and its parse time. Missing trailing cells are absent fields.
+  ['modules', 'parameters', 'operations', 'tensors', 'functions', 'findings', 'components'].forEach(function (k) {
+    var t = P[k];
+    if (t && !Array.isArray(t) && t.columns) {
+      var cols = t.columns, nc = cols.length;
+      P[k] = t.rows.map(function (r) { var o = {}; for (var i = 0; i < nc && i < r.length; i++) if (r[i] !== null) o[cols[i]] = r[i]; return o; });
+    } else P[k] = t || [];
+  });
+  mark('tables');
 
   // ---------- indexes ----------
-  var byId = Object.create(null);
-  function put(kind, o) { o._kind = kind; byId[o.id] = o; }
+  var byId = new Map();
+  function put(kind, o) { o._kind = kind; byId.set(o.id, o); }
   P.components.forEach(function (c) { put('component', c); });
   P.modules.forEach(function (m) { put('module', m); m._kids = []; m._params = []; });
   P.parameters.forEach(function (p) { put('parameter', p); });
@@ -28,13 +37,13 @@
   P.functions.forEach(function (f) { put('function', f); });
   P.findings.forEach(function (f) { put('finding', f); });
   P.operations.forEach(function (o) {
-    (o.outputs || []).forEach(function (t) { if (byId[t]) byId[t]._producer = o.id; });
-    (o.inputs || []).forEach(function (t) { if (byId[t] && byId[t]._consumers) byId[t]._consumers.push(o.id); });
+    (o.outputs || []).forEach(function (t) { if (byId.get(t)) byId.get(t)._producer = o.id; });
+    (o.inputs || []).forEach(function (t) { if (byId.get(t) && byId.get(t)._consumers) byId.get(t)._consumers.push(o.id); });
   });
   function numel(p) { if (p.numel != null) return p.numel; if (!Array.isArray(p.shape)) return null; var n = 1; for (var i = 0; i < p.shape.length; i++) { if (p.shape[i] == null) return null; n *= p.shape[i]; } return n; }
   var roots = [];
-  P.modules.forEach(function (m) { var par = m.parent != null && byId[m.parent]; if (par && par._kids) par._kids.push(m); else roots.push(m); });
-  P.parameters.forEach(function (p) { var m = byId[p.module]; if (m && m._params) m._params.push(p); });
+  P.modules.forEach(function (m) { var par = m.parent != null && byId.get(m.parent); if (par && par._kids) par._kids.push(m); else roots.push(m); });
+  P.parameters.forEach(function (p) { var m = byId.get(p.module); if (m && m._params) m._params.push(p); });
   function sumParams(m) {
     var s = 0, unk = false;
     m._params.forEach(function (p) { var n = numel(p); if (n == null) unk = true; else s += n; });
@@ -91,7 +100,7 @@
     VIEWS.forEach(function (x) { $('view-' + x[0]).hidden = x[0] !== v; $('tab-' + x[0]).setAttribute('aria-selected', String(x[0] === v)); $('tab-' + x[0]).tabIndex = x[0] === v ? 0 : -1; });
     if (!inited[v]) { inited[v] = true; INIT[v](); }
     if (v === 'dataflow') { resize(); }
-    if (v === 'architecture') archTable.refresh();
+    if (v === 'architecture' && archTable) archTable.refresh();
     writeHash();
   }
   $('model-name').textContent = (P.model && P.model.name) || '';
@@ -193,7 +202,6 @@
     if (r.kind === 'component') return o.name || o.id;
     return o.name != null ? String(o.name) : String(o.prefix || o.id);
   }
-  INIT_ARCH(); mark('tree');
   function INIT_ARCH() {
     archTable = new VTable($('arch-tree'), [
       { key: 'name', label: 'Name', flex: '1 1 300px', render: function (r, d) {
@@ -222,7 +230,7 @@
     archTable.isOpen = isOpen;
     // Open the roots and the containers of repeated families, so the folded family is on screen.
     roots.forEach(function (m) { open[m.id] = true; });
-    P.modules.forEach(function (m) { if (m._kids.length > 1 && m._kids.every(function (k) { return /^\d+$/.test(String(k.name)); })) for (var a = m; a; a = a.parent != null ? byId[a.parent] : null) open[a.id] = true; });
+    P.modules.forEach(function (m) { if (m._kids.length > 1 && m._kids.every(function (k) { return /^\d+$/.test(String(k.name)); })) for (var a = m; a; a = a.parent != null ? byId.get(a.parent) : null) open[a.id] = true; });
     $('arch-expand').onclick = function () { P.modules.forEach(function (m) { open[m.id] = true; }); Object.keys(famMap).forEach(function (f) { open[f] = true; }); rebuildTree(); };
     $('arch-collapse').onclick = function () { open = Object.create(null); rebuildTree(); };
     $('arch-tree').addEventListener('keydown', function (e) {
@@ -241,15 +249,16 @@
     $('arch-stat').textContent = fmtInt(P.modules.length) + ' modules · ' + fmtInt(P.parameters.length) + ' parameters · ' + fmtInt(TOTAL) + ' weights' + (roots.some(function (m) { return m._unk; }) ? ' + unknown' : '');
   }
   function revealInTree(id) {
-    var o = byId[id] || famMap[id]; if (!o) return;
-    var m = o._kind === 'parameter' ? byId[o.module] : o;
+    var o = byId.get(id) || famMap[id]; if (!o) return;
+    var m = o._kind === 'parameter' ? byId.get(o.module) : o;
     var chain = [];
     while (m) {
       if (m._family) { open[m._family] = true; open['inst:' + m._family] = famMap[m._family].members.indexOf(m); }
-      chain.push(m); m = m.parent != null ? byId[m.parent] : null;
+      chain.push(m); m = m.parent != null ? byId.get(m.parent) : null;
     }
     chain.forEach(function (x) { if (x.id !== id) open[x.id] = true; });
     if (o.component) open[o.component] = true;
+    if (!archTable) return;
     rebuildTree(); archTable.reveal(id);
   }
 
@@ -270,7 +279,7 @@
       var i = path.lastIndexOf('.'), parent = path ? grp(i < 0 ? '' : path.slice(0, i)) : null;
       g = groups[path] = { id: 'g:' + path, path: path, name: path ? path.slice(i + 1) : ((P.model && P.model.name) || 'model'), parent: parent, kids: [], ops: [], edges: Object.create(null), nOps: 0, ns: 0, depth: parent ? parent.depth + 1 : 0 };
       if (parent) parent.kids.push(g);
-      byId[g.id] = g; g._kind = 'group';
+      byId.set(g.id, g); g._kind = 'group';
       return g;
     }
     var root = grp(''), opG = Object.create(null);
@@ -279,7 +288,7 @@
     var nEdges = 0;
     ops.forEach(function (o) {
       (o.inputs || []).forEach(function (tid) {
-        var t = byId[tid], src = t && t._producer; if (!src || !opG[src] || src === o.id) return;
+        var t = byId.get(tid), src = t && t._producer; if (!src || !opG[src] || src === o.id) return;
         var ga = opG[src], gb = opG[o.id], a = ga, b = gb, ca = src, cb = o.id;
         while (a.depth > b.depth) { ca = a.id; a = a.parent; }
         while (b.depth > a.depth) { cb = b.id; b = b.parent; }
@@ -344,11 +353,11 @@
     anc.sort(function (a, b) { return b.depth - a.depth; }).forEach(function (p) { if (!seen[p.id]) { seen[p.id] = true; todo.push(p); } else { todo.splice(todo.indexOf(p), 1); todo.push(p); } });
     todo.sort(function (a, b) { return b.depth - a.depth; });
     var sizes = {}; Object.keys(lay).forEach(function (k) { sizes[k] = { w: lay[k].w, h: lay[k].h + CG_HEADER }; });
-    pending++; $('busy').hidden = false;
+    var tl0 = performance.now(); pending++; $('busy').hidden = false;
     runLayout(todo.map(specFor), sizes, function (out) {
-      Object.keys(out).forEach(function (k) { lay[k] = out[k]; });
+      MARKS.lastLayoutRoundTrip = performance.now() - tl0; Object.keys(out).forEach(function (k) { lay[k] = out[k]; });
       if (--pending === 0) $('busy').hidden = true;
-      place(); draw(); if (cb) cb();
+      var tp = performance.now(); place(); draw(); MARKS.lastPlaceDraw = performance.now() - tp; if (cb) cb();
     });
   }
   // Absolute positions of everything visible (expanded groups recursively).
@@ -360,7 +369,7 @@
       var L = lay[g.id]; if (!L) return;
       L.edges.forEach(function (e) { var a = g.edges[e.f + '\u0000' + e.t]; visEdges.push({ ox: ox, oy: oy, pts: e.pts, agg: a }); });
       Object.keys(L.pos).forEach(function (id) {
-        var p = L.pos[id], n = byId[id], x = ox + p[0], y = oy + p[1];
+        var p = L.pos[id], n = byId.get(id), x = ox + p[0], y = oy + p[1];
         var ex = n._kind === 'group' && expanded[n.id] && lay[n.id];
         var v = { n: n, x: x, y: y, w: p[2], h: p[3], open: !!ex };
         vis.push(v); absPos[id] = v;
@@ -407,7 +416,7 @@
       var n = p.length, tx = e.ox + p[n - 2], ty = e.oy + p[n - 1], a = Math.atan2(p[n - 1] - p[n - 3], p[n - 2] - p[n - 4]), s = 6 / Math.min(k, 1);
       ctx.fillStyle = ctx.strokeStyle; ctx.beginPath(); ctx.moveTo(tx, ty); ctx.lineTo(tx - s * Math.cos(a - 0.4), ty - s * Math.sin(a - 0.4)); ctx.lineTo(tx - s * Math.cos(a + 0.4), ty - s * Math.sin(a + 0.4)); ctx.fill();
       if (k > 0.9 && e.agg) {
-        var t = byId[e.agg.tensor], lbl = t ? [t.shape ? shapeStr(t.shape) : '', t.dtype || ''].join(' ').trim() : '';
+        var t = byId.get(e.agg.tensor), lbl = t ? [t.shape ? shapeStr(t.shape) : '', t.dtype || ''].join(' ').trim() : '';
         if (e.agg.n > 1) lbl += (lbl ? ' ' : '') + '×' + e.agg.n;
         if (lbl) { var m = Math.floor(n / 4) * 2; ctx.font = '10px ui-monospace,monospace'; ctx.fillStyle = C.muted; ctx.textBaseline = 'bottom'; ctx.fillText(lbl, e.ox + p[m] + 4, e.oy + p[m + 1] - 1); }
       }
@@ -466,7 +475,7 @@
     else { expanded[g.id] = true; for (var b = g.parent; b; b = b.parent) delete lay[b.id]; relayout([g], cb); }
   }
   function expandTo(id, cb) {
-    var n = byId[id], g = n && (n._kind === 'group' ? n.parent : G.opG[id]);
+    var n = byId.get(id), g = n && (n._kind === 'group' ? n.parent : G.opG[id]);
     if (!g) { if (cb) cb(false); return; }
     var changed = [];
     for (var a = g; a; a = a.parent) if (!expanded[a.id]) { expanded[a.id] = true; changed.push(a); }
@@ -475,7 +484,7 @@
     relayout([changed[0]], function () { if (cb) cb(true); });
   }
   INIT = {
-    architecture: function () { },
+    architecture: function () { INIT_ARCH(); },
     dataflow: function () {
       var fns = {}; P.operations.forEach(function (o) { if (o.function) fns[o.function] = (fns[o.function] || 0) + 1; });
       fnSel.appendChild(new Option('all functions (' + fmtInt(P.operations.length) + ' ops)', ''));
@@ -519,7 +528,7 @@
         else if (e.key === '0') { view.k = 1; draw(); }
         else if (e.key === 'ArrowLeft') { view.x += 60; draw(); } else if (e.key === 'ArrowRight') { view.x -= 60; draw(); }
         else if (e.key === 'ArrowUp') { view.y += 60; draw(); } else if (e.key === 'ArrowDown') { view.y -= 60; draw(); }
-        else if (e.key === 'Enter' && st.sel && byId[st.sel] && byId[st.sel]._kind === 'group') toggleGroup(byId[st.sel]);
+        else if (e.key === 'Enter' && st.sel && byId.get(st.sel) && byId.get(st.sel)._kind === 'group') toggleGroup(byId.get(st.sel));
         else return;
         e.preventDefault();
       });
@@ -595,9 +604,9 @@
     if (!G || !lay[G.root.id]) { var iv = setInterval(function () { if (G && lay[G.root.id]) { clearInterval(iv); go(); } }, 20); } else go();
   }
   function focusFinding(f) {
-    var rel = (f.related || []).filter(function (r) { return byId[r]; }), first = rel[0];
+    var rel = (f.related || []).filter(function (r) { return byId.get(r); }), first = rel[0];
     if (!first) return;
-    var o = byId[first];
+    var o = byId.get(first);
     if (o._kind === 'operation' || o._kind === 'group') goGraph(first, function () { select(f.id, { from: 'graph', keepFocus: first }); });
     else if (o._kind === 'tensor' && o._producer) goGraph(o._producer);
     else { showView('architecture'); revealInTree(first); }
@@ -605,10 +614,10 @@
   function select(id, how) {
     st.sel = id; how = how || {};
     if (how.keepFocus) st.sel = how.keepFocus;
-    var o = id ? (byId[id] || famMap[id]) : null;
+    var o = id ? (byId.get(id) || famMap[id]) : null;
     inspect(o);
     if (st.view === 'dataflow') draw();
-    if (st.view === 'architecture' && how.from !== 'tree' && o) revealInTree(id); else archTable.selKey = id, archTable.paint();
+    if (st.view === 'architecture' && how.from !== 'tree' && o) revealInTree(id); else if (archTable) { archTable.selKey = id; archTable.paint(); }
     writeHash();
   }
   function inspect(o, kindName) {
@@ -636,11 +645,11 @@
     var links = el('div', 'links');
     function link(t, fn) { var b = el('button', null, t); b.onclick = fn; links.appendChild(b); }
     if (kind === 'operation') {
-      (o.inputs || []).concat(o.outputs || []).forEach(function (tid) { var tn = byId[tid]; if (tn) link(((o.outputs || []).indexOf(tid) >= 0 ? 'out: ' : 'in: ') + (tn.name || tid) + ' ' + (tn.shape ? shapeStr(tn.shape) : '') + ' ' + (tn.dtype || ''), function () { select(tid); }); });
+      (o.inputs || []).concat(o.outputs || []).forEach(function (tid) { var tn = byId.get(tid); if (tn) link(((o.outputs || []).indexOf(tid) >= 0 ? 'out: ' : 'in: ') + (tn.name || tid) + ' ' + (tn.shape ? shapeStr(tn.shape) : '') + ' ' + (tn.dtype || ''), function () { select(tid); }); });
       if (st.view !== 'dataflow') link('Show in graph', function () { goGraph(o.id); });
     }
-    if (kind === 'tensor') { if (o._producer) link('producer: ' + label(byId[o._producer]), function () { goGraph(o._producer); }); o._consumers.slice(0, 20).forEach(function (c) { link('consumer: ' + label(byId[c]), function () { goGraph(c); }); }); }
-    if (kind === 'finding') (o.related || []).forEach(function (r) { if (byId[r]) link('focus ' + r, function () { focusFinding({ related: [r] }); }); });
+    if (kind === 'tensor') { if (o._producer) link('producer: ' + label(byId.get(o._producer)), function () { goGraph(o._producer); }); o._consumers.slice(0, 20).forEach(function (c) { link('consumer: ' + label(byId.get(c)), function () { goGraph(c); }); }); }
+    if (kind === 'finding') (o.related || []).forEach(function (r) { if (byId.get(r)) link('focus ' + r, function () { focusFinding({ related: [r] }); }); });
     if (kind === 'module' || kind === 'parameter') { if (st.view !== 'architecture') link('Show in tree', function () { showView('architecture'); revealInTree(o.id); }); if (kind === 'module' && o.prefix && G && G.groups[o.prefix]) link('Show in graph', function () { goGraph('g:' + o.prefix); }); }
     if (kind === 'group') { var mm = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (mm) link('Show in tree', function () { showView('architecture'); revealInTree(mm.id); }); }
     if (links.childNodes.length) body.appendChild(links);
@@ -665,7 +674,7 @@
     if (!matches.length) return;
     mi = (mi + d + matches.length) % matches.length;
     $('q-count').textContent = (mi + 1) + ' / ' + fmtInt(matches.length);
-    var id = matches[mi], o = byId[id];
+    var id = matches[mi], o = byId.get(id);
     if (o._kind === 'operation') goGraph(id);
     else if (o._kind === 'finding') { showView('findings'); T.findings.reveal(id); select(id, { from: 'findings' }); }
     else { if (st.view !== 'architecture') showView('architecture'); revealInTree(id); select(id, { from: 'tree' }); }
@@ -686,9 +695,9 @@
   if (h0.q) { $('q').value = h0.q; doSearch(); }
   var first = h0.view || (P.operations.length ? 'dataflow' : 'architecture');
   showView(first);
-  if (h0.sel && (byId[h0.sel] || famMap[h0.sel])) { var o0 = byId[h0.sel]; if (o0 && o0._kind === 'operation') goGraph(h0.sel); else select(h0.sel); }
+  if (h0.sel && (byId.get(h0.sel) || famMap[h0.sel])) { var o0 = byId.get(h0.sel); if (o0 && o0._kind === 'operation') goGraph(h0.sel); else select(h0.sel); }
   hashLock = false; writeHash();
-  window.addEventListener('hashchange', function () { var h = readHash(); if (h.view && h.view !== st.view) showView(h.view); if (h.sel && h.sel !== st.sel && byId[h.sel]) { if (byId[h.sel]._kind === 'operation') goGraph(h.sel); else select(h.sel); } });
+  window.addEventListener('hashchange', function () { var h = readHash(); if (h.view && h.view !== st.view) showView(h.view); if (h.sel && h.sel !== st.sel && byId.get(h.sel)) { if (byId.get(h.sel)._kind === 'operation') goGraph(h.sel); else select(h.sel); } });
   // Test/bench hooks (read-only introspection; no behaviour depends on them).
   mark('started');
   window.cg = { marks: MARKS, ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
