@@ -277,7 +277,7 @@
     function grp(path) {
       var g = groups[path]; if (g) return g;
       var i = path.lastIndexOf('.'), parent = path ? grp(i < 0 ? '' : path.slice(0, i)) : null;
-      g = groups[path] = { id: 'g:' + path, path: path, name: path ? path.slice(i + 1) : ((P.model && P.model.name) || 'model'), parent: parent, kids: [], ops: [], edges: Object.create(null), nOps: 0, ns: 0, depth: parent ? parent.depth + 1 : 0 };
+      g = groups[path] = { id: 'g:' + path, path: path, name: !path ? ((P.model && P.model.name) || 'model') : /^\d+$/.test(path.slice(i + 1)) && parent.path ? parent.name + '.' + path.slice(i + 1) : path.slice(i + 1), parent: parent, kids: [], ops: [], edges: Object.create(null), nOps: 0, ns: 0, depth: parent ? parent.depth + 1 : 0 };
       if (parent) parent.kids.push(g);
       byId.set(g.id, g); g._kind = 'group';
       return g;
