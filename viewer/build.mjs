@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { gzipSync } from 'node:zlib';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const src = (f) => readFileSync(join(here, 'src', f), 'utf8');
@@ -47,10 +48,15 @@ export function escapePayload(json) {
 export function escapeHtml(s) {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
-export function assemble(template, payloadObj) {
+// Payloads above 1 MB go gzip+base64 (as the C++ side does when built with zlib).
+export function assemble(template, payloadObj, { gzipAbove = 1 << 20 } = {}) {
   const title = escapeHtml(String((payloadObj.model && payloadObj.model.name) || 'model'));
-  const payload = escapePayload(JSON.stringify(payloadObj));
-  return template.replace(/@@(CG_TITLE|CG_PAYLOAD)@@/g, (m, k) => (k === 'CG_TITLE' ? title : payload));
+  const json = JSON.stringify(payloadObj);
+  const big = Buffer.byteLength(json) > gzipAbove;
+  const payload = big ? '' : escapePayload(json);
+  const gz = big ? gzipSync(json, { level: 6 }).toString('base64') : '';
+  const parts = { CG_TITLE: title, CG_PAYLOAD: payload, CG_PAYLOAD_GZ: gz };
+  return template.replace(/@@(CG_TITLE|CG_PAYLOAD|CG_PAYLOAD_GZ)@@/g, (m, k) => parts[k]);
 }
 
 function writeAtomic(path, text) {

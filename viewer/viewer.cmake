@@ -16,6 +16,12 @@ if(CG_NODE AND EXISTS ${_cg_dagre} AND TARGET cg_viewer)
   add_dependencies(cg_viewer cg_viewer_bundle)
   target_include_directories(cg_viewer PRIVATE ${_cg_viewer_gen})
   target_compile_definitions(cg_viewer PRIVATE CG_VIEWER_BUNDLED=1)
+  # Optional: big payloads are embedded gzip+base64 (Debian zlib1g-dev).
+  find_package(ZLIB QUIET)
+  if(ZLIB_FOUND)
+    target_link_libraries(cg_viewer PRIVATE ZLIB::ZLIB)
+    target_compile_definitions(cg_viewer PRIVATE CG_VIEWER_ZLIB=1)
+  endif()
 else()
   message(WARNING "candle-graph: node or node_modules/@dagrejs/dagre missing (run scripts/setup.sh); "
                   "the HTML viewer will not be bundled and `view` will report it")

@@ -1,11 +1,15 @@
 #include "viewer/html.hpp"
 
 #include <array>
+#include <stdexcept>
 
 #include "util/error.hpp"
 
 #if defined(CG_VIEWER_BUNDLED)
 #include "cg_viewer_template.hpp"
+#endif
+#if defined(CG_VIEWER_ZLIB)
+#include <zlib.h>
 #endif
 
 namespace cg::viewer {
@@ -14,6 +18,10 @@ namespace {
 
 constexpr std::string_view kTitleMark = "@@CG_TITLE@@";
 constexpr std::string_view kPayloadMark = "@@CG_PAYLOAD@@";
+constexpr std::string_view kPayloadGzMark = "@@CG_PAYLOAD_GZ@@";
+// Above this size the payload goes gzip+base64: the page shrinks ~5x and the browser's HTML parser
+// no longer has to scan tens of MB of script text (the JS inflates it with DecompressionStream).
+constexpr std::size_t kGzipAbove = std::size_t{1} << 20;
 
 void append_unicode_escape(std::string& out, unsigned code) {
   constexpr std::array<char, 16> hex = {'0', '1', '2', '3', '4', '5', '6', '7',
@@ -24,7 +32,65 @@ void append_unicode_escape(std::string& out, unsigned code) {
   }
 }
 
+std::string base64(std::string_view bytes) {
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const auto v = (static_cast<unsigned>(static_cast<unsigned char>(bytes[i])) << 16U) |
+                   (static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 1])) << 8U) |
+                   static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 2]));
+    out += kAlphabet[(v >> 18U) & 63U];
+    out += kAlphabet[(v >> 12U) & 63U];
+    out += kAlphabet[(v >> 6U) & 63U];
+    out += kAlphabet[v & 63U];
+  }
+  if (i < bytes.size()) {
+    auto v = static_cast<unsigned>(static_cast<unsigned char>(bytes[i])) << 16U;
+    if (i + 1 < bytes.size())
+      v |= static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 1])) << 8U;
+    out += kAlphabet[(v >> 18U) & 63U];
+    out += kAlphabet[(v >> 12U) & 63U];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6U) & 63U] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+#if defined(CG_VIEWER_ZLIB)
+// gzip framing (windowBits 15 + 16), which DecompressionStream("gzip") reads.
+std::string gzip(std::string_view data) {
+  z_stream zs{};
+  if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw std::runtime_error("zlib: deflateInit2 failed");
+  }
+  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())), '\0');
+  // zlib's API is not const-correct; it never writes through next_in.
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));  // NOLINT
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&zs, Z_FINISH);
+  const auto written = zs.total_out;
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) throw std::runtime_error("zlib: deflate did not finish");
+  out.resize(written);
+  return out;
+}
+#endif
+
 }  // namespace
+
+std::string payload_gzip_base64(std::string_view payload_json) {
+#if defined(CG_VIEWER_ZLIB)
+  return base64(gzip(payload_json));
+#else
+  (void)payload_json;
+  return {};
+#endif
+}
 
 std::string escape_payload_json(std::string_view json) {
   std::string out;
@@ -87,7 +153,10 @@ std::string render_viewer_html_from_payload(std::string_view payload_json,
   for (const std::string_view part : generated::kTemplateParts)
     tpl += part;
   const std::string title = escape_html(options.title.empty() ? "model" : options.title);
-  const std::string payload = escape_payload_json(payload_json);
+  // Compressed only when the payload is big and this build has zlib; base64 needs no escaping.
+  std::string gz;
+  if (payload_json.size() > kGzipAbove) gz = payload_gzip_base64(payload_json);
+  const std::string payload = gz.empty() ? escape_payload_json(payload_json) : std::string();
   // Substitute by position in the template only, so inserted text is never searched again.
   std::string out;
   out.reserve(tpl.size() + payload.size() + title.size());
@@ -100,6 +169,9 @@ std::string render_viewer_html_from_payload(std::string_view payload_json,
     if (rest.starts_with(kTitleMark)) {
       out += title;
       pos = next + kTitleMark.size();
+    } else if (rest.starts_with(kPayloadGzMark)) {
+      out += gz;
+      pos = next + kPayloadGzMark.size();
     } else if (rest.starts_with(kPayloadMark)) {
       out += payload;
       pos = next + kPayloadMark.size();

@@ -20,6 +20,9 @@ std::string escape_payload_json(std::string_view json);
 // Escapes & < > " ' for HTML text and attribute values.
 std::string escape_html(std::string_view text);
 
+// gzip (RFC 1952) of the payload, base64-encoded; empty when this build has no zlib.
+std::string payload_gzip_base64(std::string_view payload_json);
+
 // True when this build carries the bundled page (viewer/viewer.cmake ran viewer/build.mjs).
 bool viewer_bundled();
 

@@ -82,3 +82,32 @@ TEST(ViewerHtml, PayloadTextThatLooksLikeAPlaceholderIsNotExpanded) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ViewerHtml, BigPayloadIsEmbeddedCompressedWhenZlibIsAvailable) {
+  if (!cg::viewer::viewer_bundled()) GTEST_SKIP() << "viewer bundle not built";
+  std::string big = "{\"schema\":\"candle-graph/viewer/1\",\"pad\":\"";
+  big.append(std::size_t{3} << 20, 'x');
+  big += "</script>\"}";
+  const std::string html = cg::viewer::render_viewer_html_from_payload(big, {});
+  const std::string gz = cg::viewer::payload_gzip_base64(big);
+  if (gz.empty()) {
+    EXPECT_THAT(html, ::testing::HasSubstr("\\u003c/script\\u003e\"}"));
+    GTEST_SKIP() << "built without zlib: payload stays plain";
+  }
+  EXPECT_LT(html.size(), big.size() / 4);
+  EXPECT_THAT(html, ::testing::HasSubstr("id=\"cg-payload-gz\">" + gz + "</script>"));
+  EXPECT_EQ(gz.substr(0, 4), "H4sI");  // base64 of the gzip magic 1f 8b 08
+}
+
+TEST(ViewerHtml, Base64PaddingIsExact) {
+  // Different remainders mod 3 exercise the padded tail; gzip output length varies with input.
+  for (const char* s : {"a", "ab", "abc", "abcd"}) {
+    const std::string b = cg::viewer::payload_gzip_base64(s);
+    if (b.empty()) GTEST_SKIP() << "built without zlib";
+    EXPECT_EQ(b.size() % 4, 0U) << s;
+  }
+}
+
+}  // namespace

@@ -12,7 +12,16 @@
   function fmtInt(n) { return n == null ? '?' : Number(n).toLocaleString('en-US'); }
   function fmtNs(ns) { if (ns == null) return '—'; if (ns >= 1e9) return (ns / 1e9).toFixed(2) + ' s'; if (ns >= 1e6) return (ns / 1e6).toFixed(2) + ' ms'; if (ns >= 1e3) return (ns / 1e3).toFixed(1) + ' µs'; return Math.round(ns) + ' ns'; }
   function shapeStr(s) { if (s == null) return '?'; if (Array.isArray(s)) return '[' + s.map(function (d) { return d == null ? '?' : d; }).join(', ') + ']'; return String(s); }
-  var P = JSON.parse($('cg-payload').textContent);
+  // A large payload may come gzip-compressed (base64 in #cg-payload-gz): the HTML parser then
+  // scans a few MB instead of tens, and the browser inflates it natively.
+  var gz = document.getElementById('cg-payload-gz');
+  if (gz && gz.textContent.trim()) {
+    var bin = atob(gz.textContent.trim()), bytes = new Uint8Array(bin.length);
+    for (var bi = 0; bi < bin.length; bi++) bytes[bi] = bin.charCodeAt(bi);
+    new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(start);
+  } else start($('cg-payload').textContent);
+  function start(text) {
+  var P = JSON.parse(text);
   mark('parsed');
   if (P.schema !== 'candle-graph/viewer/1') throw new Error('unsupported payload schema ' + P.schema);
   // Large tables may come column-compressed ({columns:[…], rows:[[…]]}): keys are not repeated
@@ -702,4 +711,5 @@
   mark('started');
   window.cg = { marks: MARKS, ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
     isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Object.keys(G.groups).map(function (k) { return G.groups[k].id; }) : []; }, visible: function () { return vis.length; } };
+  }
 })();

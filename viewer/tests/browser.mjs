@@ -97,6 +97,12 @@ async function main() {
     await page2.goto(url);
     await page2.waitForFunction((id) => window.cg && cg.state.sel === id, want, { timeout: 10000 });
     check(true, 'deep link restores the selection');
+    // The compressed payload form (used for big models) loads to the same state.
+    const gzFile = join(out, 'demo-gz.html'); writeFileSync(gzFile, assemble(tpl, synth(3, true), { gzipAbove: 0 }));
+    const page3 = await browser.newPage({ viewport: { width: 1200, height: 800 } }); watchNetwork(page3, bad);
+    await page3.goto('file://' + gzFile + '#view=findings');
+    await page3.waitForFunction(() => window.cg && cg.state.view === 'findings' && document.querySelectorAll('#fi-table .vrow').length === 3, null, { timeout: 10000 });
+    check(await page3.evaluate(() => document.getElementById('cg-payload').textContent === '' && window.__pwned === undefined), 'gzip+base64 payload loads (findings deep link) and stays inert');
     // Hostile text stays text.
     const xss = await page.evaluate(() => ({ pwned: window.__pwned, imgs: document.querySelectorAll('img').length, title: document.title }));
     check(xss.pwned === undefined && xss.imgs === 0, 'XSS fixture is inert (no handler ran, no <img> element)');
