@@ -16,12 +16,14 @@ namespace cg::viewer {
 
 namespace {
 
+#if defined(CG_VIEWER_BUNDLED)
 constexpr std::string_view kTitleMark = "@@CG_TITLE@@";
 constexpr std::string_view kPayloadMark = "@@CG_PAYLOAD@@";
 constexpr std::string_view kPayloadGzMark = "@@CG_PAYLOAD_GZ@@";
 // Above this size the payload goes gzip+base64: the page shrinks ~5x and the browser's HTML parser
 // no longer has to scan tens of MB of script text (the JS inflates it with DecompressionStream).
 constexpr std::size_t kGzipAbove = std::size_t{1} << 20;
+#endif
 
 void append_unicode_escape(std::string& out, unsigned code) {
   constexpr std::array<char, 16> hex = {'0', '1', '2', '3', '4', '5', '6', '7',
@@ -32,7 +34,7 @@ void append_unicode_escape(std::string& out, unsigned code) {
   }
 }
 
-std::string base64(std::string_view bytes) {
+[[maybe_unused]] std::string base64(std::string_view bytes) {
   static constexpr std::string_view kAlphabet =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
