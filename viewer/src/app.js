@@ -483,6 +483,20 @@
     for (var i = 0; i < vis.length; i++) { var v = vis[i]; if (x >= v.x && x <= v.x + v.w && y >= v.y && y <= v.y + v.h) best = v; }
     return best; // pre-order: the last hit is the innermost
   }
+  // Nearest drawn edge within 6 screen px (only when no node is under the pointer).
+  function hitEdge(px, py) {
+    var x = (px - view.x) / view.k, y = (py - view.y) / view.k, tol = 6 / view.k, best = null, bd = tol * tol;
+    visEdges.forEach(function (e) {
+      var p = e.pts;
+      for (var i = 0; i + 3 < p.length; i += 2) {
+        var ax = e.ox + p[i], ay = e.oy + p[i + 1], bx = e.ox + p[i + 2], by = e.oy + p[i + 3], dx = bx - ax, dy = by - ay;
+        var t = dx || dy ? Math.max(0, Math.min(1, ((x - ax) * dx + (y - ay) * dy) / (dx * dx + dy * dy))) : 0;
+        var qx = ax + t * dx - x, qy = ay + t * dy - y, d = qx * qx + qy * qy;
+        if (d < bd) { bd = d; best = e; }
+      }
+    });
+    return best;
+  }
   function toggleGroup(g, cb) {
     if (expanded[g.id]) { delete expanded[g.id]; var p = g.parent; delete lay[p.id]; for (var a = p; a; a = a.parent) delete lay[a.id]; relayout([p], cb); }
     else { expanded[g.id] = true; for (var b = g.parent; b; b = b.parent) delete lay[b.id]; relayout([g], cb); }
@@ -527,6 +541,10 @@
       wrap.addEventListener('pointerup', function (e) {
         var d = drag; drag = null; wrap.classList.remove('dragging'); if (!d || d.moved) return;
         var r = wrap.getBoundingClientRect(), h = hit(e.clientX - r.left, e.clientY - r.top);
+        if (!h || h.open && e.clientY - r.top > (h.y + CG_HEADER) * view.k + view.y) {
+          var he = hitEdge(e.clientX - r.left, e.clientY - r.top);
+          if (he && he.agg && byId.get(he.agg.tensor)) { select(he.agg.tensor, { from: 'graph' }); return; }
+        }
         if (!h) { select(null); return; }
         if (h.open && e.clientY - r.top > (h.y + CG_HEADER) * view.k + view.y) { select(null); return; }
         if (h.open && e.detail === 1) { toggleGroup(h.n); return; } // header click collapses
@@ -714,6 +732,7 @@
   // Test/bench hooks (read-only introspection; no behaviour depends on them).
   mark('started');
   window.cg = { marks: MARKS, ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
+    edgeScreenPos: function (tid) { var r = wrap.getBoundingClientRect(); for (var i = 0; i < visEdges.length; i++) { var e = visEdges[i]; if (e.agg && e.agg.tensor === tid && e.pts.length >= 4) { var p = e.pts, m = Math.floor(p.length / 4) * 2; var x = (p[m - 2 >= 0 ? m - 2 : 0] + p[m]) / 2, y = (p[m - 1 >= 0 ? m - 1 : 1] + p[m + 1]) / 2; return { x: r.left + view.x + (e.ox + x) * view.k, y: r.top + view.y + (e.oy + y) * view.k }; } } return null; },
     isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Object.keys(G.groups).map(function (k) { return G.groups[k].id; }) : []; }, visible: function () { return vis.length; } };
   }
 })();

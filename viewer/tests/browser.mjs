@@ -80,6 +80,13 @@ async function main() {
     check((await page.textContent('#insp-title')).startsWith('finding'), 'inspector shows the selected finding');
     check((await page.evaluate(() => location.hash)).includes('sel=' + want), 'URL hash deep-links the selection');
     await page.screenshot({ path: join(out, '05-focused.png') });
+    const focusedUrl = page.url();
+    // Clicking an edge inspects its tensor (shape/dtype, producer and consumers).
+    const edgeAt = await page.evaluate((id) => { const t = JSON.parse(document.getElementById('cg-payload').textContent).operations.find((o) => o.id === id).outputs[0]; return t; }, want);
+    check(await page.evaluate(() => typeof cg.edgeScreenPos === 'function'), 'edge hook present');
+    const ep = await page.evaluate((t) => cg.edgeScreenPos(t), edgeAt);
+    if (ep) { await page.mouse.click(ep.x, ep.y); await page.waitForTimeout(100); }
+    check(!!ep && (await page.textContent('#insp-title')).startsWith('tensor'), 'clicking an edge inspects its tensor');
     await page.click('#df-heat');
     await page.screenshot({ path: join(out, '06-heat.png') });
     for (const v of ['checkpoint', 'profile']) {
@@ -92,7 +99,7 @@ async function main() {
     await page.click('#tab-dataflow');
     await page.screenshot({ path: join(out, '08-dark.png') });
     // Deep link: a fresh page opened on the hash lands on the same selection.
-    const url = page.url();
+    const url = focusedUrl;
     const page2 = await browser.newPage({ viewport: { width: 1200, height: 800 } }); watchNetwork(page2, bad);
     await page2.goto(url);
     await page2.waitForFunction((id) => window.cg && cg.state.sel === id, want, { timeout: 10000 });
