@@ -10,7 +10,8 @@ debs=(
   build-essential cmake ninja-build pkg-config git
   clang clang-format clang-tidy libclang-rt-14-dev
   libtree-sitter-dev libsimdjson-dev libcli11-dev libtomlplusplus-dev libssl-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev zlib1g-dev
+  chromium
   nodejs
 )
 # `setup.sh --bench` adds what the baselines in ../shared/baselines need (the seed design is Rust,
