@@ -323,9 +323,10 @@
     var shown = root.kids.length + root.ops.length, frontier = root.kids.slice();
     for (;;) {
       frontier.sort(function (a, b) { return b.nOps - a.nOps; });
-      var g0 = frontier.find(function (g) { return shown - 1 + g.kids.length + g.ops.length <= 40; });
+      // The open box stays on screen, so it counts too; one-op wrappers are not worth opening.
+      var g0 = frontier.find(function (g) { var n = g.kids.length + g.ops.length; return n > 1 && shown + n <= 24; });
       if (!g0) break;
-      expanded[g0.id] = true; shown += g0.kids.length + g0.ops.length - 1;
+      expanded[g0.id] = true; shown += g0.kids.length + g0.ops.length;
       frontier.splice(frontier.indexOf(g0), 1); frontier = frontier.concat(g0.kids);
     }
     $('df-empty').hidden = ops.length > 0;
