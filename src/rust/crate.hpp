@@ -1,0 +1,173 @@
+#pragma once
+// A loaded crate: the source files reached from the target root by following `mod` items under the
+// selected cfg, the module tree, the symbol table, and resolution of paths, methods and receiver
+// types. Trees stay alive as long as the Crate, so item handles (`TSNode`) stay valid.
+#include <tree_sitter/api.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cargo/context.hpp"
+#include "rust/cfg.hpp"
+#include "rust/parse.hpp"
+
+namespace cg::rust {
+
+// A finding-to-be: rule `source-load`, `syntax-error`, `cfg-unknown`, `path-cycle`, …
+struct Diagnostic {
+  std::string rule;
+  std::string file;  // crate-relative
+  std::uint32_t line = 0;
+  std::string message;
+};
+
+enum class Visibility { Private, Crate, Restricted, Public };
+
+struct CfgInfo {
+  std::vector<std::string> predicates;  // every `#[cfg]` on the item and its enclosing modules
+  Tri state = Tri::True;
+  std::string text() const;  // predicates joined by " && " (the stable-id suffix, §2.1)
+};
+
+struct Module {
+  std::string path;      // "" for the crate root, "models::llama"
+  std::size_t file = 0;  // index into Crate::files()
+  bool is_inline = false;
+  std::uint32_t first_line = 0, last_line = 0;  // the inline `mod x { … }` range
+  std::string parent;  // "" for root's children; the root's parent is itself
+  CfgInfo cfg;
+};
+
+enum class ItemKind { Module, Struct, Enum, Trait, Function, Method, Const, Static, TypeAlias, Macro };
+
+enum class Container { None, Option, Vec, Box, Arc, Rc, Ref, RefMut, Other };
+
+struct Field {
+  std::string name;  // "0", "1" for tuple fields
+  std::string type_text;
+  std::string base_type;                  // peeled through Option/Vec/Box/Arc/Rc/&/&mut
+  Container container = Container::None;  // outermost wrapper peeled
+};
+
+struct Param {
+  std::string name;
+  std::string type_text;
+};
+
+enum class SelfKind { None, Value, Ref, RefMut };
+
+struct Item {
+  ItemKind kind = ItemKind::Struct;
+  std::string name;
+  std::string module;     // the module path it is declared in
+  std::string qualified;  // `models::llama::Attention`, `models::llama::Attention::forward`
+  Visibility visibility = Visibility::Private;
+  CfgInfo cfg;
+  std::size_t file = 0;
+  std::uint32_t line = 0;
+  TSNode node{};              // the item node
+  std::vector<Field> fields;  // structs
+  std::vector<Param> params;  // functions and methods, `self` excluded
+  SelfKind self_kind = SelfKind::None;
+  std::string return_type;
+  std::ptrdiff_t impl = -1;  // methods: index into Crate::impls()
+  TSNode body() const;       // functions: the block, null node when absent
+};
+
+struct Impl {
+  std::string module;
+  std::string self_type;  // text as written: `Foo<B>`
+  std::string self_base;  // `Foo`, or `a::Foo`
+  std::string trait;      // empty for inherent impls
+  std::string generics;   // `<B: Backend>`
+  CfgInfo cfg;
+  std::size_t file = 0;
+  std::uint32_t line = 0;
+  std::vector<std::size_t> methods;  // item indices
+};
+
+// One binding introduced by a `use` tree leaf or an `extern crate`.
+struct UseBinding {
+  std::string module;
+  std::string name;               // the name bound in `module`; empty for globs
+  std::vector<std::string> path;  // target segments as written: {"super","x","Y"}
+  bool glob = false;
+  bool is_pub = false;
+  CfgInfo cfg;
+  std::size_t file = 0;
+  std::uint32_t line = 0;
+};
+
+struct Candidate {
+  enum class Kind { Item, Module, External } kind = Kind::Item;
+  std::size_t item = 0;  // Kind::Item
+  std::string path;      // Module: module path; External: `candle_core::Tensor`
+};
+
+class Crate {
+ public:
+  // Loads from `root_file` (absolute); `crate_dir` anchors the crate-relative paths.
+  static Crate load(const std::filesystem::path& crate_dir, const std::filesystem::path& root_file,
+                    const cargo::CargoContext* ctx, const CfgSet& cfg, int threads = 2);
+
+  const std::vector<std::unique_ptr<ParsedFile>>& files() const { return files_; }
+  const std::vector<Module>& modules() const { return modules_; }
+  const std::vector<Item>& items() const { return items_; }
+  const std::vector<Impl>& impls() const { return impls_; }
+  const std::vector<UseBinding>& uses() const { return uses_; }
+  const std::vector<Diagnostic>& diagnostics() const { return diags_; }
+
+  const Module* module(const std::string& path) const;
+  // Items with that qualified name (cfg alternatives are separate entries).
+  std::vector<std::size_t> find(const std::string& qualified) const;
+  std::string source(std::size_t item) const;  // "file:line"
+
+  // Resolves `path` (`a::b::C`, `Self::new`, `super::x`) as written in module `module`.
+  std::vector<Candidate> resolve(const std::string& module, const std::string& path) const;
+  // Methods named `name` on the struct/enum item `type_item`; inherent ones when any exist.
+  std::vector<std::size_t> methods(std::size_t type_item, const std::string& name) const;
+  // The type of `self.field` or of a simple local, as seen inside function `fn_item`.
+  std::vector<Candidate> receiver_type(std::size_t fn_item, const std::string& expr) const;
+  // `use` bindings whose path starts with crate/self/super and resolves to nothing.
+  std::vector<std::size_t> unresolved_imports() const;
+
+  std::string node_text(std::size_t file, TSNode n) const;
+
+ private:
+  friend class CrateBuilder;
+  std::vector<Candidate> lookup_in(const std::string& module, const std::string& name,
+                                   int depth) const;
+  std::vector<Candidate> resolve_segments(const std::string& module,
+                                          const std::vector<std::string>& segs, int depth) const;
+  std::vector<Candidate> resolve_type_text(const std::string& module, std::string text) const;
+
+  std::vector<std::unique_ptr<ParsedFile>> files_;
+  std::vector<Module> modules_;
+  std::vector<Item> items_;
+  std::vector<Impl> impls_;
+  std::vector<UseBinding> uses_;
+  std::vector<Diagnostic> diags_;
+  const cargo::CargoContext* ctx_ = nullptr;
+  std::unordered_map<std::string, std::vector<std::size_t>> by_scope_;  // module + '\n' + name
+  std::unordered_map<std::string, std::vector<std::size_t>> uses_by_scope_;
+  std::unordered_map<std::string, std::vector<std::size_t>> globs_by_module_;
+  std::unordered_map<std::string, std::vector<std::size_t>> by_qualified_;
+  std::unordered_map<std::size_t, std::vector<std::size_t>> impls_by_type_;
+  std::unordered_map<std::string, std::size_t> module_index_;
+};
+
+// Everything the CLI needs: the Cargo context (absent for a crate without Cargo.toml, whose
+// `src/lib.rs` or `src/main.rs` is the root), the crate, and the cfg it was loaded under.
+struct LoadedCrate {
+  std::unique_ptr<cargo::CargoContext> cargo;
+  Crate crate;
+  std::string analysis_id;
+};
+
+LoadedCrate load_crate(const std::filesystem::path& path, const cargo::Selection& selection);
+
+}  // namespace cg::rust
