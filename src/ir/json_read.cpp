@@ -1,0 +1,488 @@
+// Reader for candle-graph/model/1: reads everything json_write.cpp writes. Every error names the
+// origin and the JSON pointer of the offending value so a hand-edited file can be fixed directly.
+// Unknown fields are ignored (newer writers within /1 may add some); missing fields are errors.
+#include <simdjson.h>
+
+#include "ir/model.hpp"
+#include "util/atomic_file.hpp"
+#include "util/error.hpp"
+
+namespace cg::ir {
+namespace {
+
+namespace dom = simdjson::dom;
+constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
+
+struct Node {
+  dom::element e;
+  std::string ptr;  // JSON pointer, "" for the root
+};
+
+std::string pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string_view type_name(const dom::element& e) {
+  switch (e.type()) {
+    case dom::element_type::ARRAY:
+      return "array";
+    case dom::element_type::OBJECT:
+      return "object";
+    case dom::element_type::INT64: {
+      std::int64_t v = 0;
+      return (!e.get_int64().get(v) && v < 0) ? "negative integer" : "integer";
+    }
+    case dom::element_type::UINT64:
+      return "integer";
+    case dom::element_type::DOUBLE:
+      return "number";
+    case dom::element_type::STRING:
+      return "string";
+    case dom::element_type::BOOL:
+      return "boolean";
+    case dom::element_type::NULL_VALUE:
+      return "null";
+  }
+  return "value";
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view origin) : origin_(origin) {}
+
+  [[noreturn]] void fail(const std::string& ptr, const std::string& message) const {
+    throw InputError(origin_, (ptr.empty() ? std::string("/") : ptr) + ": " + message);
+  }
+  [[noreturn]] void expected(const Node& n, std::string_view what) const {
+    fail(n.ptr, "expected " + std::string(what) + ", found " + std::string(type_name(n.e)));
+  }
+
+  dom::object object(const Node& n) const {
+    dom::object o;
+    if (n.e.get_object().get(o)) expected(n, "object");
+    return o;
+  }
+  Node at(const Node& obj, std::string_view key) const {
+    dom::object o = object(obj);
+    dom::element e;
+    std::string ptr = obj.ptr + "/" + pointer_token(key);
+    if (o.at_key(key).get(e)) fail(ptr, "missing required field");
+    return {e, std::move(ptr)};
+  }
+  std::string str(const Node& n) const {
+    std::string_view s;
+    if (n.e.get_string().get(s)) expected(n, "string");
+    return std::string(s);
+  }
+  std::uint64_t u64(const Node& n) const {
+    std::uint64_t v = 0;
+    if (n.e.get_uint64().get(v)) expected(n, "unsigned integer");
+    return v;
+  }
+  bool boolean(const Node& n) const {
+    bool v = false;
+    if (n.e.get_bool().get(v)) expected(n, "boolean");
+    return v;
+  }
+  template <typename E>
+  E enumeration(const Node& n) const {
+    std::string s = str(n);
+    if (auto v = enum_from_string<E>(s)) return *v;
+    std::string names;
+    for (std::string_view name : EnumNames<E>::names) {
+      if (!names.empty()) names += " | ";
+      names += name;
+    }
+    fail(n.ptr, "expected one of " + names + ", found \"" + s + "\"");
+  }
+  template <typename F>
+  void each(const Node& n, F f) const {
+    dom::array a;
+    if (n.e.get_array().get(a)) expected(n, "array");
+    std::size_t i = 0;
+    for (dom::element e : a)
+      f(Node{e, n.ptr + "/" + std::to_string(i++)});
+  }
+  template <typename F>
+  void each_member(const Node& n, F f) const {
+    for (dom::key_value_pair kv : object(n)) {
+      f(std::string(kv.key), Node{kv.value, n.ptr + "/" + pointer_token(kv.key)});
+    }
+  }
+
+  // Field helpers on an object node.
+  std::string s(const Node& o, std::string_view k) const { return str(at(o, k)); }
+  std::uint64_t u(const Node& o, std::string_view k) const { return u64(at(o, k)); }
+  bool b(const Node& o, std::string_view k) const { return boolean(at(o, k)); }
+  template <typename E>
+  E en(const Node& o, std::string_view k) const {
+    return enumeration<E>(at(o, k));
+  }
+  std::optional<std::string> os(const Node& o, std::string_view k) const {
+    Node n = at(o, k);
+    if (n.e.is_null()) return std::nullopt;
+    return str(n);
+  }
+  std::optional<std::uint64_t> ou(const Node& o, std::string_view k) const {
+    Node n = at(o, k);
+    if (n.e.is_null()) return std::nullopt;
+    return u64(n);
+  }
+  std::optional<bool> ob(const Node& o, std::string_view k) const {
+    Node n = at(o, k);
+    if (n.e.is_null()) return std::nullopt;
+    return boolean(n);
+  }
+  template <typename E>
+  std::optional<E> oen(const Node& o, std::string_view k) const {
+    Node n = at(o, k);
+    if (n.e.is_null()) return std::nullopt;
+    return enumeration<E>(n);
+  }
+  std::vector<std::string> strings(const Node& o, std::string_view k) const {
+    std::vector<std::string> v;
+    each(at(o, k), [&](const Node& n) { v.push_back(str(n)); });
+    return v;
+  }
+  std::vector<std::uint64_t> uints(const Node& n) const {
+    std::vector<std::uint64_t> v;
+    each(n, [&](const Node& x) { v.push_back(u64(x)); });
+    return v;
+  }
+  template <typename T, typename F>
+  std::vector<T> list(const Node& o, std::string_view k, F read_one) const {
+    std::vector<T> v;
+    each(at(o, k), [&](const Node& n) { v.push_back(read_one(n)); });
+    return v;
+  }
+
+ private:
+  std::string origin_;
+};
+
+std::vector<Evidence> evidence(const Reader& r, const Node& o) {
+  return r.list<Evidence>(o, "evidence", [&](const Node& n) {
+    Evidence e;
+    e.kind = r.en<EvidenceKind>(n, "kind");
+    e.confidence = r.en<Confidence>(n, "confidence");
+    e.source = r.os(n, "source");
+    e.detail = r.s(n, "detail");
+    return e;
+  });
+}
+
+TimingStats stats(const Reader& r, const Node& n) {
+  TimingStats t;
+  t.samples = r.u(n, "samples");
+  t.total_ns = r.u(n, "total_ns");
+  t.mean_ns = r.u(n, "mean_ns");
+  t.min_ns = r.u(n, "min_ns");
+  t.max_ns = r.u(n, "max_ns");
+  t.p50_ns = r.u(n, "p50_ns");
+  t.p95_ns = r.u(n, "p95_ns");
+  return t;
+}
+
+CargoSummary cargo(const Reader& r, const Node& n) {
+  CargoSummary c;
+  c.build_id = r.s(n, "build_id");
+  c.workspace_root = r.s(n, "workspace_root");
+  c.manifest_path = r.s(n, "manifest_path");
+  c.package_name = r.s(n, "package_name");
+  c.package_version = r.s(n, "package_version");
+  c.selected_target = r.os(n, "selected_target");
+  c.active_features = r.strings(n, "active_features");
+  c.active_cfg = r.strings(n, "active_cfg");
+  r.each_member(r.at(n, "candle_packages"),
+                [&](std::string k, const Node& v) { c.candle_packages[k] = r.str(v); });
+  return c;
+}
+
+Coverage coverage(const Reader& r, const Node& n) {
+  Coverage c;
+  c.components = r.u(n, "components");
+  c.architecture_edges = r.u(n, "architecture_edges");
+  c.modules = r.u(n, "modules");
+  c.parameters = r.u(n, "parameters");
+  c.functions = r.u(n, "functions");
+  c.entrypoints = r.u(n, "entrypoints");
+  c.component_entrypoints = r.u(n, "component_entrypoints");
+  c.composition_edges = r.u(n, "composition_edges");
+  c.tensors = r.u(n, "tensors");
+  c.operations = r.u(n, "operations");
+  c.linked_parameter_uses = r.u(n, "linked_parameter_uses");
+  c.tensors_with_shape = r.u(n, "tensors_with_shape");
+  c.tensors_with_dtype = r.u(n, "tensors_with_dtype");
+  c.tensors_with_device = r.u(n, "tensors_with_device");
+  c.runtime_observations = r.u(n, "runtime_observations");
+  c.diagnostics = r.u(n, "diagnostics");
+  return c;
+}
+
+Component component(const Reader& r, const Node& n) {
+  Component c;
+  c.id = r.s(n, "id");
+  c.name = r.s(n, "name");
+  c.qualified_name = r.s(n, "qualified_name");
+  c.source = r.s(n, "source");
+  c.constructor = r.s(n, "constructor");
+  c.builders = r.list<Builder>(n, "builders", [&](const Node& b) {
+    return Builder{r.s(b, "name"), r.en<BuilderRole>(b, "role"), evidence(r, b)};
+  });
+  c.modules = r.strings(n, "modules");
+  c.parameters = r.strings(n, "parameters");
+  c.entrypoints = r.strings(n, "entrypoints");
+  c.evidence = evidence(r, n);
+  return c;
+}
+
+ArchitectureEdge edge(const Reader& r, const Node& n) {
+  ArchitectureEdge e;
+  e.id = r.s(n, "id");
+  e.from = r.s(n, "from");
+  e.to = r.s(n, "to");
+  e.via_function = r.s(n, "via_function");
+  e.source = r.s(n, "source");
+  e.evidence = evidence(r, n);
+  return e;
+}
+
+Module module(const Reader& r, const Node& n) {
+  Module m;
+  m.id = r.s(n, "id");
+  m.component = r.s(n, "component");
+  m.parent = r.os(n, "parent");
+  m.type_name = r.s(n, "type_name");
+  m.qualified_type = r.os(n, "qualified_type");
+  m.field = r.os(n, "field");
+  m.builder_root = r.s(n, "builder_root");
+  m.prefix = r.s(n, "prefix");
+  m.repeat = r.os(n, "repeat");
+  m.source = r.s(n, "source");
+  m.confidence = r.en<Confidence>(n, "confidence");
+  return m;
+}
+
+Parameter parameter(const Reader& r, const Node& n) {
+  Parameter p;
+  p.id = r.s(n, "id");
+  p.component = r.s(n, "component");
+  p.module = r.os(n, "module");
+  p.key = r.s(n, "key");
+  p.builder_root = r.s(n, "builder_root");
+  p.role = r.en<ParameterRole>(n, "role");
+  p.kind = r.s(n, "kind");
+  if (!r.at(n, "symbolic_shape").e.is_null()) p.symbolic_shape = r.strings(n, "symbolic_shape");
+  if (Node s = r.at(n, "shape"); !s.e.is_null()) p.shape = r.uints(s);
+  p.confidence = r.en<Confidence>(n, "confidence");
+  p.reason = r.os(n, "reason");
+  if (Node s = r.at(n, "checkpoint_shape"); !s.e.is_null()) p.checkpoint_shape = r.uints(s);
+  p.checkpoint_dtype = r.os(n, "checkpoint_dtype");
+  p.source = r.s(n, "source");
+  p.uses = r.strings(n, "uses");
+  p.optimizer_memberships = r.strings(n, "optimizer_memberships");
+  p.evidence = evidence(r, n);
+  return p;
+}
+
+Function function(const Reader& r, const Node& n) {
+  Function f;
+  f.id = r.s(n, "id");
+  f.name = r.s(n, "name");
+  f.qualified_name = r.s(n, "qualified_name");
+  f.owner_type = r.os(n, "owner_type");
+  f.visibility = r.en<Visibility>(n, "visibility");
+  f.parameters = r.list<FunctionParam>(n, "parameters", [&](const Node& p) {
+    return FunctionParam{r.s(p, "name"), r.s(p, "type_name")};
+  });
+  f.return_type = r.os(n, "return_type");
+  f.cfg_predicates = r.strings(n, "cfg_predicates");
+  f.cfg_active = r.ob(n, "cfg_active");
+  f.source = r.s(n, "source");
+  f.calls = r.strings(n, "calls");
+  f.tensor_inputs = r.strings(n, "tensor_inputs");
+  f.tensor_outputs = r.strings(n, "tensor_outputs");
+  f.is_entrypoint = r.b(n, "is_entrypoint");
+  f.is_loss = r.b(n, "is_loss");
+  f.execution_phases = r.list<ExecutionPhase>(
+      n, "execution_phases", [&](const Node& p) { return r.enumeration<ExecutionPhase>(p); });
+  return f;
+}
+
+DeviceFact device(const Reader& r, const Node& n) {
+  DeviceFact d;
+  if (n.e.is_string()) {
+    d.kind = r.enumeration<DeviceKind>(n);
+    if (d.kind == DeviceKind::cuda || d.kind == DeviceKind::same_as) {
+      r.fail(n.ptr, "expected cpu | metal | unknown or an object, found \"" + r.str(n) + "\"");
+    }
+    return d;
+  }
+  dom::object o = r.object(n);
+  dom::element e;
+  if (!o.at_key("cuda").get(e)) {
+    d.kind = DeviceKind::cuda;
+    d.ordinal = r.ou(Node{e, n.ptr + "/cuda"}, "ordinal");
+  } else if (!o.at_key("same_as").get(e)) {
+    d.kind = DeviceKind::same_as;
+    d.same_as = r.str(Node{e, n.ptr + "/same_as"});
+  } else {
+    r.fail(n.ptr, "expected an object with \"cuda\" or \"same_as\"");
+  }
+  return d;
+}
+
+LayoutFact layout(const Reader& r, const Node& n) {
+  LayoutFact l;
+  if (n.e.is_string()) {
+    l.kind = r.enumeration<LayoutKind>(n);
+    if (l.kind == LayoutKind::same_as) r.fail(n.ptr, "expected {\"same_as\": ...}, found string");
+    return l;
+  }
+  l.kind = LayoutKind::same_as;
+  l.same_as = r.s(n, "same_as");
+  return l;
+}
+
+Tensor tensor(const Reader& r, const Node& n) {
+  Tensor t;
+  t.id = r.s(n, "id");
+  t.name = r.s(n, "name");
+  t.role = r.en<TensorRole>(n, "role");
+  t.owner_function = r.s(n, "owner_function");
+  t.parameter = r.os(n, "parameter");
+  Node shape = r.at(n, "shape");
+  t.shape.rank = r.ou(shape, "rank");
+  t.shape.dimensions = r.list<Dimension>(shape, "dimensions", [&](const Node& d) {
+    return Dimension{r.os(d, "name"), r.s(d, "expr")};
+  });
+  t.shape.source_expr = r.os(shape, "source_expr");
+  t.dtype = r.s(n, "dtype");
+  t.device = device(r, r.at(n, "device"));
+  t.layout = layout(r, r.at(n, "layout"));
+  t.requires_grad = r.ob(n, "requires_grad");
+  t.evidence = evidence(r, n);
+  t.execution_phase = r.oen<ExecutionPhase>(n, "execution_phase");
+  return t;
+}
+
+Operation operation(const Reader& r, const Node& n) {
+  Operation o;
+  o.id = r.s(n, "id");
+  o.function = r.s(n, "function");
+  o.name = r.s(n, "name");
+  o.qualified_name = r.os(n, "qualified_name");
+  o.inputs = r.strings(n, "inputs");
+  o.output = r.s(n, "output");
+  o.source = r.s(n, "source");
+  o.dtype_rule = r.s(n, "dtype_rule");
+  o.gradient_rule = r.s(n, "gradient_rule");
+  o.device_rule = r.s(n, "device_rule");
+  o.shape_rule = r.s(n, "shape_rule");
+  o.domain_rule = r.s(n, "domain_rule");
+  o.evidence = evidence(r, n);
+  o.execution_phase = r.oen<ExecutionPhase>(n, "execution_phase");
+  if (Node t = r.at(n, "timing"); !t.e.is_null()) {
+    OperationTiming timing;
+    timing.stats = stats(r, t);
+    r.each_member(r.at(t, "by_phase"),
+                  [&](std::string k, const Node& v) { timing.by_phase[k] = stats(r, v); });
+    o.timing = std::move(timing);
+  }
+  return o;
+}
+
+Finding finding(const Reader& r, const Node& n) {
+  Finding f;
+  f.id = r.s(n, "id");
+  f.rule = r.s(n, "rule");
+  f.severity = r.en<Severity>(n, "severity");
+  f.confidence = r.en<Confidence>(n, "confidence");
+  f.message = r.s(n, "message");
+  f.source = r.os(n, "source");
+  f.related = r.strings(n, "related");
+  f.evidence = evidence(r, n);
+  return f;
+}
+
+RuntimeSummary runtime(const Reader& r, const Node& n) {
+  RuntimeSummary s;
+  s.trace_schema = r.s(n, "trace_schema");
+  s.entrypoint = r.os(n, "entrypoint");
+  s.profile = r.os(n, "profile");
+  s.tensor_observations = r.u(n, "tensor_observations");
+  s.operation_observations = r.u(n, "operation_observations");
+  s.gradient_observations = r.u(n, "gradient_observations");
+  s.missing_gradients = r.u(n, "missing_gradients");
+  s.zero_gradients = r.u(n, "zero_gradients");
+  s.non_finite_gradients = r.u(n, "non_finite_gradients");
+  s.tensor_conflicts = r.u(n, "tensor_conflicts");
+  s.gradient_conflicts = r.u(n, "gradient_conflicts");
+  s.identity_mismatches = r.u(n, "identity_mismatches");
+  s.first_non_finite_step = r.ou(n, "first_non_finite_step");
+  s.saturating_activations = r.u(n, "saturating_activations");
+  s.value_observations = r.u(n, "value_observations");
+  s.execution_phase = r.oen<ExecutionPhase>(n, "execution_phase");
+  s.avg_operation_duration_ns = r.ou(n, "avg_operation_duration_ns");
+  s.edge_timings = r.list<EdgeTiming>(n, "edge_timings", [&](const Node& e) {
+    return EdgeTiming{r.s(e, "from"), r.s(e, "to"), stats(r, r.at(e, "timing"))};
+  });
+  return s;
+}
+
+}  // namespace
+
+ModelIr parse_model_ir(std::string_view json, std::string_view origin) {
+  const std::string where(origin);
+  if (json.size() > kMaxInputBytes) {
+    throw InputError(where, "model IR larger than 1 GiB; refusing to read it");
+  }
+  dom::parser parser;
+  dom::element root;
+  simdjson::padded_string padded(json);
+  if (auto err = parser.parse(padded).get(root)) {
+    throw InputError(where, std::string("not valid JSON (") + simdjson::error_message(err) + ")");
+  }
+  Reader r(origin);
+  Node doc{root, ""};
+  r.object(doc);
+  std::string schema = r.s(doc, "schema");
+  if (schema != kModelSchema) {
+    r.fail("/schema",
+           "unsupported schema \"" + schema + "\", expected \"" + std::string(kModelSchema) + "\"");
+  }
+  ModelIr ir;
+  ir.analysis_id = r.s(doc, "analysis_id");
+  if (Node c = r.at(doc, "cargo"); !c.e.is_null()) ir.cargo = cargo(r, c);
+  ir.coverage = coverage(r, r.at(doc, "coverage"));
+  ir.components =
+      r.list<Component>(doc, "components", [&](const Node& n) { return component(r, n); });
+  ir.architecture_edges = r.list<ArchitectureEdge>(doc, "architecture_edges",
+                                                   [&](const Node& n) { return edge(r, n); });
+  ir.modules = r.list<Module>(doc, "modules", [&](const Node& n) { return module(r, n); });
+  ir.parameters =
+      r.list<Parameter>(doc, "parameters", [&](const Node& n) { return parameter(r, n); });
+  ir.functions = r.list<Function>(doc, "functions", [&](const Node& n) { return function(r, n); });
+  ir.tensors = r.list<Tensor>(doc, "tensors", [&](const Node& n) { return tensor(r, n); });
+  ir.operations =
+      r.list<Operation>(doc, "operations", [&](const Node& n) { return operation(r, n); });
+  ir.findings = r.list<Finding>(doc, "findings", [&](const Node& n) { return finding(r, n); });
+  if (Node n = r.at(doc, "runtime"); !n.e.is_null()) ir.runtime = runtime(r, n);
+  return ir;
+}
+
+ModelIr read_model_ir_file(const std::string& path) {
+  return parse_model_ir(read_file(path, kMaxInputBytes), path);
+}
+
+}  // namespace cg::ir

@@ -1,0 +1,376 @@
+// Writer for candle-graph/model/1. Field order is fixed here and mirrored by json_read.cpp.
+#include "ir/model.hpp"
+#include "util/json_writer.hpp"
+
+namespace cg::ir {
+namespace {
+
+using W = JsonWriter;
+
+void opt(W& w, std::string_view k, const std::optional<std::string>& v) {
+  w.key(k);
+  v ? w.value(*v) : w.null();
+}
+void opt(W& w, std::string_view k, const std::optional<std::uint64_t>& v) {
+  w.key(k);
+  v ? w.value(*v) : w.null();
+}
+void opt(W& w, std::string_view k, const std::optional<bool>& v) {
+  w.key(k);
+  v ? w.value(*v) : w.null();
+}
+template <typename E>
+void enum_field(W& w, std::string_view k, E e) {
+  w.field(k, to_string(e));
+}
+template <typename E>
+void opt_enum(W& w, std::string_view k, const std::optional<E>& v) {
+  w.key(k);
+  v ? w.value(to_string(*v)) : w.null();
+}
+void strings(W& w, std::string_view k, const std::vector<std::string>& v) {
+  w.key(k).begin_array();
+  for (const auto& s : v)
+    w.value(s);
+  w.end_array();
+}
+void uints(W& w, const std::vector<std::uint64_t>& v) {
+  w.begin_array();
+  for (auto n : v)
+    w.value(n);
+  w.end_array();
+}
+
+void evidence(W& w, const std::vector<Evidence>& v) {
+  w.key("evidence").begin_array();
+  for (const Evidence& e : v) {
+    w.begin_object();
+    enum_field(w, "kind", e.kind);
+    enum_field(w, "confidence", e.confidence);
+    opt(w, "source", e.source);
+    w.field("detail", e.detail);
+    w.end_object();
+  }
+  w.end_array();
+}
+
+void stats_fields(W& w, const TimingStats& t) {
+  w.field("samples", t.samples)
+      .field("total_ns", t.total_ns)
+      .field("mean_ns", t.mean_ns)
+      .field("min_ns", t.min_ns)
+      .field("max_ns", t.max_ns)
+      .field("p50_ns", t.p50_ns)
+      .field("p95_ns", t.p95_ns);
+}
+
+void stats(W& w, const TimingStats& t) {
+  w.begin_object();
+  stats_fields(w, t);
+  w.end_object();
+}
+
+void cargo(W& w, const std::optional<CargoSummary>& c) {
+  w.key("cargo");
+  if (!c) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.field("build_id", c->build_id)
+      .field("workspace_root", c->workspace_root)
+      .field("manifest_path", c->manifest_path)
+      .field("package_name", c->package_name)
+      .field("package_version", c->package_version);
+  opt(w, "selected_target", c->selected_target);
+  strings(w, "active_features", c->active_features);
+  strings(w, "active_cfg", c->active_cfg);
+  w.key("candle_packages").begin_object();
+  for (const auto& [name, version] : c->candle_packages)
+    w.field(name, version);
+  w.end_object();
+  w.end_object();
+}
+
+void coverage(W& w, const Coverage& c) {
+  w.key("coverage").begin_object();
+  w.field("components", c.components)
+      .field("architecture_edges", c.architecture_edges)
+      .field("modules", c.modules)
+      .field("parameters", c.parameters)
+      .field("functions", c.functions)
+      .field("entrypoints", c.entrypoints)
+      .field("component_entrypoints", c.component_entrypoints)
+      .field("composition_edges", c.composition_edges)
+      .field("tensors", c.tensors)
+      .field("operations", c.operations)
+      .field("linked_parameter_uses", c.linked_parameter_uses)
+      .field("tensors_with_shape", c.tensors_with_shape)
+      .field("tensors_with_dtype", c.tensors_with_dtype)
+      .field("tensors_with_device", c.tensors_with_device)
+      .field("runtime_observations", c.runtime_observations)
+      .field("diagnostics", c.diagnostics);
+  w.end_object();
+}
+
+void component(W& w, const Component& c) {
+  w.begin_object();
+  w.field("id", c.id)
+      .field("name", c.name)
+      .field("qualified_name", c.qualified_name)
+      .field("source", c.source)
+      .field("constructor", c.constructor);
+  w.key("builders").begin_array();
+  for (const Builder& b : c.builders) {
+    w.begin_object();
+    w.field("name", b.name);
+    enum_field(w, "role", b.role);
+    evidence(w, b.evidence);
+    w.end_object();
+  }
+  w.end_array();
+  strings(w, "modules", c.modules);
+  strings(w, "parameters", c.parameters);
+  strings(w, "entrypoints", c.entrypoints);
+  evidence(w, c.evidence);
+  w.end_object();
+}
+
+void edge(W& w, const ArchitectureEdge& e) {
+  w.begin_object();
+  w.field("id", e.id)
+      .field("from", e.from)
+      .field("to", e.to)
+      .field("via_function", e.via_function)
+      .field("source", e.source);
+  evidence(w, e.evidence);
+  w.end_object();
+}
+
+void module(W& w, const Module& m) {
+  w.begin_object();
+  w.field("id", m.id).field("component", m.component);
+  opt(w, "parent", m.parent);
+  w.field("type_name", m.type_name);
+  opt(w, "qualified_type", m.qualified_type);
+  opt(w, "field", m.field);
+  w.field("builder_root", m.builder_root).field("prefix", m.prefix);
+  opt(w, "repeat", m.repeat);
+  w.field("source", m.source);
+  enum_field(w, "confidence", m.confidence);
+  w.end_object();
+}
+
+void parameter(W& w, const Parameter& p) {
+  w.begin_object();
+  w.field("id", p.id).field("component", p.component);
+  opt(w, "module", p.module);
+  w.field("key", p.key).field("builder_root", p.builder_root);
+  enum_field(w, "role", p.role);
+  w.field("kind", p.kind);
+  if (p.symbolic_shape) {
+    strings(w, "symbolic_shape", *p.symbolic_shape);
+  } else {
+    w.key("symbolic_shape").null();
+  }
+  w.key("shape");
+  p.shape ? uints(w, *p.shape) : void(w.null());
+  enum_field(w, "confidence", p.confidence);
+  opt(w, "reason", p.reason);
+  w.key("checkpoint_shape");
+  p.checkpoint_shape ? uints(w, *p.checkpoint_shape) : void(w.null());
+  opt(w, "checkpoint_dtype", p.checkpoint_dtype);
+  w.field("source", p.source);
+  strings(w, "uses", p.uses);
+  strings(w, "optimizer_memberships", p.optimizer_memberships);
+  evidence(w, p.evidence);
+  w.end_object();
+}
+
+void function(W& w, const Function& f) {
+  w.begin_object();
+  w.field("id", f.id).field("name", f.name).field("qualified_name", f.qualified_name);
+  opt(w, "owner_type", f.owner_type);
+  enum_field(w, "visibility", f.visibility);
+  w.key("parameters").begin_array();
+  for (const FunctionParam& p : f.parameters) {
+    w.begin_object().field("name", p.name).field("type_name", p.type_name).end_object();
+  }
+  w.end_array();
+  opt(w, "return_type", f.return_type);
+  strings(w, "cfg_predicates", f.cfg_predicates);
+  opt(w, "cfg_active", f.cfg_active);
+  w.field("source", f.source);
+  strings(w, "calls", f.calls);
+  strings(w, "tensor_inputs", f.tensor_inputs);
+  strings(w, "tensor_outputs", f.tensor_outputs);
+  w.field("is_entrypoint", f.is_entrypoint).field("is_loss", f.is_loss);
+  w.key("execution_phases").begin_array();
+  for (ExecutionPhase ph : f.execution_phases)
+    w.value(to_string(ph));
+  w.end_array();
+  w.end_object();
+}
+
+void device(W& w, const DeviceFact& d) {
+  w.key("device");
+  switch (d.kind) {
+    case DeviceKind::cuda:
+      w.begin_object().key("cuda").begin_object();
+      opt(w, "ordinal", d.ordinal);
+      w.end_object().end_object();
+      break;
+    case DeviceKind::same_as:
+      w.begin_object().field("same_as", d.same_as).end_object();
+      break;
+    default:
+      w.value(to_string(d.kind));
+  }
+}
+
+void layout(W& w, const LayoutFact& l) {
+  w.key("layout");
+  if (l.kind == LayoutKind::same_as) {
+    w.begin_object().field("same_as", l.same_as).end_object();
+  } else {
+    w.value(to_string(l.kind));
+  }
+}
+
+void tensor(W& w, const Tensor& t) {
+  w.begin_object();
+  w.field("id", t.id).field("name", t.name);
+  enum_field(w, "role", t.role);
+  w.field("owner_function", t.owner_function);
+  opt(w, "parameter", t.parameter);
+  w.key("shape").begin_object();
+  opt(w, "rank", t.shape.rank);
+  w.key("dimensions").begin_array();
+  for (const Dimension& d : t.shape.dimensions) {
+    w.begin_object();
+    opt(w, "name", d.name);
+    w.field("expr", d.expr);
+    w.end_object();
+  }
+  w.end_array();
+  opt(w, "source_expr", t.shape.source_expr);
+  w.end_object();
+  w.field("dtype", t.dtype);
+  device(w, t.device);
+  layout(w, t.layout);
+  opt(w, "requires_grad", t.requires_grad);
+  evidence(w, t.evidence);
+  opt_enum(w, "execution_phase", t.execution_phase);
+  w.end_object();
+}
+
+void operation(W& w, const Operation& o) {
+  w.begin_object();
+  w.field("id", o.id).field("function", o.function).field("name", o.name);
+  opt(w, "qualified_name", o.qualified_name);
+  strings(w, "inputs", o.inputs);
+  w.field("output", o.output)
+      .field("source", o.source)
+      .field("dtype_rule", o.dtype_rule)
+      .field("gradient_rule", o.gradient_rule)
+      .field("device_rule", o.device_rule)
+      .field("shape_rule", o.shape_rule)
+      .field("domain_rule", o.domain_rule);
+  evidence(w, o.evidence);
+  opt_enum(w, "execution_phase", o.execution_phase);
+  w.key("timing");
+  if (o.timing) {
+    w.begin_object();
+    stats_fields(w, o.timing->stats);
+    w.key("by_phase").begin_object();
+    for (const auto& [phase, s] : o.timing->by_phase) {
+      w.key(phase);
+      stats(w, s);
+    }
+    w.end_object();
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.end_object();
+}
+
+void finding(W& w, const Finding& f) {
+  w.begin_object();
+  w.field("id", f.id).field("rule", f.rule);
+  enum_field(w, "severity", f.severity);
+  enum_field(w, "confidence", f.confidence);
+  w.field("message", f.message);
+  opt(w, "source", f.source);
+  strings(w, "related", f.related);
+  evidence(w, f.evidence);
+  w.end_object();
+}
+
+void runtime(W& w, const std::optional<RuntimeSummary>& r) {
+  w.key("runtime");
+  if (!r) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.field("trace_schema", r->trace_schema);
+  opt(w, "entrypoint", r->entrypoint);
+  opt(w, "profile", r->profile);
+  w.field("tensor_observations", r->tensor_observations)
+      .field("operation_observations", r->operation_observations)
+      .field("gradient_observations", r->gradient_observations)
+      .field("missing_gradients", r->missing_gradients)
+      .field("zero_gradients", r->zero_gradients)
+      .field("non_finite_gradients", r->non_finite_gradients)
+      .field("tensor_conflicts", r->tensor_conflicts)
+      .field("gradient_conflicts", r->gradient_conflicts)
+      .field("identity_mismatches", r->identity_mismatches);
+  opt(w, "first_non_finite_step", r->first_non_finite_step);
+  w.field("saturating_activations", r->saturating_activations)
+      .field("value_observations", r->value_observations);
+  opt_enum(w, "execution_phase", r->execution_phase);
+  opt(w, "avg_operation_duration_ns", r->avg_operation_duration_ns);
+  w.key("edge_timings").begin_array();
+  for (const EdgeTiming& e : r->edge_timings) {
+    w.begin_object().field("from", e.from).field("to", e.to);
+    w.key("timing");
+    stats(w, e.timing);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+template <typename T, typename F>
+void section(W& w, std::string_view k, const std::vector<T>& items, F write_one) {
+  w.key(k).begin_array();
+  for (const T& item : items)
+    write_one(w, item);
+  w.end_array();
+}
+
+}  // namespace
+
+std::string write_model_ir(const ModelIr& ir) {
+  W w(2);
+  w.begin_object();
+  w.field("schema", kModelSchema).field("analysis_id", ir.analysis_id);
+  cargo(w, ir.cargo);
+  coverage(w, ir.coverage);
+  section(w, "components", ir.components, component);
+  section(w, "architecture_edges", ir.architecture_edges, edge);
+  section(w, "modules", ir.modules, module);
+  section(w, "parameters", ir.parameters, parameter);
+  section(w, "functions", ir.functions, function);
+  section(w, "tensors", ir.tensors, tensor);
+  section(w, "operations", ir.operations, operation);
+  section(w, "findings", ir.findings, finding);
+  runtime(w, ir.runtime);
+  w.end_object();
+  std::string out = w.take();
+  out += '\n';
+  return out;
+}
+
+}  // namespace cg::ir

@@ -1,0 +1,261 @@
+#pragma once
+// The candle-graph/model/1 IR (spec §2, minus the heuristic-only sections). Plain value types with
+// defaulted equality so a round trip can be checked with ==. Optional fields serialize as null and
+// every list is always written. Paths (`source`, cargo paths) are relative to the crate root.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/enums.hpp"
+
+namespace cg::ir {
+
+inline constexpr std::string_view kModelSchema = "candle-graph/model/1";
+
+struct Evidence {
+  EvidenceKind kind = EvidenceKind::source;
+  Confidence confidence = Confidence::unknown;
+  std::optional<std::string> source;  // "src/model.rs:42"
+  std::string detail;
+  bool operator==(const Evidence&) const = default;
+};
+
+struct CargoSummary {
+  std::string build_id;
+  std::string workspace_root;  // relative, usually "."
+  std::string manifest_path;   // relative, e.g. "Cargo.toml"
+  std::string package_name;
+  std::string package_version;
+  std::optional<std::string> selected_target;
+  std::vector<std::string> active_features;
+  std::vector<std::string> active_cfg;
+  std::map<std::string, std::string> candle_packages;  // name -> version
+  bool operator==(const CargoSummary&) const = default;
+};
+
+// Counters recomputed by normalize() from the sections (§2.3 "Coverage").
+struct Coverage {
+  std::uint64_t components = 0;
+  std::uint64_t architecture_edges = 0;
+  std::uint64_t modules = 0;
+  std::uint64_t parameters = 0;
+  std::uint64_t functions = 0;
+  std::uint64_t entrypoints = 0;
+  std::uint64_t component_entrypoints = 0;
+  std::uint64_t composition_edges = 0;
+  std::uint64_t tensors = 0;
+  std::uint64_t operations = 0;
+  std::uint64_t linked_parameter_uses = 0;
+  std::uint64_t tensors_with_shape = 0;
+  std::uint64_t tensors_with_dtype = 0;
+  std::uint64_t tensors_with_device = 0;
+  std::uint64_t runtime_observations = 0;
+  std::uint64_t diagnostics = 0;
+  bool operator==(const Coverage&) const = default;
+};
+
+struct Builder {
+  std::string name;
+  BuilderRole role = BuilderRole::unknown;
+  std::vector<Evidence> evidence;
+  bool operator==(const Builder&) const = default;
+};
+
+struct Component {
+  std::string id, name, qualified_name, source;
+  std::string constructor;  // function id
+  std::vector<Builder> builders;
+  std::vector<std::string> modules, parameters, entrypoints;  // ids
+  std::vector<Evidence> evidence;
+  bool operator==(const Component&) const = default;
+};
+
+// Only `composition-edge:` ids are produced (no name-guessing architecture edges).
+struct ArchitectureEdge {
+  std::string id, from, to, via_function, source;
+  std::vector<Evidence> evidence;
+  bool operator==(const ArchitectureEdge&) const = default;
+};
+
+struct Module {
+  std::string id, component;
+  std::optional<std::string> parent;  // module id
+  std::string type_name;
+  std::optional<std::string> qualified_type, field;
+  std::string builder_root, prefix;
+  std::optional<std::string> repeat;  // "i in 0..n"
+  std::string source;
+  Confidence confidence = Confidence::unknown;
+  bool operator==(const Module&) const = default;
+};
+
+struct Parameter {
+  std::string id, component;
+  std::optional<std::string> module;
+  std::string key, builder_root;
+  ParameterRole role = ParameterRole::unknown;
+  std::string kind;  // acquisition label: "nn::linear", "get", ...
+  std::optional<std::vector<std::string>> symbolic_shape;  // dim expressions
+  std::optional<std::vector<std::uint64_t>> shape;         // when a config is bound
+  Confidence confidence = Confidence::unknown;             // certainty of the leaf
+  std::optional<std::string> reason;                       // why not proven
+  std::optional<std::vector<std::uint64_t>> checkpoint_shape;
+  std::optional<std::string> checkpoint_dtype;
+  std::string source;
+  std::vector<std::string> uses, optimizer_memberships;  // ids
+  std::vector<Evidence> evidence;
+  bool operator==(const Parameter&) const = default;
+};
+
+struct FunctionParam {
+  std::string name, type_name;
+  bool operator==(const FunctionParam&) const = default;
+};
+
+struct Function {
+  std::string id, name, qualified_name;
+  std::optional<std::string> owner_type;
+  Visibility visibility = Visibility::unknown;
+  std::vector<FunctionParam> parameters;
+  std::optional<std::string> return_type;  // null for "()"
+  std::vector<std::string> cfg_predicates;
+  std::optional<bool> cfg_active;
+  std::string source;
+  std::vector<std::string> calls, tensor_inputs, tensor_outputs;  // ids
+  bool is_entrypoint = false;
+  bool is_loss = false;
+  std::vector<ExecutionPhase> execution_phases;
+  bool operator==(const Function&) const = default;
+};
+
+struct Dimension {
+  std::optional<std::string> name;
+  std::string expr;
+  bool operator==(const Dimension&) const = default;
+};
+
+struct TensorShape {
+  std::optional<std::uint64_t> rank;
+  std::vector<Dimension> dimensions;
+  std::optional<std::string> source_expr;
+  bool operator==(const TensorShape&) const = default;
+};
+
+// JSON: "cpu" | {"cuda":{"ordinal":n|null}} | "metal" | {"same_as":"x"} | "unknown".
+struct DeviceFact {
+  DeviceKind kind = DeviceKind::unknown;
+  std::optional<std::uint64_t> ordinal;  // cuda only
+  std::string same_as;                   // same_as only
+  bool operator==(const DeviceFact&) const = default;
+};
+
+// JSON: "contiguous" | "non_contiguous" | "strided" | {"same_as":"x"} | "unknown".
+struct LayoutFact {
+  LayoutKind kind = LayoutKind::unknown;
+  std::string same_as;
+  bool operator==(const LayoutFact&) const = default;
+};
+
+struct Tensor {
+  std::string id, name;
+  TensorRole role = TensorRole::unknown;
+  std::string owner_function;
+  std::optional<std::string> parameter;
+  TensorShape shape;
+  std::string dtype = "Unknown";
+  DeviceFact device;
+  LayoutFact layout;
+  std::optional<bool> requires_grad;
+  std::vector<Evidence> evidence;
+  std::optional<ExecutionPhase> execution_phase;
+  bool operator==(const Tensor&) const = default;
+};
+
+// Duration statistics in nanoseconds; shared with the runtime merge.
+struct TimingStats {
+  std::uint64_t samples = 0, total_ns = 0, mean_ns = 0, min_ns = 0, max_ns = 0, p50_ns = 0,
+                p95_ns = 0;
+  bool operator==(const TimingStats&) const = default;
+};
+
+struct OperationTiming {
+  TimingStats stats;                            // written flat: {"samples":..,...,"by_phase":{..}}
+  std::map<std::string, TimingStats> by_phase;  // phase name -> stats
+  bool operator==(const OperationTiming&) const = default;
+};
+
+struct Operation {
+  std::string id, function, name;
+  std::optional<std::string> qualified_name;
+  std::vector<std::string> inputs;  // tensor ids, argument order
+  std::string output;               // tensor id
+  std::string source;
+  std::string dtype_rule, gradient_rule, device_rule, shape_rule, domain_rule;
+  std::vector<Evidence> evidence;
+  std::optional<ExecutionPhase> execution_phase;
+  std::optional<OperationTiming> timing;
+  bool operator==(const Operation&) const = default;
+};
+
+struct Finding {
+  std::string id, rule;
+  Severity severity = Severity::information;
+  Confidence confidence = Confidence::unknown;
+  std::string message;
+  std::optional<std::string> source;
+  std::vector<std::string> related;  // ids
+  std::vector<Evidence> evidence;
+  bool operator==(const Finding&) const = default;
+};
+
+struct EdgeTiming {
+  std::string from, to;  // operation ids
+  TimingStats timing;
+  bool operator==(const EdgeTiming&) const = default;
+};
+
+struct RuntimeSummary {
+  std::string trace_schema;
+  std::optional<std::string> entrypoint, profile;
+  std::uint64_t tensor_observations = 0, operation_observations = 0, gradient_observations = 0,
+                missing_gradients = 0, zero_gradients = 0, non_finite_gradients = 0,
+                tensor_conflicts = 0, gradient_conflicts = 0, identity_mismatches = 0;
+  std::optional<std::uint64_t> first_non_finite_step;
+  std::uint64_t saturating_activations = 0, value_observations = 0;
+  std::optional<ExecutionPhase> execution_phase;
+  std::optional<std::uint64_t> avg_operation_duration_ns;
+  std::vector<EdgeTiming> edge_timings;
+  bool operator==(const RuntimeSummary&) const = default;
+};
+
+struct ModelIr {
+  std::string analysis_id;
+  std::optional<CargoSummary> cargo;
+  Coverage coverage;
+  std::vector<Component> components;
+  std::vector<ArchitectureEdge> architecture_edges;
+  std::vector<Module> modules;
+  std::vector<Parameter> parameters;
+  std::vector<Function> functions;
+  std::vector<Tensor> tensors;
+  std::vector<Operation> operations;
+  std::vector<Finding> findings;
+  std::optional<RuntimeSummary> runtime;
+  bool operator==(const ModelIr&) const = default;
+};
+
+// Sorts every section by id (byte order), drops repeated ids (keeping the first; findings merge
+// `related` and `evidence`), sorts and dedups nested id lists, and recomputes `coverage`.
+void normalize(ModelIr& ir);
+Coverage compute_coverage(const ModelIr& ir);
+
+// Deterministic 2-space-indented JSON; same IR -> same bytes.
+std::string write_model_ir(const ModelIr& ir);
+// Throw cg::InputError naming `origin` and the JSON pointer of the first bad field.
+ModelIr parse_model_ir(std::string_view json, std::string_view origin);
+ModelIr read_model_ir_file(const std::string& path);
+
+}  // namespace cg::ir
