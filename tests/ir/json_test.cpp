@@ -1,0 +1,124 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "ir/model.hpp"
+#include "ir/sample_model.hpp"
+#include "util/atomic_file.hpp"
+#include "util/error.hpp"
+
+namespace cg::ir {
+namespace {
+
+std::string error_of(std::string_view json) {
+  try {
+    parse_model_ir(json, "model.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+std::string replace_once(std::string s, std::string_view from, std::string_view to) {
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) s.replace(pos, from.size(), to);
+  return s;
+}
+
+TEST(ModelJson, FullModelRoundTripsByteExactly) {
+  const ModelIr ir = testing::sample_model();
+  const std::string text = write_model_ir(ir);
+  const ModelIr back = parse_model_ir(text, "model.json");
+  EXPECT_EQ(back, ir);
+  EXPECT_EQ(write_model_ir(back), text);
+  EXPECT_EQ(write_model_ir(ir), text);  // deterministic
+}
+
+TEST(ModelJson, EnumsAreSnakeCaseAndTaggedFactsExternallyTagged) {
+  const std::string text = write_model_ir(testing::sample_model());
+  for (std::string_view s :
+       {"\"running_state\"", "\"non_contiguous\"", "\"information\"", "\"public\"", "\"private\"",
+        "\"cuda\": {\n", "\"ordinal\": 1", "\"same_as\": \"xs\"", "\"by_phase\"", "\"p95_ns\"",
+        "\"edge_timings\"", "\"execution_phases\": [\n", "\"infer\""}) {
+    EXPECT_NE(text.find(s), std::string::npos) << s;
+  }
+  EXPECT_EQ(text.find("stages"), std::string::npos);  // heuristic sections are not emitted
+  EXPECT_EQ(text.rfind("{\n  \"schema\": \"candle-graph/model/1\",\n", 0), 0u);
+}
+
+TEST(ModelJson, EmptyModelWritesEveryListAndNulls) {
+  ModelIr ir;
+  ir.analysis_id = "analysis:.";
+  const std::string text = write_model_ir(ir);
+  EXPECT_NE(text.find("\"components\": []"), std::string::npos);
+  EXPECT_NE(text.find("\"findings\": []"), std::string::npos);
+  EXPECT_NE(text.find("\"cargo\": null"), std::string::npos);
+  EXPECT_NE(text.find("\"runtime\": null"), std::string::npos);
+  EXPECT_EQ(parse_model_ir(text, "x"), ir);
+}
+
+TEST(ModelJson, UnknownSchemaNamesFoundAndExpected) {
+  std::string text = write_model_ir(testing::sample_model());
+  text = replace_once(text, "candle-graph/model/1", "candle-graph/model/2");
+  const std::string err = error_of(text);
+  EXPECT_NE(err.find("model.json"), std::string::npos) << err;
+  EXPECT_NE(err.find("\"candle-graph/model/2\""), std::string::npos) << err;
+  EXPECT_NE(err.find("expected \"candle-graph/model/1\""), std::string::npos) << err;
+}
+
+TEST(ModelJson, TypeErrorsNameTheJsonPointer) {
+  const std::string text = write_model_ir(testing::sample_model());
+  EXPECT_EQ(error_of(replace_once(text, "\"samples\": 7", "\"samples\": \"7\"")),
+            "model.json: /operations/0/timing/samples: expected unsigned integer, found string");
+  EXPECT_EQ(error_of(replace_once(text, "\"samples\": 3", "\"samples\": -3")),
+            "model.json: /operations/0/timing/by_phase/infer/samples: expected unsigned "
+            "integer, found negative integer");
+  EXPECT_EQ(error_of(replace_once(text, "\"is_entrypoint\": true", "\"is_entrypoint\": 1")),
+            "model.json: /functions/0/is_entrypoint: expected boolean, found integer");
+  EXPECT_EQ(
+      error_of(replace_once(text, "\"severity\": \"warning\"", "\"severity\": \"fatal\"")),
+      "model.json: /findings/1/severity: expected one of error | warning | information, found "
+      "\"fatal\"");
+  EXPECT_EQ(error_of(replace_once(text, "\"related\": [", "\"related\": {\"a\": [")),
+            "model.json: not valid JSON (The JSON document has an improper structure: missing or "
+            "superfluous commas, braces, missing keys, etc.)");
+}
+
+TEST(ModelJson, MissingRequiredFieldIsAnError) {
+  const std::string text = write_model_ir(testing::sample_model());
+  EXPECT_EQ(error_of(replace_once(text, "\"dtype_rule\"", "\"dtype_rule_x\"")),
+            "model.json: /operations/0/dtype_rule: missing required field");
+  EXPECT_EQ(error_of("{\"analysis_id\": \"a\"}"), "model.json: /schema: missing required field");
+  EXPECT_EQ(error_of("[]"), "model.json: /: expected object, found array");
+}
+
+TEST(ModelJson, UnknownFieldsAreIgnored) {
+  const ModelIr ir = testing::sample_model();
+  std::string text = write_model_ir(ir);
+  text = replace_once(text, "\"analysis_id\"", "\"future\": {\"x\": [1]},\n  \"analysis_id\"");
+  text = replace_once(text, "\"dtype_rule\"", "\"new_field\": null, \"dtype_rule\"");
+  EXPECT_EQ(parse_model_ir(text, "m"), ir);
+}
+
+TEST(ModelJson, TruncatedDocumentErrorsCleanly) {
+  const std::string text = write_model_ir(testing::sample_model());
+  for (std::size_t cut :
+       {std::size_t{0}, std::size_t{1}, text.size() / 3, text.size() / 2, text.size() - 3}) {
+    const std::string err = error_of(std::string_view(text).substr(0, cut));
+    EXPECT_EQ(err.rfind("model.json: ", 0), 0u) << cut << ": " << err;
+  }
+}
+
+TEST(ModelJson, ReadsFileAndNamesMissingFile) {
+  const auto dir = std::filesystem::temp_directory_path() / "cg_ir_json_test";
+  std::filesystem::create_directories(dir);
+  const ModelIr ir = testing::sample_model();
+  write_file_atomic(dir / "model.json", write_model_ir(ir));
+  EXPECT_EQ(read_model_ir_file((dir / "model.json").string()), ir);
+  EXPECT_THROW(read_model_ir_file((dir / "absent.json").string()), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace cg::ir
