@@ -123,7 +123,7 @@
     this.host = host; this.cols = cols; this.rows = []; this.opts = opts || {}; this.sortKey = null; this.sortDir = 1; this.selKey = null; this.hitKey = null;
     var head = el('div', 'vhead'), self = this; host.innerHTML = '';
     cols.forEach(function (c) {
-      var h = el('div', c.num ? 'num' : '', c.label); h.style.flex = c.flex || ('0 0 ' + c.w + 'px'); h.setAttribute('role', 'columnheader');
+      var h = el('div', c.num ? 'num' : '', c.label); h.style.flex = c.flex || ('0 0 ' + c.w + 'px'); if (c.flex) h.style.minWidth = '220px'; h.setAttribute('role', 'columnheader');
       if (c.sort && !self.opts.noSort) h.onclick = function () { self.sortBy(c.key); };
       c._h = h; head.appendChild(h);
     });
@@ -152,7 +152,7 @@
       var r = this.rows[i], row = el('div', 'vrow'), key = this.opts.key(r);
       row.style.top = (i * rh) + 'px'; row.setAttribute('role', this.opts.role || 'row'); row.dataset.key = key;
       if (key === this.selKey) row.classList.add('sel'); if (key === this.hitKey) row.classList.add('hit');
-      this.cols.forEach(function (c) { var d = el('div', (c.num ? 'num ' : '') + (c.cls || '')); d.style.flex = c.flex || ('0 0 ' + c.w + 'px'); c.render(r, d); row.appendChild(d); });
+      this.cols.forEach(function (c) { var d = el('div', (c.num ? 'num ' : '') + (c.cls || '')); d.style.flex = c.flex || ('0 0 ' + c.w + 'px'); if (c.flex) d.style.minWidth = '220px'; c.render(r, d); row.appendChild(d); });
       row.onclick = (function (rr) { return function (ev) { self.opts.click(rr, ev); }; })(r);
       frag.appendChild(row);
     }
@@ -224,13 +224,14 @@
           d.appendChild(el('span', 'kind ' + kl, r.kind === 'parameter' ? 'param' : r.kind));
           d.appendChild(document.createTextNode(nameOf(r)));
           if (r.kind === 'module' && r.o._family) { var fam = famMap[r.o._family]; d.appendChild(el('span', 'flag', 'instance ' + r.o.name + ' of ' + fam.count)); }
+          if (r.o.repeat) d.appendChild(el('span', 'flag', 'repeated: ' + r.o.repeat));
           if (r.o.conditional) d.appendChild(el('span', 'flag', 'conditional'));
-          if (r.o.confidence && r.o.confidence !== 'exact' && r.o.confidence !== 'proven') d.appendChild(el('span', 'flag', String(r.o.confidence)));
+          if (r.o.confidence && r.o.confidence !== 'exact' && r.o.confidence !== 'proven' && !(r.o.conditional && r.o.confidence === 'conditional')) d.appendChild(el('span', 'flag', String(r.o.confidence)));
           if (r.kind === 'parameter' && numel(r.o) == null) d.appendChild(el('span', 'flag', 'shape unknown'));
           d.title = r.o.prefix || r.o.key || '';
         } },
-      { key: 'type', label: 'Type', w: 190, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.dtype || '') : r.o.type || ''; }) , cls: 'mono' },
-      { key: 'prefix', label: 'Prefix / key', w: 260, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? r.o.key : r.o.prefix || ''; }) },
+      { key: 'type', label: 'Type', w: 160, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.dtype || '') : r.o.type || ''; }) , cls: 'mono' },
+      { key: 'prefix', label: 'Prefix / key', w: 220, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? r.o.key : r.o.prefix || ''; }) },
       { key: 'shape', label: 'Shape', w: 150, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? (r.o.shape ? shapeStr(r.o.shape) : (r.o.symbolic_shape ? shapeStr(r.o.symbolic_shape) : '?')) : ''; }) },
       { key: 'n', label: '#Params', w: 110, num: true, render: txt(function (r) { var n = r.kind === 'parameter' ? numel(r.o) : r.o._n; return n == null ? '?' : fmtInt(n) + (r.o._unk ? '+?' : ''); }) },
       { key: 'share', label: 'Share', w: 130, render: function (r, d) { var n = r.kind === 'parameter' ? numel(r.o) : r.o._n; if (n == null || !TOTAL) return; var f = n / TOTAL; var b = el('span', 'bar'); b.style.width = Math.max(1, Math.round(f * 70)) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode((f * 100).toFixed(f < 0.01 ? 2 : 1) + '%')); } }

@@ -1,0 +1,331 @@
+#include "viewer/payload.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+
+#include "util/json_writer.hpp"
+
+namespace cg::viewer {
+
+namespace {
+
+using cg::JsonWriter;
+namespace ir = cg::ir;
+
+void opt_string(JsonWriter& w, std::string_view key, const std::optional<std::string>& v) {
+  w.key(key);
+  if (v) {
+    w.value(*v);
+  } else {
+    w.null();
+  }
+}
+
+// Empty strings in the IR mean "not known"; the viewer shows null as a dash, never as "".
+void string_or_null(JsonWriter& w, std::string_view key, const std::string& v) {
+  w.key(key);
+  if (v.empty()) {
+    w.null();
+  } else {
+    w.value(v);
+  }
+}
+
+void u64_list(JsonWriter& w, std::string_view key,
+              const std::optional<std::vector<std::uint64_t>>& v) {
+  w.key(key);
+  if (!v) {
+    w.null();
+    return;
+  }
+  w.begin_array();
+  for (const auto d : *v)
+    w.value(d);
+  w.end_array();
+}
+
+void string_list(JsonWriter& w, std::string_view key, const std::vector<std::string>& v) {
+  w.key(key).begin_array();
+  for (const auto& s : v)
+    w.value(s);
+  w.end_array();
+}
+
+void stats(JsonWriter& w, const ir::TimingStats& s) {
+  w.field("samples", s.samples)
+      .field("total_ns", s.total_ns)
+      .field("mean_ns", s.mean_ns)
+      .field("min_ns", s.min_ns)
+      .field("max_ns", s.max_ns)
+      .field("p50_ns", s.p50_ns)
+      .field("p95_ns", s.p95_ns);
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Tensor shape as the viewer draws it: numbers for literal dims, expressions as text.
+void tensor_shape(JsonWriter& w, const ir::TensorShape& shape) {
+  w.key("shape");
+  if (shape.dimensions.empty()) {
+    if (shape.source_expr) {
+      w.value(*shape.source_expr);
+    } else if (shape.rank) {
+      w.value("rank " + std::to_string(*shape.rank));
+    } else {
+      w.null();
+    }
+    return;
+  }
+  w.begin_array();
+  for (const auto& d : shape.dimensions) {
+    if (all_digits(d.expr) && d.expr.size() < 19) {
+      w.value(static_cast<std::uint64_t>(std::stoull(d.expr)));
+    } else {
+      w.value(d.name && d.expr.empty() ? *d.name : d.expr);
+    }
+  }
+  w.end_array();
+}
+
+// Operations are grouped in the dataflow view by a dotted path: the owning function's qualified
+// name (crate::model::Attention::forward -> crate.model.Attention.forward). The static IR has one
+// op per source call, not per module instance, so the Rust item path is the honest hierarchy.
+std::string group_path(const ir::Function* f) {
+  if (f == nullptr) return "(unknown function)";
+  const std::string& q = f->qualified_name.empty() ? f->name : f->qualified_name;
+  std::string out;
+  out.reserve(q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    if (q[i] == ':' && i + 1 < q.size() && q[i + 1] == ':') {
+      out += '.';
+      ++i;
+    } else if (q[i] == '.') {
+      out += '_';  // a dot inside a segment would split the group
+    } else {
+      out += q[i];
+    }
+  }
+  return out;
+}
+
+std::string last_segment(std::string_view prefix) {
+  const auto dot = prefix.rfind('.');
+  return std::string(dot == std::string_view::npos ? prefix : prefix.substr(dot + 1));
+}
+
+}  // namespace
+
+std::string project_payload(const ir::ModelIr& ir) {
+  std::unordered_map<std::string_view, const ir::Function*> functions;
+  for (const auto& f : ir.functions)
+    functions.emplace(f.id, &f);
+  // "Severs" in an op's gradient rule marks its output tensor: drawn as a severed edge.
+  std::unordered_map<std::string_view, bool> severed;
+  for (const auto& op : ir.operations) {
+    if (op.gradient_rule.find("Severs") != std::string::npos) severed[op.output] = true;
+  }
+
+  JsonWriter w(0);
+  w.begin_object().field("schema", kViewerSchema);
+  w.key("model").begin_object();
+  w.field("name", ir.cargo && !ir.cargo->package_name.empty() ? ir.cargo->package_name
+                                                              : std::string("model"));
+  w.field("analysis_id", ir.analysis_id);
+  if (ir.cargo) w.field("version", ir.cargo->package_version);
+  w.end_object();
+  w.key("summary").begin_object();
+  w.field("modules", ir.coverage.modules)
+      .field("parameters", ir.coverage.parameters)
+      .field("operations", ir.coverage.operations)
+      .field("tensors", ir.coverage.tensors)
+      .field("functions", ir.coverage.functions);
+  w.end_object();
+
+  w.key("components").begin_array();
+  for (const auto& c : ir.components) {
+    w.begin_object().field("id", c.id).field("name", c.name);
+    string_or_null(w, "qualified_name", c.qualified_name);
+    string_or_null(w, "source", c.source);
+    w.end_object();
+  }
+  w.end_array();
+
+  w.key("modules").begin_array();
+  for (const auto& m : ir.modules) {
+    w.begin_object().field("id", m.id);
+    w.field("name", m.field ? *m.field : last_segment(m.prefix));
+    w.field("type", m.type_name).field("prefix", m.prefix);
+    opt_string(w, "parent", m.parent);
+    w.field("component", m.component);
+    opt_string(w, "repeat", m.repeat);
+    opt_string(w, "qualified_type", m.qualified_type);
+    string_or_null(w, "builder_root", m.builder_root);
+    string_or_null(w, "source", m.source);
+    w.field("confidence", ir::to_string(m.confidence));
+    if (m.confidence == ir::Confidence::conditional) w.field("conditional", true);
+    w.end_object();
+  }
+  w.end_array();
+
+  w.key("parameters").begin_array();
+  bool any_checkpoint = false;
+  for (const auto& p : ir.parameters) {
+    any_checkpoint = any_checkpoint || p.checkpoint_shape.has_value();
+    w.begin_object().field("id", p.id).field("key", p.key);
+    opt_string(w, "module", p.module);
+    u64_list(w, "shape", p.shape);
+    w.key("symbolic_shape");
+    if (p.symbolic_shape) {
+      w.begin_array();
+      for (const auto& d : *p.symbolic_shape)
+        w.value(d);
+      w.end_array();
+    } else {
+      w.null();
+    }
+    opt_string(w, "dtype", p.checkpoint_dtype);
+    w.field("role", ir::to_string(p.role));
+    string_or_null(w, "kind", p.kind);
+    w.field("confidence", ir::to_string(p.confidence));
+    opt_string(w, "reason", p.reason);
+    u64_list(w, "checkpoint_shape", p.checkpoint_shape);
+    string_or_null(w, "source", p.source);
+    if (p.role == ir::ParameterRole::conditional || p.confidence == ir::Confidence::conditional) {
+      w.field("conditional", true);
+    }
+    w.end_object();
+  }
+  w.end_array();
+
+  w.key("functions").begin_array();
+  for (const auto& f : ir.functions) {
+    w.begin_object()
+        .field("id", f.id)
+        .field("name", f.qualified_name.empty() ? f.name : f.qualified_name)
+        .field("entrypoint", f.is_entrypoint);
+    string_or_null(w, "source", f.source);
+    w.end_object();
+  }
+  w.end_array();
+
+  w.key("tensors").begin_array();
+  for (const auto& t : ir.tensors) {
+    w.begin_object().field("id", t.id).field("name", t.name);
+    tensor_shape(w, t.shape);
+    w.key("dtype");
+    if (t.dtype.empty() || t.dtype == "Unknown") {
+      w.null();
+    } else {
+      w.value(t.dtype);
+    }
+    w.field("role", ir::to_string(t.role));
+    w.key("requires_grad");
+    if (t.requires_grad) {
+      w.value(*t.requires_grad);
+    } else {
+      w.null();
+    }
+    opt_string(w, "parameter", t.parameter);
+    if (severed.count(t.id) != 0) w.field("grad", "severed");
+    w.end_object();
+  }
+  w.end_array();
+
+  w.key("operations").begin_array();
+  for (const auto& op : ir.operations) {
+    const auto fn = functions.find(op.function);
+    w.begin_object().field("id", op.id).field("op", op.name);
+    opt_string(w, "name", op.qualified_name);
+    w.field("module", group_path(fn == functions.end() ? nullptr : fn->second));
+    w.field("function", op.function);
+    w.key("phases").begin_array();
+    if (op.execution_phase) w.value(ir::to_string(*op.execution_phase));
+    w.end_array();
+    string_list(w, "inputs", op.inputs);
+    w.key("outputs").begin_array();
+    if (!op.output.empty()) w.value(op.output);
+    w.end_array();
+    string_or_null(w, "source", op.source);
+    string_or_null(w, "dtype_rule", op.dtype_rule);
+    string_or_null(w, "gradient_rule", op.gradient_rule);
+    string_or_null(w, "shape_rule", op.shape_rule);
+    string_or_null(w, "device_rule", op.device_rule);
+    string_or_null(w, "domain_rule", op.domain_rule);
+    w.key("timing");
+    if (op.timing) {
+      w.begin_object();
+      stats(w, op.timing->stats);
+      w.key("by_phase").begin_object();
+      for (const auto& [phase, s] : op.timing->by_phase)
+        w.field(phase, s.total_ns);
+      w.end_object().end_object();
+    } else {
+      w.null();
+    }
+    w.end_object();
+  }
+  w.end_array();
+
+  w.key("findings").begin_array();
+  for (const auto& f : ir.findings) {
+    w.begin_object()
+        .field("id", f.id)
+        .field("rule", f.rule)
+        .field("severity", ir::to_string(f.severity))
+        .field("confidence", ir::to_string(f.confidence))
+        .field("message", f.message);
+    opt_string(w, "source", f.source);
+    string_list(w, "related", f.related);
+    w.end_object();
+  }
+  w.end_array();
+
+  w.key("runtime");
+  if (ir.runtime) {
+    const auto& r = *ir.runtime;
+    w.begin_object()
+        .field("trace_schema", r.trace_schema)
+        .field("operation_observations", r.operation_observations)
+        .field("tensor_observations", r.tensor_observations)
+        .field("missing_gradients", r.missing_gradients)
+        .field("non_finite_gradients", r.non_finite_gradients);
+    opt_string(w, "entrypoint", r.entrypoint);
+    w.end_object();
+  } else {
+    w.null();
+  }
+
+  // Until the verification report lands in the IR, the checkpoint view is derived from the
+  // parameters' checkpoint shapes: present = matched or shape mismatch, absent = missing.
+  w.key("checkpoint");
+  if (any_checkpoint) {
+    w.begin_object().key("entries").begin_array();
+    for (const auto& p : ir.parameters) {
+      std::string_view status = "missing";
+      if (p.checkpoint_shape)
+        status = p.shape && *p.shape != *p.checkpoint_shape ? "shape_mismatch" : "matched";
+      w.begin_object().field("key", p.key).field("status", status);
+      u64_list(w, "expected", p.shape);
+      u64_list(w, "actual", p.checkpoint_shape);
+      opt_string(w, "dtype", p.checkpoint_dtype);
+      w.end_object();
+    }
+    w.end_array().end_object();
+  } else {
+    w.null();
+  }
+  w.end_object();
+  return w.take();
+}
+
+std::string render_viewer_html(const ir::ModelIr& ir, const ViewerOptions& options) {
+  ViewerOptions opts = options;
+  if (opts.title.empty() && ir.cargo) opts.title = ir.cargo->package_name;
+  return render_viewer_html_from_payload(project_payload(ir), opts);
+}
+
+}  // namespace cg::viewer

@@ -1,0 +1,143 @@
+#include "viewer/payload.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <fstream>
+#include <string>
+
+namespace {
+
+using ::testing::HasSubstr;
+namespace ir = cg::ir;
+
+// A two-op model: a linear layer inside a repeated block, whose output is detached.
+ir::ModelIr tiny_ir() {
+  ir::ModelIr m;
+  m.analysis_id = "a1";
+  m.cargo = ir::CargoSummary{};
+  m.cargo->package_name = "tiny</script><img src=x onerror=alert(1)>";
+  ir::Component c;
+  c.id = "c";
+  c.name = "Model";
+  m.components.push_back(c);
+  ir::Module root;
+  root.id = "m0";
+  root.component = "c";
+  root.type_name = "Model";
+  root.prefix = "model";
+  ir::Module proj = root;
+  proj.id = "m1";
+  proj.parent = "m0";
+  proj.type_name = "Linear";
+  proj.field = "proj";
+  proj.prefix = "model.layers.{i}.proj";
+  proj.repeat = "i in 0..32";
+  proj.confidence = ir::Confidence::conditional;
+  m.modules = {root, proj};
+  ir::Parameter w;
+  w.id = "p0";
+  w.key = "model.layers.{i}.proj.weight";
+  w.module = "m1";
+  w.shape = std::vector<std::uint64_t>{8, 4};
+  w.checkpoint_shape = std::vector<std::uint64_t>{8, 5};
+  ir::Parameter b = w;
+  b.id = "p1";
+  b.key = "model.layers.{i}.proj.bias";
+  b.shape.reset();
+  b.checkpoint_shape.reset();
+  b.symbolic_shape = std::vector<std::string>{"hidden"};
+  m.parameters = {w, b};
+  ir::Function f;
+  f.id = "f";
+  f.name = "forward";
+  f.qualified_name = "tiny::Proj::forward";
+  f.is_entrypoint = true;
+  m.functions.push_back(f);
+  ir::Tensor x;
+  x.id = "t0";
+  x.name = "x";
+  ir::Dimension two;
+  two.expr = "2";
+  ir::Dimension seq;
+  seq.expr = "seq";
+  x.shape.dimensions = {two, seq};
+  x.dtype = "F32";
+  ir::Tensor y;
+  y.id = "t1";
+  y.name = "y";
+  m.tensors = {x, y};
+  ir::Operation op;
+  op.id = "o0";
+  op.function = "f";
+  op.name = "detach";
+  op.inputs = {"t0"};
+  op.output = "t1";
+  op.gradient_rule = "Severs";
+  op.execution_phase = ir::ExecutionPhase::train;
+  op.timing = ir::OperationTiming{};
+  op.timing->stats.samples = 3;
+  op.timing->stats.total_ns = 300;
+  m.operations.push_back(op);
+  ir::Finding fi;
+  fi.id = "F";
+  fi.rule = "grad.severed";
+  fi.severity = ir::Severity::warning;
+  fi.message = "detached <b>here</b>";
+  fi.related = {"o0"};
+  m.findings.push_back(fi);
+  return m;
+}
+
+TEST(ViewerPayload, CarriesWhatTheViewsNeed) {
+  const std::string json = cg::viewer::project_payload(tiny_ir());
+  simdjson::dom::parser parser;
+  const simdjson::dom::element doc = parser.parse(json);
+  EXPECT_EQ(std::string_view(doc["schema"]), "candle-graph/viewer/1");
+  const auto mod = doc["modules"].at(1);
+  EXPECT_EQ(std::string_view(mod["name"]), "proj");
+  EXPECT_EQ(std::string_view(mod["repeat"]), "i in 0..32");
+  EXPECT_TRUE(bool(mod["conditional"]));
+  // Unknown shape stays null (never []), the symbolic one is kept.
+  const auto bias = doc["parameters"].at(1);
+  EXPECT_TRUE(bias["shape"].is_null());
+  EXPECT_EQ(std::string_view(bias["symbolic_shape"].at(0)), "hidden");
+  // Literal dims are numbers, symbolic ones text; "Unknown" dtype is null.
+  EXPECT_EQ(uint64_t(doc["tensors"].at(0)["shape"].at(0)), 2U);
+  EXPECT_EQ(std::string_view(doc["tensors"].at(0)["shape"].at(1)), "seq");
+  EXPECT_TRUE(doc["tensors"].at(1)["dtype"].is_null());
+  // A "Severs" gradient rule marks the op's output edge.
+  EXPECT_EQ(std::string_view(doc["tensors"].at(1)["grad"]), "severed");
+  const auto op = doc["operations"].at(0);
+  EXPECT_EQ(std::string_view(op["module"]), "tiny.Proj.forward");
+  EXPECT_EQ(std::string_view(op["phases"].at(0)), "train");
+  EXPECT_EQ(uint64_t(op["timing"]["total_ns"]), 300U);
+  EXPECT_EQ(std::string_view(op["outputs"].at(0)), "t1");
+  // Checkpoint view: a present but different shape is a mismatch, an absent one is missing.
+  EXPECT_EQ(std::string_view(doc["checkpoint"]["entries"].at(0)["status"]), "shape_mismatch");
+  EXPECT_EQ(std::string_view(doc["checkpoint"]["entries"].at(1)["status"]), "missing");
+  EXPECT_EQ(std::string_view(doc["findings"].at(0)["related"].at(0)), "o0");
+}
+
+TEST(ViewerPayload, NoCheckpointMeansNoCheckpointView) {
+  auto m = tiny_ir();
+  for (auto& p : m.parameters)
+    p.checkpoint_shape.reset();
+  simdjson::dom::parser parser;
+  const std::string json = cg::viewer::project_payload(m);
+  EXPECT_TRUE(parser.parse(json)["checkpoint"].is_null());
+}
+
+TEST(ViewerPayload, PageEmbedsTheEscapedPayload) {
+  if (!cg::viewer::viewer_bundled()) GTEST_SKIP() << "viewer bundle not built";
+  const auto m = tiny_ir();
+  const std::string html = cg::viewer::render_viewer_html(m, {});
+  EXPECT_THAT(html, HasSubstr(cg::viewer::escape_payload_json(cg::viewer::project_payload(m))));
+  EXPECT_THAT(html, HasSubstr("<title>tiny&lt;/script&gt;&lt;img"));
+  EXPECT_THAT(html, ::testing::Not(HasSubstr("<img src=x")));
+  // Kept as an artifact: the browser test opens it when present (an IR-made page, not a fixture).
+  std::ofstream(std::string(CG_BINARY_DIR) + "/viewer-tiny-ir.html", std::ios::binary) << html;
+}
+
+}  // namespace
