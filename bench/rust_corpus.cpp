@@ -32,6 +32,18 @@ int main(int argc, char** argv) {
       for (const auto& d : c.diagnostics())
         ++rules[d.rule];
       auto unresolved = c.unresolved_imports();
+      std::size_t impl_unresolved = 0;
+      for (const auto& im : c.impls()) {
+        bool found = false;
+        for (const auto& k : c.resolve(im.module, im.self_base))
+          found |= k.kind == cg::rust::Candidate::Kind::Item;
+        if (!found) {
+          if (impl_unresolved++ < 10)
+            std::printf("  impl for unresolved type %s in %s:%u\n", im.self_type.c_str(),
+                        c.files()[im.file]->path().c_str(), im.line);
+        }
+      }
+      std::printf("  impls whose self type is not a crate item: %zu\n", impl_unresolved);
       std::printf(
           "%s: files %zu, modules %zu, items %zu, impls %zu, uses %zu, unresolved imports %zu\n",
           dir.filename().string().c_str(), c.files().size(), c.modules().size(), c.items().size(),

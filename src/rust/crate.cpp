@@ -679,6 +679,19 @@ std::vector<Candidate> Crate::resolve(const std::string& module, const std::stri
   return resolve_segments(module, split_path(path), 0);
 }
 
+std::vector<Candidate> Crate::resolve_in(std::size_t fn_item, const std::string& path) const {
+  const Item& fn = items_[fn_item];
+  auto segs = split_path(path);
+  if (!segs.empty() && segs[0] == "Self" && fn.impl >= 0) {
+    const Impl& im = impls_[static_cast<std::size_t>(fn.impl)];
+    auto base = split_path(im.self_base);
+    segs.erase(segs.begin());
+    segs.insert(segs.begin(), base.begin(), base.end());
+    return resolve_segments(im.module, segs, 0);
+  }
+  return resolve_segments(fn.module, segs, 0);
+}
+
 std::vector<std::size_t> Crate::methods(std::size_t type_item, const std::string& name) const {
   std::vector<std::size_t> inherent, traits;
   auto it = impls_by_type_.find(type_item);

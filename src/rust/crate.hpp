@@ -42,7 +42,18 @@ struct Module {
   CfgInfo cfg;
 };
 
-enum class ItemKind { Module, Struct, Enum, Trait, Function, Method, Const, Static, TypeAlias, Macro };
+enum class ItemKind {
+  Module,
+  Struct,
+  Enum,
+  Trait,
+  Function,
+  Method,
+  Const,
+  Static,
+  TypeAlias,
+  Macro
+};
 
 enum class Container { None, Option, Vec, Box, Arc, Rc, Ref, RefMut, Other };
 
@@ -128,6 +139,8 @@ class Crate {
 
   // Resolves `path` (`a::b::C`, `Self::new`, `super::x`) as written in module `module`.
   std::vector<Candidate> resolve(const std::string& module, const std::string& path) const;
+  // Resolves `path` as written inside function `fn_item`: `Self` names the impl's type.
+  std::vector<Candidate> resolve_in(std::size_t fn_item, const std::string& path) const;
   // Methods named `name` on the struct/enum item `type_item`; inherent ones when any exist.
   std::vector<std::size_t> methods(std::size_t type_item, const std::string& name) const;
   // The type of `self.field` or of a simple local, as seen inside function `fn_item`.

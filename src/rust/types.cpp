@@ -48,6 +48,9 @@ PeeledType peel_type(std::string_view text) {
     }
     if (s.substr(0, 4) == "dyn ") s = trim(s.substr(4));
     if (s.substr(0, 5) == "impl ") s = trim(s.substr(5));
+    // `dyn Trait + Send + '_`: the first bound names the type.
+    if (auto plus = s.find('+'); plus != std::string_view::npos && s.find('<') > plus)
+      s = trim(s.substr(0, plus));
     auto lt = s.find('<');
     std::string_view path = trim(lt == std::string_view::npos ? s : s.substr(0, lt));
     auto colon = path.rfind("::");

@@ -158,6 +158,8 @@ TEST(CrateResolve, ReceiverTypesThroughFieldsAndLocals) {
   EXPECT_THAT(describe(c, c.receiver_type(run[0], "b")), ::testing::ElementsAre("item Block []"));
   EXPECT_THAT(describe(c, c.receiver_type(run[0], "h")),
               ::testing::ElementsAre("item c::Helper []"));
+  EXPECT_THAT(describe(c, c.resolve_in(run[0], "Self::run")),
+              ::testing::ElementsAre("item Model::run []"));
   EXPECT_THAT(describe(c, c.receiver_type(run[0], "x")),
               ::testing::ElementsAre("external candle_core::Tensor"));
 }
@@ -187,6 +189,7 @@ TEST(PeelType, WrappersAndReferences) {
   EXPECT_EQ(peel_type("&'a mut Vec<Block<B>>").container, Container::RefMut);
   EXPECT_EQ(peel_type("&'a mut Vec<Block<B>>").base, "Block");
   EXPECT_EQ(peel_type("HashMap<String, Tensor>").base, "HashMap");
+  EXPECT_EQ(peel_type("Box<dyn SimpleBackend + '_>").base, "SimpleBackend");
 }
 
 TEST(CrateBadInput, PathCycleIsReportedNotFollowed) {
