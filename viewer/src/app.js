@@ -325,7 +325,8 @@
     for (;;) {
       frontier.sort(function (a, b) { return b.nOps - a.nOps; });
       // The open box stays on screen, so it counts too; one-op wrappers are not worth opening.
-      var g0 = frontier.find(function (g) { var n = g.kids.length + g.ops.length; return n > 1 && shown + n <= 24; });
+      // A wrapper around a single group costs nothing to open; so does everything in a tiny graph.
+      var g0 = frontier.find(function (g) { var n = g.kids.length + g.ops.length; return (n > 1 || g.kids.length === 1 || root.nOps <= 24) && shown + n <= 24; });
       if (!g0) break;
       expanded[g0.id] = true; shown += g0.kids.length + g0.ops.length;
       frontier.splice(frontier.indexOf(g0), 1); frontier = frontier.concat(g0.kids);
