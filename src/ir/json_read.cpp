@@ -13,9 +13,14 @@ namespace {
 namespace dom = simdjson::dom;
 constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 
+// A value and where it sits. The JSON pointer is only spelled out when an error needs it, so the
+// happy path allocates nothing for locations. Parents always outlive children (recursive descent).
 struct Node {
   dom::element e;
-  std::string ptr;  // JSON pointer, "" for the root
+  const Node* parent = nullptr;
+  std::string_view key;   // member name, when the parent is an object
+  std::size_t index = 0;  // element index, when the parent is an array
+  bool in_array = false;
 };
 
 std::string pointer_token(std::string_view key) {
@@ -30,6 +35,12 @@ std::string pointer_token(std::string_view key) {
     }
   }
   return out;
+}
+
+std::string pointer_of(const Node& n) {
+  if (n.parent == nullptr) return "";
+  return pointer_of(*n.parent) + "/" +
+         (n.in_array ? std::to_string(n.index) : pointer_token(n.key));
 }
 
 std::string_view type_name(const dom::element& e) {
@@ -64,7 +75,7 @@ class Reader {
     throw InputError(origin_, (ptr.empty() ? std::string("/") : ptr) + ": " + message);
   }
   [[noreturn]] void expected(const Node& n, std::string_view what) const {
-    fail(n.ptr, "expected " + std::string(what) + ", found " + std::string(type_name(n.e)));
+    fail(pointer_of(n), "expected " + std::string(what) + ", found " + std::string(type_name(n.e)));
   }
 
   dom::object object(const Node& n) const {
@@ -75,9 +86,10 @@ class Reader {
   Node at(const Node& obj, std::string_view key) const {
     dom::object o = object(obj);
     dom::element e;
-    std::string ptr = obj.ptr + "/" + pointer_token(key);
-    if (o.at_key(key).get(e)) fail(ptr, "missing required field");
-    return {e, std::move(ptr)};
+    if (o.at_key(key).get(e)) {
+      fail(pointer_of(obj) + "/" + pointer_token(key), "missing required field");
+    }
+    return Node{e, &obj, key, 0, false};
   }
   std::string str(const Node& n) const {
     std::string_view s;
@@ -103,7 +115,7 @@ class Reader {
       if (!names.empty()) names += " | ";
       names += name;
     }
-    fail(n.ptr, "expected one of " + names + ", found \"" + s + "\"");
+    fail(pointer_of(n), "expected one of " + names + ", found \"" + s + "\"");
   }
   template <typename F>
   void each(const Node& n, F f) const {
@@ -111,12 +123,12 @@ class Reader {
     if (n.e.get_array().get(a)) expected(n, "array");
     std::size_t i = 0;
     for (dom::element e : a)
-      f(Node{e, n.ptr + "/" + std::to_string(i++)});
+      f(Node{e, &n, {}, i++, true});
   }
   template <typename F>
   void each_member(const Node& n, F f) const {
     for (dom::key_value_pair kv : object(n)) {
-      f(std::string(kv.key), Node{kv.value, n.ptr + "/" + pointer_token(kv.key)});
+      f(std::string(kv.key), Node{kv.value, &n, kv.key, 0, false});
     }
   }
 
@@ -324,7 +336,8 @@ DeviceFact device(const Reader& r, const Node& n) {
   if (n.e.is_string()) {
     d.kind = r.enumeration<DeviceKind>(n);
     if (d.kind == DeviceKind::cuda || d.kind == DeviceKind::same_as) {
-      r.fail(n.ptr, "expected cpu | metal | unknown or an object, found \"" + r.str(n) + "\"");
+      r.fail(pointer_of(n),
+             "expected cpu | metal | unknown or an object, found \"" + r.str(n) + "\"");
     }
     return d;
   }
@@ -332,12 +345,12 @@ DeviceFact device(const Reader& r, const Node& n) {
   dom::element e;
   if (!o.at_key("cuda").get(e)) {
     d.kind = DeviceKind::cuda;
-    d.ordinal = r.ou(Node{e, n.ptr + "/cuda"}, "ordinal");
+    d.ordinal = r.ou(Node{e, &n, "cuda", 0, false}, "ordinal");
   } else if (!o.at_key("same_as").get(e)) {
     d.kind = DeviceKind::same_as;
-    d.same_as = r.str(Node{e, n.ptr + "/same_as"});
+    d.same_as = r.str(Node{e, &n, "same_as", 0, false});
   } else {
-    r.fail(n.ptr, "expected an object with \"cuda\" or \"same_as\"");
+    r.fail(pointer_of(n), "expected an object with \"cuda\" or \"same_as\"");
   }
   return d;
 }
@@ -346,7 +359,8 @@ LayoutFact layout(const Reader& r, const Node& n) {
   LayoutFact l;
   if (n.e.is_string()) {
     l.kind = r.enumeration<LayoutKind>(n);
-    if (l.kind == LayoutKind::same_as) r.fail(n.ptr, "expected {\"same_as\": ...}, found string");
+    if (l.kind == LayoutKind::same_as)
+      r.fail(pointer_of(n), "expected {\"same_as\": ...}, found string");
     return l;
   }
   l.kind = LayoutKind::same_as;
@@ -454,7 +468,7 @@ ModelIr parse_model_ir(std::string_view json, std::string_view origin) {
     throw InputError(where, std::string("not valid JSON (") + simdjson::error_message(err) + ")");
   }
   Reader r(origin);
-  Node doc{root, ""};
+  Node doc{root, nullptr, {}, 0, false};
   r.object(doc);
   std::string schema = r.s(doc, "schema");
   if (schema != kModelSchema) {
