@@ -110,6 +110,27 @@ TEST(ModelJson, TruncatedDocumentErrorsCleanly) {
   }
 }
 
+TEST(ModelJson, PointerEscapesKeysAndChecksTaggedFacts) {
+  ModelIr ir = testing::sample_model();
+  ir.operations[0].timing->by_phase["a/b~c"] = testing::timing(1);
+  std::string text = write_model_ir(ir);
+  EXPECT_EQ(parse_model_ir(text, "m"), ir);
+  text = replace_once(text, "\"a/b~c\": {\n            \"samples\": 1",
+                      "\"a/b~c\": {\n            \"samples\": true");
+  EXPECT_EQ(error_of(text),
+            "model.json: /operations/0/timing/by_phase/a~1b~0c/samples: expected unsigned "
+            "integer, found boolean");
+  const std::string good = write_model_ir(testing::sample_model());
+  EXPECT_EQ(error_of(replace_once(good, "\"device\": \"cpu\"", "\"device\": \"cuda\"")),
+            "model.json: /tensors/4/device: expected cpu | metal | unknown or an object, found "
+            "\"cuda\"");
+}
+
+TEST(ModelJson, DeepNestingIsRefusedNotCrashed) {
+  std::string deep = "{\"schema\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_EQ(error_of(deep).rfind("model.json: not valid JSON", 0), 0u) << error_of(deep);
+}
+
 TEST(ModelJson, ReadsFileAndNamesMissingFile) {
   const auto dir = std::filesystem::temp_directory_path() / "cg_ir_json_test";
   std::filesystem::create_directories(dir);
