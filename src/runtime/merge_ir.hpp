@@ -1,0 +1,36 @@
+#pragma once
+// Applies a merge plan (merge_plan.hpp) to the model IR: operation timings, tensor refinement,
+// parameter gradient evidence, findings and the RuntimeSummary (spec §2 with its fixes).
+#include <vector>
+
+#include "ir/model.hpp"
+#include "runtime/merge_plan.hpp"
+
+namespace cg::runtime {
+
+// The IR as the merge sees it. Module roll-up: an operation belongs to its function's owner type.
+class IrStaticModel : public StaticModel {
+ public:
+  explicit IrStaticModel(const ir::ModelIr& ir);
+  bool has_operation(std::string_view id) const override;
+  bool has_tensor(std::string_view id) const override;
+  std::vector<std::string> parameters_for(std::string_view root,
+                                          std::string_view key) const override;
+  std::optional<std::string> module_of_operation(std::string_view id) const override;
+
+ private:
+  StringMap<std::optional<std::string>> operations_;  // id → owner type
+  StringMap<bool> tensors_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> parameters_;
+};
+
+// analysis_id of the IR and the cargo build id when there is a cargo context (§2.1).
+Identity expected_identity(const ir::ModelIr& ir);
+
+// Merges `traces` into `ir` (then normalizes it) and returns the plan that was applied.
+MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces);
+
+// `query profile` data from an IR that already carries timings.
+ProfileReport profile_report(const ir::ModelIr& ir);
+
+}  // namespace cg::runtime
