@@ -49,13 +49,14 @@ std::uint64_t read_le64(std::string_view bytes) {
 // One entry of the header object, checked against the rules that concern it alone.
 TensorEntry parse_entry(std::string_view origin, std::string_view name, dom::element value,
                         std::uint64_t data_bytes, const HeaderLimits& limits) {
-  const std::string who = tensor_label(name);
+  // Messages are built only on failure: the happy path allocates just the entry itself.
+  const auto who = [name] { return tensor_label(name); };
   if (name.size() > limits.max_name_bytes) {
     fail(origin, "tensor name of " + std::to_string(name.size()) + " bytes exceeds the limit of " +
                      std::to_string(limits.max_name_bytes));
   }
   dom::object obj;
-  if (value.get_object().get(obj)) fail(origin, who + ": expected an object");
+  if (value.get_object().get(obj)) fail(origin, who() + ": expected an object");
   TensorEntry t;
   t.name = std::string(name);
   bool have_dtype = false, have_shape = false, have_offsets = false;
@@ -64,56 +65,57 @@ TensorEntry parse_entry(std::string_view origin, std::string_view name, dom::ele
     const std::string_view k = field.key;
     if (k == "dtype") {
       std::string_view d;
-      if (field.value.get_string().get(d)) fail(origin, who + ": dtype must be a string");
-      if (!dtype_info(d)) fail(origin, who + ": unknown dtype \"" + std::string(d) + "\"");
+      if (field.value.get_string().get(d)) fail(origin, who() + ": dtype must be a string");
+      if (!dtype_info(d)) fail(origin, who() + ": unknown dtype \"" + std::string(d) + "\"");
       t.dtype = std::string(d);
       have_dtype = true;
     } else if (k == "shape") {
       dom::array arr;
-      if (field.value.get_array().get(arr)) fail(origin, who + ": shape must be an array");
+      if (field.value.get_array().get(arr)) fail(origin, who() + ": shape must be an array");
       for (auto dim : arr) {
         if (t.shape.size() == limits.max_dims) {
           fail(origin,
-               who + ": shape has more than " + std::to_string(limits.max_dims) + " dimensions");
+               who() + ": shape has more than " + std::to_string(limits.max_dims) + " dimensions");
         }
         std::uint64_t n = 0;
         if (dim.get_uint64().get(n)) {
-          fail(origin, who + ": shape entries must be non-negative integers");
+          fail(origin, who() + ": shape entries must be non-negative integers");
         }
         t.shape.push_back(n);
       }
       have_shape = true;
     } else if (k == "data_offsets") {
       if (field.value.get_array().get(offsets)) {
-        fail(origin, who + ": data_offsets must be an array [begin, end]");
+        fail(origin, who() + ": data_offsets must be an array [begin, end]");
       }
       have_offsets = true;
     } else {
-      fail(origin, who + ": unexpected field \"" + std::string(k) + "\"");
+      fail(origin, who() + ": unexpected field \"" + std::string(k) + "\"");
     }
   }
-  if (!have_dtype) fail(origin, who + ": missing dtype");
-  if (!have_shape) fail(origin, who + ": missing shape");
-  if (!have_offsets) fail(origin, who + ": missing data_offsets");
+  if (!have_dtype) fail(origin, who() + ": missing dtype");
+  if (!have_shape) fail(origin, who() + ": missing shape");
+  if (!have_offsets) fail(origin, who() + ": missing data_offsets");
   std::vector<std::uint64_t> off;
   for (auto o : offsets) {
     std::uint64_t n = 0;
     if (off.size() == 2 || o.get_uint64().get(n)) {
-      fail(origin, who + ": data_offsets must be two non-negative integers [begin, end]");
+      fail(origin, who() + ": data_offsets must be two non-negative integers [begin, end]");
     }
     off.push_back(n);
   }
   if (off.size() != 2) {
-    fail(origin, who + ": data_offsets must be two non-negative integers [begin, end]");
+    fail(origin, who() + ": data_offsets must be two non-negative integers [begin, end]");
   }
   t.begin = off[0];
   t.end = off[1];
-  const std::string span =
-      "data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")";
-  if (t.end < t.begin) fail(origin, who + ": " + span + " ends before it begins");
+  const auto span = [&t] {
+    return "data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")";
+  };
+  if (t.end < t.begin) fail(origin, who() + ": " + span() + " ends before it begins");
   if (t.end > data_bytes) {
-    fail(origin, who + ": " + span + " exceeds the data section of " + std::to_string(data_bytes) +
-                     " bytes");
+    fail(origin, who() + ": " + span() + " exceeds the data section of " +
+                     std::to_string(data_bytes) + " bytes");
   }
   // Size in bits with overflow checks: a shape whose product overflows cannot fit any file.
   std::uint64_t bits = dtype_info(t.dtype)->bits;
@@ -128,15 +130,16 @@ TensorEntry parse_entry(std::string_view origin, std::string_view name, dom::ele
   for (std::uint64_t d : t.shape) {
     if (d == 0) overflow = false, bits = 0;  // any zero dimension makes the tensor empty
   }
-  const std::string need = "shape " + shape_text(t.shape) + " of " + t.dtype + " needs ";
-  if (overflow) fail(origin, who + ": " + need + "more bytes than any file holds");
+  const auto need = [&t] { return "shape " + shape_text(t.shape) + " of " + t.dtype + " needs "; };
+  if (overflow) fail(origin, who() + ": " + need() + "more bytes than any file holds");
   if (bits % 8 != 0) {
-    fail(origin, who + ": " + need + std::to_string(bits) + " bits, not a whole number of bytes");
+    fail(origin,
+         who() + ": " + need() + std::to_string(bits) + " bits, not a whole number of bytes");
   }
   const std::uint64_t bytes = bits / 8;
   if (t.end - t.begin != bytes) {
-    fail(origin, who + ": " + span + " hold " + std::to_string(t.end - t.begin) + " bytes but " +
-                     need + std::to_string(bytes));
+    fail(origin, who() + ": " + span() + " hold " + std::to_string(t.end - t.begin) +
+                     " bytes but " + need() + std::to_string(bytes));
   }
   return t;
 }
