@@ -31,7 +31,7 @@ test-tsan: setup
 	@cmake --build --preset tsan -j $(JOBS) --target test_profile
 	@ctest --preset tsan -j $(JOBS)
 
-test: format-check test-unit test-sanitize
+test: format-check test-unit test-sanitize test-tsan
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-10} bash scripts/fuzz.sh
 	@echo "make test: all suites passed"
 
