@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make fuzz`: build every libFuzzer target (clang, ASan+UBSan) and run each for a bounded time
-# from its committed seed corpus (fuzz/corpus/<name>/). Fails on any crash, leak, timeout or
+# from its committed seed corpus (fuzz/corpus/<name>/ and the files fuzz/<name>.seeds names). Fails on any crash, leak, timeout or
 # sanitizer report. Crashers are left in build/asan/fuzz-artifacts/ — keep each as a regression test.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,6 +17,10 @@ for f in "$bin"/fuzz_*; do
   name="${f##*/fuzz_}"
   work="build/asan/fuzz-corpus/$name"; mkdir -p "$work"
   [ -d "fuzz/corpus/$name" ] && cp -n fuzz/corpus/"$name"/* "$work"/ 2>/dev/null || true
+  # fuzz/<name>.seeds lists repository files (globs) to seed from, so real inputs are not copied.
+  if [ -f "fuzz/$name.seeds" ]; then
+    for seed in $(cat "fuzz/$name.seeds"); do cp -n $seed "$work"/ 2>/dev/null || true; done
+  fi
   dict=(); [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
   echo "fuzz: $name for ${seconds}s"
   if ! "$f" "$work" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
