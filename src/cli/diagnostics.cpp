@@ -10,19 +10,8 @@ namespace cg::cli {
 
 namespace {
 
+// rustc's level words; SARIF 2.1.0 uses the same three (error, warning, note).
 std::string_view level_name(Severity s) {
-  switch (s) {
-    case Severity::error:
-      return "error";
-    case Severity::warning:
-      return "warning";
-    case Severity::information:
-      return "note";
-  }
-  return "note";
-}
-
-std::string_view sarif_level(Severity s) {
   switch (s) {
     case Severity::error:
       return "error";
@@ -197,7 +186,7 @@ std::string render_sarif(const std::vector<Diagnostic>& diags, const std::string
     w.begin_object();
     w.field("id", rule);
     w.key("shortDescription").begin_object().field("text", rule).end_object();
-    w.key("defaultConfiguration").begin_object().field("level", sarif_level(severity)).end_object();
+    w.key("defaultConfiguration").begin_object().field("level", level_name(severity)).end_object();
     w.end_object();
   }
   w.end_array();
@@ -209,7 +198,7 @@ std::string render_sarif(const std::vector<Diagnostic>& diags, const std::string
   for (const auto& d : diags) {
     w.begin_object();
     w.field("ruleId", d.rule);
-    w.field("level", sarif_level(d.severity));
+    w.field("level", level_name(d.severity));
     w.key("message").begin_object().field("text", d.message).end_object();
     w.key("locations").begin_array();
     if (!d.file.empty()) {
