@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "analysis/config_values.hpp"
+#include "analysis/dataflow.hpp"
+#include "analysis/inventory.hpp"
 #include "analysis/layer_catalog.hpp"
 #include "analysis/op_catalog.hpp"
 #include "ir/stable_id.hpp"
@@ -87,7 +90,7 @@ Analysis analyze(const CrateOptions& opts, const EvidenceOptions& evidence) {
   a.files = crate.files().size();
   a.items = crate.items().size();
 
-  std::string candle_nn_version;
+  std::string candle_nn_version, candle_core_version;
   if (loaded.cargo) {
     const cargo::CargoContext& c = *loaded.cargo;
     a.package_id = c.package + " " + c.version;
@@ -104,6 +107,7 @@ Analysis analyze(const CrateOptions& opts, const EvidenceOptions& evidence) {
     for (const auto& v : c.candle_versions) {
       s.candle_packages[v.package] = v.version + (v.exact ? "" : " (manifest requirement)");
       if (v.package == "candle-nn" && v.exact) candle_nn_version = v.version;
+      if (v.package == "candle-core" && v.exact) candle_core_version = v.version;
     }
     ir.cargo = std::move(s);
     if (!c.cfgs_from_rustc) {
@@ -171,22 +175,20 @@ Analysis analyze(const CrateOptions& opts, const EvidenceOptions& evidence) {
     ir.functions.push_back(std::move(fn));
   }
 
-  if (!opts.config.empty()) {
-    // Read (and so validate) the config now; binding it needs the parameter inventory.
-    auto values = analysis::read_config_values(opts.config);
-    ir.findings.push_back(
-        make_finding("config-binding", ir::Severity::information, ir::Confidence::proven,
-                     "read " + std::to_string(values.fields.size()) + " fields from " +
-                         fs::path(opts.config).filename().string() +
-                         "; they will bind shapes once the parameter inventory lands",
-                     ""));
-  }
-  ir.findings.push_back(make_finding(
-      "analysis-coverage", ir::Severity::information, ir::Confidence::proven,
-      "this build loads the crate, its Cargo context and its functions; the parameter inventory "
-      "and per-entrypoint dataflow are not implemented yet, so components, modules, parameters, "
-      "tensors and operations are absent rather than empty",
-      ""));
+  std::optional<analysis::ConfigValues> config;
+  if (!opts.config.empty()) config = analysis::read_config_values(opts.config);
+
+  analysis::InventoryOptions inv;
+  inv.candle_nn_version = candle_nn_version;
+  inv.config = config ? &*config : nullptr;
+  inv.root = opts.root;
+  analysis::build_inventory(crate, inv, ir);
+
+  analysis::DataflowOptions df;
+  df.candle_version = candle_core_version;
+  df.config = inv.config;
+  analysis::build_dataflow(crate, df, ir);
+
   if (!evidence.runtime_traces.empty()) {
     runtime::ReadOptions ro;
     ro.lenient = evidence.lenient;

@@ -1,0 +1,23 @@
+#pragma once
+// Tensor contracts and per-entrypoint dataflow (spec reference-static §4.3–4.6, §5): operations
+// with edit-stable ids, tensors with shape/dtype/device facts, gradient state, phases, and the
+// finding passes over them.
+#include <string>
+
+#include "analysis/config_values.hpp"
+#include "ir/model.hpp"
+#include "rust/crate.hpp"
+
+namespace cg::analysis {
+
+struct DataflowOptions {
+  std::string candle_version;            // exact candle-core version; empty when unresolved
+  const ConfigValues* config = nullptr;  // bound config.json, if any
+};
+
+// Runs after ir.functions and the parameter inventory are filled. Adds ir.tensors and
+// ir.operations, completes each Function's calls/tensor inputs/outputs/phases/is_loss, links
+// Parameter::uses, and appends findings.
+void build_dataflow(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir);
+
+}  // namespace cg::analysis
