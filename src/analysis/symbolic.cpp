@@ -142,6 +142,29 @@ struct Evaluator {
     return v.kind == SymValue::Kind::integer ? static_cast<double>(v.integer) : v.real;
   }
 
+  // The text of an operand inside a composed symbolic expression: concrete values print as
+  // values, symbolic ones as their (already composed) text, parenthesized when they are compound
+  // so `a * (b + c)` keeps its meaning.
+  static std::string operand(const SymValue& v, bool wrap_compound) {
+    std::string t = v.concrete() ? v.display() : v.text;
+    if (!wrap_compound) return t;
+    int depth = 0;
+    for (char c : t) {
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      if (c == ')' || c == ']' || c == '}') --depth;
+      if (c == ' ' && depth == 0) return "(" + t + ")";
+    }
+    return t;
+  }
+  // A symbolic result rebuilt from its operands, so a local bound to `cfg.hidden_size` reads as
+  // `cfg.hidden_size` at the use site instead of the local's name.
+  static SymValue composed(const SymValue& a, const std::string& op, const SymValue& b,
+                           std::string reason) {
+    bool tight = op == "*" || op == "/" || op == "%";
+    std::string text = operand(a, tight) + " " + op + " " + operand(b, tight || op == "-");
+    return SymValue::symbolic(std::move(text), std::move(reason));
+  }
+
   SymValue binary(TSNode n, int depth) {
     TSNode l = ts_node_child_by_field_name(n, "left", 4);
     TSNode r = ts_node_child_by_field_name(n, "right", 5);
@@ -154,8 +177,8 @@ struct Evaluator {
     if (op == "&&" && a.kind == SymValue::Kind::boolean && !a.boolean) return a;
     if (op == "||" && a.kind == SymValue::Kind::boolean && a.boolean) return a;
     SymValue b = eval(r, depth + 1);
-    if (!a.concrete()) return unknown(n, a.reason);
-    if (!b.concrete()) return unknown(n, b.reason);
+    if (!a.concrete()) return composed(a, op, b, a.reason);
+    if (!b.concrete()) return composed(a, op, b, b.reason);
     if (op == "&&" || op == "||") {
       if (a.kind != SymValue::Kind::boolean || b.kind != SymValue::Kind::boolean)
         return unknown(n, "`" + op + "` on non-booleans");
@@ -214,8 +237,8 @@ struct Evaluator {
     TSNode ty = ts_node_child_by_field_name(n, "type", 4);
     if (ts_node_is_null(value) || ts_node_is_null(ty)) return unknown(n, "incomplete cast");
     SymValue v = eval(value, depth + 1);
-    if (!v.concrete()) return unknown(n, v.reason);
     std::string t = text(ty);
+    if (!v.concrete()) return SymValue::symbolic(operand(v, true) + " as " + t, v.reason);
     bool to_float = t == "f32" || t == "f64";
     if (!numeric(v)) return unknown(n, "cast of a non-number");
     if (to_float) return SymValue::of_real(as_real(v));
@@ -246,6 +269,12 @@ struct Evaluator {
     std::vector<SymValue> argv;
     for (TSNode a : arg_nodes)
       argv.push_back(eval(a, depth + 1));
+    auto as_text = [&](const SymValue& r, const std::string& reason) {
+      std::string t = operand(r, true) + "." + name + "(";
+      for (std::size_t i = 0; i < argv.size(); ++i)
+        t += (i ? ", " : "") + operand(argv[i], false);
+      return SymValue::symbolic(t + ")", reason);
+    };
     // Option and numeric helpers whose meaning is fixed by std.
     if (name == "unwrap_or" || name == "unwrap_or_else" || name == "unwrap_or_default" ||
         name == "unwrap" || name == "expect" || name == "clone" || name == "min" || name == "max") {
@@ -253,27 +282,32 @@ struct Evaluator {
       if (name == "clone") return r;
       if (name == "unwrap" || name == "expect") {
         if (r.kind == SymValue::Kind::none) return unknown(n, "unwrap of None");
-        return r.concrete() ? r : unknown(n, r.reason);
+        return r.concrete() ? r : SymValue::symbolic(r.text, r.reason);
       }
       if (name == "unwrap_or" && argv.size() == 1) {
-        if (r.kind == SymValue::Kind::none)
-          return argv[0].concrete() ? argv[0] : unknown(n, argv[0].reason);
-        return r.concrete() ? r : unknown(n, r.reason);
+        if (r.kind == SymValue::Kind::none) return argv[0];
+        return r.concrete() ? r : as_text(r, r.reason);
       }
       if (name == "unwrap_or_default") {
         if (r.kind == SymValue::Kind::none) return unknown(n, "default of an unknown type");
-        return r.concrete() ? r : unknown(n, r.reason);
+        return r.concrete() ? r : as_text(r, r.reason);
       }
       if ((name == "min" || name == "max") && argv.size() == 1) {
         if (!r.concrete() || !argv[0].concrete() || !numeric(r) || !numeric(argv[0]))
-          return unknown(n, !r.concrete() ? r.reason : argv[0].reason);
+          return as_text(r, !r.concrete() ? r.reason : argv[0].reason);
         bool take_first =
             name == "min" ? as_real(r) <= as_real(argv[0]) : as_real(r) >= as_real(argv[0]);
         return take_first ? r : argv[0];
       }
     }
     if (auto v = ctx.method(recv, name, argv)) return *v;
-    return unknown(n, "method `" + name + "` not evaluated");
+    SymValue r = eval(recv, depth + 1);
+    std::string call_text = operand(r, true) + "." + name + "(";
+    for (std::size_t i = 0; i < argv.size(); ++i)
+      call_text += (i ? ", " : "") + operand(argv[i], false);
+    call_text += ")";
+    return SymValue::symbolic(std::move(call_text),
+                              r.concrete() ? "method `" + name + "` not evaluated" : r.reason);
   }
 
   SymValue eval(TSNode n, int depth) {

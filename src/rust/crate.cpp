@@ -548,11 +548,28 @@ Crate Crate::load(const fs::path& crate_dir, const fs::path& root_file,
                   const cargo::CargoContext* ctx, const CfgSet& cfg, int threads) {
   Crate c;
   c.ctx_ = ctx;
+  c.cfg_ = cfg;
   std::error_code ec;
   fs::path dir = fs::weakly_canonical(crate_dir, ec);
   fs::path root = fs::weakly_canonical(root_file, ec);
   CrateBuilder(c, dir, cfg).run(root, threads);
   return c;
+}
+
+Tri Crate::attributes_active(std::size_t file, TSNode node) const {
+  std::vector<std::string> preds;
+  for (TSNode a = ts_node_prev_named_sibling(node);
+       !ts_node_is_null(a) && std::strcmp(ts_node_type(a), "attribute_item") == 0;
+       a = ts_node_prev_named_sibling(a)) {
+    TSNode attr = ts_node_named_child(a, 0);
+    if (ts_node_is_null(attr)) continue;
+    std::string t = node_text(file, attr);
+    if (t.rfind("cfg", 0) != 0 || t.rfind("cfg_attr", 0) == 0) continue;
+    auto open = t.find('('), close = t.rfind(')');
+    if (open != std::string::npos && close != std::string::npos && close > open)
+      preds.push_back(normalize_cfg(std::string_view(t).substr(open + 1, close - open - 1)));
+  }
+  return cfg_.eval_all(preds);
 }
 
 std::string Crate::node_text(std::size_t file, TSNode n) const {

@@ -149,6 +149,11 @@ class Crate {
   std::vector<std::size_t> unresolved_imports() const;
 
   std::string node_text(std::size_t file, TSNode n) const;
+  // The `#[cfg(..)]` attributes written directly before `node` (a statement, field or arm),
+  // evaluated under the crate's cfg: False when any is inactive, Unknown when one is not
+  // understood, True otherwise (also with no attributes).
+  Tri attributes_active(std::size_t file, TSNode node) const;
+  const CfgSet& cfg_set() const { return cfg_; }
 
  private:
   friend class CrateBuilder;
@@ -165,6 +170,7 @@ class Crate {
   std::vector<UseBinding> uses_;
   std::vector<Diagnostic> diags_;
   const cargo::CargoContext* ctx_ = nullptr;
+  CfgSet cfg_;
   std::unordered_map<std::string, std::vector<std::size_t>> by_scope_;  // module + '\n' + name
   std::unordered_map<std::string, std::vector<std::size_t>> uses_by_scope_;
   std::unordered_map<std::string, std::vector<std::size_t>> globs_by_module_;

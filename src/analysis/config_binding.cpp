@@ -1,0 +1,343 @@
+#include "analysis/config_binding.hpp"
+
+#include <cstring>
+
+namespace cg::analysis {
+namespace {
+
+std::string_view kind_of(TSNode n) {
+  return ts_node_type(n);
+}
+TSNode field_of(TSNode n, const char* f) {
+  return ts_node_child_by_field_name(n, f, static_cast<std::uint32_t>(std::strlen(f)));
+}
+
+// `&'a mut crate::Config` -> `crate::Config`; `Arc<Config>` -> `Config`.
+std::string peel_type(std::string t) {
+  auto trim = [](std::string s) {
+    std::size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  };
+  t = trim(t);
+  while (!t.empty()) {
+    if (t[0] == '&') {
+      t = trim(t.substr(1));
+      if (!t.empty() && t[0] == '\'') {
+        auto sp = t.find(' ');
+        t = sp == std::string::npos ? "" : trim(t.substr(sp));
+      }
+      if (t.rfind("mut ", 0) == 0) t = trim(t.substr(4));
+      continue;
+    }
+    bool peeled = false;
+    for (const char* w : {"Arc<", "Rc<", "Box<", "std::sync::Arc<", "std::rc::Rc<"}) {
+      std::size_t n = std::strlen(w);
+      if (t.rfind(w, 0) == 0 && t.back() == '>') {
+        t = trim(t.substr(n, t.size() - n - 1));
+        peeled = true;
+        break;
+      }
+    }
+    if (!peeled) break;
+  }
+  return t;
+}
+
+// The string inside `key = "value"` of an attribute text, if present.
+std::optional<std::string> attr_value(const std::string& attr, const std::string& key) {
+  std::size_t p = 0;
+  while ((p = attr.find(key, p)) != std::string::npos) {
+    bool left =
+        p == 0 || !(std::isalnum(static_cast<unsigned char>(attr[p - 1])) || attr[p - 1] == '_');
+    std::size_t e = p + key.size();
+    while (e < attr.size() && attr[e] == ' ')
+      ++e;
+    if (left && e < attr.size() && attr[e] == '=') {
+      auto q1 = attr.find('"', e);
+      auto q2 = q1 == std::string::npos ? q1 : attr.find('"', q1 + 1);
+      if (q2 != std::string::npos) return attr.substr(q1 + 1, q2 - q1 - 1);
+    }
+    p = e;
+  }
+  return std::nullopt;
+}
+
+bool has_word(const std::string& s, const std::string& w) {
+  std::size_t p = 0;
+  while ((p = s.find(w, p)) != std::string::npos) {
+    bool l = p == 0 || !(std::isalnum(static_cast<unsigned char>(s[p - 1])) || s[p - 1] == '_');
+    std::size_t e = p + w.size();
+    bool r = e >= s.size() || !(std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_');
+    if (l && r) return true;
+    p = e;
+  }
+  return false;
+}
+
+SymValue type_default(const std::string& type_text) {
+  std::string t = peel_type(type_text);
+  if (t.rfind("Option<", 0) == 0) return SymValue::none();
+  if (t == "bool") return SymValue::of_bool(false);
+  if (t == "f32" || t == "f64") return SymValue::of_real(0.0);
+  for (const char* i : {"usize", "isize", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64"})
+    if (t == i) return SymValue::of_int(0);
+  if (t == "String") return SymValue::of_string("");
+  return SymValue::symbolic("Default::default()", "the default of `" + t + "` is not evaluated");
+}
+
+// Evaluates a function body: `let` bindings, then the tail (or a `return`).
+class BodyContext : public EvalContext {
+ public:
+  BodyContext(const ConfigBinding& b, const rust::Crate& c, std::size_t file,
+              std::optional<ConfigRef> self)
+      : binding_(b), crate_(c), file_(file), self_(std::move(self)) {}
+  std::map<std::string, SymValue, std::less<>> locals;
+
+  std::optional<SymValue> lookup(std::string_view name) override {
+    auto it = locals.find(name);
+    if (it != locals.end()) return it->second;
+    return std::nullopt;
+  }
+  std::optional<SymValue> field(TSNode base, std::string_view name) override {
+    auto ref = resolve(base);
+    if (!ref) return std::nullopt;
+    auto r = binding_.field(*ref, name);
+    if (r.config) return std::nullopt;
+    return r.value;
+  }
+  std::optional<SymValue> method(TSNode recv, std::string_view name,
+                                 const std::vector<SymValue>& args) override {
+    auto ref = resolve(recv);
+    if (!ref) return std::nullopt;
+    return binding_.method(*ref, name, args);
+  }
+
+ private:
+  std::optional<ConfigRef> resolve(TSNode n) {
+    std::string_view k = kind_of(n);
+    if (k == "self") return self_;
+    if (k == "field_expression") {
+      auto base = resolve(field_of(n, "value"));
+      if (!base) return std::nullopt;
+      return binding_.field(*base, node_text(field_of(n, "field"), crate_.files()[file_]->text()))
+          .config;
+    }
+    return std::nullopt;
+  }
+  const ConfigBinding& binding_;
+  const rust::Crate& crate_;
+  std::size_t file_;
+  std::optional<ConfigRef> self_;
+};
+
+}  // namespace
+
+ConfigBinding::ConfigBinding(const rust::Crate& crate, const ConfigValues* values)
+    : crate_(crate), values_(values) {}
+
+const ConfigBinding::StructInfo& ConfigBinding::info(std::size_t item) const {
+  auto it = infos_.find(item);
+  if (it != infos_.end()) return it->second;
+  StructInfo s;
+  const rust::Item& st = crate_.items()[item];
+  const std::string& src = crate_.files()[st.file]->text();
+  for (TSNode a = ts_node_prev_named_sibling(st.node);
+       !ts_node_is_null(a) && kind_of(a) == "attribute_item"; a = ts_node_prev_named_sibling(a)) {
+    std::string t = node_text(a, src);
+    if (has_word(t, "derive") && has_word(t, "Deserialize")) s.deserialize = true;
+    if (has_word(t, "serde") && has_word(t, "default") && !attr_value(t, "default"))
+      s.struct_default = true;
+  }
+  TSNode body = field_of(st.node, "body");
+  std::vector<std::string> pending;  // attribute texts before the next field
+  if (!ts_node_is_null(body)) {
+    std::uint32_t n = ts_node_named_child_count(body);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      TSNode ch = ts_node_named_child(body, i);
+      if (kind_of(ch) == "attribute_item") {
+        pending.push_back(node_text(ch, src));
+        continue;
+      }
+      if (kind_of(ch) != "field_declaration") continue;
+      FieldInfo f;
+      f.name = node_text(field_of(ch, "name"), src);
+      f.type_text = node_text(field_of(ch, "type"), src);
+      f.json_name = f.name;
+      f.line = ts_node_start_point(ch).row + 1;
+      for (const auto& a : pending) {
+        if (!has_word(a, "serde")) continue;
+        if (auto r = attr_value(a, "rename")) f.json_name = *r;
+        if (auto al = attr_value(a, "alias")) f.aliases.push_back(*al);
+        if (auto d = attr_value(a, "default"))
+          f.default_fn = *d;
+        else if (has_word(a, "default"))
+          f.serde_default = true;
+      }
+      pending.clear();
+      s.fields.push_back(std::move(f));
+    }
+  }
+  return infos_.emplace(item, std::move(s)).first->second;
+}
+
+std::optional<ConfigRef> ConfigBinding::config_of_type(const std::string& type_text,
+                                                       const std::string& module) const {
+  std::string t = peel_type(type_text);
+  if (t.empty() || t.find("VarBuilder") != std::string::npos) return std::nullopt;
+  auto lt = t.find('<');
+  if (lt != std::string::npos) t = t.substr(0, lt);
+  for (const auto& c : crate_.resolve(module, t)) {
+    if (c.kind != rust::Candidate::Kind::Item) continue;
+    if (crate_.items()[c.item].kind != rust::ItemKind::Struct) continue;
+    ConfigRef r;
+    r.item = c.item;
+    r.bound = values_ != nullptr && info(c.item).deserialize;
+    return r;
+  }
+  return std::nullopt;
+}
+
+FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) const {
+  FieldResult out;
+  const StructInfo& s = info(c.item);
+  const FieldInfo* f = nullptr;
+  for (const auto& x : s.fields)
+    if (x.name == name) f = &x;
+  std::string shown = "cfg." + c.path + std::string(name);
+  if (!f) {
+    out.value =
+        SymValue::symbolic(shown, "the config struct has no field `" + std::string(name) + "`");
+    return out;
+  }
+  // A nested config struct (`text_config: TextConfig`).
+  const rust::Item& st = crate_.items()[c.item];
+  if (auto nested = config_of_type(f->type_text, st.module)) {
+    if (info(nested->item).deserialize || !nested->bound) {
+      nested->path = c.path + f->json_name + ".";
+      nested->bound = c.bound && info(nested->item).deserialize;
+      out.config = nested;
+      return out;
+    }
+  }
+  if (!c.bound) {
+    out.value = SymValue::symbolic(shown, "no config.json bound");
+    return out;
+  }
+  std::vector<std::string> names{f->json_name};
+  for (const auto& a : f->aliases)
+    names.push_back(a);
+  for (const auto& n : names)
+    if (const SymValue* v = values_->find(c.path + n)) {
+      out.value = *v;
+      if (out.value.kind == SymValue::Kind::symbolic) out.value.text = shown;
+      return out;
+    }
+  out.value = default_of(c, s, *f);
+  if (!out.value.concrete() && reported_.insert(c.path + f->name).second) {
+    diags_.push_back({crate_.files()[st.file]->path() + ":" + std::to_string(f->line),
+                      values_->origin + " has no field `" + c.path + f->json_name +
+                          "` and serde gives it no default; shapes using it stay symbolic"});
+  }
+  return out;
+}
+
+SymValue ConfigBinding::default_of(const ConfigRef& c, const StructInfo& s,
+                                   const FieldInfo& f) const {
+  const rust::Item& st = crate_.items()[c.item];
+  std::string shown = "cfg." + c.path + f.name;
+  if (!f.default_fn.empty()) {
+    for (const auto& cand : crate_.resolve(st.module, f.default_fn))
+      if (cand.kind == rust::Candidate::Kind::Item &&
+          (crate_.items()[cand.item].kind == rust::ItemKind::Function ||
+           crate_.items()[cand.item].kind == rust::ItemKind::Method)) {
+        SymValue v = eval_fn_body(cand.item, std::nullopt, {});
+        if (v.concrete()) return v;
+        return SymValue::symbolic(
+            shown, "serde default `" + f.default_fn + "()` not evaluated: " + v.reason);
+      }
+    return SymValue::symbolic(shown, "serde default `" + f.default_fn + "` not found");
+  }
+  if (f.serde_default) return type_default(f.type_text);
+  if (s.struct_default) {
+    // `impl Default for Config { fn default() -> Self { Self { field: .., .. } } }`
+    for (std::size_t m : crate_.methods(c.item, "default")) {
+      TSNode body = crate_.items()[m].body();
+      if (ts_node_is_null(body)) continue;
+      const std::string& src = crate_.files()[crate_.items()[m].file]->text();
+      std::uint32_t n = ts_node_named_child_count(body);
+      if (n == 0) continue;
+      TSNode tail = ts_node_named_child(body, n - 1);
+      if (kind_of(tail) != "struct_expression") continue;
+      TSNode list = field_of(tail, "body");
+      std::uint32_t k = ts_node_named_child_count(list);
+      for (std::uint32_t i = 0; i < k; ++i) {
+        TSNode fi = ts_node_named_child(list, i);
+        if (kind_of(fi) != "field_initializer") continue;
+        if (node_text(field_of(fi, "field"), src) != f.name) continue;
+        BodyContext ctx(*this, crate_, crate_.items()[m].file, std::nullopt);
+        return evaluate(field_of(fi, "value"), src, ctx);
+      }
+    }
+    return type_default(f.type_text);
+  }
+  if (peel_type(f.type_text).rfind("Option<", 0) == 0) return SymValue::none();
+  return SymValue::symbolic(shown, "config.json has no field `" + c.path + f.json_name + "`");
+}
+
+std::optional<SymValue> ConfigBinding::method(const ConfigRef& c, std::string_view name,
+                                              const std::vector<SymValue>& args) const {
+  auto ms = crate_.methods(c.item, std::string(name));
+  if (ms.size() != 1) return std::nullopt;
+  const rust::Item& m = crate_.items()[ms[0]];
+  if (m.self_kind == rust::SelfKind::None) return std::nullopt;
+  SymValue v = eval_fn_body(ms[0], c, args);
+  if (!v.concrete() && !c.bound) {
+    // Unbound: the call reads best as written on the config.
+    std::string t = "cfg." + c.path + std::string(name) + "(";
+    for (std::size_t i = 0; i < args.size(); ++i)
+      t += (i ? ", " : "") + (args[i].concrete() ? args[i].display() : args[i].text);
+    return SymValue::symbolic(t + ")", v.reason);
+  }
+  return v;
+}
+
+SymValue ConfigBinding::eval_fn_body(std::size_t fn_item, const std::optional<ConfigRef>& self,
+                                     const std::vector<SymValue>& args) const {
+  const rust::Item& f = crate_.items()[fn_item];
+  TSNode body = f.body();
+  if (ts_node_is_null(body)) return SymValue::symbolic(f.name + "()", "no body");
+  if (depth_ > 16) return SymValue::symbolic(f.name + "()", "config methods nest too deeply");
+  ++depth_;
+  struct Guard {
+    int& d;
+    ~Guard() { --d; }
+  } guard{depth_};
+  const std::string& src = crate_.files()[f.file]->text();
+  BodyContext ctx(*this, crate_, f.file, self);
+  for (std::size_t i = 0; i < f.params.size() && i < args.size(); ++i)
+    ctx.locals[f.params[i].name] = args[i];
+  std::uint32_t n = ts_node_named_child_count(body);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    TSNode st = ts_node_named_child(body, i);
+    std::string_view k = kind_of(st);
+    if (k == "line_comment" || k == "block_comment") continue;
+    if (k == "let_declaration") {
+      TSNode pat = field_of(st, "pattern");
+      TSNode val = field_of(st, "value");
+      if (!ts_node_is_null(pat) && kind_of(pat) == "identifier" && !ts_node_is_null(val))
+        ctx.locals[node_text(pat, src)] = evaluate(val, src, ctx);
+      continue;
+    }
+    if (k == "expression_statement") {
+      TSNode e = ts_node_named_child(st, 0);
+      if (!ts_node_is_null(e) && kind_of(e) == "return_expression")
+        return evaluate(ts_node_named_child(e, 0), src, ctx);
+      continue;
+    }
+    if (k == "return_expression") return evaluate(ts_node_named_child(st, 0), src, ctx);
+    if (i + 1 == n) return evaluate(st, src, ctx);
+  }
+  return SymValue::symbolic(f.name + "()", "body without a tail expression");
+}
+
+}  // namespace cg::analysis

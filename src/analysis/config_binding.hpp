@@ -1,0 +1,78 @@
+#pragma once
+// Binding a model's config struct to config.json (issue #4, "config binding"): a field's value
+// comes from the JSON (through `#[serde(rename/alias)]`), else from `#[serde(default = "fn")]`,
+// `#[serde(default)]` (the field type's default, or the struct's `Default` impl for a
+// struct-level attribute), else `None` for an `Option` field. Crate-local methods on the config
+// (`cfg.head_dim()`) evaluate from their bodies. Without a bound file, fields stay symbolic as
+// `cfg.<field>`. A field the JSON lacks and serde cannot default stays symbolic, with a
+// diagnostic naming it — never a guessed number.
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/config_values.hpp"
+#include "analysis/symbolic.hpp"
+#include "rust/crate.hpp"
+
+namespace cg::analysis {
+
+// A config value: a crate-local struct item and its dotted JSON path ("" or "text_config.").
+struct ConfigRef {
+  std::size_t item = 0;
+  std::string path;
+  bool bound = false;  // backed by config.json
+};
+
+struct FieldResult {
+  SymValue value;                   // when the field is a scalar (or unknown)
+  std::optional<ConfigRef> config;  // when the field is itself a config struct
+};
+
+class ConfigBinding {
+ public:
+  ConfigBinding(const rust::Crate& crate, const ConfigValues* values);
+
+  // A parameter type naming a crate-local struct (`&Config`, `&crate::config::Config`,
+  // `Arc<Config>`), resolved from module `module`. Bound to the JSON when it derives Deserialize.
+  std::optional<ConfigRef> config_of_type(const std::string& type_text,
+                                          const std::string& module) const;
+  FieldResult field(const ConfigRef& c, std::string_view name) const;
+  std::optional<SymValue> method(const ConfigRef& c, std::string_view name,
+                                 const std::vector<SymValue>& args) const;
+
+  struct Diag {
+    std::string source, message;
+  };
+  const std::vector<Diag>& diagnostics() const { return diags_; }
+
+ private:
+  struct FieldInfo {
+    std::string name, type_text, json_name;
+    std::vector<std::string> aliases;
+    bool serde_default = false;
+    std::string default_fn;
+    std::uint32_t line = 0;
+  };
+  struct StructInfo {
+    bool deserialize = false;
+    bool struct_default = false;
+    std::vector<FieldInfo> fields;
+  };
+  const StructInfo& info(std::size_t item) const;
+  SymValue default_of(const ConfigRef& c, const StructInfo& s, const FieldInfo& f) const;
+  SymValue eval_fn_body(std::size_t fn_item, const std::optional<ConfigRef>& self,
+                        const std::vector<SymValue>& args) const;
+
+  const rust::Crate& crate_;
+  const ConfigValues* values_;
+  mutable std::map<std::size_t, StructInfo> infos_;
+  mutable std::vector<Diag> diags_;
+  mutable std::set<std::string> reported_;
+  mutable int depth_ = 0;
+};
+
+}  // namespace cg::analysis
