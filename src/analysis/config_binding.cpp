@@ -191,10 +191,13 @@ std::optional<ConfigRef> ConfigBinding::config_of_type(const std::string& type_t
     if (crate_.items()[c.item].kind != rust::ItemKind::Struct) continue;
     ConfigRef r;
     r.item = c.item;
-    r.bound = values_ != nullptr && info(c.item).deserialize;
     return r;
   }
   return std::nullopt;
+}
+
+bool ConfigBinding::can_bind(const ConfigRef& c) const {
+  return values_ != nullptr && info(c.item).deserialize;
 }
 
 FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) const {

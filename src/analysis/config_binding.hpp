@@ -37,9 +37,12 @@ class ConfigBinding {
   ConfigBinding(const rust::Crate& crate, const ConfigValues* values);
 
   // A parameter type naming a crate-local struct (`&Config`, `&crate::config::Config`,
-  // `Arc<Config>`), resolved from module `module`. Bound to the JSON when it derives Deserialize.
+  // `Arc<Config>`), resolved from module `module`; not bound (see can_bind).
   std::optional<ConfigRef> config_of_type(const std::string& type_text,
                                           const std::string& module) const;
+  // True when a file is bound and the struct derives Deserialize: the root constructor's config
+  // parameter then reads config.json.
+  bool can_bind(const ConfigRef& c) const;
   FieldResult field(const ConfigRef& c, std::string_view name) const;
   std::optional<SymValue> method(const ConfigRef& c, std::string_view name,
                                  const std::vector<SymValue>& args) const;

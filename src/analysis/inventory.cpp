@@ -44,7 +44,7 @@ Cert conditional(const Cert& outer, std::string reason) {
 }
 
 struct Value {
-  enum class Kind { none, sym, builder, config, closure, layer_config, loop_var };
+  enum class Kind { none, sym, builder, config, closure, layer_config, loop_var, fn_ref };
   Kind kind = Kind::none;
   SymValue sym;
   // builder
@@ -61,6 +61,8 @@ struct Value {
   bool defaulted = false;  // unspecified fields take candle-nn's defaults
   std::string ctor;        // `default`, `default_no_bias`
   std::string text;        // source text, for symbolic output
+  // fn_ref: catalog constructors held as values (`let f = if b { linear } else { linear_no_bias }`)
+  std::vector<std::pair<std::string, Cert>> fns;
   // module instances this local holds (set by `let x = Layer(..)`, `xs.push(Layer(..))`)
   std::vector<std::size_t> modules;
 };
@@ -224,8 +226,12 @@ std::optional<SymValue> layer_config_default(std::string_view field, std::string
 class Walker : public EvalContext {
  public:
   Walker(const rust::Crate& crate, const LayerCatalog& catalog, bool audited,
-         const ConfigBinding& binding)
-      : crate_(crate), catalog_(catalog), audited_(audited), binding_(binding) {}
+         const ConfigBinding& binding, bool bind_config)
+      : crate_(crate),
+        catalog_(catalog),
+        audited_(audited),
+        binding_(binding),
+        bind_config_(bind_config) {}
 
   std::vector<Inst> insts;
   std::vector<Leaf> leaves;
@@ -304,6 +310,7 @@ class Walker : public EvalContext {
   const LayerCatalog& catalog_;
   bool audited_;
   const ConfigBinding& binding_;
+  bool bind_config_;
   std::vector<Frame*> stack_;
   int value_depth_ = 0;
 
@@ -336,6 +343,7 @@ class Walker : public EvalContext {
     if (auto c = binding_.config_of_type(p.type_text, module)) {
       v.kind = Value::Kind::config;
       v.config = *c;
+      v.config.bound = bind_config_ && binding_.can_bind(*c);
       return v;
     }
     v.kind = Value::Kind::sym;
@@ -368,8 +376,13 @@ class Walker : public EvalContext {
       ~Guard() { --d; }
     } guard{value_depth_};
     std::string_view k = kind_of(n);
-    if (k == "identifier" || k == "self") {
+    if (k == "identifier" || k == "self" || k == "scoped_identifier") {
       if (Value* b = find_var(text(n))) return *b;
+      if (auto path = function_path(text(n))) {
+        v.kind = Value::Kind::fn_ref;
+        v.fns.push_back({*path, Cert{}});
+        return v;
+      }
     } else if (k == "reference_expression" || k == "parenthesized_expression" ||
                k == "try_expression") {
       auto ch = named_children(n);
@@ -459,6 +472,16 @@ class Walker : public EvalContext {
         SymValue c = eval(cond);
         if (c.kind == SymValue::Kind::boolean) return c.boolean ? a : b;
       }
+      if (a.kind == Value::Kind::fn_ref && b.kind == Value::Kind::fn_ref) {
+        std::string c = eval(cond).text;
+        Value out;
+        out.kind = Value::Kind::fn_ref;
+        for (auto& f : a.fns)
+          out.fns.push_back({f.first, conditional(f.second, "if " + c)});
+        for (auto& f : b.fns)
+          out.fns.push_back({f.first, conditional(f.second, "unless " + c)});
+        return out;
+      }
       for (Value* pick : {&a, &b}) {
         if (pick->kind == Value::Kind::builder) {
           pick->cert = conditional(pick->cert, "if " + eval(cond).text);
@@ -513,6 +536,8 @@ class Walker : public EvalContext {
     SymValue s = eval(arg);
     if (s.kind == SymValue::Kind::string) return split_key(s.text);
     if (s.kind == SymValue::Kind::integer) return {std::to_string(s.integer)};
+    // Arithmetic on a loop variable (`index + 1`) is a repeated family, not a gap.
+    if (s.reason.rfind("loop variable", 0) == 0) return {"{" + s.text + "}"};
     diag(arg, "non-literal prefix `" + text(arg) + "`; its key segment is symbolic");
     return {"{" + text(arg) + "}"};
   }
@@ -594,6 +619,23 @@ class Walker : public EvalContext {
       if (v->kind == Value::Kind::sym && v->sym.kind == SymValue::Kind::string) return v->sym.text;
     }
     return "{" + expr + "}";
+  }
+
+  // A function named as a value: a catalog constructor's external path (`linear`,
+  // `nn::linear_b`), or `item:<index>` for a unique crate-local free function.
+  std::optional<std::string> function_path(const std::string& path) {
+    if (stack_.empty()) return std::nullopt;
+    auto cands = crate_.resolve_in(frame().fn_item, path);
+    for (const auto& c : cands) {
+      if (c.kind == rust::Candidate::Kind::External) {
+        std::string first = c.path.substr(0, c.path.find("::"));
+        if ((first == "candle_nn" || first == "nn") && catalog_.find(c.path)) return c.path;
+      }
+    }
+    if (cands.size() == 1 && cands[0].kind == rust::Candidate::Kind::Item &&
+        crate_.items()[cands[0].item].kind == rust::ItemKind::Function)
+      return "item:" + std::to_string(cands[0].item);
+    return std::nullopt;
   }
 
   // Side-effecting walk ------------------------------------------------------------------------
@@ -691,8 +733,12 @@ class Walker : public EvalContext {
     std::string name = last_segment(text(field_of(n, "macro")));
     if (ignored_macro(name)) return;
     TSNode parent = ts_node_parent(n);
-    bool statement = !ts_node_is_null(parent) &&
-                     (kind_of(parent) == "expression_statement" || kind_of(parent) == "block");
+    // Only statement position: a block's tail (`else { vec![] }`) is a value.
+    bool statement = !ts_node_is_null(parent) && kind_of(parent) == "expression_statement";
+    if (statement) {
+      std::string t = text(parent);
+      statement = !t.empty() && t.back() == ';';
+    }
     if (statement)
       diag(n, "macro `" + name + "!` not expanded; any parameters it registers are invisible");
   }
@@ -978,7 +1024,24 @@ class Walker : public EvalContext {
     std::string path = strip_generics(text(fn));
     if (kind_of(fn) == "identifier") {
       if (Value* v = find_var(path); v && v->kind == Value::Kind::closure) {
-        inline_closure(v->closure, args, depth);
+        inline_closure(path, v->closure, args, depth);
+        return;
+      }
+      if (Value* v = find_var(path); v && v->kind == Value::Kind::fn_ref) {
+        // Each alternative registers under its condition; what all register stays certain.
+        auto fns = v->fns;
+        Cert outer = frame().cert;
+        std::vector<std::pair<std::size_t, std::size_t>> ms{marks()};
+        for (const auto& [fpath, cert] : fns) {
+          under(join(outer, cert), [&] {
+            if (fpath.rfind("item:", 0) == 0)
+              call_local(n, std::stoul(fpath.substr(5)), args, path, depth);
+            else if (const ConstructorSpec* spec = catalog_.find(fpath))
+              register_layer(n, *spec, fpath, args);
+          });
+          ms.push_back(marks());
+        }
+        if (ms.size() == 3) unify(ms[0], ms[1], ms[2], outer);
         return;
       }
     }
@@ -1135,7 +1198,8 @@ class Walker : public EvalContext {
     frame().scopes.pop_back();
   }
 
-  void inline_closure(TSNode closure, const std::vector<TSNode>& args, int depth) {
+  void inline_closure(const std::string& name, TSNode closure, const std::vector<TSNode>& args,
+                      int depth) {
     if (depth > kMaxDepth) {
       diag(closure, "constructor nesting deeper than " + std::to_string(kMaxDepth) +
                         " levels; subtree not expanded");
@@ -1145,11 +1209,12 @@ class Walker : public EvalContext {
     for (TSNode a : args)
       vals.push_back(value_of(a, 0));
     frame().scopes.emplace_back();
+    // A closure does not see itself: `let linear = |n| linear(.., vb.pp(n))` calls candle-nn.
+    bind(name, Value{});
     auto ps = named_children(field_of(closure, "parameters"));
     for (std::size_t i = 0; i < ps.size(); ++i) {
       TSNode p = kind_of(ps[i]) == "parameter" ? field_of(ps[i], "pattern") : ps[i];
-      std::string name = first_identifier(p);
-      bind(name, i < vals.size() ? vals[i] : Value{});
+      bind(first_identifier(p), i < vals.size() ? vals[i] : Value{});
     }
     walk(field_of(closure, "body"), depth + 1);
     frame().scopes.pop_back();
@@ -1553,18 +1618,29 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
   std::set<std::string> built_elsewhere;
   for (const auto& c : cands) {
     const rust::Item& t = crate.items()[c.type_item];
-    bool selected = opts.root.empty() ? t.visibility == rust::Visibility::Public
-                                      : (t.name == opts.root || t.qualified == opts.root);
-    auto w = std::make_unique<Walker>(crate, catalog, audited, binding);
-    w->run_root(c.type_item, c.ctor);
-    for (const auto& q : w->constructed_types)
+    if (!opts.root.empty()) {
+      if (t.name == opts.root || t.qualified == opts.root) results.push_back({c, nullptr});
+      continue;
+    }
+    // Roots are the public candidates no other candidate builds; finding them needs every
+    // walk, unbound (the config belongs to the root only).
+    Walker w(crate, catalog, audited, binding, false);
+    w.run_root(c.type_item, c.ctor);
+    for (const auto& q : w.constructed_types)
       if (q != t.qualified) built_elsewhere.insert(q);
-    if (selected) results.push_back({c, std::move(w)});
+    if (t.visibility == rust::Visibility::Public) results.push_back({c, nullptr});
   }
   if (!opts.root.empty() && results.empty())
     throw InputError("--root " + opts.root,
                      "no struct named `" + opts.root +
                          "` with a constructor taking a VarBuilder was found in the crate");
+  std::erase_if(results, [&](const Result& r) {
+    return built_elsewhere.count(crate.items()[r.cand.type_item].qualified) > 0;
+  });
+  for (auto& r : results) {
+    r.walker = std::make_unique<Walker>(crate, catalog, audited, binding, opts.config != nullptr);
+    r.walker->run_root(r.cand.type_item, r.cand.ctor);
+  }
 
   auto add_finding = [&](std::string rule, ir::Severity sev, ir::Confidence conf, std::string msg,
                          std::string source, std::vector<std::string> related) {
@@ -1581,7 +1657,6 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
 
   for (auto& r : results) {
     const rust::Item& t = crate.items()[r.cand.type_item];
-    if (opts.root.empty() && built_elsewhere.count(t.qualified)) continue;
     Walker& w = *r.walker;
     ir::Component comp;
     comp.id = ir::component_id(t.qualified);
@@ -1684,6 +1759,11 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
                   d.source, {comp.id});
     ir.components.push_back(std::move(comp));
   }
+  if (opts.config != nullptr && results.size() > 1)
+    add_finding("config-binding", ir::Severity::information, ir::Confidence::proven,
+                opts.config->origin + " is bound to each of the " + std::to_string(results.size()) +
+                    " component roots; pass --root to bind it to one model",
+                "", {});
   for (const auto& d : binding.diagnostics())
     add_finding("config-binding", ir::Severity::warning, ir::Confidence::proven, d.message,
                 d.source, {});

@@ -468,8 +468,12 @@ CargoContext load_cargo_context(const fs::path& path, const Selection& selection
           src = w->as_table() != nullptr ? w->as_table() : dt;
           if (src != dt) d.requirement = str_or((*src)["version"]);
           if (auto p = (*src)["package"].value<std::string>()) d.package = *p;
+          if (auto p = (*src)["path"].value<std::string>(); p && ws_root)
+            d.path = (*ws_root / *p).lexically_normal().string();
         } else {
           d.requirement = str_or((*dt)["version"], str_or((*dt)["path"]));
+          if (auto p = (*dt)["path"].value<std::string>())
+            d.path = (ctx.package_dir / *p).lexically_normal().string();
         }
         if (auto p = (*dt)["package"].value<std::string>()) d.package = *p;
         d.optional = (*dt)["optional"].value_or(false);
@@ -612,6 +616,27 @@ CargoContext load_cargo_context(const fs::path& path, const Selection& selection
     if (it != lock.end()) {
       v.version = join(it->second, ",");
       v.exact = true;
+    } else if (!d.path.empty()) {
+      // A path dependency is exactly the version its own manifest declares (or inherits).
+      std::error_code pec;
+      fs::path dep_manifest = fs::path(d.path) / "Cargo.toml";
+      if (fs::is_regular_file(dep_manifest, pec)) {
+        try {
+          toml::table dm = parse_manifest(dep_manifest);
+          auto ver = dm["package"]["version"];
+          std::string s;
+          if (is_inherited(ver))
+            s = str_or(ws["workspace"]["package"]["version"]);
+          else
+            s = str_or(ver);
+          if (!s.empty()) {
+            v.version = s;
+            v.exact = true;
+          }
+        } catch (const InputError&) {
+          // An unreadable dependency manifest only costs exactness.
+        }
+      }
     }
     ctx.candle_versions.push_back(v);
   }

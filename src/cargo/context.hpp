@@ -28,6 +28,7 @@ struct Dependency {
   std::string alias;    // the Rust identifier the code uses (`-` → `_`)
   std::string package;  // the package name (`candle-core`)
   std::string requirement;
+  std::string path;  // absolute directory of a `path = ".."` dependency, else empty
   bool optional = false;
   bool active = true;  // false for an optional dependency no active feature enables
 };
@@ -35,7 +36,7 @@ struct Dependency {
 struct CandleVersion {
   std::string package;
   std::string version;
-  bool exact = false;  // true when read from Cargo.lock; false for a manifest requirement
+  bool exact = false;  // from Cargo.lock or a path dependency's manifest; false: a requirement
 };
 
 struct CargoContext {
