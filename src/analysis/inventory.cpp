@@ -100,16 +100,23 @@ TSNode field_of(TSNode n, const char* f) {
   return ts_node_child_by_field_name(n, f, static_cast<std::uint32_t>(std::strlen(f)));
 }
 
-std::vector<TSNode> named_children(TSNode n) {
+// Named children in order, comments and attributes skipped. A cursor walk: indexing children
+// one by one (`ts_node_named_child(n, i)`) is linear per call, so quadratic per block.
+std::vector<TSNode> named_children(TSNode n, bool keep_attributes = false) {
   std::vector<TSNode> out;
-  if (ts_node_is_null(n)) return out;
-  std::uint32_t c = ts_node_named_child_count(n);
-  for (std::uint32_t i = 0; i < c; ++i) {
-    TSNode ch = ts_node_named_child(n, i);
-    std::string_view k = kind_of(ch);
-    if (k == "line_comment" || k == "block_comment" || k == "attribute_item") continue;
-    out.push_back(ch);
+  if (ts_node_is_null(n) || ts_node_child_count(n) == 0) return out;
+  TSTreeCursor c = ts_tree_cursor_new(n);
+  if (ts_tree_cursor_goto_first_child(&c)) {
+    do {
+      TSNode ch = ts_tree_cursor_current_node(&c);
+      if (!ts_node_is_named(ch)) continue;
+      std::string_view k = kind_of(ch);
+      if (k == "line_comment" || k == "block_comment") continue;
+      if (k == "attribute_item" && !keep_attributes) continue;
+      out.push_back(ch);
+    } while (ts_tree_cursor_goto_next_sibling(&c));
   }
+  ts_tree_cursor_delete(&c);
   return out;
 }
 
@@ -237,6 +244,9 @@ class Walker : public EvalContext {
   std::vector<Leaf> leaves;
   std::vector<Diag> diags;
   std::set<std::string> constructed_types;  // qualified types built as children
+  // Only record which types the constructor builds as children, without walking them: finding
+  // the roots needs no more, and it keeps that pass linear in the crate.
+  void set_shallow() { shallow_ = true; }
   bool truncated = false;
 
   // Walks the root constructor `ctor` of type `type_item` as instance 0.
@@ -304,13 +314,18 @@ class Walker : public EvalContext {
     std::vector<std::string> repeat;  // "i in 0..n", innermost last
     std::vector<std::map<std::string, Value>> scopes;
     std::vector<std::size_t> created;  // instances created directly under `inst`, in order
+    // Inlined helpers report the call site in the instance's own constructor (`src/attn.rs:6`
+    // rather than the helper's body, which every caller shares).
+    std::string call_site;
   };
+  std::string site(TSNode n) { return frame().call_site.empty() ? where(n) : frame().call_site; }
 
   const rust::Crate& crate_;
   const LayerCatalog& catalog_;
   bool audited_;
   const ConfigBinding& binding_;
   bool bind_config_;
+  bool shallow_ = false;
   std::vector<Frame*> stack_;
   int value_depth_ = 0;
 
@@ -649,8 +664,20 @@ class Walker : public EvalContext {
       return;
     if (k == "block") {
       frame().scopes.emplace_back();
-      for (TSNode ch : named_children(n)) {
-        rust::Tri active = crate_.attributes_active(frame().file, ch);
+      // `#[cfg(..)]` attributes gate the statement that follows them.
+      std::vector<std::string> preds;
+      for (TSNode ch : named_children(n, true)) {
+        if (kind_of(ch) == "attribute_item") {
+          std::string t = text(ch);
+          auto open = t.find("cfg("), close = t.rfind(')');
+          if (open != std::string::npos && t.find("cfg_attr") == std::string::npos &&
+              close != std::string::npos && close > open + 4)
+            preds.push_back(
+                rust::normalize_cfg(std::string_view(t).substr(open + 4, close - open - 4)));
+          continue;
+        }
+        rust::Tri active = preds.empty() ? rust::Tri::True : crate_.cfg_set().eval_all(preds);
+        preds.clear();
         if (active == rust::Tri::False) continue;  // `#[cfg(feature = "x")] let ..`
         if (active == rust::Tri::Unknown)
           under(conditional(frame().cert, "a #[cfg] that is not understood"),
@@ -661,9 +688,18 @@ class Walker : public EvalContext {
       frame().scopes.pop_back();
       return;
     }
+    if (k == "expression_statement") {
+      // A macro in statement position may register parameters we cannot see.
+      auto ch = named_children(n);
+      if (ch.size() == 1 && kind_of(ch[0]) == "macro_invocation") {
+        std::string t = text(n);
+        if (!t.empty() && t.back() == ';') statement_macro(ch[0]);
+        return;
+      }
+    }
     if (k == "let_declaration") return walk_let(n, depth);
     if (k == "call_expression") return walk_call(n, depth);
-    if (k == "macro_invocation") return walk_macro(n);
+    if (k == "macro_invocation") return;  // expression macros (`vec![..]`) hold no builders
     if (k == "for_expression") return walk_for(n, depth);
     if (k == "while_expression" || k == "loop_expression") {
       std::string bound =
@@ -729,18 +765,10 @@ class Walker : public EvalContext {
       shadow_pattern(ch);
   }
 
-  void walk_macro(TSNode n) {
+  void statement_macro(TSNode n) {
     std::string name = last_segment(text(field_of(n, "macro")));
     if (ignored_macro(name)) return;
-    TSNode parent = ts_node_parent(n);
-    // Only statement position: a block's tail (`else { vec![] }`) is a value.
-    bool statement = !ts_node_is_null(parent) && kind_of(parent) == "expression_statement";
-    if (statement) {
-      std::string t = text(parent);
-      statement = !t.empty() && t.back() == ';';
-    }
-    if (statement)
-      diag(n, "macro `" + name + "!` not expanded; any parameters it registers are invisible");
+    diag(n, "macro `" + name + "!` not expanded; any parameters it registers are invisible");
   }
 
   void walk_struct(TSNode n, int depth) {
@@ -1256,6 +1284,10 @@ class Walker : public EvalContext {
         builder = &v;
         break;
       }
+    if (child && shallow_) {
+      constructed_types.insert(owner);
+      return;
+    }
     if (child) {
       if (insts.size() >= kMaxInstances) {
         truncated = true;
@@ -1269,7 +1301,7 @@ class Walker : public EvalContext {
       inst.root = builder->root;
       inst.prefix = join_key(builder->segs);
       inst.repeat = frame().repeat.empty() ? "" : frame().repeat.back();
-      inst.source = where(n);
+      inst.source = site(n);
       inst.cfg = it.cfg.predicates;
       inst.cert = join(frame().cert, builder->cert);
       f.cert = inst.cert;
@@ -1281,6 +1313,7 @@ class Walker : public EvalContext {
     } else {
       f.inst = frame().inst;
       f.type_qualified = frame().type_qualified;
+      f.call_site = site(n);
     }
     for (std::size_t i = 0; i < it.params.size(); ++i)
       f.scopes.back()[it.params[i].name] = i < vals.size() ? vals[i] : Value{};
@@ -1327,7 +1360,7 @@ class Walker : public EvalContext {
     layer.root = b.root;
     layer.prefix = join_key(b.segs);
     layer.repeat = frame().repeat.empty() ? "" : frame().repeat.back();
-    layer.source = where(n);
+    layer.source = site(n);
     layer.cert = base;
     layer.layer = true;
     insts.push_back(layer);
@@ -1366,7 +1399,7 @@ class Walker : public EvalContext {
         dims.push_back(template_value(d, spec, argv, args));
       leaf.shape = std::move(dims);
       leaf.cert = c;
-      leaf.source = where(n);
+      leaf.source = site(n);
       leaf.running_state = ls.running_state;
       leaves.push_back(std::move(leaf));
     }
@@ -1524,7 +1557,7 @@ class Walker : public EvalContext {
       leaf.shape_reason = "`" + method + "` takes no shape";
     }
     leaf.cert = join(frame().cert, b.cert);
-    leaf.source = where(n);
+    leaf.source = site(n);
     leaves.push_back(std::move(leaf));
   }
 };
@@ -1565,7 +1598,20 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
     std::size_t type_item, ctor;
   };
   std::vector<Candidate> cands;
-  std::map<std::string, std::size_t> by_qualified;
+  // Associated functions taking a VarBuilder, by the qualified type of their impl.
+  std::map<std::string, std::vector<std::size_t>> vb_methods;
+  for (std::size_t m = 0; m < crate.items().size(); ++m) {
+    const rust::Item& f = crate.items()[m];
+    if (f.kind != rust::ItemKind::Method || f.impl < 0 || f.self_kind != rust::SelfKind::None)
+      continue;
+    bool vb = false;
+    for (const auto& p : f.params)
+      vb = vb || p.type_text.find("VarBuilder") != std::string::npos;
+    if (!vb) continue;
+    const rust::Impl& impl = crate.impls()[static_cast<std::size_t>(f.impl)];
+    vb_methods[impl.module.empty() ? impl.self_base : impl.module + "::" + impl.self_base]
+        .push_back(m);
+  }
   for (std::size_t i = 0; i < crate.items().size(); ++i) {
     const rust::Item& t = crate.items()[i];
     if (t.kind != rust::ItemKind::Struct || t.cfg.state == rust::Tri::False) continue;
@@ -1592,18 +1638,15 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
     if (chosen == SIZE_MAX) {
       // Any other associated function with a VarBuilder returning Self, alphabetically first.
       std::string best;
-      for (std::size_t m = 0; m < crate.items().size(); ++m) {
-        const rust::Item& f = crate.items()[m];
-        if (f.kind != rust::ItemKind::Method || f.impl < 0) continue;
-        const rust::Impl& impl = crate.impls()[static_cast<std::size_t>(f.impl)];
-        std::string owner =
-            impl.module.empty() ? impl.self_base : impl.module + "::" + impl.self_base;
-        if (owner != t.qualified || !takes_vb(m)) continue;
-        if (chosen == SIZE_MAX || f.name < best) {
-          chosen = m;
-          best = f.name;
+      auto it = vb_methods.find(t.qualified);
+      if (it != vb_methods.end())
+        for (std::size_t m : it->second) {
+          if (!takes_vb(m)) continue;
+          if (chosen == SIZE_MAX || crate.items()[m].name < best) {
+            chosen = m;
+            best = crate.items()[m].name;
+          }
         }
-      }
     }
     if (chosen == SIZE_MAX) continue;
     cands.push_back({i, chosen});
@@ -1625,6 +1668,7 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
     // Roots are the public candidates no other candidate builds; finding them needs every
     // walk, unbound (the config belongs to the root only).
     Walker w(crate, catalog, audited, binding, false);
+    w.set_shallow();
     w.run_root(c.type_item, c.ctor);
     for (const auto& q : w.constructed_types)
       if (q != t.qualified) built_elsewhere.insert(q);

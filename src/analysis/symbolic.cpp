@@ -276,6 +276,11 @@ struct Evaluator {
       return SymValue::symbolic(t + ")", reason);
     };
     // Option and numeric helpers whose meaning is fixed by std.
+    if (name == "as_str" || name == "as_ref" || name == "to_string" || name == "to_owned" ||
+        name == "into") {
+      SymValue r = eval(recv, depth + 1);
+      if (r.concrete()) return r;
+    }
     if (name == "unwrap_or" || name == "unwrap_or_else" || name == "unwrap_or_default" ||
         name == "unwrap" || name == "expect" || name == "clone" || name == "min" || name == "max") {
       SymValue r = eval(recv, depth + 1);

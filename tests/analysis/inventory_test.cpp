@@ -1,0 +1,536 @@
+// One small Candle-style crate per VarBuilder idiom (reference-static §4.1–4.2), positive and
+// negative: the keys, shapes and certainties a user reads in `candle-graph summary`/`verify`.
+#include "analysis/inventory.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "analysis/config_values.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using cg::ir::Confidence;
+
+struct Fixture {
+  fs::path dir;
+  explicit Fixture(const std::string& name) {
+    dir = fs::temp_directory_path() / ("cg-inventory-" + name + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "src");
+  }
+  ~Fixture() { fs::remove_all(dir); }
+  void write(const std::string& rel, const std::string& text) const {
+    fs::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel) << text;
+  }
+};
+
+struct Result {
+  cg::ir::ModelIr ir;
+  std::map<std::string, const cg::ir::Parameter*> by_key;
+  const cg::ir::Parameter* param(const std::string& key) const {
+    auto it = by_key.find(key);
+    return it == by_key.end() ? nullptr : it->second;
+  }
+  bool has_finding(const std::string& needle) const {
+    for (const auto& f : ir.findings)
+      if (f.message.find(needle) != std::string::npos) return true;
+    return false;
+  }
+  std::string keys() const {
+    std::string s;
+    for (const auto& [k, p] : by_key)
+      s += k + "\n";
+    return s;
+  }
+};
+
+// A crate whose lib.rs is `lib` (plus `extra` files), candle-nn pinned to `version` in
+// Cargo.lock; optionally a config.json bound.
+Result analyze(const std::string& name, const std::string& lib,
+               const std::map<std::string, std::string>& extra = {},
+               const std::string& config_json = "", const std::string& version = "0.11.0",
+               const std::string& root = "") {
+  Fixture fx(name);
+  fx.write("Cargo.toml",
+           "[package]\nname = \"fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+           "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11\" }\n"
+           "candle-nn = \"0.11\"\nserde = \"1\"\n");
+  fx.write("Cargo.lock", "version = 3\n\n[[package]]\nname = \"candle-core\"\nversion = \"" +
+                             version + "\"\n\n[[package]]\nname = \"candle-nn\"\nversion = \"" +
+                             version + "\"\n");
+  fx.write("src/lib.rs", lib);
+  for (const auto& [rel, text] : extra)
+    fx.write(rel, text);
+  cg::cargo::Selection sel;
+  auto loaded = cg::rust::load_crate(fx.dir, sel);
+  std::optional<cg::analysis::ConfigValues> cfg;
+  if (!config_json.empty()) cfg = cg::analysis::parse_config_values(config_json, "config.json");
+  cg::analysis::InventoryOptions opts;
+  opts.candle_nn_version = version;
+  opts.config = cfg ? &*cfg : nullptr;
+  opts.root = root;
+  Result r;
+  cg::analysis::build_inventory(loaded.crate, opts, r.ir);
+  for (const auto& p : r.ir.parameters)
+    r.by_key[p.key] = &p;
+  return r;
+}
+
+const char* kPrelude = "use candle::{Module, Result, Tensor};\nuse candle_nn::VarBuilder;\n";
+
+TEST(Inventory, LiteralDottedAndNestedPrefixes) {
+  auto r = analyze("prefix", std::string(kPrelude) + R"(
+pub struct M { a: candle_nn::Linear, b: candle_nn::Linear }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let vb_m = vb.pp("model");
+        let a = candle_nn::linear(4, 8, vb_m.pp("encoder.proj"))?;
+        let b = candle_nn::linear_no_bias(8, 2, vb.push_prefix("head").clone())?;
+        Ok(Self { a, b })
+    }
+}
+)");
+  ASSERT_EQ(r.ir.components.size(), 1u) << r.keys();
+  EXPECT_EQ(r.ir.components[0].name, "M");
+  ASSERT_TRUE(r.param("model.encoder.proj.weight")) << r.keys();
+  EXPECT_EQ(*r.param("model.encoder.proj.weight")->shape, (std::vector<std::uint64_t>{8, 4}));
+  EXPECT_EQ(r.param("model.encoder.proj.weight")->confidence, Confidence::proven);
+  ASSERT_TRUE(r.param("model.encoder.proj.bias"));
+  ASSERT_TRUE(r.param("head.weight"));
+  EXPECT_FALSE(r.param("head.bias")) << "linear_no_bias registers no bias";
+  EXPECT_EQ(r.ir.parameters.size(), 3u) << r.keys();
+}
+
+TEST(Inventory, ImportAliasDecidesTheConstructor) {
+  auto r = analyze("alias", std::string(kPrelude) + R"(
+use candle_nn::{linear_no_bias as linear, Linear};
+pub struct M { a: Linear }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        Ok(Self { a: linear(4, 8, vb.pp("a"))? })
+    }
+}
+)");
+  ASSERT_TRUE(r.param("a.weight")) << r.keys();
+  EXPECT_FALSE(r.param("a.bias")) << "`linear_no_bias as linear` registers no bias";
+}
+
+TEST(Inventory, SetPrefixRootAndTransparentMethods) {
+  auto r = analyze("setprefix", std::string(kPrelude) + R"(
+pub struct M { a: candle_nn::Embedding, b: candle_nn::RmsNorm }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let deep = vb.pp("x").pp("y");
+        let a = candle_nn::embedding(10, 4, deep.root().pp("wte").to_dtype(candle::DType::F32))?;
+        let b = candle_nn::rms_norm(4, 1e-5, deep.set_prefix("final_norm"))?;
+        Ok(Self { a, b })
+    }
+}
+)");
+  EXPECT_TRUE(r.param("wte.weight")) << r.keys();
+  EXPECT_TRUE(r.param("final_norm.weight")) << r.keys();
+  EXPECT_EQ(r.ir.parameters.size(), 2u) << r.keys();
+}
+
+TEST(Inventory, ForLoopFamilyIsATemplateWithoutConfigAndExpandsWithOne) {
+  std::string lib = std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+pub struct Config { pub n_layer: usize, pub d: usize }
+struct Block { fc: candle_nn::Linear }
+impl Block {
+    fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        Ok(Self { fc: candle_nn::linear(cfg.d, 4 * cfg.d, vb.pp("fc"))? })
+    }
+}
+pub struct Model { layers: Vec<Block> }
+impl Model {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let mut layers = Vec::new();
+        let vb_l = vb.pp("h");
+        for i in 0..cfg.n_layer {
+            layers.push(Block::new(cfg, vb_l.pp(i))?);
+        }
+        Ok(Self { layers })
+    }
+}
+)";
+  auto sym = analyze("loop", lib);
+  ASSERT_TRUE(sym.param("h.{i}.fc.weight")) << sym.keys();
+  EXPECT_EQ(*sym.param("h.{i}.fc.weight")->symbolic_shape,
+            (std::vector<std::string>{"4 * cfg.d", "cfg.d"}));
+  EXPECT_FALSE(sym.param("h.{i}.fc.weight")->shape);
+  bool repeat = false;
+  for (const auto& m : sym.ir.modules)
+    if (m.type_name == "Block") {
+      EXPECT_EQ(m.repeat.value_or(""), "i in 0..cfg.n_layer");
+      EXPECT_EQ(m.field.value_or(""), "layers");
+      repeat = true;
+    }
+  EXPECT_TRUE(repeat);
+
+  auto bound = analyze("loop-bound", lib, {}, R"({"n_layer": 3, "d": 16})");
+  EXPECT_EQ(bound.ir.parameters.size(), 6u) << bound.keys();
+  ASSERT_TRUE(bound.param("h.2.fc.weight")) << bound.keys();
+  EXPECT_FALSE(bound.param("h.3.fc.weight"));
+  EXPECT_EQ(*bound.param("h.0.fc.weight")->shape, (std::vector<std::uint64_t>{64, 16}));
+}
+
+TEST(Inventory, FormatPrefixesAndIteratorMaps) {
+  auto r = analyze("format", std::string(kPrelude) + R"(
+pub struct M { a: Vec<candle_nn::Linear>, b: Vec<candle_nn::Linear>, c: Vec<candle_nn::Linear> }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let a = (0..2)
+            .map(|i| candle_nn::linear(2, 2, vb.pp(format!("blocks.{i}"))))
+            .collect::<Result<Vec<_>>>()?;
+        let b = (0..2)
+            .map(|j| candle_nn::linear_no_bias(2, 2, vb.pp(format!("stage_{}", j))))
+            .collect::<Result<Vec<_>>>()?;
+        let n = 4;
+        let mut c = Vec::new();
+        for (k, _x) in [1, 2].iter().enumerate() {
+            c.push(candle_nn::linear_no_bias(n, n, vb.pp(&format!("out.{k}")))?);
+        }
+        Ok(Self { a, b, c })
+    }
+}
+)");
+  EXPECT_TRUE(r.param("blocks.0.weight")) << r.keys();
+  EXPECT_TRUE(r.param("blocks.1.bias")) << r.keys();
+  EXPECT_TRUE(r.param("stage_1.weight")) << r.keys();
+  EXPECT_TRUE(r.param("out.{k}.weight")) << r.keys();
+  EXPECT_EQ(*r.param("out.{k}.weight")->shape, (std::vector<std::uint64_t>{4, 4}));
+}
+
+TEST(Inventory, BranchesMakeLeavesConditionalUnlessEveryArmRegistersThem) {
+  std::string lib = std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+pub struct Config { pub tie: bool, pub bias: bool, pub kind: String }
+pub struct M { head: Option<candle_nn::Linear>, p: candle_nn::Linear, q: candle_nn::Linear }
+impl M {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let head = if cfg.tie { None } else { Some(candle_nn::linear_no_bias(4, 9, vb.pp("lm_head"))?) };
+        let p = if cfg.bias {
+            candle_nn::linear(4, 4, vb.pp("p"))?
+        } else {
+            candle_nn::linear_no_bias(4, 4, vb.pp("p"))?
+        };
+        let q = match cfg.kind.as_str() {
+            "a" => candle_nn::linear(4, 4, vb.pp("q"))?,
+            _ => candle_nn::linear_no_bias(4, 4, vb.pp("q"))?,
+        };
+        let _extra = cfg.tie.then(|| candle_nn::linear_no_bias(4, 4, vb.pp("extra")));
+        Ok(Self { head, p, q })
+    }
+}
+)";
+  auto r = analyze("branches", lib);
+  ASSERT_TRUE(r.param("lm_head.weight")) << r.keys();
+  EXPECT_EQ(r.param("lm_head.weight")->confidence, Confidence::conditional);
+  EXPECT_EQ(r.param("lm_head.weight")->reason.value_or(""), "unless cfg.tie");
+  EXPECT_EQ(r.param("p.weight")->confidence, Confidence::proven) << "both arms register it";
+  EXPECT_EQ(r.param("p.bias")->confidence, Confidence::conditional);
+  EXPECT_EQ(r.param("q.weight")->confidence, Confidence::proven) << "every match arm";
+  EXPECT_EQ(r.param("q.bias")->confidence, Confidence::conditional);
+  EXPECT_NE(r.param("q.bias")->reason.value_or("").find("match"), std::string::npos);
+  EXPECT_EQ(r.param("extra.weight")->confidence, Confidence::conditional);
+  EXPECT_EQ(r.param("extra.weight")->reason.value_or(""), "only when cfg.tie");
+
+  // A bound config takes exactly one arm: no conditional leaves remain.
+  auto b = analyze("branches-bound", lib, {}, R"({"tie": true, "bias": true, "kind": "a"})");
+  EXPECT_FALSE(b.param("lm_head.weight")) << b.keys();
+  ASSERT_TRUE(b.param("extra.weight")) << "then() on true registers";
+  EXPECT_EQ(b.param("extra.weight")->confidence, Confidence::proven);
+  EXPECT_EQ(b.param("p.bias")->confidence, Confidence::proven);
+  EXPECT_EQ(b.param("q.bias")->confidence, Confidence::proven);
+}
+
+TEST(Inventory, LinearBBiasFollowsItsArgument) {
+  std::string lib = std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+pub struct Config { pub attention_bias: bool }
+pub struct M { a: candle_nn::Linear }
+impl M {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        Ok(Self { a: candle_nn::linear_b(8, 8, cfg.attention_bias, vb.pp("a"))? })
+    }
+}
+)";
+  auto sym = analyze("linearb", lib);
+  EXPECT_EQ(sym.param("a.weight")->confidence, Confidence::proven);
+  ASSERT_TRUE(sym.param("a.bias"));
+  EXPECT_EQ(sym.param("a.bias")->confidence, Confidence::conditional);
+  EXPECT_NE(sym.param("a.bias")->reason->find("cfg.attention_bias"), std::string::npos);
+  auto off = analyze("linearb-off", lib, {}, R"({"attention_bias": false})");
+  EXPECT_FALSE(off.param("a.bias")) << off.keys();
+  auto on = analyze("linearb-on", lib, {}, R"({"attention_bias": true})");
+  EXPECT_EQ(on.param("a.bias")->confidence, Confidence::proven);
+}
+
+TEST(Inventory, RawGetsRecordNamesShapesAndGaps) {
+  auto r = analyze("raw", std::string(kPrelude) + R"(
+pub struct M { w: Tensor, b: Tensor, s: Tensor, d: Tensor }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let w = vb.get((16, 4), "weight")?;
+        let b = vb.get_with_hints(16, "bias", candle_nn::init::ZERO)?;
+        let s = vb.pp("norm").get_unchecked("scale")?;
+        let name = String::from("dyn");
+        let d = vb.get(4, &name)?;
+        Ok(Self { w, b, s, d })
+    }
+}
+)");
+  EXPECT_EQ(*r.param("weight")->shape, (std::vector<std::uint64_t>{16, 4})) << r.keys();
+  EXPECT_EQ(r.param("weight")->kind, "get");
+  EXPECT_EQ(*r.param("bias")->shape, (std::vector<std::uint64_t>{16}));
+  ASSERT_TRUE(r.param("norm.scale"));
+  EXPECT_FALSE(r.param("norm.scale")->shape);
+  EXPECT_TRUE(r.has_finding("non-literal tensor name `&name`"));
+}
+
+TEST(Inventory, NormsConvsBatchNormAndRecurrentNames) {
+  auto r = analyze("layers", std::string(kPrelude) + R"(
+pub struct M { }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let cfg = candle_nn::Conv2dConfig { groups: 4, padding: 1, ..Default::default() };
+        let _c = candle_nn::conv2d(32, 64, 3, cfg, vb.pp("conv"))?;
+        let _d = candle_nn::conv1d_no_bias(8, 16, 5, Default::default(), vb.pp("conv1"))?;
+        let _bn = candle_nn::batch_norm(64, 1e-5, vb.pp("bn"))?;
+        let _ln = candle_nn::layer_norm(64, candle_nn::LayerNormConfig { affine: false, ..Default::default() }, vb.pp("ln_noaffine"))?;
+        let _ln2 = candle_nn::layer_norm(64, 1e-5, vb.pp("ln"))?;
+        let _g = candle_nn::group_norm(8, 64, 1e-5, vb.pp("gn"))?;
+        let _p = candle_nn::prelu(None, vb.pp("act"))?;
+        let _r = candle_nn::lstm(10, 20, candle_nn::LSTMConfig::default(), vb.pp("rnn"))?;
+        let _q = candle_nn::gru(10, 20, candle_nn::GRUConfig::default_no_bias(), vb.pp("gru"))?;
+        Ok(Self {})
+    }
+}
+)");
+  EXPECT_EQ(*r.param("conv.weight")->shape, (std::vector<std::uint64_t>{64, 8, 3, 3})) << r.keys();
+  EXPECT_EQ(*r.param("conv1.weight")->shape, (std::vector<std::uint64_t>{16, 8, 5}));
+  EXPECT_FALSE(r.param("conv1.bias"));
+  ASSERT_TRUE(r.param("bn.running_mean"));
+  EXPECT_EQ(r.param("bn.running_mean")->role, cg::ir::ParameterRole::running_state);
+  EXPECT_EQ(r.param("bn.weight")->confidence, Confidence::proven) << "f64 eps means affine";
+  EXPECT_FALSE(r.param("ln_noaffine.bias"));
+  EXPECT_TRUE(r.param("ln.bias"));
+  EXPECT_TRUE(r.param("gn.bias"));
+  EXPECT_EQ(*r.param("act.weight")->shape, (std::vector<std::uint64_t>{1}));
+  EXPECT_EQ(*r.param("rnn.weight_ih_l0")->shape, (std::vector<std::uint64_t>{80, 10}));
+  EXPECT_TRUE(r.param("rnn.bias_hh_l0"));
+  EXPECT_TRUE(r.param("gru.weight_hh_l0"));
+  EXPECT_FALSE(r.param("gru.bias_ih_l0")) << "default_no_bias";
+}
+
+TEST(Inventory, HelpersClosuresAndSubmodulesInOtherFiles) {
+  auto r = analyze("helpers", std::string(kPrelude) + R"(
+mod tracing;
+mod attn;
+pub struct Model { attn: attn::Attention, out: tracing::Linear }
+impl Model {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        Self::new_impl(vb.pp("model"))
+    }
+    fn new_impl(vb: VarBuilder) -> Result<Self> {
+        let proj = |name: &str, n: usize| candle_nn::linear_no_bias(n, n, vb.pp(name));
+        let _x = proj("x_proj", 3)?;
+        Ok(Self { attn: attn::Attention::new(vb.pp("attn"))?, out: tracing::linear(4, 2, vb.pp("out"))? })
+    }
+}
+)",
+                   {{"src/tracing.rs", R"(
+use candle_nn::VarBuilder;
+pub struct Linear { inner: candle_nn::Linear }
+pub fn linear(d1: usize, d2: usize, vb: VarBuilder) -> candle::Result<Linear> {
+    let inner = candle_nn::linear(d1, d2, vb)?;
+    Ok(Linear { inner })
+}
+)"},
+                    {"src/attn.rs", R"(
+use candle_nn::VarBuilder;
+pub struct Attention { qkv: crate::tracing::Linear }
+impl Attention {
+    pub fn new(vb: VarBuilder) -> candle::Result<Self> {
+        let qkv = crate::tracing::linear(4, 12, vb.pp("qkv"))?;
+        Ok(Self { qkv })
+    }
+}
+)"}});
+  ASSERT_EQ(r.ir.components.size(), 1u) << "Attention is built by Model: not a root";
+  EXPECT_TRUE(r.param("model.x_proj.weight")) << r.keys();
+  EXPECT_TRUE(r.param("model.out.bias")) << r.keys();
+  ASSERT_TRUE(r.param("model.attn.qkv.weight")) << r.keys();
+  EXPECT_EQ(r.param("model.attn.qkv.weight")->source, "src/attn.rs:6");
+  // new -> new_impl is one instance; Attention is a child module named by its field.
+  int models = 0;
+  for (const auto& m : r.ir.modules) {
+    if (m.type_name == "Model") ++models;
+    if (m.type_name == "Attention") {
+      EXPECT_EQ(m.field.value_or(""), "attn");
+      EXPECT_EQ(m.prefix, "model.attn");
+    }
+    if (m.prefix == "model.attn.qkv") {
+      EXPECT_EQ(m.field.value_or(""), "qkv");
+    }
+  }
+  EXPECT_EQ(models, 1);
+}
+
+TEST(Inventory, GapsAreDiagnosticsNotSilence) {
+  auto r = analyze("gaps", std::string(kPrelude) + R"(
+macro_rules! make { ($vb:expr) => { candle_nn::linear(1, 1, $vb) }; }
+pub struct M {}
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        other_crate::build(vb.pp("ext"))?;
+        make!(vb.pp("m"));
+        assert!(true);
+        Self::new(vb.pp("again"))?;
+        Ok(Self {})
+    }
+}
+)");
+  EXPECT_TRUE(r.has_finding("unresolved call `other_crate::build` receives a VarBuilder"));
+  EXPECT_TRUE(r.has_finding("macro `make!` not expanded"));
+  EXPECT_FALSE(r.has_finding("assert!"));
+  EXPECT_TRUE(r.has_finding("recursive constructor call"));
+  for (const auto& f : r.ir.findings) {
+    EXPECT_EQ(f.rule, "structure-unresolved");
+    ASSERT_TRUE(f.source);
+    EXPECT_EQ(f.source->rfind("src/lib.rs:", 0), 0u) << *f.source;
+  }
+}
+
+TEST(Inventory, UnauditedCandleMakesLeavesUnknown) {
+  auto r = analyze("unaudited", std::string(kPrelude) + R"(
+pub struct M { a: candle_nn::Linear }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> { Ok(Self { a: candle_nn::linear(2, 2, vb.pp("a"))? }) }
+}
+)",
+                   {}, "", "0.3.0");
+  ASSERT_TRUE(r.param("a.weight"));
+  EXPECT_EQ(r.param("a.weight")->confidence, Confidence::unknown);
+  EXPECT_NE(r.param("a.weight")->reason->find("not an audited release"), std::string::npos);
+}
+
+TEST(Inventory, ConfigBindingUsesSerdeDefaultsRenamesAndMethods) {
+  std::string lib = std::string(kPrelude) + R"(
+fn default_inter() -> usize { 64 }
+#[derive(Debug, serde::Deserialize)]
+pub struct Config {
+    pub hidden_size: usize,
+    #[serde(rename = "n_head")]
+    pub num_heads: usize,
+    pub num_kv_heads: Option<usize>,
+    #[serde(default = "default_inter")]
+    pub intermediate: usize,
+    #[serde(default)]
+    pub use_bias: bool,
+    pub head_dim: Option<usize>,
+    pub missing_dim: usize,
+}
+impl Config {
+    fn kv(&self) -> usize { self.num_kv_heads.unwrap_or(self.num_heads) }
+    fn hd(&self) -> usize {
+        let d = self.hidden_size / self.num_heads;
+        self.head_dim.unwrap_or(d)
+    }
+}
+pub struct M {}
+impl M {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let _k = candle_nn::linear_b(cfg.hidden_size, cfg.kv() * cfg.hd(), cfg.use_bias, vb.pp("k"))?;
+        let _i = candle_nn::linear_no_bias(cfg.hidden_size, cfg.intermediate, vb.pp("up"))?;
+        let _m = candle_nn::linear_no_bias(cfg.missing_dim, 2, vb.pp("m"))?;
+        Ok(Self {})
+    }
+}
+)";
+  auto r = analyze("serde", lib, {}, R"({"hidden_size": 32, "n_head": 4})");
+  EXPECT_EQ(*r.param("k.weight")->shape, (std::vector<std::uint64_t>{32, 32})) << r.keys();
+  EXPECT_FALSE(r.param("k.bias")) << "#[serde(default)] bool is false";
+  EXPECT_EQ(*r.param("up.weight")->shape, (std::vector<std::uint64_t>{64, 32}));
+  EXPECT_FALSE(r.param("m.weight")->shape) << "a missing field stays symbolic";
+  EXPECT_EQ((*r.param("m.weight")->symbolic_shape)[1], "cfg.missing_dim");
+  EXPECT_TRUE(r.has_finding("config.json has no field `missing_dim`"));
+}
+
+TEST(Inventory, StructLevelSerdeDefaultReadsTheDefaultImpl) {
+  auto r = analyze("structdefault", std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+#[serde(default)]
+pub struct Config { pub width: usize }
+impl Default for Config { fn default() -> Self { Self { width: 12 } } }
+pub struct M {}
+impl M {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let _a = candle_nn::embedding(cfg.width, 2, vb.pp("e"))?;
+        Ok(Self {})
+    }
+}
+)",
+                   {}, "{}");
+  EXPECT_EQ(*r.param("e.weight")->shape, (std::vector<std::uint64_t>{12, 2})) << r.keys();
+}
+
+TEST(Inventory, CfgGatedStatementsFollowTheSelectedFeatures) {
+  auto r = analyze("cfg", std::string(kPrelude) + R"(
+pub struct M {}
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        #[cfg(feature = "big")]
+        let _a = candle_nn::linear(2, 2, vb.pp("big"))?;
+        #[cfg(not(feature = "big"))]
+        let _a = candle_nn::linear_no_bias(2, 2, vb.pp("small"))?;
+        Ok(Self {})
+    }
+}
+)");
+  EXPECT_FALSE(r.param("big.weight")) << r.keys();
+  EXPECT_TRUE(r.param("small.weight")) << r.keys();
+}
+
+TEST(Inventory, RootSelectsOneComponentAndUnknownRootIsAnError) {
+  std::string lib = std::string(kPrelude) + R"(
+pub struct A {}
+impl A { pub fn new(vb: VarBuilder) -> Result<Self> { candle_nn::linear(1, 1, vb.pp("a"))?; Ok(Self {}) } }
+pub struct B {}
+impl B { pub fn load(vb: VarBuilder) -> Result<Self> { candle_nn::linear(1, 1, vb.pp("b"))?; Ok(Self {}) } }
+)";
+  auto both = analyze("roots", lib);
+  EXPECT_EQ(both.ir.components.size(), 2u);
+  auto one = analyze("root-b", lib, {}, "", "0.11.0", "B");
+  ASSERT_EQ(one.ir.components.size(), 1u);
+  EXPECT_EQ(one.ir.components[0].constructor, "function:B%3A%3Aload:");
+  EXPECT_TRUE(one.param("b.weight"));
+  EXPECT_THROW(analyze("root-none", lib, {}, "", "0.11.0", "Nope"), cg::InputError);
+}
+
+TEST(Inventory, IdsAreStableAcrossUnrelatedEdits) {
+  std::string body = R"(
+pub struct M { a: candle_nn::Linear }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> { Ok(Self { a: candle_nn::linear(2, 2, vb.pp("a"))? }) }
+}
+)";
+  auto a = analyze("ids-a", std::string(kPrelude) + body);
+  auto b = analyze("ids-b", std::string(kPrelude) + "\n\n// a comment\nfn unrelated() {}\n" + body);
+  ASSERT_EQ(a.ir.parameters.size(), b.ir.parameters.size());
+  for (std::size_t i = 0; i < a.ir.parameters.size(); ++i)
+    EXPECT_EQ(a.ir.parameters[i].id, b.ir.parameters[i].id);
+  ASSERT_EQ(a.ir.modules.size(), b.ir.modules.size());
+  for (std::size_t i = 0; i < a.ir.modules.size(); ++i)
+    EXPECT_EQ(a.ir.modules[i].id, b.ir.modules[i].id);
+}
+
+}  // namespace
