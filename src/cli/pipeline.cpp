@@ -245,6 +245,35 @@ std::string render_summary(const Analysis& a) {
          " items, " + std::to_string(a.files_with_syntax_errors) + " with syntax errors\n";
   out += "functions:    " + std::to_string(ir.coverage.functions) + " (" +
          std::to_string(ir.coverage.entrypoints) + " entrypoints)\n";
+  for (const auto& comp : ir.components) {
+    std::size_t proven = 0, cond = 0, unknown = 0, concrete = 0;
+    std::uint64_t elements = 0;
+    for (const auto& p : ir.parameters) {
+      if (p.component != comp.id) continue;
+      if (p.confidence == ir::Confidence::proven)
+        ++proven;
+      else if (p.confidence == ir::Confidence::conditional)
+        ++cond;
+      else
+        ++unknown;
+      if (p.shape) {
+        ++concrete;
+        std::uint64_t n = 1;
+        for (auto d : *p.shape)
+          n *= d;
+        elements += n;
+      }
+    }
+    std::size_t leaves = proven + cond + unknown;
+    out += "component:    " + comp.qualified_name + ": " + std::to_string(leaves) +
+           " parameters (" + std::to_string(proven) + " certain, " + std::to_string(cond) +
+           " conditional, " + std::to_string(unknown) + " unknown)";
+    if (leaves > 0 && concrete == leaves)
+      out += ", " + std::to_string(elements) + " elements";
+    else if (leaves > 0)
+      out += ", shapes symbolic (bind --config)";
+    out += "\n";
+  }
   auto c = count(diagnostics_of(ir));
   out += "findings:     " + std::to_string(c.errors) + " errors, " + std::to_string(c.warnings) +
          " warnings, " + std::to_string(c.notes) + " notes\n";
