@@ -1060,8 +1060,9 @@ class Walker : public EvalContext {
         auto fns = v->fns;
         Cert outer = frame().cert;
         std::vector<std::pair<std::size_t, std::size_t>> ms{marks()};
-        for (const auto& [fpath, cert] : fns) {
-          under(join(outer, cert), [&] {
+        for (const auto& alt : fns) {
+          const std::string& fpath = alt.first;
+          under(join(outer, alt.second), [&] {
             if (fpath.rfind("item:", 0) == 0)
               call_local(n, std::stoul(fpath.substr(5)), args, path, depth);
             else if (const ConstructorSpec* spec = catalog_.find(fpath))
