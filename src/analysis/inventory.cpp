@@ -1515,11 +1515,14 @@ class Walker : public EvalContext {
     leaf.root = b.root;
     leaf.kind = method;
     std::string name;
-    SymValue nv = eval(args[name_idx]);
+    TSNode name_node = args[name_idx];
+    while (kind_of(name_node) == "reference_expression" && !named_children(name_node).empty())
+      name_node = named_children(name_node).back();
+    SymValue nv = eval(name_node);
     if (nv.kind == SymValue::Kind::string) {
       name = nv.text;
-    } else if (kind_of(args[name_idx]) == "macro_invocation") {
-      name = format_template(args[name_idx]);
+    } else if (kind_of(name_node) == "macro_invocation") {
+      name = format_template(name_node);
     } else {
       diag(args[name_idx],
            "non-literal tensor name `" + text(args[name_idx]) + "`; key is unknown");
