@@ -27,6 +27,8 @@ constexpr int kMaxDepth = 32;
 constexpr std::size_t kMaxInstances = 20000;
 constexpr std::size_t kMaxLeaves = 200000;
 constexpr std::int64_t kMaxExpansion = 4096;
+constexpr std::size_t kMaxSteps = 4'000'000;  // syntax nodes visited per component walk
+constexpr int kMaxNesting = 400;              // syntax nesting the walk descends into
 
 // Certainty of a leaf or instance; joins keep the least certain (the outer reason on a tie).
 struct Cert {
@@ -326,6 +328,8 @@ class Walker : public EvalContext {
   const ConfigBinding& binding_;
   bool bind_config_;
   bool shallow_ = false;
+  std::size_t steps_ = 0;
+  int nesting_ = 0;
   std::vector<Frame*> stack_;
   int value_depth_ = 0;
 
@@ -656,6 +660,22 @@ class Walker : public EvalContext {
   // Side-effecting walk ------------------------------------------------------------------------
   void walk(TSNode n, int depth) {
     if (ts_node_is_null(n) || truncated) return;
+    if (++steps_ > kMaxSteps) {
+      truncated = true;
+      diag(n, "analysis truncated after " + std::to_string(kMaxSteps) +
+                  " steps (loops expanded by the bound config multiply the work)");
+      return;
+    }
+    if (nesting_ >= kMaxNesting) {
+      diag(n, "expression nested deeper than " + std::to_string(kMaxNesting) +
+                  " levels; the rest of it is not analyzed");
+      return;
+    }
+    ++nesting_;
+    struct Nest {
+      int& d;
+      ~Nest() { --d; }
+    } nest{nesting_};
     std::string_view k = kind_of(n);
     if (k == "function_item" || k == "struct_item" || k == "impl_item" || k == "enum_item" ||
         k == "trait_item" || k == "mod_item" || k == "use_declaration" || k == "const_item" ||
