@@ -534,3 +534,48 @@ impl M {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(InventoryBounds, ExpandedLoopsStopAtTheStepBudgetWithAFinding) {
+  auto r = analyze("budget", std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+pub struct Config { pub n: usize }
+pub struct M {}
+impl M {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        for a in 0..cfg.n {
+            for b in 0..cfg.n {
+                for c in 0..cfg.n {
+                    let _x = a + b + c;
+                }
+            }
+        }
+        candle_nn::linear(1, 1, vb.pp("after"))?;
+        Ok(Self {})
+    }
+}
+)",
+                   {}, R"({"n": 4000})");
+  EXPECT_TRUE(r.has_finding("analysis truncated after")) << r.keys();
+}
+
+TEST(InventoryBounds, DeepNestingIsReportedNotACrash) {
+  std::string deep = "1";
+  for (int i = 0; i < 2000; ++i)
+    deep = "(" + deep + " + 1)";
+  auto r = analyze("nesting", std::string(kPrelude) + R"(
+pub struct M {}
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let _d = )" + deep + R"(;
+        candle_nn::linear(1, 1, vb.pp("ok"))?;
+        Ok(Self {})
+    }
+}
+)");
+  EXPECT_TRUE(r.has_finding("nested deeper than")) << r.keys();
+  EXPECT_TRUE(r.param("ok.weight")) << "the rest of the constructor is still read";
+}
+
+}  // namespace
