@@ -196,6 +196,12 @@ std::optional<ConfigRef> ConfigBinding::config_of_type(const std::string& type_t
   return std::nullopt;
 }
 
+std::string ConfigBinding::field_type(const ConfigRef& c, std::string_view name) const {
+  for (const auto& f : info(c.item).fields)
+    if (f.name == name) return peel_type(f.type_text);
+  return {};
+}
+
 bool ConfigBinding::can_bind(const ConfigRef& c) const {
   return values_ != nullptr && info(c.item).deserialize;
 }

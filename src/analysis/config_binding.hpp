@@ -44,6 +44,8 @@ class ConfigBinding {
   // parameter then reads config.json.
   bool can_bind(const ConfigRef& c) const;
   FieldResult field(const ConfigRef& c, std::string_view name) const;
+  // The declared Rust type of a config field ("f64", "Option<usize>"); empty when unknown.
+  std::string field_type(const ConfigRef& c, std::string_view name) const;
   std::optional<SymValue> method(const ConfigRef& c, std::string_view name,
                                  const std::vector<SymValue>& args) const;
 

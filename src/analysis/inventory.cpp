@@ -41,8 +41,20 @@ Cert join(const Cert& outer, const Cert& inner) {
   return outer;
 }
 
+// Reasons are read in one line: whitespace collapsed, long conditions cut.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out.push_back(space ? ' ' : c);
+  }
+  if (out.size() > 120) out = out.substr(0, 117) + "...";
+  return out;
+}
+
 Cert conditional(const Cert& outer, std::string reason) {
-  return join(outer, Cert{1, std::move(reason)});
+  return join(outer, Cert{1, one_line(reason)});
 }
 
 struct Value {
@@ -1501,10 +1513,9 @@ class Walker : public EvalContext {
     } else if (v.kind == Value::Kind::sym && v.sym.kind == SymValue::Kind::real) {
       // An f64 eps converts through `From<f64>` with candle-nn's defaults (affine = true).
       fv = layer_config_default(field, "default");
-    } else if (v.kind == Value::Kind::sym && !v.sym.concrete() && field == "affine") {
-      // A symbolic eps expression (`cfg.rms_norm_eps`) is still an f64 when it is not a config.
-      if (arg_text.find("Config") == std::string::npos && arg_text.find("cfg") == std::string::npos)
-        fv = std::nullopt;
+    } else if (v.kind == Value::Kind::sym && !v.sym.concrete() && is_float(args[idx])) {
+      // `cfg.layer_norm_eps` declared f64: it converts like a literal eps.
+      fv = layer_config_default(field, "default");
     }
     if (!fv)
       return SymValue::symbolic(arg_text + "." + field + (is_some ? ".is_some()" : ""),
@@ -1515,6 +1526,16 @@ class Walker : public EvalContext {
       return SymValue::symbolic(fv->text + ".is_some()", fv->reason);
     }
     return *fv;
+  }
+
+  // A float-typed expression: a float literal, or a config field declared f32/f64.
+  bool is_float(TSNode arg) {
+    if (kind_of(arg) == "float_literal") return true;
+    if (kind_of(arg) != "field_expression") return false;
+    Value base = value_of(field_of(arg, "value"), 0);
+    if (base.kind != Value::Kind::config) return false;
+    std::string t = binding_.field_type(base.config, text(field_of(arg, "field")));
+    return t == "f64" || t == "f32";
   }
 
   void register_raw(TSNode n, const Value& b, const std::string& method,

@@ -177,6 +177,12 @@ struct Evaluator {
     if (op == "&&" && a.kind == SymValue::Kind::boolean && !a.boolean) return a;
     if (op == "||" && a.kind == SymValue::Kind::boolean && a.boolean) return a;
     SymValue b = eval(r, depth + 1);
+    // `x && false` is false and `x || true` is true whatever x is (no side effects here).
+    if (op == "&&" && b.kind == SymValue::Kind::boolean && !b.boolean) return b;
+    if (op == "||" && b.kind == SymValue::Kind::boolean && b.boolean) return b;
+    // `x && true` and `x || false` are x.
+    if ((op == "&&" || op == "||") && b.kind == SymValue::Kind::boolean && !a.concrete()) return a;
+    if ((op == "&&" || op == "||") && a.kind == SymValue::Kind::boolean && !b.concrete()) return b;
     if (!a.concrete()) return composed(a, op, b, a.reason);
     if (!b.concrete()) return composed(a, op, b, b.reason);
     if (op == "&&" || op == "||") {

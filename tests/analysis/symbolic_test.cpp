@@ -98,3 +98,24 @@ TEST(Symbolic, Literals) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Symbolic, BooleanIdentitiesDecideWithoutTheUnknownSide) {
+  auto c = llama();
+  EXPECT_EQ(eval("cfg.unbound && false", c).display(), "false");
+  EXPECT_EQ(eval("cfg.unbound || true", c).display(), "true");
+  auto same = eval("cfg.unbound && true", c);
+  EXPECT_EQ(same.kind, SymValue::Kind::symbolic);
+  EXPECT_EQ(same.text, "cfg.unbound");
+}
+
+TEST(Symbolic, SymbolicOperandsComposeTheirTexts) {
+  auto c = llama();
+  c.locals["heads"] = SymValue::symbolic("cfg.n_head", "unbound");
+  auto v = eval("heads * (cfg.hidden_size / heads)", c);
+  EXPECT_EQ(v.kind, SymValue::Kind::symbolic);
+  EXPECT_EQ(v.text, "cfg.n_head * (4096 / cfg.n_head)");
+}
+
+}  // namespace
