@@ -1,6 +1,7 @@
 #include "analysis/config_binding.hpp"
 
 #include <cstring>
+#include <functional>
 
 namespace cg::analysis {
 namespace {
@@ -202,6 +203,40 @@ std::string ConfigBinding::field_type(const ConfigRef& c, std::string_view name)
   return {};
 }
 
+std::optional<ConfigRef> ConfigBinding::bind_root(const ConfigRef& c) const {
+  if (values_ == nullptr) return std::nullopt;
+  ConfigRef r = c;
+  r.bound = true;
+  if (info(c.item).deserialize) return r;
+  // `impl LlamaConfig { fn into_config(self, ..) -> Config { Config { .. } } }`
+  const std::string& target = crate_.items()[c.item].name;
+  for (std::size_t m = 0; m < crate_.items().size(); ++m) {
+    const rust::Item& f = crate_.items()[m];
+    if (f.kind != rust::ItemKind::Method || f.impl < 0 || f.self_kind == rust::SelfKind::None)
+      continue;
+    std::string ret = peel_type(f.return_type);
+    auto lt = ret.find('<');  // `Result<Config>`
+    if (lt != std::string::npos && ret.back() == '>') ret = ret.substr(lt + 1, ret.size() - lt - 2);
+    if (ret.size() < target.size() ||
+        ret.compare(ret.size() - target.size(), target.size(), target) != 0)
+      continue;
+    const rust::Impl& impl = crate_.impls()[static_cast<std::size_t>(f.impl)];
+    bool same = false;  // the return type is this very struct, not a namesake
+    for (const auto& rc : crate_.resolve(impl.module, ret))
+      same = same || (rc.kind == rust::Candidate::Kind::Item && rc.item == c.item);
+    if (!same) continue;
+    for (const auto& cand : crate_.resolve(impl.module, impl.self_base)) {
+      if (cand.kind != rust::Candidate::Kind::Item) continue;
+      if (crate_.items()[cand.item].kind != rust::ItemKind::Struct) continue;
+      if (!info(cand.item).deserialize) continue;
+      r.via = static_cast<std::ptrdiff_t>(m);
+      r.via_source = cand.item;
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
 bool ConfigBinding::can_bind(const ConfigRef& c) const {
   return values_ != nullptr && info(c.item).deserialize;
 }
@@ -230,6 +265,40 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
   }
   if (!c.bound) {
     out.value = SymValue::symbolic(shown, "no config.json bound");
+    return out;
+  }
+  if (c.via >= 0) {
+    // The conversion's struct literal says how the field is computed from the source struct.
+    const rust::Item& conv = crate_.items()[static_cast<std::size_t>(c.via)];
+    const std::string& src = crate_.files()[conv.file]->text();
+    TSNode lit{};
+    std::function<void(TSNode)> find = [&](TSNode n) {
+      if (!ts_node_is_null(lit) || ts_node_is_null(n)) return;
+      if (kind_of(n) == "struct_expression") {
+        lit = n;
+        return;
+      }
+      std::uint32_t k = ts_node_named_child_count(n);
+      for (std::uint32_t i = 0; i < k && ts_node_is_null(lit); ++i)
+        find(ts_node_named_child(n, i));
+    };
+    find(conv.body());
+    ConfigRef source;
+    source.item = c.via_source;
+    source.bound = true;
+    BodyContext ctx(*this, crate_, conv.file, source);
+    TSNode list = ts_node_is_null(lit) ? TSNode{} : field_of(lit, "body");
+    std::uint32_t k = ts_node_is_null(list) ? 0 : ts_node_named_child_count(list);
+    for (std::uint32_t i = 0; i < k; ++i) {
+      TSNode fi = ts_node_named_child(list, i);
+      if (kind_of(fi) == "field_initializer" && node_text(field_of(fi, "field"), src) == name) {
+        out.value = evaluate(field_of(fi, "value"), src, ctx);
+        if (!out.value.concrete()) out.value.text = shown;
+        return out;
+      }
+    }
+    out.value = SymValue::symbolic(
+        shown, "`" + conv.name + "` does not set `" + std::string(name) + "` from config.json");
     return out;
   }
   std::vector<std::string> names{f->json_name};

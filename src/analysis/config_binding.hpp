@@ -25,6 +25,10 @@ struct ConfigRef {
   std::size_t item = 0;
   std::string path;
   bool bound = false;  // backed by config.json
+  // A config type built by a conversion (`LlamaConfig::into_config(self) -> Config`): the
+  // method item whose struct literal gives each field from the Deserialize source; -1 if none.
+  std::ptrdiff_t via = -1;
+  std::size_t via_source = 0;  // the Deserialize struct the conversion reads
 };
 
 struct FieldResult {
@@ -43,6 +47,9 @@ class ConfigBinding {
   // True when a file is bound and the struct derives Deserialize: the root constructor's config
   // parameter then reads config.json.
   bool can_bind(const ConfigRef& c) const;
+  // The root constructor's config bound to the file: directly when it derives Deserialize, else
+  // through a crate-local conversion from a Deserialize struct; nullopt when neither applies.
+  std::optional<ConfigRef> bind_root(const ConfigRef& c) const;
   FieldResult field(const ConfigRef& c, std::string_view name) const;
   // The declared Rust type of a config field ("f64", "Option<usize>"); empty when unknown.
   std::string field_type(const ConfigRef& c, std::string_view name) const;

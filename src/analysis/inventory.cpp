@@ -374,7 +374,8 @@ class Walker : public EvalContext {
     if (auto c = binding_.config_of_type(p.type_text, module)) {
       v.kind = Value::Kind::config;
       v.config = *c;
-      v.config.bound = bind_config_ && binding_.can_bind(*c);
+      if (bind_config_)
+        if (auto b = binding_.bind_root(*c)) v.config = *b;
       return v;
     }
     v.kind = Value::Kind::sym;

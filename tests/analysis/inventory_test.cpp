@@ -579,3 +579,35 @@ impl M {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Inventory, ConfigBindsThroughAConversionFromTheDeserializeStruct) {
+  // llama.rs: the model takes `Config`, which config.json reaches via `LlamaConfig::into_config`.
+  auto r = analyze("conversion", std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+pub struct RawConfig { pub hidden_size: usize, pub n_layers: usize, pub kv: Option<usize>, pub heads: usize }
+impl RawConfig {
+    fn kv_heads(&self) -> usize { self.kv.unwrap_or(self.heads) }
+    pub fn into_config(self, flash: bool) -> Config {
+        Config { hidden: self.hidden_size, layers: self.n_layers, kv: self.kv_heads(), flash }
+    }
+}
+pub struct Config { pub hidden: usize, pub layers: usize, pub kv: usize, pub flash: bool }
+pub struct M {}
+impl M {
+    pub fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+        for i in 0..cfg.layers {
+            candle_nn::linear_no_bias(cfg.hidden, cfg.kv, vb.pp(i))?;
+        }
+        Ok(Self {})
+    }
+}
+)",
+                   {}, R"({"hidden_size": 8, "n_layers": 2, "heads": 4})");
+  EXPECT_EQ(r.ir.parameters.size(), 2u) << r.keys();
+  ASSERT_TRUE(r.param("1.weight")) << r.keys();
+  EXPECT_EQ(*r.param("1.weight")->shape, (std::vector<std::uint64_t>{4, 8}));
+}
+
+}  // namespace
