@@ -342,6 +342,7 @@ class Walker : public EvalContext {
   bool shallow_ = false;
   std::size_t steps_ = 0;
   int nesting_ = 0;
+  int forks_ = 0;  // nested fork_let continuations in flight (each doubles the work)
   std::vector<Frame*> stack_;
   int value_depth_ = 0;
 
@@ -698,6 +699,7 @@ class Walker : public EvalContext {
     if (k == "block") {
       frame().scopes.emplace_back();
       // `#[cfg(..)]` attributes gate the statement that follows them.
+      std::vector<std::pair<TSNode, rust::Tri>> stmts;
       std::vector<std::string> preds;
       for (TSNode ch : named_children(n, true)) {
         if (kind_of(ch) == "attribute_item") {
@@ -711,13 +713,9 @@ class Walker : public EvalContext {
         }
         rust::Tri active = preds.empty() ? rust::Tri::True : crate_.cfg_set().eval_all(preds);
         preds.clear();
-        if (active == rust::Tri::False) continue;  // `#[cfg(feature = "x")] let ..`
-        if (active == rust::Tri::Unknown)
-          under(conditional(frame().cert, "a #[cfg] that is not understood"),
-                [&] { walk(ch, depth); });
-        else
-          walk(ch, depth);
+        if (active != rust::Tri::False) stmts.emplace_back(ch, active);
       }
+      walk_stmts(stmts, 0, depth);
       frame().scopes.pop_back();
       return;
     }
@@ -747,6 +745,85 @@ class Walker : public EvalContext {
     if (k == "struct_expression") return walk_struct(n, depth);
     for (TSNode ch : named_children(n))
       walk(ch, depth);
+  }
+
+  void walk_stmts(const std::vector<std::pair<TSNode, rust::Tri>>& stmts, std::size_t from,
+                  int depth) {
+    for (std::size_t i = from; i < stmts.size() && !truncated; ++i) {
+      auto [ch, active] = stmts[i];
+      if (kind_of(ch) == "let_declaration" && fork_let(stmts, i, depth)) return;
+      if (active == rust::Tri::Unknown)
+        under(conditional(frame().cert, "a #[cfg] that is not understood"),
+              [&] { walk(ch, depth); });
+      else
+        walk(ch, depth);
+    }
+  }
+
+  // `let (q, k) = if c { ("to_q", "to_k") } else { ("query", "key") };` with `c` unknown: the
+  // rest of the block is walked once per arm, each arm's literals bound, under its condition.
+  // Leaves every arm registers keep the outer certainty (unify).
+  bool fork_let(const std::vector<std::pair<TSNode, rust::Tri>>& stmts, std::size_t i, int depth) {
+    TSNode let = stmts[i].first;
+    TSNode pat = field_of(let, "pattern");
+    TSNode value = field_of(let, "value");
+    if (ts_node_is_null(pat) || ts_node_is_null(value) || kind_of(value) != "if_expression" ||
+        forks_ >= 4)
+      return false;
+    TSNode cond = field_of(value, "condition");
+    TSNode alt = field_of(value, "alternative");
+    if (kind_of(cond) == "let_condition" || ts_node_is_null(alt)) return false;
+    SymValue c = eval(cond);
+    if (c.concrete()) return false;
+    auto alt_children = named_children(alt);
+    if (alt_children.empty() || kind_of(alt_children[0]) != "block") return false;
+    // Each arm's tail must be literals matching the pattern's shape.
+    std::vector<TSNode> names;
+    if (kind_of(pat) == "identifier") names.push_back(pat);
+    if (kind_of(pat) == "tuple_pattern")
+      for (TSNode p : named_children(pat))
+        if (kind_of(p) == "identifier") names.push_back(p);
+    if (names.empty()) return false;
+    std::vector<std::vector<SymValue>> arms;
+    for (TSNode block : {field_of(value, "consequence"), alt_children[0]}) {
+      auto ch = named_children(block);
+      if (ch.size() != 1) return false;
+      std::vector<TSNode> parts;
+      if (names.size() == 1)
+        parts.push_back(ch[0]);
+      else if (kind_of(ch[0]) == "tuple_expression")
+        parts = named_children(ch[0]);
+      if (parts.size() != names.size()) return false;
+      std::vector<SymValue> vals;
+      for (TSNode part : parts) {
+        SymValue v = eval(part);
+        if (!v.concrete()) return false;
+        vals.push_back(v);
+      }
+      arms.push_back(std::move(vals));
+    }
+    ++forks_;
+    Cert outer = frame().cert;
+    std::string ctext = one_line(c.text);
+    auto m0 = marks();
+    std::pair<std::size_t, std::size_t> m1;
+    for (std::size_t a = 0; a < 2; ++a) {
+      under(conditional(outer, (a == 0 ? "if " : "unless ") + ctext), [&] {
+        frame().scopes.emplace_back();
+        for (std::size_t k = 0; k < names.size(); ++k) {
+          Value v;
+          v.kind = Value::Kind::sym;
+          v.sym = arms[a][k];
+          bind(text(names[k]), std::move(v));
+        }
+        walk_stmts(stmts, i + 1, depth);
+        frame().scopes.pop_back();
+      });
+      if (a == 0) m1 = marks();
+    }
+    unify(m0, m1, marks(), outer);
+    --forks_;
+    return true;
   }
 
   void walk_let(TSNode n, int depth) {

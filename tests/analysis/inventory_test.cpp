@@ -611,3 +611,32 @@ impl M {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Inventory, PrefixesChosenByABranchForkTheRestOfTheConstructor) {
+  auto r = analyze("fork", std::string(kPrelude) + R"(
+pub struct M {}
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let (q, out) = if vb.contains_tensor("to_q.weight") { ("to_q", "to_out.0") } else { ("query", "proj") };
+        candle_nn::linear(4, 4, vb.pp(q))?;
+        candle_nn::linear_no_bias(4, 4, vb.pp(out))?;
+        candle_nn::linear_no_bias(4, 4, vb.pp("shared"))?;
+        Ok(Self {})
+    }
+}
+)");
+  ASSERT_TRUE(r.param("to_q.weight")) << r.keys();
+  EXPECT_EQ(r.param("to_q.weight")->confidence, Confidence::conditional);
+  ASSERT_TRUE(r.param("query.bias")) << r.keys();
+  EXPECT_EQ(r.param("query.bias")->reason.value_or(""),
+            "unless vb.contains_tensor(\"to_q.weight\")");
+  EXPECT_TRUE(r.param("to_out.0.weight")) << r.keys();
+  EXPECT_TRUE(r.param("proj.weight")) << r.keys();
+  ASSERT_TRUE(r.param("shared.weight"));
+  EXPECT_EQ(r.param("shared.weight")->confidence, Confidence::proven) << "both arms register it";
+  EXPECT_FALSE(r.has_finding("non-literal prefix"));
+}
+
+}  // namespace
