@@ -750,7 +750,8 @@ class Walker : public EvalContext {
   void walk_stmts(const std::vector<std::pair<TSNode, rust::Tri>>& stmts, std::size_t from,
                   int depth) {
     for (std::size_t i = from; i < stmts.size() && !truncated; ++i) {
-      auto [ch, active] = stmts[i];
+      TSNode ch = stmts[i].first;
+      rust::Tri active = stmts[i].second;
       if (kind_of(ch) == "let_declaration" && fork_let(stmts, i, depth)) return;
       if (active == rust::Tri::Unknown)
         under(conditional(frame().cert, "a #[cfg] that is not understood"),
