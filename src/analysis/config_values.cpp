@@ -30,8 +30,9 @@ void flatten(simdjson::dom::element el, const std::string& prefix, int depth, Co
     }
     case T::ARRAY: {
       auto n = el.get_array().value_unsafe().size();
-      out.fields[prefix] =
-          SymValue::symbolic(prefix, "array of " + std::to_string(n) + " elements");
+      SymValue v = SymValue::symbolic(prefix, "array of " + std::to_string(n) + " elements");
+      v.array_len = static_cast<std::int64_t>(n);
+      out.fields[prefix] = std::move(v);
       return;
     }
     case T::INT64:

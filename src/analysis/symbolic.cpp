@@ -282,6 +282,16 @@ struct Evaluator {
       return SymValue::symbolic(t + ")", reason);
     };
     // Option and numeric helpers whose meaning is fixed by std.
+    if ((name == "len" || name == "is_empty") && argv.empty()) {
+      SymValue r = eval(recv, depth + 1);
+      if (r.array_len)
+        return name == "len" ? SymValue::of_int(*r.array_len)
+                             : SymValue::of_bool(*r.array_len == 0);
+      if (r.kind == SymValue::Kind::string) {
+        auto len = static_cast<std::int64_t>(r.text.size());
+        return name == "len" ? SymValue::of_int(len) : SymValue::of_bool(len == 0);
+      }
+    }
     if (name == "as_str" || name == "as_ref" || name == "to_string" || name == "to_owned" ||
         name == "into") {
       SymValue r = eval(recv, depth + 1);

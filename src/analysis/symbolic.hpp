@@ -21,6 +21,8 @@ struct SymValue {
   bool boolean = false;
   std::string text;    // the string value, or the symbolic expression's source text
   std::string reason;  // why a symbolic value is not concrete
+  // A symbolic array whose length is known (a config.json array): `len()` evaluates.
+  std::optional<std::int64_t> array_len;
 
   static SymValue of_int(std::int64_t v);
   static SymValue of_real(double v);

@@ -640,3 +640,26 @@ impl M {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Inventory, ConfigArrayLengthsBoundLoops) {
+  auto r = analyze("arraylen", std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+pub struct Config { pub layer_types: Vec<String> }
+pub struct M {}
+impl M {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        for i in 0..cfg.layer_types.len() {
+            candle_nn::rms_norm(4, 1e-6, vb.pp(i))?;
+        }
+        Ok(Self {})
+    }
+}
+)",
+                   {}, R"({"layer_types": ["a", "b", "a"]})");
+  EXPECT_EQ(r.ir.parameters.size(), 3u) << r.keys();
+  EXPECT_TRUE(r.param("2.weight")) << r.keys();
+}
+
+}  // namespace
