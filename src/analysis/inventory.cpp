@@ -77,6 +77,7 @@ struct Value {
   std::string text;        // source text, for symbolic output
   // fn_ref: catalog constructors held as values (`let f = if b { linear } else { linear_no_bias }`)
   std::vector<std::pair<std::string, Cert>> fns;
+  std::string declared_type;  // a parameter's declared Rust type, when bound by a call
   // module instances this local holds (set by `let x = Layer(..)`, `xs.push(Layer(..))`)
   std::vector<std::size_t> modules;
 };
@@ -1427,8 +1428,11 @@ class Walker : public EvalContext {
       f.type_qualified = frame().type_qualified;
       f.call_site = site(n);
     }
-    for (std::size_t i = 0; i < it.params.size(); ++i)
-      f.scopes.back()[it.params[i].name] = i < vals.size() ? vals[i] : Value{};
+    for (std::size_t i = 0; i < it.params.size(); ++i) {
+      Value v = i < vals.size() ? vals[i] : Value{};
+      v.declared_type = it.params[i].type_text;
+      f.scopes.back()[it.params[i].name] = std::move(v);
+    }
     stack_.push_back(&f);
     walk(it.body(), depth + 1);
     stack_.pop_back();
@@ -1607,6 +1611,15 @@ class Walker : public EvalContext {
     return *fv;
   }
 
+  // A local bound to a parameter declared as an integer (`fn rms_norm(size: usize, ..)`).
+  bool scalar_param(const std::string& name) {
+    const Value* v = find_var(name);
+    if (v == nullptr) return false;
+    for (const char* t : {"usize", "u32", "u64", "i32", "i64", "isize"})
+      if (v->declared_type == t) return true;
+    return false;
+  }
+
   // A float-typed expression: a float literal, or a config field declared f32/f64.
   bool is_float(TSNode arg) {
     if (kind_of(arg) == "float_literal") return true;
@@ -1671,6 +1684,8 @@ class Walker : public EvalContext {
         SymValue s = eval(shape);
         if (s.kind == SymValue::Kind::integer) {
           leaf.shape = std::vector<SymValue>{s};
+        } else if (sk == "identifier" && scalar_param(text(shape))) {
+          leaf.shape = std::vector<SymValue>{s};  // `size: usize` is one dimension
         } else if (sk == "identifier" || sk == "call_expression" || sk == "macro_invocation") {
           leaf.shape_reason = "shape `" + text(shape) + "` has an unknown rank";
         } else {
