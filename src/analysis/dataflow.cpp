@@ -1,8 +1,1212 @@
 #include "analysis/dataflow.hpp"
 
-namespace cg::analysis {
+#include <tree_sitter/api.h>
 
-// Placeholder until the dataflow issue (#5) lands: no operations are claimed.
-void build_dataflow(const rust::Crate&, const DataflowOptions&, ir::ModelIr&) {}
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/numeric_domain.hpp"
+#include "analysis/op_catalog.hpp"
+#include "ir/stable_id.hpp"
+
+// Per-entrypoint expression dataflow (spec reference-static §4.4): an abstract interpreter over
+// the tree-sitter body of each entrypoint that inlines crate-local calls and applies the audited
+// operation catalog to candle calls. Operations are keyed by their syntax node, so an operation
+// reached from several entrypoints (or inlined twice) keeps one edit-stable id:
+// operation_id(<function containing it>, <op name>, <occurrence in that function>).
+namespace cg::analysis {
+namespace {
+
+enum class Grad { trainable, frozen, differentiable, severed, layout_dependent, unknown };
+
+struct Val {
+  bool tensor = false;
+  std::string tid;  // IR tensor id (tensors only)
+  std::string dtype = "Unknown";
+  Grad grad = Grad::unknown;
+  NumericDomain dom = NumericDomain::unknown;
+  bool undischarged_log = false;
+  std::optional<double> num;      // a numeric literal
+  std::ptrdiff_t type_item = -1;  // crate-local struct/enum this value is an instance of
+  std::string ext_type;           // external type name (`Linear`) when known
+  std::set<std::string> modules;  // inventory module ids this value may denote
+  std::string field;              // `f` when the value is `<owner>.f`
+};
+
+constexpr std::size_t kMaxDepth = 24;
+constexpr std::size_t kNodeBudget = 400000;
+
+bool mentions(const std::string& s, const char* w) {
+  return s.find(w) != std::string::npos;
+}
+
+std::string last_segment(const std::string& p) {
+  auto s = p.rfind("::");
+  return s == std::string::npos ? p : p.substr(s + 2);
+}
+
+std::string first_segment(const std::string& p) {
+  auto s = p.find("::");
+  return s == std::string::npos ? p : p.substr(0, s);
+}
+
+std::string peel_generics(std::string t) {
+  while (!t.empty() && (t[0] == '&' || t[0] == ' '))
+    t.erase(0, 1);
+  if (t.rfind("mut ", 0) == 0) t = t.substr(4);
+  if (t.rfind("dyn ", 0) == 0) t = t.substr(4);
+  auto lt = t.find('<');
+  if (lt != std::string::npos) t = t.substr(0, lt);
+  return t;
+}
+
+bool tensor_type(const std::string& t) {
+  std::string b = last_segment(peel_generics(t));
+  while (!b.empty() && (b[0] == '&' || b[0] == ' '))
+    b.erase(0, 1);
+  if (b.rfind("mut ", 0) == 0) b = b.substr(4);
+  return b == "Tensor" || b == "Var";
+}
+
+bool var_type(const std::string& t) {
+  std::string b = last_segment(peel_generics(t));
+  return b == "Var";
+}
+
+Grad join_grad(Grad a, Grad b) {
+  return a == b ? a : Grad::unknown;
+}
+
+const std::set<std::string>& passthrough_methods() {
+  static const std::set<std::string> s{"clone",          "unwrap",     "expect",   "as_ref",
+                                       "borrow",         "iter",       "iter_mut", "into_iter",
+                                       "enumerate",      "rev",        "to_owned", "deref",
+                                       "as_mut",         "borrow_mut", "skip",     "take",
+                                       "unwrap_or_else", "context",    "map_err"};
+  return s;
+}
+
+const std::set<std::string>& non_tensor_methods() {
+  static const std::set<std::string> s{"dims",          "dims0",
+                                       "dims1",         "dims2",
+                                       "dims3",         "dims4",
+                                       "dims5",         "dim",
+                                       "shape",         "dtype",
+                                       "device",        "rank",
+                                       "elem_count",    "to_scalar",
+                                       "to_vec0",       "to_vec1",
+                                       "to_vec2",       "to_vec3",
+                                       "is_contiguous", "stride",
+                                       "layout",        "id",
+                                       "len",           "is_empty",
+                                       "to_string",     "is_some",
+                                       "is_none",       "get",
+                                       "push",          "insert",
+                                       "collect",       "map",
+                                       "zip",           "sum_keepdim_scalar"};
+  return s;
+}
+
+struct PendingNumeric {
+  std::string rule;
+  bool proven = false;
+  bool library = false;
+  std::string message, source, tensor, op;
+};
+
+class Engine {
+ public:
+  Engine(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir)
+      : crate_(crate), cat_(OpCatalog::for_version(opts.candle_version)), ir_(ir) {
+    for (std::size_t i = 0; i < ir_.functions.size(); ++i)
+      fn_index_[ir_.functions[i].id] = i;
+    for (const auto& m : ir_.modules) {
+      modules_by_type_[m.qualified_type.value_or("")].push_back(m.id);
+      if (m.parent) children_[*m.parent].push_back(&m);
+    }
+    for (std::size_t i = 0; i < ir_.parameters.size(); ++i)
+      if (ir_.parameters[i].module) params_by_module_[*ir_.parameters[i].module].push_back(i);
+  }
+
+  void run() {
+    for (std::size_t i = 0; i < ir_.functions.size(); ++i) {
+      if (!ir_.functions[i].is_entrypoint) continue;
+      auto item = item_of(ir_.functions[i]);
+      if (!item) {
+        finding("dataflow-entrypoint", ir::Severity::information, ir::Confidence::proven,
+                "entrypoint `" + ir_.functions[i].qualified_name +
+                    "` could not be analyzed: not found or ambiguous",
+                ir_.functions[i].source, {ir_.functions[i].id});
+        continue;
+      }
+      analyze_entry(i, *item);
+    }
+    flush();
+  }
+
+ private:
+  struct Frame {
+    std::size_t item;
+    std::string fid;
+    std::map<std::string, Val> env;
+    std::vector<Val> returns;
+  };
+
+  struct Session {
+    std::string entry_fid;
+    bool train = false;
+    std::set<std::string> loss_tensors, trainable, returned;
+    std::map<std::string, std::vector<std::pair<std::string, bool>>> succ;  // tensor -> (out,sev)
+    std::vector<PendingNumeric> numeric;
+    std::set<std::string> ops;
+    std::size_t budget = 0;
+    bool exhausted = false;
+  };
+
+  const rust::Crate& crate_;
+  const OpCatalog& cat_;
+  ir::ModelIr& ir_;
+  std::unordered_map<std::string, std::size_t> fn_index_;
+  std::map<std::string, std::vector<std::string>> modules_by_type_;
+  std::map<std::string, std::vector<const ir::Module*>> children_;
+  std::map<std::string, std::vector<std::size_t>> params_by_module_;
+  std::map<std::string, std::size_t> op_by_node_;  // "file:byte:name" -> index into ir.operations
+  std::map<std::string, std::size_t> tensor_index_;
+  ir::OccurrenceCounter occ_;
+  std::vector<std::size_t> stack_;
+  std::vector<Frame*> frames_;
+  Session* s_ = nullptr;
+  std::set<std::string> emitted_;
+
+  // ---- helpers -------------------------------------------------------------------------------
+  std::optional<std::size_t> item_of(const ir::Function& f) const {
+    for (std::size_t it : crate_.find(f.qualified_name)) {
+      const auto& item = crate_.items()[it];
+      if (ir::function_id(item.qualified, item.cfg.predicates) == f.id) return it;
+    }
+    return std::nullopt;
+  }
+
+  std::string fid_of(std::size_t item) const {
+    const auto& it = crate_.items()[item];
+    return ir::function_id(it.qualified, it.cfg.predicates);
+  }
+
+  std::string text(std::size_t file, TSNode n) const { return crate_.node_text(file, n); }
+  std::size_t file() const { return crate_.items()[frames_.back()->item].file; }
+  std::string src(TSNode n) const {
+    return crate_.files()[file()]->path() + ":" + std::to_string(ts_node_start_point(n).row + 1);
+  }
+  static std::string type_of(TSNode n) { return ts_node_is_null(n) ? "" : ts_node_type(n); }
+  static TSNode field(TSNode n, const char* f) {
+    return ts_node_child_by_field_name(n, f, static_cast<uint32_t>(std::strlen(f)));
+  }
+
+  // The struct/enum item the impl of method `item` is for.
+  std::ptrdiff_t owner_item(std::size_t item) const {
+    const auto& it = crate_.items()[item];
+    if (it.impl < 0) return -1;
+    const auto& impl = crate_.impls()[static_cast<std::size_t>(it.impl)];
+    for (const auto& c : crate_.resolve(impl.module, impl.self_base))
+      if (c.kind == rust::Candidate::Kind::Item) return static_cast<std::ptrdiff_t>(c.item);
+    return -1;
+  }
+
+  std::ptrdiff_t resolve_type(const std::string& module, const std::string& type) const {
+    std::string t = peel_generics(type);
+    if (t.empty()) return -1;
+    for (const auto& c : crate_.resolve(module, t)) {
+      if (c.kind != rust::Candidate::Kind::Item) continue;
+      auto k = crate_.items()[c.item].kind;
+      if (k == rust::ItemKind::Struct || k == rust::ItemKind::Enum)
+        return static_cast<std::ptrdiff_t>(c.item);
+    }
+    return -1;
+  }
+
+  Val typed_val(const std::string& module, const std::string& type_text, const std::string& base) {
+    Val v;
+    if (tensor_type(base.empty() ? type_text : base) && !mentions(type_text, "Vec") &&
+        !mentions(type_text, "Option")) {
+      v.tensor = true;
+      v.grad = var_type(base.empty() ? type_text : base) ? Grad::trainable : Grad::unknown;
+      return v;
+    }
+    v.type_item = resolve_type(module, base.empty() ? type_text : base);
+    if (v.type_item < 0) v.ext_type = last_segment(peel_generics(base.empty() ? type_text : base));
+    return v;
+  }
+
+  std::size_t add_tensor(const std::string& id, const std::string& name, ir::TensorRole role,
+                         const std::string& owner) {
+    auto it = tensor_index_.find(id);
+    if (it != tensor_index_.end()) return it->second;
+    ir::Tensor t;
+    t.id = id;
+    t.name = name;
+    t.role = role;
+    t.owner_function = owner;
+    ir_.tensors.push_back(std::move(t));
+    tensor_index_[id] = ir_.tensors.size() - 1;
+    return ir_.tensors.size() - 1;
+  }
+
+  void finding(const std::string& rule, ir::Severity sev, ir::Confidence conf,
+               const std::string& msg, const std::string& source,
+               std::vector<std::string> related) {
+    ir::Finding f;
+    f.id = ir::finding_id(rule, source, msg);
+    if (!emitted_.insert(f.id).second) return;
+    f.rule = rule;
+    f.severity = sev;
+    f.confidence = conf;
+    f.message = msg;
+    if (!source.empty()) f.source = source;
+    f.related = std::move(related);
+    ir::Evidence e;
+    e.kind = ir::EvidenceKind::source;
+    e.confidence = conf;
+    if (!source.empty()) e.source = source;
+    e.detail = "static dataflow";
+    f.evidence.push_back(std::move(e));
+    ir_.findings.push_back(std::move(f));
+  }
+
+  bool tick() {
+    if (s_->exhausted) return false;
+    if (++s_->budget > kNodeBudget) {
+      s_->exhausted = true;
+      finding("dataflow-bound", ir::Severity::information, ir::Confidence::proven,
+              "dataflow of `" + s_->entry_fid + "` stopped after " + std::to_string(kNodeBudget) +
+                  " expression nodes; the graph is partial",
+              "", {s_->entry_fid});
+      return false;
+    }
+    return true;
+  }
+
+  // ---- entrypoints ---------------------------------------------------------------------------
+  void analyze_entry(std::size_t fn_index, std::size_t item) {
+    Session s;
+    s.entry_fid = ir_.functions[fn_index].id;
+    s_ = &s;
+    const auto& it = crate_.items()[item];
+    Val self;
+    std::ptrdiff_t owner = owner_item(item);
+    if (owner >= 0) {
+      self.type_item = owner;
+      const auto& o = crate_.items()[static_cast<std::size_t>(owner)];
+      auto mit = modules_by_type_.find(o.qualified);
+      if (mit != modules_by_type_.end())
+        self.modules.insert(mit->second.begin(), mit->second.end());
+    }
+    std::vector<Val> args;
+    for (const auto& p : it.params) {
+      Val v = typed_val(it.module, p.type_text, "");
+      if (v.tensor) {
+        v.tid = ir::contract_tensor_id(s.entry_fid, p.name);
+        auto ti = add_tensor(v.tid, p.name, ir::TensorRole::input, s.entry_fid);
+        if (v.grad == Grad::trainable) {
+          ir_.tensors[ti].requires_grad = true;
+          s.trainable.insert(v.tid);
+        }
+        auto& f = ir_.functions[fn_index];
+        if (std::find(f.tensor_inputs.begin(), f.tensor_inputs.end(), v.tid) ==
+            f.tensor_inputs.end())
+          f.tensor_inputs.push_back(v.tid);
+      }
+      args.push_back(v);
+    }
+    Val ret = call_function(item, &self, args, true);
+    if (ret.tensor && !ret.tid.empty()) {
+      s.returned.insert(ret.tid);
+      auto& f = ir_.functions[fn_index];
+      if (std::find(f.tensor_outputs.begin(), f.tensor_outputs.end(), ret.tid) ==
+          f.tensor_outputs.end())
+        f.tensor_outputs.push_back(ret.tid);
+    }
+    finish_session(fn_index);
+    s_ = nullptr;
+  }
+
+  std::set<std::string> reach(const std::set<std::string>& from, bool skip_severing) const {
+    std::set<std::string> seen(from);
+    std::vector<std::string> work(from.begin(), from.end());
+    while (!work.empty()) {
+      std::string t = work.back();
+      work.pop_back();
+      auto it = s_->succ.find(t);
+      if (it == s_->succ.end()) continue;
+      for (const auto& [o, sev] : it->second)
+        if (!(skip_severing && sev) && seen.insert(o).second) work.push_back(o);
+    }
+    return seen;
+  }
+
+  bool reaches_any(const std::string& t, const std::set<std::string>& targets) const {
+    auto r = reach({t}, false);
+    for (const auto& x : targets)
+      if (r.count(x)) return true;
+    return false;
+  }
+
+  void finish_session(std::size_t fn_index) {
+    auto& f = ir_.functions[fn_index];
+    ir::ExecutionPhase ph = s_->train ? ir::ExecutionPhase::train : ir::ExecutionPhase::infer;
+    if (std::find(f.execution_phases.begin(), f.execution_phases.end(), ph) ==
+        f.execution_phases.end())
+      f.execution_phases.push_back(ph);
+    for (const auto& oid : s_->ops) {
+      for (auto& op : ir_.operations) {
+        if (op.id != oid) continue;
+        if (!op.execution_phase)
+          op.execution_phase = ph;
+        else if (*op.execution_phase != ph)
+          op.execution_phase.reset();  // both phases reach it
+      }
+    }
+    // dead-gradient-path: a Var with no differentiable path to a loss (train graphs only).
+    if (s_->train) {
+      for (const auto& t : s_->trainable) {
+        auto r = reach({t}, true);
+        bool ok = false;
+        for (const auto& l : s_->loss_tensors)
+          ok = ok || r.count(l);
+        if (!ok)
+          finding("dead-gradient-path", ir::Severity::warning, ir::Confidence::conditional,
+                  "trainable expression `" + ir_.tensors[tensor_index_[t]].name +
+                      "` has no differentiable path to a loss",
+                  f.source, {f.id, t});
+      }
+    }
+    std::set<std::string> trainable_reach = reach(s_->trainable, true);
+    for (const auto& p : s_->numeric) {
+      std::string impact;
+      enum { loss, poison, infer, local } kind = local;
+      if (s_->loss_tensors.count(p.tensor) || reaches_any(p.tensor, s_->loss_tensors)) {
+        kind = loss;
+        impact = " (training impact: loss can become NaN when values saturate)";
+      } else if (trainable_reach.count(p.tensor)) {
+        kind = poison;
+        impact = " (training impact: gradients can be poisoned)";
+      } else if (reaches_any(p.tensor, s_->returned)) {
+        kind = infer;
+        impact = " (inference impact: the output can become NaN)";
+      } else {
+        impact = " (local impact)";
+      }
+      bool proven = p.proven || p.rule == "zero-times-infinity";
+      ir::Severity sev = ir::Severity::warning;
+      ir::Confidence conf = proven ? ir::Confidence::proven : ir::Confidence::unknown;
+      if (proven && (kind == loss || kind == poison)) sev = ir::Severity::error;
+      if (proven && kind == infer && !f.is_loss) sev = ir::Severity::error;
+      std::string rule = p.rule;
+      if (p.library && rule == "zero-times-infinity" && (kind == loss || kind == poison)) {
+        rule = "unstable-library-loss";
+        sev = ir::Severity::error;
+      }
+      finding(rule, sev, conf, p.message + impact, p.source, {p.op, p.tensor});
+    }
+  }
+
+  // ---- calls ---------------------------------------------------------------------------------
+  Val call_function(std::size_t item, const Val* self, const std::vector<Val>& args, bool entry) {
+    if (!tick()) return {};
+    const auto& it = crate_.items()[item];
+    TSNode body = it.body();
+    if (ts_node_is_null(body)) return {};
+    if (std::find(stack_.begin(), stack_.end(), item) != stack_.end() ||
+        stack_.size() >= kMaxDepth) {
+      finding("dataflow-bound", ir::Severity::information, ir::Confidence::proven,
+              "recursion guard: `" + it.qualified + "` is not inlined again (depth " +
+                  std::to_string(stack_.size()) + ")",
+              crate_.source(item), {fid_of(item)});
+      return {};
+    }
+    Frame fr;
+    fr.item = item;
+    fr.fid = fid_of(item);
+    if (!frames_.empty() && !entry) {
+      auto ci = fn_index_.find(frames_.back()->fid);
+      if (ci != fn_index_.end()) {
+        auto& calls = ir_.functions[ci->second].calls;
+        if (std::find(calls.begin(), calls.end(), fr.fid) == calls.end()) calls.push_back(fr.fid);
+      }
+    }
+    if (self) fr.env["self"] = *self;
+    for (std::size_t i = 0; i < it.params.size(); ++i) {
+      Val v = i < args.size() ? args[i] : Val{};
+      if (!v.tensor && v.type_item < 0) {
+        Val t = typed_val(it.module, it.params[i].type_text, "");
+        if (t.tensor || t.type_item >= 0) {
+          t.modules = v.modules;
+          v = t;
+        }
+      }
+      fr.env[it.params[i].name] = v;
+    }
+    stack_.push_back(item);
+    frames_.push_back(&fr);
+    Val r = eval(body);
+    fr.returns.push_back(r);
+    frames_.pop_back();
+    stack_.pop_back();
+    Val out = join_all(fr.returns);
+    if (!out.tensor && tensor_type(it.return_type.empty() ? "" : strip_result(it.return_type))) {
+      out.tensor = true;
+    }
+    return out;
+  }
+
+  static std::string strip_result(std::string t) {
+    auto lt = t.find('<');
+    if (lt != std::string::npos &&
+        (t.rfind("Result", 0) == 0 || t.rfind("Option", 0) == 0 || mentions(t, "::Result<")))
+      return t.substr(lt + 1, t.rfind('>') - lt - 1);
+    return t;
+  }
+
+  Val join_all(const std::vector<Val>& vs) {
+    std::vector<const Val*> live;
+    for (const auto& v : vs)
+      if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num) live.push_back(&v);
+    if (live.empty()) return {};
+    Val out = *live.front();
+    for (std::size_t i = 1; i < live.size(); ++i) {
+      const Val& o = *live[i];
+      if (o.dtype != out.dtype) out.dtype = "Unknown";
+      out.grad = join_grad(out.grad, o.grad);
+      if (o.dom != out.dom) out.dom = NumericDomain::unknown;
+      out.undischarged_log = out.undischarged_log || o.undischarged_log;
+      out.tensor = out.tensor || o.tensor;
+      out.modules.insert(o.modules.begin(), o.modules.end());
+      if (out.tid.empty()) out.tid = o.tid;
+    }
+    return out;
+  }
+
+  std::ptrdiff_t pick_method(std::ptrdiff_t type_item, const std::string& name) const {
+    if (type_item < 0) return -1;
+    for (std::size_t m : crate_.methods(static_cast<std::size_t>(type_item), name))
+      if (crate_.items()[m].cfg.state != rust::Tri::False) return static_cast<std::ptrdiff_t>(m);
+    return -1;
+  }
+
+  // An inlined crate-local call becomes one Call operation in the caller named after the method
+  // (`forward`), fed by the callee's returned tensor; parameters of the receiver link to it.
+  Val inline_call(TSNode node, std::size_t callee, const Val* self, const std::vector<Val>& args,
+                  const std::string& name) {
+    Val r = call_function(callee, self, args, false);
+    if (!r.tensor) return r;
+    std::vector<const Val*> ins;
+    for (const auto& a : args)
+      if (a.tensor) ins.push_back(&a);
+    ins.push_back(&r);
+    OpRule rule;
+    rule.name = name;
+    Val out = make_op(node, name, rule, ins, self, {});
+    out.dtype = r.dtype;
+    out.grad = r.grad;
+    out.dom = r.dom;
+    out.undischarged_log = r.undischarged_log;
+    return out;
+  }
+
+  void link_params(const std::string& op_id, const Val* recv) {
+    if (!recv) return;
+    for (const auto& m : recv->modules) {
+      auto it = params_by_module_.find(m);
+      if (it == params_by_module_.end()) continue;
+      for (std::size_t pi : it->second) {
+        auto& uses = ir_.parameters[pi].uses;
+        if (std::find(uses.begin(), uses.end(), op_id) == uses.end()) uses.push_back(op_id);
+      }
+    }
+  }
+
+  // Records (or re-finds) the operation at `node` and returns its output value.
+  Val make_op(TSNode node, const std::string& name, const OpRule& rule,
+              const std::vector<const Val*>& ins, const Val* recv,
+              const std::optional<std::string>& explicit_dtype) {
+    Frame& fr = *frames_.back();
+    std::string key =
+        std::to_string(file()) + ":" + std::to_string(ts_node_start_byte(node)) + ":" + name;
+    std::size_t oi;
+    auto found = op_by_node_.find(key);
+    if (found == op_by_node_.end()) {
+      std::uint64_t occ = occ_.next(fr.fid + std::string(1, '\0') + name);
+      ir::Operation op;
+      op.id = ir::operation_id(fr.fid, name, occ);
+      op.function = fr.fid;
+      op.name = name;
+      op.source = src(node);
+      op.output = ir::dataflow_tensor_id(fr.fid, name, occ);
+      op.dtype_rule = std::string(to_string(rule.dtype));
+      op.gradient_rule = std::string(to_string(rule.grad));
+      op.shape_rule = std::string(to_string(rule.shape));
+      op.domain_rule = std::string(to_string(rule.requirement));
+      op.device_rule = "same_as_inputs";
+      for (const Val* v : ins)
+        if (!v->tid.empty()) op.inputs.push_back(v->tid);
+      ir::Evidence e;
+      e.kind = ir::EvidenceKind::source;
+      e.confidence = rule.known() ? ir::Confidence::proven : ir::Confidence::unknown;
+      e.source = op.source;
+      e.detail = rule.known() ? "audited rule `" + rule.name + "`" : rule.note;
+      op.evidence.push_back(std::move(e));
+      ir_.operations.push_back(std::move(op));
+      oi = ir_.operations.size() - 1;
+      op_by_node_[key] = oi;
+      add_tensor(ir_.operations[oi].output, name, ir::TensorRole::activation, fr.fid);
+    } else {
+      oi = found->second;
+    }
+    const std::string op_id = ir_.operations[oi].id;
+    const std::string out_id = ir_.operations[oi].output;
+    s_->ops.insert(op_id);
+    link_params(op_id, recv);
+
+    Val out;
+    out.tensor = true;
+    out.tid = out_id;
+    bool sev = rule.grad == GradRule::severs;
+    for (const Val* v : ins)
+      if (!v->tid.empty()) s_->succ[v->tid].push_back({out_id, sev});
+
+    // dtype
+    std::vector<std::string> known;
+    bool any_unknown = false;
+    for (const Val* v : ins) {
+      if (!v->tensor) continue;
+      if (v->dtype == "Unknown")
+        any_unknown = true;
+      else
+        known.push_back(v->dtype);
+    }
+    switch (rule.dtype) {
+      case DtypeRule::preserve:
+        out.dtype = ins.empty() ? "Unknown" : ins.front()->dtype;
+        break;
+      case DtypeRule::same_as_inputs: {
+        bool conflict = false;
+        for (const auto& d : known)
+          conflict = conflict || d != known.front();
+        if (conflict) {
+          std::string msg = name + " requires same dtype, got " + known.front() + " vs " +
+                            *std::find_if(known.begin(), known.end(),
+                                          [&](const std::string& d) { return d != known.front(); });
+          finding("dtype-conflict", ir::Severity::error, ir::Confidence::proven, msg, src(node),
+                  {op_id});
+        } else if (!known.empty() && any_unknown) {
+          finding("dtype-risk", ir::Severity::warning, ir::Confidence::conditional,
+                  name + " requires matching dtypes; one operand is " + known.front() +
+                      " and another is unknown",
+                  src(node), {op_id});
+        }
+        out.dtype = (!conflict && !known.empty() && !any_unknown) ? known.front() : "Unknown";
+        break;
+      }
+      case DtypeRule::explicit_arg:
+        out.dtype = explicit_dtype.value_or("Unknown");
+        break;
+      case DtypeRule::fixed:
+        out.dtype = rule.fixed_dtype.empty() ? "Unknown" : rule.fixed_dtype;
+        break;
+      case DtypeRule::unknown:
+        break;
+    }
+    // gradient
+    switch (rule.grad) {
+      case GradRule::severs:
+        out.grad = Grad::severed;
+        break;
+      case GradRule::layout_dependent:
+        out.grad = Grad::layout_dependent;
+        break;
+      case GradRule::propagates: {
+        bool any_sev = false, any_ld = false, any_tr = false, all_frozen = !ins.empty();
+        for (const Val* v : ins) {
+          any_sev = any_sev || v->grad == Grad::severed;
+          any_ld = any_ld || v->grad == Grad::layout_dependent;
+          any_tr = any_tr || v->grad == Grad::trainable || v->grad == Grad::differentiable;
+          all_frozen = all_frozen && v->grad == Grad::frozen;
+        }
+        out.grad = any_sev      ? Grad::severed
+                   : any_ld     ? Grad::layout_dependent
+                   : any_tr     ? Grad::differentiable
+                   : all_frozen ? Grad::frozen
+                                : Grad::unknown;
+        break;
+      }
+      case GradRule::unknown:
+        break;
+    }
+    // numeric domain
+    const std::string& n = rule.name.empty() ? name : rule.name;
+    if (n == "mul" || n == "broadcast_mul" || n == "add" || n == "broadcast_add") {
+      out.dom = ins.size() >= 2 ? join_domain(ins[0]->dom, ins[1]->dom) : NumericDomain::unknown;
+    } else {
+      out.dom = rule.domain;
+    }
+    if ((n == "mul" || n == "broadcast_mul") && ins.size() >= 2) {
+      for (int k = 0; k < 2; ++k) {
+        const Val* a = ins[static_cast<std::size_t>(k)];
+        const Val* b = ins[static_cast<std::size_t>(1 - k)];
+        if (b->undischarged_log && a->dom != NumericDomain::unknown &&
+            domain_includes_zero(a->dom)) {
+          s_->numeric.push_back({"zero-times-infinity", true, false,
+                                 "multiply combines a domain that includes 0 with an "
+                                 "undischarged `log`, which yields `0 * -inf = NaN` rather than "
+                                 "a loud `-inf` loss",
+                                 src(node), out_id, op_id});
+          break;
+        }
+      }
+    }
+    if (rule.requirement != Requirement::none) {
+      std::size_t k = static_cast<std::size_t>(rule.checked_operand);
+      if (k < ins.size()) {
+        DomainRequirement req =
+            rule.requirement == Requirement::non_zero       ? DomainRequirement::non_zero
+            : rule.requirement == Requirement::non_negative ? DomainRequirement::non_negative
+                                                            : DomainRequirement::strictly_positive;
+        auto v = domain_violation(req, ins[k]->dom);
+        if (v && n == "log") out.undischarged_log = true;
+        // Unknown producer domains are reported only for `log`/`recip`: a tensor divisor or sqrt
+        // of unknown domain is everywhere in real models and would drown the proven findings.
+        bool report = v && (*v == Violation::proven || n == "log" || n == "recip");
+        if (report)
+          s_->numeric.push_back({"numeric-domain-violation", *v == Violation::proven, false,
+                                 "`" + n + "` needs a " + std::string(to_string(rule.requirement)) +
+                                     " operand, but its producer's domain is " +
+                                     std::string(to_string(ins[k]->dom)),
+                                 src(node), out_id, op_id});
+      }
+    }
+    if (n == "binary_cross_entropy_with_logit") {
+      const std::string suffix = " [expanded from candle-nn-0.11.0/src/loss.rs:64-74]";
+      s_->numeric.push_back({"numeric-domain-violation", true, true,
+                             "`log` needs a strictly_positive operand, but its producer's domain "
+                             "is saturating_unit (sigmoid of the logits)" +
+                                 suffix,
+                             src(node), out_id, op_id});
+      s_->numeric.push_back({"zero-times-infinity", true, true,
+                             "multiply combines a domain that includes 0 with an undischarged "
+                             "`log`, which yields `0 * -inf = NaN` rather than a loud `-inf` loss" +
+                                 suffix,
+                             src(node), out_id, op_id});
+    }
+    if (rule.is_loss) mark_loss(out_id);
+    auto& t = ir_.tensors[tensor_index_[out_id]];
+    if (t.dtype == "Unknown" && out.dtype != "Unknown") {
+      t.dtype = out.dtype;
+      ir::Evidence e;
+      e.kind = ir::EvidenceKind::inferred;
+      e.confidence = ir::Confidence::proven;
+      e.source = src(node);
+      e.detail = "static dtype via operation `" + name + "`";
+      t.evidence.push_back(std::move(e));
+    }
+    if (out.grad == Grad::severed || out.grad == Grad::frozen) t.requires_grad = false;
+    if (out.grad == Grad::differentiable && s_->train) t.requires_grad = true;
+    if (n == "transpose" || n == "permute" || n == "narrow" || n == "t")
+      t.layout.kind = ir::LayoutKind::strided;
+    if (n == "contiguous") t.layout.kind = ir::LayoutKind::contiguous;
+    return out;
+  }
+
+  void mark_loss(const std::string& tid, bool loss_fn = true) {
+    s_->train = true;
+    s_->loss_tensors.insert(tid);
+    auto it = tensor_index_.find(tid);
+    if (it != tensor_index_.end()) ir_.tensors[it->second].role = ir::TensorRole::loss;
+    if (!loss_fn) return;
+    auto fi = fn_index_.find(frames_.back()->fid);
+    if (fi != fn_index_.end()) ir_.functions[fi->second].is_loss = true;
+  }
+
+  // ---- expressions ---------------------------------------------------------------------------
+  Val eval(TSNode n) {
+    if (ts_node_is_null(n) || !tick()) return {};
+    std::string t = ts_node_type(n);
+    if (t == "block") return eval_block(n);
+    if (t == "try_expression" || t == "parenthesized_expression" || t == "reference_expression" ||
+        t == "unary_expression" || t == "type_cast_expression" || t == "await_expression") {
+      Val last;
+      for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i) {
+        TSNode c = ts_node_named_child(n, i);
+        std::string ct = ts_node_type(c);
+        if (ct.find("type") != std::string::npos && ct != "type_cast_expression" &&
+            t == "type_cast_expression" && i > 0)
+          continue;
+        if (ct == "mutable_specifier") continue;
+        last = eval(c);
+        break;
+      }
+      if (t == "unary_expression" && last.num && text(file(), n).rfind("-", 0) == 0)
+        last.num = -*last.num;
+      return last;
+    }
+    if (t == "integer_literal" || t == "float_literal") {
+      Val v;
+      std::string s = text(file(), n);
+      s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+      v.num = std::strtod(s.c_str(), nullptr);
+      v.grad = Grad::frozen;
+      return v;
+    }
+    if (t == "identifier" || t == "self") {
+      std::string name = text(file(), n);
+      auto& env = frames_.back()->env;
+      auto it = env.find(name);
+      return it == env.end() ? Val{} : it->second;
+    }
+    if (t == "scoped_identifier") {
+      std::string p = text(file(), n);
+      Val v;
+      if (p.rfind("DType::", 0) == 0 || p.rfind("candle_core::DType::", 0) == 0 ||
+          p.rfind("candle::DType::", 0) == 0) {
+        v.dtype = last_segment(p);
+        v.grad = Grad::frozen;
+      }
+      return v;
+    }
+    if (t == "field_expression") return eval_field(n);
+    if (t == "call_expression") return eval_call(n);
+    if (t == "binary_expression") return eval_binary(n);
+    if (t == "if_expression") return eval_if(n);
+    if (t == "match_expression") return eval_match(n);
+    if (t == "for_expression") {
+      Val it = eval(field(n, "value"));
+      auto saved = frames_.back()->env;
+      bind(field(n, "pattern"), it);
+      eval(field(n, "body"));
+      merge_env(saved);
+      return {};
+    }
+    if (t == "while_expression" || t == "loop_expression") {
+      eval(field(n, "condition"));
+      auto saved = frames_.back()->env;
+      eval(field(n, "body"));
+      merge_env(saved);
+      return {};
+    }
+    if (t == "closure_expression") {
+      // Analyzed in a forked env; the closure value itself is opaque.
+      auto saved = frames_.back()->env;
+      eval(field(n, "body"));
+      frames_.back()->env = saved;
+      return {};
+    }
+    if (t == "return_expression") {
+      if (ts_node_named_child_count(n) > 0)
+        frames_.back()->returns.push_back(eval(ts_node_named_child(n, 0)));
+      return {};
+    }
+    if (t == "assignment_expression" || t == "compound_assignment_expr") {
+      Val r = eval(field(n, "right"));
+      TSNode l = field(n, "left");
+      if (type_of(l) == "identifier" && t == "assignment_expression")
+        frames_.back()->env[text(file(), l)] = r;
+      return {};
+    }
+    if (t == "index_expression") {
+      Val v = eval(ts_node_named_child(n, 0));
+      if (ts_node_named_child_count(n) > 1) eval(ts_node_named_child(n, 1));
+      return v;
+    }
+    if (t == "tuple_expression" || t == "array_expression") {
+      Val first;
+      bool got = false;
+      for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i) {
+        Val v = eval(ts_node_named_child(n, i));
+        if (!got && v.tensor) {
+          first = v;
+          got = true;
+        }
+      }
+      return first;
+    }
+    if (t == "macro_invocation" || t == "struct_expression" || t == "range_expression" ||
+        t == "string_literal" || t == "boolean_literal" || t == "closure_parameters" ||
+        t == "unit_expression" || t == "line_comment" || t == "block_comment")
+      return {};
+    if (t == "expression_statement") return eval(ts_node_named_child(n, 0));
+    // Other kinds: evaluate children for their effects, value unknown.
+    for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i)
+      eval(ts_node_named_child(n, i));
+    return {};
+  }
+
+  void merge_env(const std::map<std::string, Val>& before) {
+    auto& env = frames_.back()->env;
+    std::map<std::string, Val> out;
+    for (const auto& [k, v] : before) {
+      auto it = env.find(k);
+      out[k] = it == env.end() ? v : join_all({v, it->second});
+      if (it != env.end() && it->second.tensor) out[k] = it->second;  // one symbolic iteration
+    }
+    env = std::move(out);
+  }
+
+  Val eval_block(TSNode n) {
+    auto saved_names = frames_.back()->env;
+    Val last;
+    uint32_t cnt = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < cnt; ++i) {
+      TSNode c = ts_node_named_child(n, i);
+      if (crate_.attributes_active(file(), c) == rust::Tri::False) continue;
+      std::string ct = ts_node_type(c);
+      if (ct == "let_declaration") {
+        Val v = eval(field(c, "value"));
+        TSNode ty = field(c, "type");
+        if (!ts_node_is_null(ty) && !v.tensor && v.type_item < 0) {
+          Val tv = typed_val(crate_.items()[frames_.back()->item].module, text(file(), ty), "");
+          if (tv.tensor || tv.type_item >= 0) v = tv;
+        }
+        eval(field(c, "alternative"));
+        bind(field(c, "pattern"), v);
+        last = {};
+      } else if (ct == "expression_statement") {
+        eval(c);
+        last = {};
+      } else if (ct.find("item") != std::string::npos || ct == "attribute_item" ||
+                 ct == "function_item" || ct == "use_declaration" || ct == "line_comment" ||
+                 ct == "block_comment" || ct == "empty_statement") {
+        continue;
+      } else {
+        last = eval(c);
+      }
+    }
+    // Locals declared in the block go out of scope; assignments to outer names persist.
+    auto& env = frames_.back()->env;
+    std::map<std::string, Val> out;
+    for (const auto& [k, v] : saved_names) {
+      auto it = env.find(k);
+      out[k] = it == env.end() ? v : it->second;
+    }
+    env = std::move(out);
+    return last;
+  }
+
+  void bind(TSNode pat, const Val& v) {
+    if (ts_node_is_null(pat)) return;
+    std::string t = ts_node_type(pat);
+    if (t == "identifier") {
+      frames_.back()->env[text(file(), pat)] = v;
+      return;
+    }
+    // A tuple (or any destructuring) pattern binds every name to the same node.
+    for (uint32_t i = 0; i < ts_node_named_child_count(pat); ++i) {
+      TSNode c = ts_node_named_child(pat, i);
+      if (type_of(c) == "scoped_identifier" || type_of(c) == "type_identifier") continue;
+      bind(c, v);
+    }
+  }
+
+  Val eval_if(TSNode n) {
+    eval(field(n, "condition"));
+    auto before = frames_.back()->env;
+    Val a = eval(field(n, "consequence"));
+    auto after_a = frames_.back()->env;
+    frames_.back()->env = before;
+    Val b;
+    TSNode alt = field(n, "alternative");
+    if (!ts_node_is_null(alt)) {
+      TSNode inner = ts_node_named_child(alt, 0);
+      b = eval(inner);
+    }
+    auto& env = frames_.back()->env;
+    for (auto& [k, v] : env) {
+      auto it = after_a.find(k);
+      if (it != after_a.end()) v = join_all({it->second, v});
+    }
+    return join_all({a, b});
+  }
+
+  Val eval_match(TSNode n) {
+    Val scrut = eval(field(n, "value"));
+    TSNode body = field(n, "body");
+    std::vector<Val> arms;
+    auto before = frames_.back()->env;
+    for (uint32_t i = 0; i < ts_node_named_child_count(body); ++i) {
+      TSNode arm = ts_node_named_child(body, i);
+      if (type_of(arm) != "match_arm") continue;
+      frames_.back()->env = before;
+      bind(field(arm, "pattern"), scrut);
+      arms.push_back(eval(field(arm, "value")));
+    }
+    frames_.back()->env = before;
+    return join_all(arms);
+  }
+
+  Val eval_field(TSNode n) {
+    Val base = eval(field(n, "value"));
+    std::string f = text(file(), field(n, "field"));
+    Val out;
+    if (base.type_item >= 0) {
+      const auto& owner = crate_.items()[static_cast<std::size_t>(base.type_item)];
+      for (const auto& fl : owner.fields) {
+        if (fl.name != f) continue;
+        Val typed = typed_val(owner.module, fl.type_text, fl.base_type);
+        out = typed;
+        if (typed.tensor &&
+            (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
+             fl.container == rust::Container::Arc)) {
+          out.tid = ir::contract_tensor_id(frames_.back()->fid, "self." + f);
+          auto ti = add_tensor(out.tid, f, ir::TensorRole::parameter, frames_.back()->fid);
+          if (typed.grad == Grad::trainable) {
+            ir_.tensors[ti].requires_grad = true;
+            s_->trainable.insert(out.tid);
+          }
+        } else if (typed.tensor) {
+          out.tensor = true;
+        }
+        break;
+      }
+    }
+    out.field = f;
+    for (const auto& m : base.modules) {
+      auto it = children_.find(m);
+      if (it == children_.end()) continue;
+      for (const ir::Module* c : it->second)
+        if (c->field && *c->field == f) out.modules.insert(c->id);
+    }
+    // A raw tensor field read links the parameters of the owning module whose key ends in `f`.
+    if (out.tensor && !out.tid.empty()) {
+      for (const auto& m : base.modules) {
+        auto it = params_by_module_.find(m);
+        if (it == params_by_module_.end()) continue;
+        for (std::size_t pi : it->second) {
+          const auto& key = ir_.parameters[pi].key;
+          if (key == f ||
+              (key.size() > f.size() && key.compare(key.size() - f.size(), f.size(), f) == 0 &&
+               key[key.size() - f.size() - 1] == '.')) {
+            ir_.tensors[tensor_index_[out.tid]].parameter = ir_.parameters[pi].id;
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  std::vector<Val> eval_args(TSNode args) {
+    std::vector<Val> out;
+    if (ts_node_is_null(args)) return out;
+    for (uint32_t i = 0; i < ts_node_named_child_count(args); ++i) {
+      TSNode c = ts_node_named_child(args, i);
+      std::string ct = ts_node_type(c);
+      if (ct == "line_comment" || ct == "block_comment" || ct == "attribute_item") continue;
+      // `&[&a, &b]` contributes every tensor element (cat/stack).
+      TSNode inner = c;
+      while (type_of(inner) == "reference_expression")
+        inner = field(inner, "value");
+      if (type_of(inner) == "array_expression") {
+        bool any = false;
+        for (uint32_t k = 0; k < ts_node_named_child_count(inner); ++k) {
+          Val v = eval(ts_node_named_child(inner, k));
+          if (v.tensor) {
+            out.push_back(v);
+            any = true;
+          }
+        }
+        if (!any) out.push_back({});
+        continue;
+      }
+      out.push_back(eval(c));
+    }
+    return out;
+  }
+
+  static std::optional<std::string> explicit_dtype(const std::vector<Val>& args) {
+    for (const auto& a : args)
+      if (!a.tensor && a.dtype != "Unknown") return a.dtype;
+    return std::nullopt;
+  }
+
+  Val apply_catalog(TSNode node, const std::string& name, const OpRule& rule,
+                    const std::vector<Val>& operands, const Val* recv) {
+    std::vector<const Val*> ins;
+    for (const auto& v : operands)
+      if (v.tensor) ins.push_back(&v);
+    Val out = make_op(node, name, rule, ins, recv, explicit_dtype(operands));
+    if (name == "affine" && !operands.empty() && operands.size() >= 3 && operands[1].num &&
+        operands[2].num)
+      out.dom = affine_domain(operands[0].dom, *operands[1].num, *operands[2].num);
+    return out;
+  }
+
+  Val eval_call(TSNode n) {
+    TSNode fn = field(n, "function");
+    TSNode args_node = field(n, "arguments");
+    std::string ft = type_of(fn);
+    if (ft == "generic_function") fn = field(fn, "function"), ft = type_of(fn);
+    if (ft == "field_expression") {
+      std::string method = text(file(), field(fn, "field"));
+      Val recv = eval(field(fn, "value"));
+      std::vector<Val> args = eval_args(args_node);
+      return method_call(n, method, recv, args);
+    }
+    std::string path = text(file(), fn);
+    std::vector<Val> args = eval_args(args_node);
+    if (ft == "identifier" || ft == "scoped_identifier") {
+      std::size_t cur = frames_.back()->item;
+      for (const auto& c : crate_.resolve_in(cur, path)) {
+        if (c.kind != rust::Candidate::Kind::Item) continue;
+        const auto& it = crate_.items()[c.item];
+        if (it.kind != rust::ItemKind::Function && it.kind != rust::ItemKind::Method) continue;
+        if (it.cfg.state == rust::Tri::False) continue;
+        if (it.self_kind != rust::SelfKind::None && !args.empty()) {
+          Val self = args.front();
+          std::vector<Val> rest(args.begin() + 1, args.end());
+          return inline_call(n, c.item, &self, rest, it.name);
+        }
+        Val r = inline_call(n, c.item, nullptr, args, it.name);
+        if (!r.tensor && (last_segment(path) == "new" || last_segment(path) == "load")) {
+          std::ptrdiff_t o = owner_item(c.item);
+          if (o >= 0) r.type_item = o;
+        }
+        return r;
+      }
+      std::string first = first_segment(path);
+      std::string leaf = last_segment(path);
+      static const std::set<std::string> candle_roots{
+          "candle", "candle_core", "candle_nn", "candle_transformers", "nn",         "ops",
+          "loss",   "Tensor",      "Var",       "activation",          "rotary_emb", "kv_cache"};
+      if (first == "Var" && (leaf == "new" || leaf == "from_tensor" || leaf == "randn" ||
+                             leaf == "zeros" || leaf == "ones" || leaf == "rand")) {
+        OpRule rule = cat_.lookup(leaf);
+        Val v = apply_catalog(n, "Var::" + leaf, rule, args, nullptr);
+        v.grad = Grad::trainable;
+        s_->trainable.insert(v.tid);
+        ir_.tensors[tensor_index_[v.tid]].requires_grad = true;
+        return v;
+      }
+      if (candle_roots.count(first) || path.find("::") == std::string::npos) {
+        OpRule rule = cat_.lookup(leaf);
+        if (rule.known() || first == "Tensor") {
+          std::vector<const Val*> ignored;
+          return apply_catalog(n, leaf, rule, args, nullptr);
+        }
+      }
+    }
+    return {};
+  }
+
+  Val method_call(TSNode n, const std::string& method, const Val& recv,
+                  const std::vector<Val>& args) {
+    if (method == "backward" && recv.tensor) {
+      if (!recv.tid.empty()) mark_loss(recv.tid, false);
+      return {};
+    }
+    if (method == "backward_step" || method == "step") {
+      for (const auto& a : args)
+        if (a.tensor && !a.tid.empty()) mark_loss(a.tid, false);
+      if (method == "backward_step") s_->train = true;
+      return {};
+    }
+    if (passthrough_methods().count(method)) return recv;
+    // (a) crate-local receiver type: inline the unique method.
+    std::ptrdiff_t m = pick_method(recv.type_item, method);
+    if (m >= 0) return inline_call(n, static_cast<std::size_t>(m), &recv, args, method);
+    // `xs.apply(&layer)` is `layer.forward(xs)`.
+    if (method == "apply" && !args.empty()) {
+      std::ptrdiff_t fwd = pick_method(args[0].type_item, "forward");
+      if (fwd >= 0)
+        return inline_call(n, static_cast<std::size_t>(fwd), &args[0], {recv}, "forward");
+      if (recv.tensor) {
+        OpRule rule = cat_.lookup_method(args[0].ext_type, "forward");
+        std::vector<Val> ops{recv};
+        return apply_catalog(n, "forward", rule, ops, &args[0]);
+      }
+    }
+    if (non_tensor_methods().count(method)) return {};
+    // (b) external module type with a catalog rule (`Linear::forward`).
+    if (!recv.tensor && !recv.ext_type.empty()) {
+      OpRule rule = cat_.lookup_method(recv.ext_type, method);
+      if (rule.known() || method == "forward" || method == "forward_t") {
+        std::vector<Val> ops = args;
+        return apply_catalog(n, method, rule, ops, &recv);
+      }
+      return {};
+    }
+    // (d) tensor receiver (or unknown receiver with a known tensor op).
+    OpRule rule = cat_.lookup(method);
+    TSNode rnode = field(field(n, "function"), "value");
+    while (type_of(rnode) == "parenthesized_expression")
+      rnode = ts_node_named_child(rnode, 0);
+    bool scalar_recv = recv.num || type_of(rnode) == "type_cast_expression" ||
+                       type_of(rnode).find("literal") != std::string::npos;
+    if (!scalar_recv && (recv.tensor || rule.known())) {
+      std::vector<Val> ops{recv};
+      ops.insert(ops.end(), args.begin(), args.end());
+      if (!recv.tensor) ops.front().tensor = true;
+      return apply_catalog(n, method, rule, ops, nullptr);
+    }
+    return {};
+  }
+
+  Val eval_binary(TSNode n) {
+    Val l = eval(field(n, "left"));
+    Val r = eval(field(n, "right"));
+    std::string op = text(file(), field(n, "operator"));
+    static const std::map<std::string, std::string> names{
+        {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}};
+    auto it = names.find(op);
+    if (it == names.end() || (!l.tensor && !r.tensor)) {
+      Val v;
+      if (l.num && r.num) {
+        double a = *l.num, b = *r.num;
+        v.num = op == "+" ? a + b : op == "-" ? a - b : op == "*" ? a * b : b != 0 ? a / b : 0;
+      }
+      return v;
+    }
+    if (l.tensor != r.tensor) {
+      // tensor ∘ scalar: dtype and grad of the tensor operand, no conflict or risk.
+      const Val& t = l.tensor ? l : r;
+      OpRule rule;
+      rule.name = it->second;
+      rule.dtype = DtypeRule::preserve;
+      rule.grad = GradRule::propagates;
+      rule.shape = ShapeRule::preserve;
+      std::vector<const Val*> ins{&t};
+      Val out = make_op(n, it->second, rule, ins, nullptr, std::nullopt);
+      const Val& s = l.tensor ? r : l;
+      if (s.num) {
+        double k = *s.num;
+        if (op == "+" && l.tensor)
+          out.dom = affine_domain(t.dom, 1.0, k);
+        else if (op == "*")
+          out.dom = affine_domain(t.dom, k, 0.0);
+        else
+          out.dom = NumericDomain::unknown;
+      }
+      return out;
+    }
+    OpRule rule = cat_.lookup(it->second);
+    std::vector<Val> ops{l, r};
+    return apply_catalog(n, it->second, rule, ops, nullptr);
+  }
+
+  void flush() {
+    for (auto& f : ir_.functions) {
+      std::sort(f.calls.begin(), f.calls.end());
+    }
+  }
+};
+
+}  // namespace
+
+void build_dataflow(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir) {
+  Engine e(crate, opts, ir);
+  e.run();
+}
 
 }  // namespace cg::analysis
