@@ -583,7 +583,10 @@ class Engine {
     // dtype
     std::vector<std::string> known;
     bool any_unknown = false;
-    for (const Val* v : ins) {
+    // `where_cond`'s condition is a mask (U8); only the two branches must share a dtype.
+    std::size_t first_checked = name == "where_cond" && ins.size() == 3 ? 1 : 0;
+    for (std::size_t i = first_checked; i < ins.size(); ++i) {
+      const Val* v = ins[i];
       if (!v->tensor) continue;
       if (v->dtype == "Unknown")
         any_unknown = true;
@@ -652,6 +655,12 @@ class Engine {
     const std::string& n = rule.name.empty() ? name : rule.name;
     if (n == "mul" || n == "broadcast_mul" || n == "add" || n == "broadcast_add") {
       out.dom = ins.size() >= 2 ? join_domain(ins[0]->dom, ins[1]->dom) : NumericDomain::unknown;
+    } else if ((n == "sum" || n == "sum_keepdim" || n == "mean" || n == "mean_keepdim" ||
+                n == "max" || n == "max_keepdim" || n == "sum_all" || n == "mean_all") &&
+               !ins.empty() && ins[0]->dom != NumericDomain::unknown) {
+      out.dom = join_domain(ins[0]->dom, ins[0]->dom == NumericDomain::saturating_unit
+                                             ? NumericDomain::non_negative
+                                             : ins[0]->dom);
     } else {
       out.dom = rule.domain;
     }
@@ -678,6 +687,13 @@ class Engine {
             : rule.requirement == Requirement::non_negative ? DomainRequirement::non_negative
                                                             : DomainRequirement::strictly_positive;
         auto v = domain_violation(req, ins[k]->dom);
+        // Proven only when the producer certainly attains the bad value: a saturating [0, 1]
+        // (sigmoid/softmax underflow to exactly 0 in f32), or `log` of a non-negative producer
+        // (relu). A sum of squares or a `real` reduction is not proof that 0 or a negative
+        // value arrives (the l2-norm divide in CLIP would otherwise be a proven error).
+        if (v && *v == Violation::proven && ins[k]->dom != NumericDomain::saturating_unit &&
+            !(n == "log" && ins[k]->dom == NumericDomain::non_negative))
+          v = Violation::possible;
         if (v && n == "log") out.undischarged_log = true;
         // Unknown producer domains are reported only for `log`/`recip`: a tensor divisor or sqrt
         // of unknown domain is everywhere in real models and would drown the proven findings.

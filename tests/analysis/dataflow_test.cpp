@@ -1,0 +1,242 @@
+// The dataflow passes over tiny Candle-style crates in tests/fixtures/dataflow (one positive and
+// one negative crate per finding rule) and over examples/tiny-llama: the findings, phases,
+// operation names and parameter links a user reads in `candle-graph check`/the viewer.
+#include "analysis/dataflow.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "analysis/inventory.hpp"
+#include "ir/stable_id.hpp"
+#include "rust/crate.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+using cg::ir::Confidence;
+using cg::ir::Severity;
+
+bool mentions_tensor(const std::string& t) {
+  return t.find("Tensor") != std::string::npos || t.find("Var") != std::string::npos;
+}
+
+// Mirrors the pipeline's function listing: a public function with a tensor in its signature, or a
+// Module::forward, is an entrypoint.
+cg::ir::ModelIr analyze_dir(const fs::path& dir, bool with_inventory = false) {
+  cg::cargo::Selection sel;
+  auto loaded = cg::rust::load_crate(dir, sel);
+  const auto& crate = loaded.crate;
+  cg::ir::ModelIr ir;
+  for (std::size_t i = 0; i < crate.items().size(); ++i) {
+    const auto& item = crate.items()[i];
+    if (item.kind != cg::rust::ItemKind::Function && item.kind != cg::rust::ItemKind::Method)
+      continue;
+    cg::ir::Function fn;
+    fn.id = cg::ir::function_id(item.qualified, item.cfg.predicates);
+    fn.name = item.name;
+    fn.qualified_name = item.qualified;
+    fn.source = crate.source(i);
+    bool sig = mentions_tensor(item.return_type);
+    for (const auto& p : item.params)
+      sig = sig || mentions_tensor(p.type_text);
+    std::string trait;
+    if (item.impl >= 0) {
+      const auto& impl = crate.impls()[static_cast<std::size_t>(item.impl)];
+      fn.owner_type = impl.module.empty() ? impl.self_base : impl.module + "::" + impl.self_base;
+      trait = impl.trait;
+    }
+    fn.is_entrypoint = (trait == "Module" && item.name == "forward") ||
+                       (item.visibility == cg::rust::Visibility::Public && sig);
+    ir.functions.push_back(fn);
+  }
+  if (with_inventory) {
+    cg::analysis::InventoryOptions inv;
+    inv.candle_nn_version = "0.11.0";
+    cg::analysis::build_inventory(crate, inv, ir);
+  }
+  cg::analysis::DataflowOptions opts;
+  opts.candle_version = "0.11.0";
+  cg::analysis::build_dataflow(crate, opts, ir);
+  return ir;
+}
+
+cg::ir::ModelIr fixture(const std::string& name, bool with_inventory = false) {
+  return analyze_dir(fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow" / name, with_inventory);
+}
+
+std::vector<const cg::ir::Finding*> findings(const cg::ir::ModelIr& ir, const std::string& rule) {
+  std::vector<const cg::ir::Finding*> out;
+  for (const auto& f : ir.findings)
+    if (f.rule == rule) out.push_back(&f);
+  return out;
+}
+
+std::string all_findings(const cg::ir::ModelIr& ir) {
+  std::string s;
+  for (const auto& f : ir.findings)
+    s += f.rule + ": " + f.message + "\n";
+  return s;
+}
+
+bool proven_error(const cg::ir::ModelIr& ir) {
+  return std::any_of(ir.findings.begin(), ir.findings.end(), [](const auto& f) {
+    return f.severity == Severity::error && f.confidence == Confidence::proven;
+  });
+}
+
+TEST(Dataflow, DtypeConflictIsAProvenError) {
+  auto ir = fixture("dtype_conflict_pos");
+  auto f = findings(ir, "dtype-conflict");
+  ASSERT_EQ(f.size(), 1u) << all_findings(ir);
+  EXPECT_EQ(f[0]->severity, Severity::error);
+  EXPECT_EQ(f[0]->confidence, Confidence::proven);
+  EXPECT_NE(f[0]->message.find("BF16 vs F32"), std::string::npos) << f[0]->message;
+  EXPECT_EQ(f[0]->source.value_or(""), "src/lib.rs:7");
+}
+
+TEST(Dataflow, SameDtypesAndAMaskAreNoConflict) {
+  auto ir = fixture("dtype_conflict_neg");
+  EXPECT_TRUE(findings(ir, "dtype-conflict").empty()) << all_findings(ir);
+  EXPECT_TRUE(findings(ir, "dtype-risk").empty()) << all_findings(ir);
+  EXPECT_FALSE(proven_error(ir));
+}
+
+TEST(Dataflow, KnownAgainstUnknownDtypeIsARisk) {
+  auto ir = fixture("dtype_risk_pos");
+  auto f = findings(ir, "dtype-risk");
+  ASSERT_EQ(f.size(), 1u) << all_findings(ir);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_EQ(f[0]->confidence, Confidence::conditional);
+  EXPECT_FALSE(proven_error(ir));
+}
+
+TEST(Dataflow, ScalarOperandCarriesNoDtypeRisk) {
+  auto ir = fixture("dtype_risk_neg");
+  EXPECT_TRUE(findings(ir, "dtype-risk").empty()) << all_findings(ir);
+  ASSERT_FALSE(ir.operations.empty());
+}
+
+TEST(Dataflow, SigmoidThenLogIsAProvenInferenceError) {
+  auto ir = fixture("numeric_pos");
+  auto f = findings(ir, "numeric-domain-violation");
+  ASSERT_EQ(f.size(), 1u) << all_findings(ir);
+  EXPECT_EQ(f[0]->severity, Severity::error);
+  EXPECT_EQ(f[0]->confidence, Confidence::proven);
+  EXPECT_NE(f[0]->message.find("inference impact"), std::string::npos) << f[0]->message;
+}
+
+TEST(Dataflow, AffineEpsilonDischargesTheLog) {
+  auto ir = fixture("numeric_neg");
+  EXPECT_TRUE(findings(ir, "numeric-domain-violation").empty()) << all_findings(ir);
+  EXPECT_FALSE(proven_error(ir));
+}
+
+TEST(Dataflow, ZeroTimesLogZero) {
+  auto ir = fixture("zero_log_pos");
+  auto f = findings(ir, "zero-times-infinity");
+  ASSERT_EQ(f.size(), 1u) << all_findings(ir);
+  EXPECT_EQ(f[0]->confidence, Confidence::proven);
+  EXPECT_TRUE(proven_error(ir));
+}
+
+TEST(Dataflow, GuardedLogTimesProbabilityIsFine) {
+  auto ir = fixture("zero_log_neg");
+  EXPECT_TRUE(findings(ir, "zero-times-infinity").empty()) << all_findings(ir);
+  EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
+}
+
+TEST(Dataflow, ExpandedBceWithLogitsIsAnUnstableLibraryLoss) {
+  auto ir = fixture("bce_pos");
+  auto f = findings(ir, "unstable-library-loss");
+  ASSERT_EQ(f.size(), 1u) << all_findings(ir);
+  EXPECT_EQ(f[0]->severity, Severity::error);
+  EXPECT_NE(f[0]->message.find("[expanded from candle-nn-0.11.0/src/loss.rs:64-74]"),
+            std::string::npos);
+  EXPECT_NE(f[0]->message.find("loss can become NaN"), std::string::npos);
+  for (const auto& fn : ir.functions)
+    if (fn.name == "train_loss") {
+      EXPECT_TRUE(fn.is_loss);
+      EXPECT_EQ(fn.execution_phases, std::vector{cg::ir::ExecutionPhase::train});
+    }
+}
+
+TEST(Dataflow, MseLossHasNoNumericFinding) {
+  auto ir = fixture("bce_neg");
+  EXPECT_TRUE(ir.findings.empty()) << all_findings(ir);
+  bool loss_tensor = std::any_of(ir.tensors.begin(), ir.tensors.end(),
+                                 [](const auto& t) { return t.role == cg::ir::TensorRole::loss; });
+  EXPECT_TRUE(loss_tensor);
+}
+
+TEST(Dataflow, DetachedVarIsADeadGradientPath) {
+  auto ir = fixture("dead_grad_pos");
+  auto f = findings(ir, "dead-gradient-path");
+  ASSERT_EQ(f.size(), 1u) << all_findings(ir);
+  EXPECT_NE(f[0]->message.find("`w`"), std::string::npos) << f[0]->message;
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  // The severing op stays visible as a rule, not as a finding.
+  bool severs = std::any_of(ir.operations.begin(), ir.operations.end(), [](const auto& o) {
+    return o.name == "detach" && o.gradient_rule == "severs";
+  });
+  EXPECT_TRUE(severs);
+}
+
+TEST(Dataflow, VarReachingTheLossIsAlive) {
+  auto ir = fixture("dead_grad_neg");
+  EXPECT_TRUE(findings(ir, "dead-gradient-path").empty()) << all_findings(ir);
+}
+
+TEST(Dataflow, RecursionIsBoundedWithADiagnostic) {
+  auto ir = fixture("recursion");
+  auto f = findings(ir, "dataflow-bound");
+  ASSERT_FALSE(f.empty()) << all_findings(ir);
+  EXPECT_NE(f[0]->message.find("recursion guard"), std::string::npos);
+  EXPECT_EQ(f[0]->severity, Severity::information);
+}
+
+TEST(Dataflow, FieldForwardLinksTheLayerParameters) {
+  auto ir = fixture("linking", true);
+  ASSERT_FALSE(ir.parameters.empty()) << "inventory found no parameters";
+  for (const auto& p : ir.parameters) {
+    ASSERT_EQ(p.uses.size(), 1u) << p.key;
+    EXPECT_NE(p.uses[0].find(":forward:"), std::string::npos) << p.uses[0];
+    bool fc = p.key.rfind("fc.", 0) == 0;
+    EXPECT_EQ(p.uses[0].find(fc ? ":forward:0" : ":forward:1") != std::string::npos, true)
+        << p.key << " -> " << p.uses[0];
+  }
+}
+
+TEST(Dataflow, TinyLlamaGraphsAreSensibleAndStable) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "examples/tiny-llama";
+  auto a = analyze_dir(dir, true);
+  auto b = analyze_dir(dir, true);
+  EXPECT_EQ(a.operations, b.operations) << "ids and edges are deterministic";
+  auto has_op = [&](const std::string& fn, const std::string& name) {
+    return std::any_of(a.operations.begin(), a.operations.end(), [&](const auto& o) {
+      return o.function.find(fn) != std::string::npos && o.name == name;
+    });
+  };
+  EXPECT_TRUE(has_op("Attention", "matmul"));
+  EXPECT_TRUE(has_op("Attention", "softmax_last_dim"));
+  EXPECT_TRUE(has_op("Block", "forward"));
+  for (const auto& f : a.functions) {
+    if (f.qualified_name == "model::TinyLlama::forward") {
+      EXPECT_EQ(f.execution_phases, std::vector{cg::ir::ExecutionPhase::infer});
+    }
+    if (f.qualified_name == "train::train_step") {
+      EXPECT_EQ(f.execution_phases, std::vector{cg::ir::ExecutionPhase::train});
+    }
+    if (f.qualified_name == "train::lm_loss") {
+      EXPECT_TRUE(f.is_loss);
+    }
+  }
+  EXPECT_FALSE(proven_error(a)) << all_findings(a);
+  std::size_t linked = 0u;
+  for (const auto& p : a.parameters)
+    linked += p.uses.empty() ? 0u : 1u;
+  EXPECT_EQ(linked, a.parameters.size()) << "every tiny-llama parameter is read by an operation";
+}
+
+}  // namespace
