@@ -245,6 +245,26 @@ std::optional<SymValue> layer_config_default(std::string_view field, std::string
   return std::nullopt;
 }
 
+// A VarBuilder parameter type: `VarBuilder`, `&VarBuilder<'a>`, `candle_nn::VarBuilder`,
+// `VarBuilderArgs<B>`, `ShardedVarBuilder`, or an import alias of one (`use ..VarBuilder as VB`).
+// `MyVarBuilderConfig` is not one.
+bool is_builder_type(const rust::Crate& crate, const std::string& module, std::string t) {
+  auto lt = t.find('<');
+  if (lt != std::string::npos) t = t.substr(0, lt);
+  std::string path;
+  for (char c : t)
+    if (!(c == '&' || c == ' ' || c == '\'')) path.push_back(c);
+  if (path.rfind("mut", 0) == 0) path = path.substr(3);
+  auto is_name = [](const std::string& p) {
+    std::string leaf = last_segment(p);
+    return leaf == "VarBuilder" || leaf == "VarBuilderArgs" || leaf == "ShardedVarBuilder";
+  };
+  if (is_name(path)) return true;
+  for (const auto& c : crate.resolve(module, path))
+    if (c.kind == rust::Candidate::Kind::External && is_name(c.path)) return true;
+  return false;
+}
+
 class Walker : public EvalContext {
  public:
   Walker(const rust::Crate& crate, const LayerCatalog& catalog, bool audited,
@@ -368,7 +388,7 @@ class Walker : public EvalContext {
 
   Value param_value(const rust::Param& p, const std::string& module) {
     Value v;
-    if (p.type_text.find("VarBuilder") != std::string::npos) {
+    if (is_builder_type(crate_, module, p.type_text)) {
       v.kind = Value::Kind::builder;
       v.root = p.name;
       return v;
@@ -1745,7 +1765,7 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
       continue;
     bool vb = false;
     for (const auto& p : f.params)
-      vb = vb || p.type_text.find("VarBuilder") != std::string::npos;
+      vb = vb || is_builder_type(crate, f.module, p.type_text);
     if (!vb) continue;
     const rust::Impl& impl = crate.impls()[static_cast<std::size_t>(f.impl)];
     vb_methods[impl.module.empty() ? impl.self_base : impl.module + "::" + impl.self_base]
@@ -1766,7 +1786,7 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
         return false;
       bool vb = false;
       for (const auto& p : f.params)
-        if (p.type_text.find("VarBuilder") != std::string::npos) vb = true;
+        if (is_builder_type(crate, f.module, p.type_text)) vb = true;
       return vb && mentions_self_or(f.return_type, t.name);
     };
     for (std::size_t m : methods)
@@ -1813,6 +1833,13 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
       if (q != t.qualified) built_elsewhere.insert(q);
     if (t.visibility == rust::Visibility::Public) results.push_back({c, nullptr});
   }
+  if (!opts.root.empty() && results.size() > 1) {
+    std::string names;
+    for (const auto& r : results)
+      names += (names.empty() ? "" : ", ") + crate.items()[r.cand.type_item].qualified;
+    throw InputError("--root " + opts.root,
+                     "ambiguous: " + names + " all match; pass a module-qualified name");
+  }
   if (!opts.root.empty() && results.empty())
     throw InputError("--root " + opts.root,
                      "no struct named `" + opts.root +
@@ -1849,7 +1876,7 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
     const rust::Item& ctor = crate.items()[r.cand.ctor];
     comp.constructor = ir::function_id(ctor.qualified, ctor.cfg.predicates);
     for (const auto& p : ctor.params)
-      if (p.type_text.find("VarBuilder") != std::string::npos) {
+      if (is_builder_type(crate, ctor.module, p.type_text)) {
         ir::Builder b;
         b.name = p.name;
         b.evidence.push_back({ir::EvidenceKind::source, ir::Confidence::proven,

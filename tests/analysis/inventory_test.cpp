@@ -663,3 +663,51 @@ impl M {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Inventory, BuilderTypesAreRecognizedByNameOrAliasNotBySubstring) {
+  auto r = analyze("vbalias", R"(
+use candle_nn::VarBuilder as VB;
+use candle_nn as nn;
+pub struct MyVarBuilderConfig { pub n: usize }
+pub struct NotAModel {}
+impl NotAModel {
+    pub fn new(config: MyVarBuilderConfig) -> candle::Result<Self> { Ok(Self {}) }
+}
+pub struct Model {}
+impl Model {
+    pub fn build(vb: VB<'_>) -> candle::Result<Self> {
+        nn::linear(2, 3, vb.pp("proj"))?;
+        Ok(Self {})
+    }
+}
+)");
+  ASSERT_EQ(r.ir.components.size(), 1u);
+  EXPECT_EQ(r.ir.components[0].name, "Model");
+  EXPECT_TRUE(r.param("proj.weight")) << r.keys();
+}
+
+TEST(Inventory, AnAmbiguousRootIsAUsageError) {
+  std::string lib = std::string(kPrelude) + R"(
+mod a;
+mod z;
+)";
+  std::string root = R"(
+use candle_nn::VarBuilder;
+pub struct Root {}
+impl Root { pub fn new(vb: VarBuilder) -> candle::Result<Self> { candle_nn::linear(1, 1, vb)?; Ok(Self {}) } }
+)";
+  try {
+    analyze("ambiguous", lib, {{"src/a.rs", root}, {"src/z.rs", root}}, "", "0.11.0", "Root");
+    FAIL() << "expected an error";
+  } catch (const cg::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ambiguous: a::Root, z::Root"), std::string::npos)
+        << e.what();
+  }
+  auto one =
+      analyze("qualified", lib, {{"src/a.rs", root}, {"src/z.rs", root}}, "", "0.11.0", "z::Root");
+  EXPECT_EQ(one.ir.components.size(), 1u);
+}
+
+}  // namespace
