@@ -148,6 +148,11 @@ class Engine {
       }
       analyze_entry(i, *item);
     }
+    // An operation reached by both a train and an infer graph has no single phase.
+    for (std::size_t oi = 0; oi < op_phases_.size(); ++oi) {
+      if (op_phases_[oi] == 1) ir_.operations[oi].execution_phase = ir::ExecutionPhase::train;
+      if (op_phases_[oi] == 2) ir_.operations[oi].execution_phase = ir::ExecutionPhase::infer;
+    }
     flush();
   }
 
@@ -165,7 +170,7 @@ class Engine {
     std::set<std::string> loss_tensors, trainable, returned;
     std::map<std::string, std::vector<std::pair<std::string, bool>>> succ;  // tensor -> (out,sev)
     std::vector<PendingNumeric> numeric;
-    std::set<std::string> ops;
+    std::set<std::size_t> ops;  // indexes into ir.operations
     std::size_t budget = 0;
     bool exhausted = false;
   };
@@ -184,6 +189,11 @@ class Engine {
   std::vector<Frame*> frames_;
   Session* s_ = nullptr;
   std::set<std::string> emitted_;
+  std::map<std::string, std::size_t> numeric_at_;
+  std::string dims_tid_;
+  std::vector<int>
+      op_phases_;  // per operation: 1 train, 2 infer, 3 both  // the tensor whose dims() the
+                   // current `let` reads  // rule + op -> index into ir.findings
 
   // ---- helpers -------------------------------------------------------------------------------
   std::optional<std::size_t> item_of(const ir::Function& f) const {
@@ -363,14 +373,9 @@ class Engine {
     if (std::find(f.execution_phases.begin(), f.execution_phases.end(), ph) ==
         f.execution_phases.end())
       f.execution_phases.push_back(ph);
-    for (const auto& oid : s_->ops) {
-      for (auto& op : ir_.operations) {
-        if (op.id != oid) continue;
-        if (!op.execution_phase)
-          op.execution_phase = ph;
-        else if (*op.execution_phase != ph)
-          op.execution_phase.reset();  // both phases reach it
-      }
+    for (std::size_t oi : s_->ops) {
+      if (op_phases_.size() <= oi) op_phases_.resize(oi + 1, 0);
+      op_phases_[oi] |= s_->train ? 1 : 2;
     }
     // dead-gradient-path: a Var with no differentiable path to a loss (train graphs only).
     if (s_->train) {
@@ -412,7 +417,28 @@ class Engine {
         rule = "unstable-library-loss";
         sev = ir::Severity::error;
       }
+      // One finding per (rule, operation): a later entrypoint only replaces it when its impact
+      // is worse (an op reached from several entrypoints is not reported twice).
+      std::string key = rule + '\n' + p.op;
+      auto prev = numeric_at_.find(key);
+      if (prev != numeric_at_.end()) {
+        ir::Finding& old = ir_.findings[prev->second];
+        bool old_local = old.message.find("(local impact)") != std::string::npos;
+        bool worse = static_cast<int>(sev) < static_cast<int>(old.severity) ||
+                     (sev == old.severity && kind != local && old_local);
+        if (!worse) continue;
+        emitted_.erase(old.id);
+        old.severity = sev;
+        old.confidence = conf;
+        old.message = p.message + impact;
+        old.id = ir::finding_id(rule, p.source, old.message);
+        old.evidence.front().confidence = conf;
+        emitted_.insert(old.id);
+        continue;
+      }
+      std::size_t before = ir_.findings.size();
       finding(rule, sev, conf, p.message + impact, p.source, {p.op, p.tensor});
+      if (ir_.findings.size() > before) numeric_at_[key] = before;
     }
   }
 
@@ -570,7 +596,7 @@ class Engine {
     }
     const std::string op_id = ir_.operations[oi].id;
     const std::string out_id = ir_.operations[oi].output;
-    s_->ops.insert(op_id);
+    s_->ops.insert(oi);
     link_params(op_id, recv);
 
     Val out;
@@ -881,7 +907,9 @@ class Engine {
       if (crate_.attributes_active(file(), c) == rust::Tri::False) continue;
       std::string ct = ts_node_type(c);
       if (ct == "let_declaration") {
+        dims_tid_.clear();
         Val v = eval(field(c, "value"));
+        if (!dims_tid_.empty()) record_dims(field(c, "pattern"));
         TSNode ty = field(c, "type");
         if (!ts_node_is_null(ty) && !v.tensor && v.type_item < 0) {
           Val tv = typed_val(crate_.items()[frames_.back()->item].module, text(file(), ty), "");
@@ -910,6 +938,31 @@ class Engine {
     }
     env = std::move(out);
     return last;
+  }
+
+  // `let (b, t, c) = x.dims3()?` / `let [b, t] = x.dims()` names x's dimensions (its contract).
+  void record_dims(TSNode pat) {
+    std::string pt = type_of(pat);
+    if (pt != "tuple_pattern" && pt != "slice_pattern") return;
+    auto it = tensor_index_.find(dims_tid_);
+    if (it == tensor_index_.end()) return;
+    ir::Tensor& t = ir_.tensors[it->second];
+    if (t.shape.rank) return;
+    ir::TensorShape shape;
+    for (uint32_t i = 0; i < ts_node_child_count(pat); ++i) {
+      TSNode c = ts_node_child(pat, i);
+      std::string name = text(file(), c);
+      if (name == "(" || name == ")" || name == "[" || name == "]" || name == ",") continue;
+      if (type_of(c) != "identifier" && name != "_") return;  // `..` rest patterns: rank unknown
+      ir::Dimension d;
+      if (name != "_" && name.front() != '_') d.name = name;
+      d.expr = name;
+      shape.dimensions.push_back(std::move(d));
+    }
+    shape.rank = shape.dimensions.size();
+    shape.source_expr = text(file(), ts_node_parent(pat));
+    if (shape.source_expr->size() > 120) shape.source_expr.reset();
+    t.shape = std::move(shape);
   }
 
   void bind(TSNode pat, const Val& v) {
@@ -1143,6 +1196,7 @@ class Engine {
         return apply_catalog(n, "forward", rule, ops, &args[0]);
       }
     }
+    if (method.rfind("dims", 0) == 0 && recv.tensor && !recv.tid.empty()) dims_tid_ = recv.tid;
     if (non_tensor_methods().count(method)) return {};
     // (b) external module type with a catalog rule (`Linear::forward`).
     if (!recv.tensor && !recv.ext_type.empty()) {

@@ -1,0 +1,193 @@
+// Dataflow over every forward entrypoint of candle-transformers (src/models), against the raw
+// tree-sitter parse of the same files measured in the same run. Target: ≤ 1 s.
+// Usage: bench_analysis_dataflow [--report]   (--report prints per-model totals: operations,
+// unknown ops, tensors with a known dtype/shape, findings by rule)
+#include <tree_sitter/api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/dataflow.hpp"
+#include "analysis/inventory.hpp"
+#include "cargo/context.hpp"
+#include "ir/stable_id.hpp"
+#include "rust/crate.hpp"
+#include "rust/grammar.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+bool mentions_tensor(const std::string& t) {
+  return t.find("Tensor") != std::string::npos || t.find("Var") != std::string::npos;
+}
+
+// The pipeline's function listing (src/cli/pipeline.cpp), restricted to src/models.
+std::vector<cg::ir::Function> functions_of(const cg::rust::Crate& crate) {
+  std::vector<cg::ir::Function> out;
+  for (std::size_t i = 0; i < crate.items().size(); ++i) {
+    const auto& item = crate.items()[i];
+    if (item.kind != cg::rust::ItemKind::Function && item.kind != cg::rust::ItemKind::Method)
+      continue;
+    if (item.cfg.state == cg::rust::Tri::False) continue;
+    cg::ir::Function fn;
+    fn.id = cg::ir::function_id(item.qualified, item.cfg.predicates);
+    fn.name = item.name;
+    fn.qualified_name = item.qualified;
+    fn.source = crate.source(i);
+    bool sig = mentions_tensor(item.return_type);
+    for (const auto& p : item.params)
+      sig = sig || mentions_tensor(p.type_text);
+    std::string trait;
+    if (item.impl >= 0) {
+      trait = crate.impls()[static_cast<std::size_t>(item.impl)].trait;
+      auto s = trait.rfind("::");
+      if (s != std::string::npos) trait = trait.substr(s + 2);
+    }
+    bool fwd = ((trait == "Module" || trait == "ModuleWithArgs") && item.name == "forward") ||
+               ((trait == "ModuleT" || trait == "ModuleTWithArgs") && item.name == "forward_t");
+    fn.is_entrypoint = item.qualified.rfind("models::", 0) == 0 &&
+                       (fwd || (item.visibility == cg::rust::Visibility::Public && sig));
+    out.push_back(std::move(fn));
+  }
+  return out;
+}
+
+std::string model_of(const std::string& source) {
+  // "src/models/llama.rs:12" -> "llama"; "src/models/whisper/audio.rs:3" -> "whisper"
+  const std::string pre = "src/models/";
+  if (source.rfind(pre, 0) != 0) return "(other)";
+  std::string rest = source.substr(pre.size());
+  auto slash = rest.find('/');
+  if (slash != std::string::npos) return rest.substr(0, slash);
+  return rest.substr(0, rest.find(".rs"));
+}
+
+void report(const cg::ir::ModelIr& ir) {
+  struct Row {
+    std::size_t ops = 0, unknown = 0, tensors = 0, dtype = 0, shape = 0;
+    std::map<std::string, std::size_t> rules;
+  };
+  std::map<std::string, Row> rows;
+  std::map<std::string, std::string> fn_src;
+  for (const auto& f : ir.functions)
+    fn_src[f.id] = f.source;
+  for (const auto& o : ir.operations) {
+    Row& r = rows[model_of(o.source)];
+    ++r.ops;
+    if (o.dtype_rule == "unknown" && o.gradient_rule == "unknown") ++r.unknown;
+  }
+  for (const auto& t : ir.tensors) {
+    Row& r = rows[model_of(fn_src[t.owner_function])];
+    ++r.tensors;
+    if (t.dtype != "Unknown") ++r.dtype;
+    if (t.shape.rank) ++r.shape;
+  }
+  for (const auto& f : ir.findings)
+    ++rows[model_of(f.source.value_or(""))].rules[f.rule];
+  Row total;
+  std::printf("%-28s %6s %7s %7s %6s %6s  findings\n", "model", "ops", "unknown", "tensors",
+              "dtype", "shape");
+  for (const auto& [name, r] : rows) {
+    std::string rules;
+    for (const auto& [rule, n] : r.rules) {
+      rules += " " + rule + "=" + std::to_string(n);
+      total.rules[rule] += n;
+    }
+    std::printf("%-28s %6zu %7zu %7zu %6zu %6zu %s\n", name.c_str(), r.ops, r.unknown, r.tensors,
+                r.dtype, r.shape, rules.c_str());
+    total.ops += r.ops;
+    total.unknown += r.unknown;
+    total.tensors += r.tensors;
+    total.dtype += r.dtype;
+    total.shape += r.shape;
+  }
+  std::string rules;
+  for (const auto& [rule, n] : total.rules)
+    rules += " " + rule + "=" + std::to_string(n);
+  std::printf("%-28s %6zu %7zu %7zu %6zu %6zu %s\n", "TOTAL", total.ops, total.unknown,
+              total.tensors, total.dtype, total.shape, rules.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool want_report = argc > 1 && std::strcmp(argv[1], "--report") == 0;
+  const char* env = std::getenv("CG_CANDLE_SRC");
+  fs::path crate_dir = fs::path(env != nullptr ? env : "/work/candle-src") / "candle-transformers";
+  if (!fs::exists(crate_dir / "src/models/mod.rs")) {
+    std::printf("ROW|dataflow of all model entrypoints (s)|SKIPPED (no candle checkout)|||≤1 s|\n");
+    return 0;
+  }
+  auto ctx = cg::cargo::load_cargo_context(crate_dir, {});
+  cg::rust::CfgSet cfg(ctx.cfgs);
+  auto crate = cg::rust::Crate::load(crate_dir, ctx.root_file, &ctx, cfg, 2);
+  std::string version;
+  for (const auto& v : ctx.candle_versions)
+    if (v.package == "candle-core" && v.exact) version = v.version;
+  cg::analysis::DataflowOptions opts;
+  opts.candle_version = version;
+  auto fns = functions_of(crate);
+  std::size_t entrypoints = 0;
+  for (const auto& f : fns)
+    entrypoints += f.is_entrypoint ? 1u : 0u;
+
+  // The inventory runs first in the pipeline (parameter links); it is not part of the figure.
+  cg::ir::ModelIr base;
+  base.functions = fns;
+  cg::analysis::InventoryOptions inv;
+  for (const auto& v : ctx.candle_versions)
+    if (v.package == "candle-nn" && v.exact) inv.candle_nn_version = v.version;
+  cg::analysis::build_inventory(crate, inv, base);
+
+  if (want_report) {
+    cg::ir::ModelIr ir = base;
+    cg::analysis::build_dataflow(crate, opts, ir);
+    report(ir);
+    return 0;
+  }
+  std::vector<double> ours, raw;
+  std::size_t ops = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    cg::ir::ModelIr ir = base;
+    double t0 = now_s();
+    cg::analysis::build_dataflow(crate, opts, ir);
+    ours.push_back(now_s() - t0);
+    ops = ir.operations.size();
+  }
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = now_s();
+    TSParser* parser = ts_parser_new();
+    ts_parser_set_language(parser, cg::rust::rust_language());
+    for (const auto& f : crate.files()) {
+      const std::string& t = f->text();
+      TSTree* tree =
+          ts_parser_parse_string(parser, nullptr, t.data(), static_cast<std::uint32_t>(t.size()));
+      ts_tree_delete(tree);
+    }
+    ts_parser_delete(parser);
+    raw.push_back(now_s() - t0);
+  }
+  double o = median(ours), r = median(raw);
+  std::fprintf(stderr, "dataflow: %zu files, %zu entrypoints, %zu operations (median of 5)\n",
+               crate.files().size(), entrypoints, ops);
+  std::printf("ROW|dataflow of all model entrypoints (s)|%.3f|%.3f|%.2f|≤1 s|%s\n", o, r, o / r,
+              o <= 1.0 ? "yes" : "no");
+  return 0;
+}
