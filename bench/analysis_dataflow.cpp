@@ -91,7 +91,9 @@ void report(const cg::ir::ModelIr& ir) {
   for (const auto& o : ir.operations) {
     Row& r = rows[model_of(o.source)];
     ++r.ops;
-    if (o.dtype_rule == "unknown" && o.gradient_rule == "unknown") ++r.unknown;
+    // Unknown: no audited rule and not an inlined crate-local call.
+    bool inlined = !o.evidence.empty() && o.evidence[0].detail.rfind("inlined", 0) == 0;
+    if (o.dtype_rule == "unknown" && o.gradient_rule == "unknown" && !inlined) ++r.unknown;
   }
   for (const auto& t : ir.tensors) {
     Row& r = rows[model_of(fn_src[t.owner_function])];

@@ -537,6 +537,7 @@ class Engine {
     ins.push_back(&r);
     OpRule rule;
     rule.name = name;
+    rule.note = "inlined crate-local call `" + crate_.items()[callee].qualified + "`";
     Val out = make_op(node, name, rule, ins, self, {});
     out.dtype = r.dtype;
     out.grad = r.grad;
@@ -583,7 +584,8 @@ class Engine {
         if (!v->tid.empty()) op.inputs.push_back(v->tid);
       ir::Evidence e;
       e.kind = ir::EvidenceKind::source;
-      e.confidence = rule.known() ? ir::Confidence::proven : ir::Confidence::unknown;
+      bool inlined = rule.note.rfind("inlined", 0) == 0;
+      e.confidence = rule.known() || inlined ? ir::Confidence::proven : ir::Confidence::unknown;
       e.source = op.source;
       e.detail = rule.known() ? "audited rule `" + rule.name + "`" : rule.note;
       op.evidence.push_back(std::move(e));
@@ -660,6 +662,10 @@ class Engine {
         out.grad = Grad::layout_dependent;
         break;
       case GradRule::propagates: {
+        if (ins.empty()) {  // a constructor: a constant
+          out.grad = Grad::frozen;
+          break;
+        }
         bool any_sev = false, any_ld = false, any_tr = false, all_frozen = !ins.empty();
         for (const Val* v : ins) {
           any_sev = any_sev || v->grad == Grad::severed;
@@ -901,10 +907,13 @@ class Engine {
   Val eval_block(TSNode n) {
     auto saved_names = frames_.back()->env;
     Val last;
-    uint32_t cnt = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < cnt; ++i) {
-      TSNode c = ts_node_named_child(n, i);
-      if (crate_.attributes_active(file(), c) == rust::Tri::False) continue;
+    bool after_attribute = false;
+    for (TSNode c = ts_node_named_child(n, 0); !ts_node_is_null(c);
+         c = ts_node_next_named_sibling(c)) {
+      // Only a statement right after an attribute can be cfg'd out.
+      bool check = after_attribute;
+      after_attribute = type_of(c) == "attribute_item";
+      if (check && crate_.attributes_active(file(), c) == rust::Tri::False) continue;
       std::string ct = ts_node_type(c);
       if (ct == "let_declaration") {
         dims_tid_.clear();
