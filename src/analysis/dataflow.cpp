@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -191,6 +192,7 @@ class Engine {
   std::set<std::string> emitted_;
   std::map<std::string, std::size_t> numeric_at_;
   std::string dims_tid_;
+  std::vector<std::vector<std::pair<std::string, std::optional<Val>>>> undo_;  // per open block
   std::vector<int>
       op_phases_;  // per operation: 1 train, 2 infer, 3 both  // the tensor whose dims() the
                    // current `let` reads  // rule + op -> index into ir.findings
@@ -214,7 +216,9 @@ class Engine {
   std::string src(TSNode n) const {
     return crate_.files()[file()]->path() + ":" + std::to_string(ts_node_start_point(n).row + 1);
   }
-  static std::string type_of(TSNode n) { return ts_node_is_null(n) ? "" : ts_node_type(n); }
+  static std::string_view type_of(TSNode n) {
+    return ts_node_is_null(n) ? std::string_view{} : std::string_view{ts_node_type(n)};
+  }
   static TSNode field(TSNode n, const char* f) {
     return ts_node_child_by_field_name(n, f, static_cast<uint32_t>(std::strlen(f)));
   }
@@ -592,7 +596,9 @@ class Engine {
       ir_.operations.push_back(std::move(op));
       oi = ir_.operations.size() - 1;
       op_by_node_[key] = oi;
-      add_tensor(ir_.operations[oi].output, name, ir::TensorRole::activation, fr.fid);
+      std::size_t ti =
+          add_tensor(ir_.operations[oi].output, name, ir::TensorRole::activation, fr.fid);
+      ir_.tensors[ti].shape = shape_of(node, rule, ins);
     } else {
       oi = found->second;
     }
@@ -770,6 +776,81 @@ class Engine {
     return out;
   }
 
+  const ir::TensorShape* shape_of_tensor(const Val* v) const {
+    auto it = tensor_index_.find(v->tid);
+    if (it == tensor_index_.end() || !ir_.tensors[it->second].shape.rank) return nullptr;
+    return &ir_.tensors[it->second].shape;
+  }
+
+  // Symbolic output shape (§4.3): rank and dimension expressions where the rule and the
+  // operands say so; an empty shape otherwise.
+  ir::TensorShape shape_of(TSNode node, const OpRule& rule, const std::vector<const Val*>& ins) {
+    ir::TensorShape out;
+    const ir::TensorShape* a = ins.empty() ? nullptr : shape_of_tensor(ins[0]);
+    TSNode args = field(node, "arguments");
+    auto arg = [&](uint32_t i) {
+      return ts_node_is_null(args) ? TSNode{} : ts_node_named_child(args, i);
+    };
+    switch (rule.shape) {
+      case ShapeRule::preserve:
+      case ShapeRule::keep_dimension:
+        if (a) out = *a;
+        break;
+      case ShapeRule::explicit_argument: {
+        TSNode t = arg(0);
+        while (type_of(t) == "reference_expression")
+          t = field(t, "value");
+        if (type_of(t) == "tuple_expression" || type_of(t) == "array_expression") {
+          for (uint32_t i = 0; i < ts_node_named_child_count(t); ++i)
+            out.dimensions.push_back({std::nullopt, text(file(), ts_node_named_child(t, i))});
+          out.rank = out.dimensions.size();
+        }
+        break;
+      }
+      case ShapeRule::permute_dimensions:
+        if (a) {
+          out = *a;
+          std::string n = rule.name;
+          if (n == "t" && out.dimensions.size() >= 2) {
+            std::swap(out.dimensions[out.dimensions.size() - 1],
+                      out.dimensions[out.dimensions.size() - 2]);
+          } else if (n == "transpose" && type_of(arg(0)) == "integer_literal" &&
+                     type_of(arg(1)) == "integer_literal") {
+            auto i = std::strtoull(text(file(), arg(0)).c_str(), nullptr, 10);
+            auto j = std::strtoull(text(file(), arg(1)).c_str(), nullptr, 10);
+            if (i < out.dimensions.size() && j < out.dimensions.size())
+              std::swap(out.dimensions[i], out.dimensions[j]);
+            else
+              out = {};
+          } else if (n != "t") {
+            for (auto& d : out.dimensions)
+              d = {std::nullopt, "?"};
+          }
+        }
+        break;
+      case ShapeRule::matrix_product:
+        if (a && ins.size() >= 2) {
+          const ir::TensorShape* b = shape_of_tensor(ins[1]);
+          if (b && a->dimensions.size() == b->dimensions.size() && a->dimensions.size() >= 2) {
+            out = *a;
+            out.dimensions.back() = b->dimensions.back();
+          }
+        }
+        break;
+      case ShapeRule::insert_dimension:
+        if (a) {
+          out.rank = *a->rank + 1;
+          for (std::uint64_t i = 0; i < *out.rank; ++i)
+            out.dimensions.push_back({std::nullopt, "?"});
+        }
+        break;
+      default:
+        break;
+    }
+    if (out.rank) out.source_expr.reset();
+    return out;
+  }
+
   void mark_loss(const std::string& tid, bool loss_fn = true) {
     s_->train = true;
     s_->loss_tensors.insert(tid);
@@ -783,15 +864,15 @@ class Engine {
   // ---- expressions ---------------------------------------------------------------------------
   Val eval(TSNode n) {
     if (ts_node_is_null(n) || !tick()) return {};
-    std::string t = ts_node_type(n);
+    std::string_view t = ts_node_type(n);
     if (t == "block") return eval_block(n);
     if (t == "try_expression" || t == "parenthesized_expression" || t == "reference_expression" ||
         t == "unary_expression" || t == "type_cast_expression" || t == "await_expression") {
       Val last;
       for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i) {
         TSNode c = ts_node_named_child(n, i);
-        std::string ct = ts_node_type(c);
-        if (ct.find("type") != std::string::npos && ct != "type_cast_expression" &&
+        std::string_view ct = ts_node_type(c);
+        if (ct.find("type") != std::string_view::npos && ct != "type_cast_expression" &&
             t == "type_cast_expression" && i > 0)
           continue;
         if (ct == "mutable_specifier") continue;
@@ -905,7 +986,9 @@ class Engine {
   }
 
   Val eval_block(TSNode n) {
-    auto saved_names = frames_.back()->env;
+    // Names bound in the block go out of scope at its end; assignments to outer names persist.
+    // An undo log restores only what the block's `let`s shadowed (no copy of the whole env).
+    undo_.emplace_back();
     Val last;
     bool after_attribute = false;
     for (TSNode c = ts_node_named_child(n, 0); !ts_node_is_null(c);
@@ -914,7 +997,7 @@ class Engine {
       bool check = after_attribute;
       after_attribute = type_of(c) == "attribute_item";
       if (check && crate_.attributes_active(file(), c) == rust::Tri::False) continue;
-      std::string ct = ts_node_type(c);
+      std::string_view ct = ts_node_type(c);
       if (ct == "let_declaration") {
         dims_tid_.clear();
         Val v = eval(field(c, "value"));
@@ -930,7 +1013,7 @@ class Engine {
       } else if (ct == "expression_statement") {
         eval(c);
         last = {};
-      } else if (ct.find("item") != std::string::npos || ct == "attribute_item" ||
+      } else if (ct.find("item") != std::string_view::npos || ct == "attribute_item" ||
                  ct == "function_item" || ct == "use_declaration" || ct == "line_comment" ||
                  ct == "block_comment" || ct == "empty_statement") {
         continue;
@@ -938,20 +1021,21 @@ class Engine {
         last = eval(c);
       }
     }
-    // Locals declared in the block go out of scope; assignments to outer names persist.
     auto& env = frames_.back()->env;
-    std::map<std::string, Val> out;
-    for (const auto& [k, v] : saved_names) {
-      auto it = env.find(k);
-      out[k] = it == env.end() ? v : it->second;
+    auto& log = undo_.back();
+    for (auto it = log.rbegin(); it != log.rend(); ++it) {
+      if (it->second)
+        env[it->first] = std::move(*it->second);
+      else
+        env.erase(it->first);
     }
-    env = std::move(out);
+    undo_.pop_back();
     return last;
   }
 
   // `let (b, t, c) = x.dims3()?` / `let [b, t] = x.dims()` names x's dimensions (its contract).
   void record_dims(TSNode pat) {
-    std::string pt = type_of(pat);
+    std::string_view pt = type_of(pat);
     if (pt != "tuple_pattern" && pt != "slice_pattern") return;
     auto it = tensor_index_.find(dims_tid_);
     if (it == tensor_index_.end()) return;
@@ -976,9 +1060,20 @@ class Engine {
 
   void bind(TSNode pat, const Val& v) {
     if (ts_node_is_null(pat)) return;
-    std::string t = ts_node_type(pat);
+    std::string_view t = ts_node_type(pat);
     if (t == "identifier") {
-      frames_.back()->env[text(file(), pat)] = v;
+      auto& env = frames_.back()->env;
+      std::string name = text(file(), pat);
+      if (!undo_.empty()) {
+        auto& log = undo_.back();
+        bool seen =
+            std::any_of(log.begin(), log.end(), [&](const auto& e) { return e.first == name; });
+        if (!seen) {
+          auto it = env.find(name);
+          log.emplace_back(name, it == env.end() ? std::nullopt : std::optional<Val>(it->second));
+        }
+      }
+      env[name] = v;
       return;
     }
     // A tuple (or any destructuring) pattern binds every name to the same node.
@@ -1080,7 +1175,7 @@ class Engine {
     if (ts_node_is_null(args)) return out;
     for (uint32_t i = 0; i < ts_node_named_child_count(args); ++i) {
       TSNode c = ts_node_named_child(args, i);
-      std::string ct = ts_node_type(c);
+      std::string_view ct = ts_node_type(c);
       if (ct == "line_comment" || ct == "block_comment" || ct == "attribute_item") continue;
       // `&[&a, &b]` contributes every tensor element (cat/stack).
       TSNode inner = c;
@@ -1124,7 +1219,7 @@ class Engine {
   Val eval_call(TSNode n) {
     TSNode fn = field(n, "function");
     TSNode args_node = field(n, "arguments");
-    std::string ft = type_of(fn);
+    std::string_view ft = type_of(fn);
     if (ft == "generic_function") fn = field(fn, "function"), ft = type_of(fn);
     if (ft == "field_expression") {
       std::string method = text(file(), field(fn, "field"));
@@ -1222,7 +1317,7 @@ class Engine {
     while (type_of(rnode) == "parenthesized_expression")
       rnode = ts_node_named_child(rnode, 0);
     bool scalar_recv = recv.num || type_of(rnode) == "type_cast_expression" ||
-                       type_of(rnode).find("literal") != std::string::npos;
+                       type_of(rnode).find("literal") != std::string_view::npos;
     if (!scalar_recv && (recv.tensor || rule.known())) {
       std::vector<Val> ops{recv};
       ops.insert(ops.end(), args.begin(), args.end());

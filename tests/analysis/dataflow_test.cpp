@@ -232,6 +232,16 @@ TEST(Dataflow, TinyLlamaGraphsAreSensibleAndStable) {
       EXPECT_TRUE(f.is_loss);
     }
   }
+  // Contracts: `let (b, t, _hidden) = xs.dims3()?` names the dims; reshape/transpose carry them.
+  bool transposed = std::any_of(a.tensors.begin(), a.tensors.end(), [](const auto& t) {
+    if (t.id.find("Attention") == std::string::npos ||
+        t.id.find("transpose#0") == std::string::npos)
+      return false;
+    if (t.shape.rank != 4u) return false;
+    return t.shape.dimensions[0].expr == "b" && t.shape.dimensions[1].expr == "self.num_heads" &&
+           t.shape.dimensions[2].expr == "t";
+  });
+  EXPECT_TRUE(transposed) << "q.reshape((b, t, h, d)).transpose(1, 2) is (b, h, t, d)";
   EXPECT_FALSE(proven_error(a)) << all_findings(a);
   std::size_t linked = 0u;
   for (const auto& p : a.parameters)
