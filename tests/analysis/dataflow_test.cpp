@@ -4,9 +4,13 @@
 #include "analysis/dataflow.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
 #include <string>
 
 #include "analysis/inventory.hpp"
@@ -247,6 +251,36 @@ TEST(Dataflow, TinyLlamaGraphsAreSensibleAndStable) {
   for (const auto& p : a.parameters)
     linked += p.uses.empty() ? 0u : 1u;
   EXPECT_EQ(linked, a.parameters.size()) << "every tiny-llama parameter is read by an operation";
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Dataflow, OperationIdsSurviveAnUnrelatedEdit) {
+  fs::path src = fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow/zero_log_pos";
+  fs::path dir = fs::temp_directory_path() / ("cg-dataflow-edit-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "src");
+  fs::copy_file(src / "Cargo.toml", dir / "Cargo.toml");
+  std::ifstream in(src / "src/lib.rs");
+  std::string lib((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A new function with its own `log` and `mul`, written above the original one.
+  std::string edited = lib;
+  edited.insert(edited.find("/// p * log(p)"),
+                "pub fn other(x: &Tensor) -> Result<Tensor> {\n    let l = x.log()?;\n"
+                "    x.mul(&l)\n}\n\n");
+  std::ofstream(dir / "src/lib.rs") << edited;
+  auto after = analyze_dir(dir);
+  fs::remove_all(dir);
+  auto before = fixture("zero_log_pos");
+  std::set<std::string> ids_after;
+  for (const auto& o : after.operations)
+    ids_after.insert(o.id);
+  ASSERT_FALSE(before.operations.empty());
+  for (const auto& o : before.operations)
+    EXPECT_TRUE(ids_after.count(o.id)) << o.id;
+  EXPECT_GT(after.operations.size(), before.operations.size());
 }
 
 }  // namespace
