@@ -3,6 +3,7 @@
 #include <tree_sitter/api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -254,7 +255,11 @@ class Engine {
       return v;
     }
     v.type_item = resolve_type(module, base.empty() ? type_text : base);
-    if (v.type_item < 0) v.ext_type = last_segment(peel_generics(base.empty() ? type_text : base));
+    if (v.type_item < 0) {
+      // External types only (`Linear`); primitives (`usize`, `f64`) are scalars.
+      std::string ext = last_segment(peel_generics(base.empty() ? type_text : base));
+      if (!ext.empty() && std::isupper(static_cast<unsigned char>(ext[0]))) v.ext_type = ext;
+    }
     return v;
   }
 
