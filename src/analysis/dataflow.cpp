@@ -170,7 +170,8 @@ class Engine {
     std::string entry_fid;
     bool train = false;
     std::set<std::string> loss_tensors, trainable, returned;
-    std::map<std::string, std::vector<std::pair<std::string, bool>>> succ;  // tensor -> (out,sev)
+    std::unordered_map<std::string, std::vector<std::pair<std::string, bool>>>
+        succ;  // tensor -> (out,sev)
     std::vector<PendingNumeric> numeric;
     std::set<std::size_t> ops;  // indexes into ir.operations
     std::size_t budget = 0;
@@ -184,8 +185,9 @@ class Engine {
   std::map<std::string, std::vector<std::string>> modules_by_type_;
   std::map<std::string, std::vector<const ir::Module*>> children_;
   std::map<std::string, std::vector<std::size_t>> params_by_module_;
-  std::map<std::string, std::size_t> op_by_node_;  // "file:byte:name" -> index into ir.operations
-  std::map<std::string, std::size_t> tensor_index_;
+  std::unordered_map<std::string, std::size_t>
+      op_by_node_;  // "file:byte:name" -> index into ir.operations
+  std::unordered_map<std::string, std::size_t> tensor_index_;
   ir::OccurrenceCounter occ_;
   std::vector<std::size_t> stack_;
   std::vector<Frame*> frames_;
