@@ -5,6 +5,7 @@
 #include <tree_sitter/api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +36,18 @@ double median(std::vector<double> v) {
 }
 
 bool mentions_tensor(const std::string& t) {
-  return t.find("Tensor") != std::string::npos || t.find("Var") != std::string::npos;
+  // Token match as in src/cli/pipeline.cpp: `Tensor`/`Var`, not `VarBuilder` or `MyTensorLike`.
+  for (const std::string word : {"Tensor", "Var"}) {
+    for (std::size_t pos = t.find(word); pos != std::string::npos; pos = t.find(word, pos + 1)) {
+      bool left =
+          pos == 0 || !(std::isalnum(static_cast<unsigned char>(t[pos - 1])) || t[pos - 1] == '_');
+      std::size_t end = pos + word.size();
+      bool right =
+          end >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[end])) || t[end] == '_');
+      if (left && right) return true;
+    }
+  }
+  return false;
 }
 
 // The pipeline's function listing (src/cli/pipeline.cpp), restricted to src/models.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -23,7 +24,18 @@ using cg::ir::Confidence;
 using cg::ir::Severity;
 
 bool mentions_tensor(const std::string& t) {
-  return t.find("Tensor") != std::string::npos || t.find("Var") != std::string::npos;
+  // Token match as in src/cli/pipeline.cpp: `Tensor`/`Var`, not `VarBuilder` or `MyTensorLike`.
+  for (const std::string word : {"Tensor", "Var"}) {
+    for (std::size_t pos = t.find(word); pos != std::string::npos; pos = t.find(word, pos + 1)) {
+      bool left =
+          pos == 0 || !(std::isalnum(static_cast<unsigned char>(t[pos - 1])) || t[pos - 1] == '_');
+      std::size_t end = pos + word.size();
+      bool right =
+          end >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[end])) || t[end] == '_');
+      if (left && right) return true;
+    }
+  }
+  return false;
 }
 
 // Mirrors the pipeline's function listing: a public function with a tensor in its signature, or a
