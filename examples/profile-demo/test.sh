@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# profile-demo on hand-made IRs: `bash test.sh PROFILE_DEMO_BINARY CONFIG_JSON`.
+# Checks what a user of `make demo` sees: a trace with one operation record per timed op and step
+# under the IR's ids; a clear message and exit 0 (no trace) when the IR has no inference
+# operations; exit 2 naming the file on a malformed IR.
+set -euo pipefail
+demo="$1"
+config="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cat >"$tmp/ir.json" <<'JSON'
+{"analysis_id":"analysis:test:1","operations":[
+ {"id":"operation:f%3Amodel%253A%253AM%253A%253Aforward%3A:matmul:0","name":"matmul",
+  "function":"function:model%3A%3AM%3A%3Aforward:","execution_phase":"infer"},
+ {"id":"operation:f%3Atrain:loss:0","name":"cross_entropy","function":"function:train:",
+  "execution_phase":"train"},
+ {"id":"operation:f%3Amodel%253A%253AM%253A%253Aforward%3A:softmax:0","name":"softmax",
+  "function":"function:model%3A%3AM%3A%3Aforward:","execution_phase":"infer"},
+ {"id":"operation:helper:add:0","name":"add","function":"function:helper:","execution_phase":null}]}
+JSON
+"$demo" "$tmp/ir.json" "$config" "$tmp/t.jsonl" 3 >"$tmp/stdout"
+grep -q '"schema":"candle-graph/runtime/4"' "$tmp/t.jsonl" || fail "no runtime/4 meta"
+grep -q '"entrypoint":"model::M::forward"' "$tmp/t.jsonl" || fail "entrypoint not decoded"
+grep -q '"analysis_id":"analysis:test:1"' "$tmp/t.jsonl" || fail "analysis_id not carried"
+n=$(grep -c '"kind":"operation"' "$tmp/t.jsonl")
+[[ "$n" == 6 ]] || fail "expected 2 ops x 3 steps = 6 operation records, got $n"
+m=$(grep -c '"static_id":"operation:f%3Amodel%253A%253AM%253A%253Aforward%3A:softmax:0"' "$tmp/t.jsonl")
+[[ "$m" == 3 ]] || fail "softmax id timed $m times, expected 3"
+! grep -q 'cross_entropy\|helper:add' "$tmp/t.jsonl" || fail "timed an operation outside inference"
+grep -q '"kind":"end","operations":6,.*"dropped":0' "$tmp/t.jsonl" || fail "end record"
+
+# No inference operations (e.g. an IR from before the dataflow filled `operations`).
+echo '{"analysis_id":"a","operations":[]}' >"$tmp/empty.json"
+"$demo" "$tmp/empty.json" "$config" "$tmp/e.jsonl" >"$tmp/stdout" || fail "empty IR must exit 0"
+grep -q 'no operations of an inference entrypoint' "$tmp/stdout" || fail "no clear message"
+[[ ! -e "$tmp/e.jsonl" ]] || fail "a trace was written for an empty IR"
+
+# Malformed input: exit 2 with the file named.
+echo '{"operations": [' >"$tmp/bad.json"
+set +e
+"$demo" "$tmp/bad.json" "$config" "$tmp/b.jsonl" 2>"$tmp/stderr"
+rc=$?
+set -e
+[[ $rc == 2 ]] || fail "malformed IR: exit $rc, expected 2"
+grep -q "bad.json" "$tmp/stderr" || fail "malformed IR: file not named"
+echo '{"schema":"x"}' >"$tmp/noops.json"
+set +e
+"$demo" "$tmp/noops.json" "$config" "$tmp/b.jsonl" 2>"$tmp/stderr"
+rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q "operations" "$tmp/stderr" || fail "IR without operations[]: exit $rc"
+echo "profile-demo: ok"
