@@ -1,6 +1,7 @@
 #include "cli/pipeline.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -34,18 +35,22 @@ ir::Visibility visibility_of(rust::Visibility v) {
   return ir::Visibility::unknown;
 }
 
+// Token match: `Tensor`, `&Tensor`, `candle::Tensor`, `Result<Tensor>`, `&Var`; not
+// `MyTensorLike` or `Variance`.
 bool mentions_tensor(const std::string& type_text) {
-  // Token match: `Tensor`, `&Tensor`, `candle::Tensor`, `Result<Tensor>`; not `MyTensorLike`.
-  std::size_t pos = 0;
-  while ((pos = type_text.find("Tensor", pos)) != std::string::npos) {
-    bool left_ok = pos == 0 || !(std::isalnum(static_cast<unsigned char>(type_text[pos - 1])) ||
-                                 type_text[pos - 1] == '_');
-    std::size_t end = pos + 6;
-    bool right_ok =
-        end >= type_text.size() ||
-        !(std::isalnum(static_cast<unsigned char>(type_text[end])) || type_text[end] == '_');
-    if (left_ok && right_ok) return true;
-    pos = end;
+  for (const char* token : {"Tensor", "Var"}) {
+    const std::size_t len = std::strlen(token);
+    std::size_t pos = 0;
+    while ((pos = type_text.find(token, pos)) != std::string::npos) {
+      bool left_ok = pos == 0 || !(std::isalnum(static_cast<unsigned char>(type_text[pos - 1])) ||
+                                   type_text[pos - 1] == '_');
+      std::size_t end = pos + len;
+      bool right_ok =
+          end >= type_text.size() ||
+          !(std::isalnum(static_cast<unsigned char>(type_text[end])) || type_text[end] == '_');
+      if (left_ok && right_ok) return true;
+      pos = end;
+    }
   }
   return false;
 }
