@@ -13,6 +13,7 @@
 #include "cli/diagnostics.hpp"
 #include "cli/options.hpp"
 #include "cli/pipeline.hpp"
+#include "cli/summary_rows.hpp"
 #include "runtime/chrome_export.hpp"
 #include "runtime/merge_ir.hpp"
 #include "runtime/report_json.hpp"
@@ -135,6 +136,20 @@ int run(const std::vector<std::string>& args) {
   verify_cmd->footer(
       "Example: candle-graph verify examples/tiny-llama --checkpoint model.safetensors");
 
+  std::string summary_dtype;
+  int summary_depth = -1;
+  auto* summary_cmd = app.add_subcommand(
+      "summary", "Print the torchinfo-style table: module tree, parameter shapes, counts, size");
+  add_crate_options(*summary_cmd, crate);
+  summary_cmd->add_option("--depth", summary_depth,
+                          "Show modules down to this depth (default: all)");
+  summary_cmd->add_option("--dtype", summary_dtype,
+                          "Size the parameters at this dtype (default: config.json torch_dtype, "
+                          "else F32)");
+  summary_cmd->add_option("--output,-o", out.output, "Write the table here instead of stdout");
+  summary_cmd->footer(
+      "Example: candle-graph summary examples/tiny-llama --config examples/tiny-llama/config.json");
+
   std::string chrome_out;
   auto* export_cmd = app.add_subcommand(
       "export", "Export a runtime/4 trace as Chrome Trace Event JSON (opens in Perfetto)");
@@ -173,6 +188,11 @@ int run(const std::vector<std::string>& args) {
       write_or_print(out.output, out.format == "tree" ? render_tree(a) : ir::write_model_ir(a.ir));
       emit_diagnostics(a, out);
       return gate(a, out, check->parsed() || out.strict);
+    }
+    if (summary_cmd->parsed()) {
+      write_or_print(out.output,
+                     render_model_summary(a, crate.config, summary_dtype, summary_depth));
+      return kExitOk;
     }
     if (profile->parsed()) {
       JsonWriter w(2);
@@ -215,9 +235,10 @@ int run(const std::vector<std::string>& args) {
       write_file_atomic(dir / "findings.txt", render_human(diags, false));
       write_file_atomic(dir / "findings.sarif", render_sarif(diags, kVersion));
       write_file_atomic(dir / "model.html", viewer::render_viewer_html(a.ir, vo));
+      write_file_atomic(dir / "model-summary.txt", render_model_summary(a, crate.config, ""));
       std::cout << summary;
-      std::cout << "wrote " << (dir / "summary.txt").string() << ", model.json, findings.txt, "
-                << "findings.sarif, model.html\n";
+      std::cout << "wrote " << (dir / "summary.txt").string() << ", model-summary.txt, model.json, "
+                << "findings.txt, findings.sarif, model.html\n";
       return gate(a, out, out.strict);
     }
   } catch (const InputError& e) {

@@ -75,7 +75,9 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   out += rule + "\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    std::string count = r.params ? group_thousands(*r.params) : (r.shape.empty() ? "" : "?");
+    // A module or leaf whose count is symbolic shows "?", never a blank or a zero.
+    std::string count =
+        r.params ? group_thousands(*r.params) : (r.shape.empty() && r.type.empty() ? "" : "?");
     out += pad(first[i], w_name) + "  " + pad(r.shape, w_shape) + "  " + pad_left(count, w_params) +
            "  " + r.trainable + "\n";
   }

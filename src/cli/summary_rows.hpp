@@ -1,0 +1,32 @@
+#pragma once
+// The torchinfo-style table's content from the IR: each component's module tree (modules nest by
+// `parent`; candle-nn layers are modules too), the parameter leaves under each layer, subtree
+// parameter counts, and totals. A count over a symbolic shape is unknown, never zero.
+#include <string>
+#include <vector>
+
+#include "cli/pipeline.hpp"
+#include "cli/summary_table.hpp"
+#include "ir/model.hpp"
+
+namespace cg::cli {
+
+struct SummaryModel {
+  std::vector<SummaryRow> rows;
+  SummaryTotals totals;
+};
+
+// Bytes per element of a safetensors/Candle dtype name ("F32", "BF16", …); 0 if unknown.
+std::uint64_t dtype_bytes(const std::string& dtype);
+// "bfloat16" / "float32" / "float16" (config.json torch_dtype) -> "BF16" / "F32" / "F16".
+std::string dtype_from_torch(const std::string& torch_dtype);
+
+// `max_depth` < 0 shows every level; otherwise deeper rows are folded into their ancestor's count.
+SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth = -1);
+
+// The `summary` command's text. The size is stated at `dtype` when given, else at config.json's
+// `torch_dtype` (what the checkpoint is stored in), else at F32 (a VarMap's default).
+std::string render_model_summary(const Analysis& a, const std::string& config_path,
+                                 std::string dtype, int max_depth = -1);
+
+}  // namespace cg::cli

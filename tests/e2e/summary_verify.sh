@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `summary` and the parameter inventory through the real binary: the table, the qkv-bias feature
+# adding a bias leaf, and bad input (unknown --root, malformed config) as usage errors.
+# Usage: summary_verify.sh <candle-graph binary> <repo root>
+set -uo pipefail
+cg="$1"; root="$2"
+crate="$root/examples/tiny-llama"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$cg" summary "$crate" --config "$crate/config.json" >"$work/out" 2>"$work/err" \
+  || fail "summary exited $? ($(cat "$work/err"))"
+grep -q 'Total params: 3,950,848' "$work/out" || fail "total params ($(cat "$work/out"))"
+grep -q 'model.layers.3 (Block)' "$work/out" || fail "families expand under the config"
+grep -q 'Params size (MB): 15.07 at F32' "$work/out" || fail "size at F32"
+
+# The qkv-bias feature swaps in candle_nn::linear for q_proj: one bias leaf per layer (4 x 256).
+"$cg" summary "$crate" --config "$crate/config.json" --features qkv-bias >"$work/bias" 2>/dev/null \
+  || fail "summary --features qkv-bias exited $?"
+grep -q 'Total params: 3,951,872' "$work/bias" || fail "qkv-bias adds 1,024 parameters"
+
+"$cg" summary "$crate" --root NoSuchType >/dev/null 2>"$work/err"; rc=$?
+[ "$rc" -eq 2 ] || fail "unknown --root exits $rc, expected 2"
+grep -q 'NoSuchType' "$work/err" || fail "unknown --root is named ($(cat "$work/err"))"
+
+printf '{"hidden_size": 256,' >"$work/bad.json"
+"$cg" summary "$crate" --config "$work/bad.json" >/dev/null 2>"$work/err"; rc=$?
+[ "$rc" -eq 2 ] || fail "malformed config exits $rc, expected 2"
+grep -q 'bad.json' "$work/err" || fail "malformed config names the file ($(cat "$work/err"))"
+echo "ok"
