@@ -406,6 +406,7 @@ Operation operation(const Reader& r, const Node& n) {
   o.domain_rule = r.s(n, "domain_rule");
   o.evidence = evidence(r, n);
   o.execution_phase = r.oen<ExecutionPhase>(n, "execution_phase");
+  o.mult_adds = r.os(n, "mult_adds");
   if (Node t = r.at(n, "timing"); !t.e.is_null()) {
     OperationTiming timing;
     timing.stats = stats(r, t);

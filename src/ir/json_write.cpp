@@ -278,6 +278,7 @@ void operation(W& w, const Operation& o) {
       .field("domain_rule", o.domain_rule);
   evidence(w, o.evidence);
   opt_enum(w, "execution_phase", o.execution_phase);
+  opt(w, "mult_adds", o.mult_adds);
   w.key("timing");
   if (o.timing) {
     w.begin_object();

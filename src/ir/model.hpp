@@ -196,6 +196,9 @@ struct Operation {
   std::string dtype_rule, gradient_rule, device_rule, shape_rule, domain_rule;
   std::vector<Evidence> evidence;
   std::optional<ExecutionPhase> execution_phase;
+  // Multiply-adds (torchinfo's "mult-adds") of a matmul/Linear forward: a number ("4194304") or a
+  // product symbolic only in batch/sequence names ("b*t*4194304"); absent when not derivable.
+  std::optional<std::string> mult_adds;
   std::optional<OperationTiming> timing;
   bool operator==(const Operation&) const = default;
 };

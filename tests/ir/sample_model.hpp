@@ -191,6 +191,7 @@ inline ModelIr sample_model() {
     o.domain_rule = "saturating_unit(f32_upper=16.6355,f32_lower=-88.7228)";
     o.evidence = {{EvidenceKind::source, Confidence::proven, o.source, "audited"}};
     if (i > 0) o.execution_phase = static_cast<ExecutionPhase>(i - 1);
+    if (i == 1) o.mult_adds = "b*t*4194304";
     if (i == 0) {
       OperationTiming ot;
       ot.stats = timing(7);
