@@ -93,6 +93,7 @@ class BodyContext : public EvalContext {
               std::optional<ConfigRef> self)
       : binding_(b), crate_(c), file_(file), self_(std::move(self)) {}
   std::map<std::string, SymValue, std::less<>> locals;
+  std::map<std::string, ConfigRef, std::less<>> config_locals;  // `cfg` parameters (constructors)
 
   std::optional<SymValue> lookup(std::string_view name) override {
     auto it = locals.find(name);
@@ -117,6 +118,11 @@ class BodyContext : public EvalContext {
   std::optional<ConfigRef> resolve(TSNode n) {
     std::string_view k = kind_of(n);
     if (k == "self") return self_;
+    if (k == "identifier") {
+      auto it = config_locals.find(node_text(n, crate_.files()[file_]->text()));
+      if (it != config_locals.end()) return it->second;
+      return std::nullopt;
+    }
     if (k == "field_expression") {
       auto base = resolve(field_of(n, "value"));
       if (!base) return std::nullopt;
@@ -416,6 +422,78 @@ SymValue ConfigBinding::eval_fn_body(std::size_t fn_item, const std::optional<Co
     if (i + 1 == n) return evaluate(st, src, ctx);
   }
   return SymValue::symbolic(f.name + "()", "body without a tail expression");
+}
+
+namespace {
+// The first struct literal `Self { .. }` / `Name { .. }` under `n` (depth-first).
+TSNode find_struct_literal(TSNode n, std::string_view src, const std::string& name, int depth) {
+  if (ts_node_is_null(n) || depth > 64) return TSNode{};
+  if (kind_of(n) == "struct_expression") {
+    std::string t = node_text(field_of(n, "name"), src);
+    if (t == "Self" || t == name) return n;
+  }
+  if (kind_of(n) == "closure_expression" || kind_of(n) == "function_item") return TSNode{};
+  for (std::uint32_t i = 0; i < ts_node_named_child_count(n); ++i) {
+    TSNode r = find_struct_literal(ts_node_named_child(n, i), src, name, depth + 1);
+    if (!ts_node_is_null(r)) return r;
+  }
+  return TSNode{};
+}
+}  // namespace
+
+std::optional<SymValue> ConfigBinding::constructor_field(std::size_t type_item,
+                                                         std::string_view name) const {
+  if (values_ == nullptr) return std::nullopt;
+  const std::string& type_name = crate_.items()[type_item].name;
+  for (const char* ctor : {"new", "load"}) {
+    for (std::size_t m : crate_.methods(type_item, ctor)) {
+      const rust::Item& f = crate_.items()[m];
+      if (f.cfg.state == rust::Tri::False) continue;
+      TSNode body = f.body();
+      if (ts_node_is_null(body)) continue;
+      const std::string& src = crate_.files()[f.file]->text();
+      TSNode lit = find_struct_literal(body, src, type_name, 0);
+      if (ts_node_is_null(lit)) continue;
+      BodyContext ctx(*this, crate_, f.file, std::nullopt);
+      bool any_config = false;
+      for (const auto& p : f.params) {
+        auto ref = config_of_type(p.type_text, f.module);
+        if (!ref) continue;
+        auto bound = bind_root(*ref);
+        if (!bound) continue;
+        ctx.config_locals[p.name] = *bound;
+        any_config = true;
+      }
+      if (!any_config) continue;
+      TSNode init = TSNode{};
+      TSNode list = field_of(lit, "body");
+      for (std::uint32_t i = 0; i < ts_node_named_child_count(list); ++i) {
+        TSNode c = ts_node_named_child(list, i);
+        if (kind_of(c) == "shorthand_field_initializer" && node_text(c, src) == name) init = c;
+        if (kind_of(c) == "field_initializer" && node_text(field_of(c, "field"), src) == name)
+          init = field_of(c, "value");
+        if (!ts_node_is_null(init)) break;
+      }
+      if (ts_node_is_null(init)) continue;
+      // Top-level `let x = <expr>;` bindings before the literal (the usual shape of a `new`).
+      for (std::uint32_t i = 0; i < ts_node_named_child_count(body); ++i) {
+        TSNode st = ts_node_named_child(body, i);
+        if (ts_node_start_byte(st) >= ts_node_start_byte(lit)) break;
+        if (kind_of(st) != "let_declaration") continue;
+        TSNode pat = field_of(st, "pattern");
+        TSNode val = field_of(st, "value");
+        if (!ts_node_is_null(pat) && kind_of(pat) == "identifier" && !ts_node_is_null(val))
+          ctx.locals[node_text(pat, src)] = evaluate(val, src, ctx);
+      }
+      if (kind_of(init) == "shorthand_field_initializer") {
+        auto v = ctx.lookup(name);
+        if (v) return v;
+        continue;
+      }
+      return evaluate(init, src, ctx);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace cg::analysis

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -14,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/config_binding.hpp"
 #include "analysis/numeric_domain.hpp"
 #include "analysis/op_catalog.hpp"
 #include "ir/stable_id.hpp"
@@ -127,6 +129,7 @@ class Engine {
  public:
   Engine(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir)
       : crate_(crate), cat_(OpCatalog::for_version(opts.candle_version)), ir_(ir) {
+    if (opts.config) binding_.emplace(crate, opts.config);
     for (std::size_t i = 0; i < ir_.functions.size(); ++i)
       fn_index_[ir_.functions[i].id] = i;
     for (const auto& m : ir_.modules) {
@@ -180,6 +183,9 @@ class Engine {
 
   const rust::Crate& crate_;
   const OpCatalog& cat_;
+  std::optional<ConfigBinding> binding_;  // set when a config.json is bound
+  // (struct item, field) -> the number its constructor gives the field with the config bound.
+  std::map<std::pair<std::ptrdiff_t, std::string>, std::optional<double>> ctor_nums_;
   ir::ModelIr& ir_;
   std::unordered_map<std::string, std::size_t> fn_index_;
   std::map<std::string, std::vector<std::string>> modules_by_type_;
@@ -311,6 +317,232 @@ class Engine {
       return false;
     }
     return true;
+  }
+
+  // ---- config-bound numbers, mult-adds, devices, literal dtypes --------------------------------
+  // The number the constructor of `type_item` gives primitive field `f` with config.json bound
+  // (`head_dim: cfg.hidden_size / cfg.num_attention_heads`); nullopt when symbolic or unbound.
+  std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f) {
+    if (!binding_ || type_item < 0) return std::nullopt;
+    auto key = std::make_pair(type_item, f);
+    auto it = ctor_nums_.find(key);
+    if (it != ctor_nums_.end()) return it->second;
+    std::optional<double> out;
+    auto v = binding_->constructor_field(static_cast<std::size_t>(type_item), f);
+    if (v && v->kind == SymValue::Kind::integer) out = static_cast<double>(v->integer);
+    if (v && v->kind == SymValue::Kind::real) out = v->real;
+    ctor_nums_[key] = out;
+    return out;
+  }
+
+  // A dimension expression's value without side effects: literals, locals holding numbers,
+  // `self.f` bound through the constructor, and + - * / of those. Non-negative integers only.
+  std::optional<double> static_num(TSNode n, int depth) {
+    if (ts_node_is_null(n) || depth > 16) return std::nullopt;
+    std::string_view t = type_of(n);
+    std::optional<double> r;
+    if (t == "integer_literal") {
+      std::string s = text(file(), n);
+      s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+      r = std::strtod(s.c_str(), nullptr);
+    } else if (t == "identifier") {
+      auto& env = frames_.back()->env;
+      auto it = env.find(text(file(), n));
+      if (it != env.end() && !it->second.tensor) r = it->second.num;
+    } else if (t == "field_expression") {
+      TSNode b = field(n, "value");
+      if (type_of(b) == "self" || type_of(b) == "identifier") {
+        auto& env = frames_.back()->env;
+        auto it = env.find(text(file(), b));
+        if (it != env.end())
+          r = constructor_number(it->second.type_item, text(file(), field(n, "field")));
+      }
+    } else if (t == "parenthesized_expression") {
+      r = static_num(ts_node_named_child(n, 0), depth + 1);
+    } else if (t == "binary_expression") {
+      auto a = static_num(field(n, "left"), depth + 1);
+      auto b = static_num(field(n, "right"), depth + 1);
+      std::string op = text(file(), field(n, "operator"));
+      if (a && b) {
+        if (op == "+") r = *a + *b;
+        if (op == "-") r = *a - *b;
+        if (op == "*") r = *a * *b;
+        if (op == "/" && *b != 0) r = std::floor(*a / *b);
+      }
+    }
+    if (r && (*r < 0 || *r != std::floor(*r) || *r > 1e15)) return std::nullopt;
+    return r;
+  }
+
+  static std::string dim_text(double d) { return std::to_string(static_cast<std::uint64_t>(d)); }
+
+  // The product of dimension expressions as "b*t*4096" (numbers folded, symbols kept when they
+  // are plain names such as `b`/`t`); nullopt when a factor is an expression or unknown (`?`).
+  static std::optional<std::string> product(const std::vector<std::string>& factors) {
+    double k = 1;
+    std::string sym;
+    for (const auto& f : factors) {
+      if (f.empty()) return std::nullopt;
+      bool digits = std::all_of(f.begin(), f.end(),
+                                [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      if (digits) {
+        k *= std::strtod(f.c_str(), nullptr);
+        continue;
+      }
+      bool name = (std::isalpha(static_cast<unsigned char>(f[0])) || f[0] == '_') &&
+                  std::all_of(f.begin(), f.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                  });
+      if (!name) return std::nullopt;
+      sym += (sym.empty() ? "" : "*") + f;
+    }
+    if (k > 9.2e18) return std::nullopt;
+    std::string num = std::to_string(static_cast<std::uint64_t>(k));
+    if (sym.empty()) return num;
+    return k == 1 ? sym : sym + "*" + num;
+  }
+
+  // A candle-nn Linear's weight shape [out, in] from the receiver module's parameters.
+  std::optional<std::vector<std::uint64_t>> linear_weight(const Val* recv) const {
+    if (!recv) return std::nullopt;
+    for (const auto& m : recv->modules) {
+      auto it = params_by_module_.find(m);
+      if (it == params_by_module_.end()) continue;
+      for (std::size_t pi : it->second) {
+        const auto& p = ir_.parameters[pi];
+        bool weight = p.key == "weight" ||
+                      (p.key.size() > 7 && p.key.compare(p.key.size() - 7, 7, ".weight") == 0);
+        if (weight && p.shape && p.shape->size() == 2) return p.shape;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Multiply-adds (torchinfo's "mult-adds") of a matmul or Linear forward; sets the Linear
+  // output shape. Needs concrete shapes, or symbolic only in plain names (`b`, `t`).
+  std::optional<std::string> mult_adds(const OpRule& rule, const std::vector<const Val*>& ins,
+                                       const Val* recv, ir::TensorShape& out_shape) {
+    auto exprs = [](const ir::TensorShape& s) {
+      std::vector<std::string> v;
+      for (const auto& d : s.dimensions)
+        v.push_back(d.expr);
+      return v;
+    };
+    if (rule.shape == ShapeRule::matrix_product && ins.size() >= 2) {
+      const ir::TensorShape* a = shape_of_tensor(ins[0]);
+      const ir::TensorShape* b = shape_of_tensor(ins[1]);
+      if (!a || !b || a->dimensions.size() < 2 || b->dimensions.size() < 2) return std::nullopt;
+      auto f = exprs(*a);
+      f.push_back(b->dimensions.back().expr);
+      return product(f);
+    }
+    if (rule.name == "Linear::forward" && !ins.empty()) {
+      auto w = linear_weight(recv);
+      const ir::TensorShape* a = shape_of_tensor(ins[0]);
+      if (!w || !a || a->dimensions.empty()) return std::nullopt;
+      // The forward only runs when the input's last dim is the weight's `in` (`_hidden` from
+      // dims3() is that number), so the count uses the weight's.
+      out_shape = *a;
+      out_shape.source_expr.reset();
+      out_shape.dimensions.back() = {std::nullopt, std::to_string((*w)[0])};
+      auto f = exprs(*a);
+      f.back() = std::to_string((*w)[1]);
+      f.push_back(std::to_string((*w)[0]));
+      return product(f);
+    }
+    return std::nullopt;
+  }
+
+  // Device facts (§4.3): `to_device(&Device::Cpu)`, constructors given `&Device::Cpu` or
+  // `&x.device()`, and every other operation on the device of its first tensor operand.
+  ir::DeviceFact device_of(TSNode node, const std::string& name,
+                           const std::vector<const Val*>& ins) {
+    ir::DeviceFact d;
+    if (name != "to_device" && !ins.empty()) {
+      if (!ins[0]->tid.empty()) {
+        d.kind = ir::DeviceKind::same_as;
+        d.same_as = ins[0]->tid;
+      }
+      return d;
+    }
+    TSNode args = field(node, "arguments");
+    if (ts_node_is_null(args)) return d;
+    for (uint32_t i = 0; i < ts_node_named_child_count(args); ++i) {
+      TSNode a = ts_node_named_child(args, i);
+      while (type_of(a) == "reference_expression")
+        a = field(a, "value");
+      std::string t = text(file(), a);
+      if (t == "Device::Cpu" || t == "candle::Device::Cpu" || t == "candle_core::Device::Cpu") {
+        d.kind = ir::DeviceKind::cpu;
+        return d;
+      }
+      if (type_of(a) == "call_expression") {
+        TSNode fn = field(a, "function");
+        if (type_of(fn) == "field_expression" && text(file(), field(fn, "field")) == "device") {
+          TSNode base = field(fn, "value");
+          auto& env = frames_.back()->env;
+          auto it = env.find(text(file(), base));
+          if (it != env.end() && it->second.tensor && !it->second.tid.empty()) {
+            d.kind = ir::DeviceKind::same_as;
+            d.same_as = it->second.tid;
+            return d;
+          }
+        }
+      }
+    }
+    return d;
+  }
+
+  // The element type of host data given as a literal (`vec![1u32, 2]`, `&[0f32; 4]`, `1f64`):
+  // the suffixed numeric literals, when they all agree; nullopt otherwise.
+  std::optional<std::string> literal_dtype(TSNode arg) {
+    while (type_of(arg) == "reference_expression")
+      arg = field(arg, "value");
+    std::string_view k = type_of(arg);
+    if (k != "macro_invocation" && k != "array_expression" && k != "integer_literal" &&
+        k != "float_literal")
+      return std::nullopt;
+    std::string t = text(file(), arg);
+    static const std::map<std::string, std::string> dtypes{
+        {"u8", "U8"}, {"u32", "U32"}, {"i64", "I64"}, {"f32", "F32"}, {"f64", "F64"}};
+    std::optional<std::string> out;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      bool start = std::isdigit(static_cast<unsigned char>(t[i])) &&
+                   (i == 0 || !(std::isalnum(static_cast<unsigned char>(t[i - 1])) ||
+                                t[i - 1] == '_' || t[i - 1] == '.'));
+      if (!start) continue;
+      std::size_t j = i;
+      while (j < t.size() &&
+             (std::isdigit(static_cast<unsigned char>(t[j])) || t[j] == '_' || t[j] == '.' ||
+              ((t[j] == 'e' || t[j] == 'E') && j + 1 < t.size() &&
+               std::isdigit(static_cast<unsigned char>(t[j + 1])))))
+        ++j;
+      std::size_t e = j;
+      while (e < t.size() && (std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_'))
+        ++e;
+      std::string suffix = t.substr(j, e - j);
+      i = e;
+      if (suffix.empty()) continue;
+      auto it = dtypes.find(suffix);
+      if (it == dtypes.end()) return std::nullopt;
+      if (out && *out != it->second) return std::nullopt;
+      out = it->second;
+    }
+    return out;
+  }
+
+  void mark_shape_dtype(const Val& v, const std::string& dtype, TSNode node, const char* why) {
+    auto it = tensor_index_.find(v.tid);
+    if (it == tensor_index_.end()) return;
+    auto& t = ir_.tensors[it->second];
+    if (t.dtype != "Unknown") return;
+    t.dtype = dtype;
+    ir::Evidence e;
+    e.kind = ir::EvidenceKind::inferred;
+    e.confidence = ir::Confidence::proven;
+    e.source = src(node);
+    e.detail = why;
+    t.evidence.push_back(std::move(e));
   }
 
   // ---- entrypoints ---------------------------------------------------------------------------
@@ -550,6 +782,14 @@ class Engine {
     rule.name = name;
     rule.note = "inlined crate-local call `" + crate_.items()[callee].qualified + "`";
     Val out = make_op(node, name, rule, ins, self, {});
+    // A single returned tensor's shape is the call's (a tuple return binds every name to one
+    // value, so its shape would be wrong for all but the first element).
+    const std::string& rt = crate_.items()[callee].return_type;
+    if (rt.find('(') == std::string::npos) {
+      const ir::TensorShape* rs = shape_of_tensor(&r);
+      auto& ot = ir_.tensors[tensor_index_[out.tid]];
+      if (rs && !ot.shape.rank) ot.shape = *rs;
+    }
     out.dtype = r.dtype;
     out.grad = r.grad;
     out.dom = r.dom;
@@ -606,6 +846,10 @@ class Engine {
       std::size_t ti =
           add_tensor(ir_.operations[oi].output, name, ir::TensorRole::activation, fr.fid);
       ir_.tensors[ti].shape = shape_of(node, rule, ins);
+      ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, ir_.tensors[ti].shape);
+      ir_.tensors[ti].device = device_of(node, name, ins);
+      if (ir_.tensors[ti].device.kind == ir::DeviceKind::cpu)
+        ir_.operations[oi].device_rule = "explicit";
     } else {
       oi = found->second;
     }
@@ -808,8 +1052,11 @@ class Engine {
         while (type_of(t) == "reference_expression")
           t = field(t, "value");
         if (type_of(t) == "tuple_expression" || type_of(t) == "array_expression") {
-          for (uint32_t i = 0; i < ts_node_named_child_count(t); ++i)
-            out.dimensions.push_back({std::nullopt, text(file(), ts_node_named_child(t, i))});
+          for (uint32_t i = 0; i < ts_node_named_child_count(t); ++i) {
+            TSNode d = ts_node_named_child(t, i);
+            auto k = static_num(d, 0);
+            out.dimensions.push_back({std::nullopt, k ? dim_text(*k) : text(file(), d)});
+          }
           out.rank = out.dimensions.size();
         }
         break;
@@ -1137,6 +1384,8 @@ class Engine {
         if (fl.name != f) continue;
         Val typed = typed_val(owner.module, fl.type_text, fl.base_type);
         out = typed;
+        if (!typed.tensor && typed.type_item < 0 && typed.ext_type.empty())
+          out.num = constructor_number(base.type_item, f);
         if (typed.tensor &&
             (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
              fl.container == rust::Container::Arc)) {
@@ -1169,7 +1418,13 @@ class Engine {
           if (key == f ||
               (key.size() > f.size() && key.compare(key.size() - f.size(), f.size(), f) == 0 &&
                key[key.size() - f.size() - 1] == '.')) {
-            ir_.tensors[tensor_index_[out.tid]].parameter = ir_.parameters[pi].id;
+            auto& pt = ir_.tensors[tensor_index_[out.tid]];
+            pt.parameter = ir_.parameters[pi].id;
+            if (ir_.parameters[pi].shape && !pt.shape.rank) {
+              for (std::uint64_t d : *ir_.parameters[pi].shape)
+                pt.shape.dimensions.push_back({std::nullopt, std::to_string(d)});
+              pt.shape.rank = pt.shape.dimensions.size();
+            }
           }
         }
       }
@@ -1272,8 +1527,15 @@ class Engine {
       if (candle_roots.count(first) || path.find("::") == std::string::npos) {
         OpRule rule = cat_.lookup(leaf);
         if (rule.known() || first == "Tensor") {
-          std::vector<const Val*> ignored;
-          return apply_catalog(n, leaf, rule, args, nullptr);
+          Val v = apply_catalog(n, leaf, rule, args, nullptr);
+          if ((leaf == "from_slice" || leaf == "from_vec" || leaf == "new") &&
+              v.dtype == "Unknown") {
+            if (auto d = literal_dtype(ts_node_named_child(args_node, 0))) {
+              v.dtype = *d;
+              mark_shape_dtype(v, *d, n, "static dtype from the element type of the host literal");
+            }
+          }
+          return v;
         }
       }
     }

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "analysis/config_values.hpp"
 #include "analysis/inventory.hpp"
 #include "ir/stable_id.hpp"
 #include "rust/crate.hpp"
@@ -40,7 +41,8 @@ bool mentions_tensor(const std::string& t) {
 
 // Mirrors the pipeline's function listing: a public function with a tensor in its signature, or a
 // Module::forward, is an entrypoint.
-cg::ir::ModelIr analyze_dir(const fs::path& dir, bool with_inventory = false) {
+cg::ir::ModelIr analyze_dir(const fs::path& dir, bool with_inventory = false,
+                            const cg::analysis::ConfigValues* config = nullptr) {
   cg::cargo::Selection sel;
   auto loaded = cg::rust::load_crate(dir, sel);
   const auto& crate = loaded.crate;
@@ -70,10 +72,12 @@ cg::ir::ModelIr analyze_dir(const fs::path& dir, bool with_inventory = false) {
   if (with_inventory) {
     cg::analysis::InventoryOptions inv;
     inv.candle_nn_version = "0.11.0";
+    inv.config = config;
     cg::analysis::build_inventory(crate, inv, ir);
   }
   cg::analysis::DataflowOptions opts;
   opts.candle_version = "0.11.0";
+  opts.config = config;
   cg::analysis::build_dataflow(crate, opts, ir);
   return ir;
 }
@@ -293,6 +297,132 @@ TEST(Dataflow, OperationIdsSurviveAnUnrelatedEdit) {
   for (const auto& o : before.operations)
     EXPECT_TRUE(ids_after.count(o.id)) << o.id;
   EXPECT_GT(after.operations.size(), before.operations.size());
+}
+
+}  // namespace
+
+namespace {
+
+const cg::ir::Tensor* tensor(const cg::ir::ModelIr& ir, const std::string& id_part) {
+  for (const auto& t : ir.tensors)
+    if (t.id.find(id_part) != std::string::npos) return &t;
+  return nullptr;
+}
+
+const cg::ir::Operation* op(const cg::ir::ModelIr& ir, const std::string& fn,
+                            const std::string& name, std::size_t nth = 0) {
+  // `fn` is "Type::method" or "function"; ids spell the path with their own separators.
+  auto sep = fn.find("::");
+  std::string a = sep == std::string::npos ? fn : fn.substr(0, sep);
+  std::string b = sep == std::string::npos ? fn : fn.substr(sep + 2);
+  for (const auto& o : ir.operations)
+    if (o.function.find(a) != std::string::npos && o.function.find(b) != std::string::npos &&
+        o.name == name && nth-- == 0)
+      return &o;
+  return nullptr;
+}
+
+std::string dims(const cg::ir::TensorShape& s) {
+  std::string out;
+  for (const auto& d : s.dimensions)
+    out += (out.empty() ? "" : ",") + d.expr;
+  return out;
+}
+
+TEST(Dataflow, BoundConfigMakesShapesAndMultAddsConcrete) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "examples/tiny-llama";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  // hidden 256, 8 heads -> head_dim 32 (Config::head_dim() from the constructor), 4 kv heads.
+  const auto* qr = op(ir, "Attention::forward", "reshape", 0);
+  ASSERT_NE(qr, nullptr);
+  const auto* q = tensor(ir, qr->output);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(dims(q->shape), "b,t,8,32");
+  // q_proj: Linear 256 -> 256 on (b, t, 256): b*t*256*256 mult-adds, output (b, t, 256).
+  const auto* qp = op(ir, "Attention::forward", "forward", 0);
+  ASSERT_NE(qp, nullptr);
+  EXPECT_EQ(qp->mult_adds.value_or("-"), "b*t*65536");
+  const auto* qo = tensor(ir, qp->output);
+  ASSERT_NE(qo, nullptr);
+  EXPECT_EQ(dims(qo->shape), "b,t,256");
+  EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
+}
+
+TEST(Dataflow, AttentionMatmulMultAddsFromTheConfig) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow/config_shapes";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  // hidden 64, 4 heads: q/k are (b, 4, t, 16); q k^T is b*4*t*16*t; (att v) the same.
+  const auto* qk = op(ir, "Attention::forward", "matmul", 0);
+  ASSERT_NE(qk, nullptr);
+  EXPECT_EQ(qk->mult_adds.value_or("-"), "b*t*t*64");
+  const auto* av = op(ir, "Attention::forward", "matmul", 1);
+  ASSERT_NE(av, nullptr);
+  EXPECT_EQ(av->mult_adds.value_or("-"), "b*t*t*64");
+  EXPECT_EQ(dims(tensor(ir, av->output)->shape), "b,4,t,16");
+  // The per-head split through a helper returning one tensor keeps its shape.
+  const auto* split = op(ir, "Attention::forward", "split_heads", 0);
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(dims(tensor(ir, split->output)->shape), "b,4,t,16");
+  // The output projection: Linear 64 -> 64 on (b, t, 64).
+  const auto* o = op(ir, "Attention::forward", "forward", 2);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->mult_adds.value_or("-"), "b*t*4096");
+  EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
+}
+
+TEST(Dataflow, WithoutAConfigShapesStaySymbolicAndNoMultAddsAreGuessed) {
+  auto ir = analyze_dir(fs::path(CG_SOURCE_DIR) / "examples/tiny-llama", true);
+  const auto* qr = op(ir, "Attention::forward", "reshape", 0);
+  ASSERT_NE(qr, nullptr);
+  const auto* q = tensor(ir, qr->output);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(dims(q->shape), "b,t,self.num_heads,self.head_dim");
+  for (const auto& o : ir.operations)
+    EXPECT_FALSE(o.mult_adds &&
+                 o.mult_adds->find_first_not_of("0123456789*bt") != std::string::npos)
+        << o.id << " " << *o.mult_adds;
+  const auto* qp = op(ir, "Attention::forward", "forward", 0);
+  ASSERT_NE(qp, nullptr);
+  EXPECT_FALSE(qp->mult_adds) << "no weight shape without a config";
+}
+
+TEST(Dataflow, LiteralElementTypesAndDevicesAreFacts) {
+  auto ir = fixture("literal_dtype_device");
+  auto risks = findings(ir, "dtype-risk");
+  EXPECT_TRUE(risks.empty()) << all_findings(ir);
+  const auto* ids = op(ir, "lookup", "from_slice");
+  ASSERT_NE(ids, nullptr);
+  EXPECT_EQ(tensor(ir, ids->output)->dtype, "U32");
+  const auto* w = op(ir, "lookup", "from_vec");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(tensor(ir, w->output)->dtype, "F32");
+  // `Tensor::zeros(.., &Device::Cpu)` is on the CPU; `ones(.., xs.device())` follows xs.
+  const auto* z = op(ir, "lookup", "zeros");
+  ASSERT_NE(z, nullptr);
+  EXPECT_EQ(tensor(ir, z->output)->device.kind, cg::ir::DeviceKind::cpu);
+  const auto* o = op(ir, "lookup", "ones");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(tensor(ir, o->output)->device.kind, cg::ir::DeviceKind::same_as);
+  EXPECT_NE(tensor(ir, o->output)->device.same_as.find("xs"), std::string::npos);
+  const auto* add = op(ir, "lookup", "add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(tensor(ir, add->output)->device.kind, cg::ir::DeviceKind::same_as);
+  const auto* moved = op(ir, "lookup", "to_device");
+  ASSERT_NE(moved, nullptr);
+  EXPECT_EQ(tensor(ir, moved->output)->device.kind, cg::ir::DeviceKind::cpu);
+}
+
+TEST(Dataflow, UnsuffixedOrMixedLiteralsStayUnknown) {
+  auto ir = fixture("literal_dtype_device");
+  const auto* f = op(ir, "unsure", "from_vec");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(tensor(ir, f->output)->dtype, "Unknown") << "`vec![1.0, 2.0]` may be f32 or f64";
+  const auto* m = op(ir, "unsure", "from_slice");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(tensor(ir, m->output)->dtype, "Unknown") << "mixed suffixes are not one dtype";
+  EXPECT_EQ(findings(ir, "dtype-risk").size(), 0u);
 }
 
 }  // namespace
