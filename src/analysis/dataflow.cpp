@@ -493,42 +493,110 @@ class Engine {
     return d;
   }
 
-  // The element type of host data given as a literal (`vec![1u32, 2]`, `&[0f32; 4]`, `1f64`):
-  // the suffixed numeric literals, when they all agree; nullopt otherwise.
-  std::optional<std::string> literal_dtype(TSNode arg) {
+  // The element type of host data (`vec![1u32, 2]`, `&[0f32; 4]`, `1f64`, a parameter
+  // `on_true: f32`, or a local `let mask: Vec<u8> = ..` / `let mask: Vec<_> = .. f32::NEG_INFINITY
+  // .. 0.`): every primitive type the text names (literal suffixes, `as f32`, `f32::MAX`,
+  // `Vec<f32>`) when they all agree; nullopt when none or several are named.
+  static std::optional<std::string> named_dtype(const std::string& t) {
+    static const std::map<std::string, std::string> dtypes{
+        {"u8", "U8"},   {"u32", "U32"}, {"i64", "I64"},  {"f32", "F32"},
+        {"f64", "F64"}, {"f16", "F16"}, {"bf16", "BF16"}};
+    static const std::set<std::string> others{"i8", "i16", "i32", "u16", "u64", "i128", "u128"};
+    std::optional<std::string> out;
+    auto note = [&](const std::string& w) {
+      auto it = dtypes.find(w);
+      if (it == dtypes.end()) return !others.count(w);
+      if (out && *out != it->second) return false;
+      out = it->second;
+      return true;
+    };
+    auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (i > 0 && (word_char(t[i - 1]) || t[i - 1] == '.')) continue;
+      if (std::isdigit(static_cast<unsigned char>(t[i]))) {  // a numeric literal and its suffix
+        std::size_t j = i;
+        // `0.` and `1.5` are literals; `0..n` is a range and `2.max(x)` a method call.
+        auto dot = [&](std::size_t k) {
+          return t[k] == '.' && (k + 1 >= t.size() || !(word_char(t[k + 1]) || t[k + 1] == '.') ||
+                                 std::isdigit(static_cast<unsigned char>(t[k + 1])));
+        };
+        while (j < t.size() &&
+               (std::isdigit(static_cast<unsigned char>(t[j])) || t[j] == '_' || dot(j) ||
+                ((t[j] == 'e' || t[j] == 'E') && j + 1 < t.size() &&
+                 std::isdigit(static_cast<unsigned char>(t[j + 1])))))
+          ++j;
+        if (j < t.size() && t[j] == '.') {  // range or method call: the integer has no suffix
+          i = j;
+          continue;
+        }
+        std::size_t e = j;
+        while (e < t.size() && word_char(t[e]))
+          ++e;
+        std::string suffix = t.substr(j, e - j);
+        if (!suffix.empty() && (!dtypes.count(suffix) || !note(suffix))) return std::nullopt;
+        i = e;
+        continue;
+      }
+      if (!std::isalpha(static_cast<unsigned char>(t[i]))) continue;
+      std::size_t e = i;
+      while (e < t.size() && word_char(t[e]))
+        ++e;
+      if (!note(t.substr(i, e - i))) return std::nullopt;
+      i = e;
+    }
+    return out;
+  }
+
+  // The closest `let <name>` before byte `before` under `n` (the function body).
+  TSNode let_of(TSNode n, const std::string& name, std::uint32_t before, int depth) {
+    TSNode best{};
+    if (ts_node_is_null(n) || depth > 64 || ts_node_start_byte(n) >= before) return best;
+    if (type_of(n) == "let_declaration") {
+      TSNode pat = field(n, "pattern");
+      // Not the `let` the call is in (`let mask = Tensor::from_slice(&mask, ..)`).
+      if (type_of(pat) == "identifier" && text(file(), pat) == name &&
+          ts_node_end_byte(n) <= before)
+        best = n;
+    }
+    for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i) {
+      TSNode c = let_of(ts_node_named_child(n, i), name, before, depth + 1);
+      if (!ts_node_is_null(c)) best = c;
+    }
+    return best;
+  }
+
+  std::optional<std::string> host_dtype(TSNode arg, TSNode call) {
     while (type_of(arg) == "reference_expression")
       arg = field(arg, "value");
     std::string_view k = type_of(arg);
-    if (k != "macro_invocation" && k != "array_expression" && k != "integer_literal" &&
-        k != "float_literal")
+    if (k == "macro_invocation" || k == "array_expression" || k == "integer_literal" ||
+        k == "float_literal")
+      return named_dtype(text(file(), arg));
+    if (k != "identifier") return std::nullopt;
+    std::string name = text(file(), arg);
+    const auto& item = crate_.items()[frames_.back()->item];
+    TSNode let = let_of(item.body(), name, ts_node_start_byte(call), 0);
+    if (!ts_node_is_null(let)) {
+      TSNode ty = field(let, "type");
+      if (!ts_node_is_null(ty)) {
+        auto d = named_dtype(text(file(), ty));
+        if (d) return d;
+      }
+      TSNode val = field(let, "value");
+      // Host data built in place; a call result (`x.to_vec1()?`, `load(..)`) names no element.
+      std::string_view vk = type_of(val);
+      // `.collect()` of an iterator chain names its element in the closures; any other call's
+      // argument types say nothing about what it returns.
+      bool collect = vk == "call_expression" &&
+                     type_of(field(val, "function")) == "field_expression" &&
+                     text(file(), field(field(val, "function"), "field")) == "collect";
+      if (vk == "macro_invocation" || vk == "array_expression" || collect)
+        return named_dtype(text(file(), val));
       return std::nullopt;
-    std::string t = text(file(), arg);
-    static const std::map<std::string, std::string> dtypes{
-        {"u8", "U8"}, {"u32", "U32"}, {"i64", "I64"}, {"f32", "F32"}, {"f64", "F64"}};
-    std::optional<std::string> out;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      bool start = std::isdigit(static_cast<unsigned char>(t[i])) &&
-                   (i == 0 || !(std::isalnum(static_cast<unsigned char>(t[i - 1])) ||
-                                t[i - 1] == '_' || t[i - 1] == '.'));
-      if (!start) continue;
-      std::size_t j = i;
-      while (j < t.size() &&
-             (std::isdigit(static_cast<unsigned char>(t[j])) || t[j] == '_' || t[j] == '.' ||
-              ((t[j] == 'e' || t[j] == 'E') && j + 1 < t.size() &&
-               std::isdigit(static_cast<unsigned char>(t[j + 1])))))
-        ++j;
-      std::size_t e = j;
-      while (e < t.size() && (std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_'))
-        ++e;
-      std::string suffix = t.substr(j, e - j);
-      i = e;
-      if (suffix.empty()) continue;
-      auto it = dtypes.find(suffix);
-      if (it == dtypes.end()) return std::nullopt;
-      if (out && *out != it->second) return std::nullopt;
-      out = it->second;
     }
-    return out;
+    for (const auto& p : item.params)
+      if (p.name == name) return named_dtype(p.type_text);
+    return std::nullopt;
   }
 
   void mark_shape_dtype(const Val& v, const std::string& dtype, TSNode node, const char* why) {
@@ -1530,9 +1598,9 @@ class Engine {
           Val v = apply_catalog(n, leaf, rule, args, nullptr);
           if ((leaf == "from_slice" || leaf == "from_vec" || leaf == "new") &&
               v.dtype == "Unknown") {
-            if (auto d = literal_dtype(ts_node_named_child(args_node, 0))) {
+            if (auto d = host_dtype(ts_node_named_child(args_node, 0), n)) {
               v.dtype = *d;
-              mark_shape_dtype(v, *d, n, "static dtype from the element type of the host literal");
+              mark_shape_dtype(v, *d, n, "static dtype from the element type of the host data");
             }
           }
           return v;

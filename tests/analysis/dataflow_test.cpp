@@ -425,4 +425,22 @@ TEST(Dataflow, UnsuffixedOrMixedLiteralsStayUnknown) {
   EXPECT_EQ(findings(ir, "dtype-risk").size(), 0u);
 }
 
+TEST(Dataflow, HostDataTypesFromLocalsAndParameters) {
+  auto ir = fixture("literal_dtype_device");
+  const auto* m = op(ir, "mask", "from_slice");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(tensor(ir, m->output)->dtype, "F32") << "`f32::NEG_INFINITY` in the collected chain";
+  const auto* n = op(ir, "mask", "new");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(tensor(ir, n->output)->dtype, "F32") << "`on_true: f32`";
+  const auto* cat = op(ir, "mask", "cat");
+  ASSERT_NE(cat, nullptr);
+  EXPECT_EQ(tensor(ir, cat->output)->dtype, "F32");
+  const auto* o = op(ir, "opaque", "from_vec");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(tensor(ir, o->output)->dtype, "Unknown")
+      << "`n as u32` is an argument, not the element";
+  EXPECT_TRUE(findings(ir, "dtype-risk").empty()) << all_findings(ir);
+}
+
 }  // namespace
