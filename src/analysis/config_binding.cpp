@@ -441,9 +441,9 @@ TSNode find_struct_literal(TSNode n, std::string_view src, const std::string& na
 }
 }  // namespace
 
-std::optional<SymValue> ConfigBinding::constructor_field(std::size_t type_item,
-                                                         std::string_view name) const {
-  if (values_ == nullptr) return std::nullopt;
+std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t type_item) const {
+  std::map<std::string, SymValue> out;
+  if (values_ == nullptr) return out;
   const std::string& type_name = crate_.items()[type_item].name;
   for (const char* ctor : {"new", "load"}) {
     for (std::size_t m : crate_.methods(type_item, ctor)) {
@@ -455,26 +455,12 @@ std::optional<SymValue> ConfigBinding::constructor_field(std::size_t type_item,
       TSNode lit = find_struct_literal(body, src, type_name, 0);
       if (ts_node_is_null(lit)) continue;
       BodyContext ctx(*this, crate_, f.file, std::nullopt);
-      bool any_config = false;
       for (const auto& p : f.params) {
         auto ref = config_of_type(p.type_text, f.module);
         if (!ref) continue;
-        auto bound = bind_root(*ref);
-        if (!bound) continue;
-        ctx.config_locals[p.name] = *bound;
-        any_config = true;
+        if (auto bound = bind_root(*ref)) ctx.config_locals[p.name] = *bound;
       }
-      if (!any_config) continue;
-      TSNode init = TSNode{};
-      TSNode list = field_of(lit, "body");
-      for (std::uint32_t i = 0; i < ts_node_named_child_count(list); ++i) {
-        TSNode c = ts_node_named_child(list, i);
-        if (kind_of(c) == "shorthand_field_initializer" && node_text(c, src) == name) init = c;
-        if (kind_of(c) == "field_initializer" && node_text(field_of(c, "field"), src) == name)
-          init = field_of(c, "value");
-        if (!ts_node_is_null(init)) break;
-      }
-      if (ts_node_is_null(init)) continue;
+      if (ctx.config_locals.empty()) continue;
       // Top-level `let x = <expr>;` bindings before the literal (the usual shape of a `new`).
       for (std::uint32_t i = 0; i < ts_node_named_child_count(body); ++i) {
         TSNode st = ts_node_named_child(body, i);
@@ -485,15 +471,21 @@ std::optional<SymValue> ConfigBinding::constructor_field(std::size_t type_item,
         if (!ts_node_is_null(pat) && kind_of(pat) == "identifier" && !ts_node_is_null(val))
           ctx.locals[node_text(pat, src)] = evaluate(val, src, ctx);
       }
-      if (kind_of(init) == "shorthand_field_initializer") {
-        auto v = ctx.lookup(name);
-        if (v) return v;
-        continue;
+      TSNode list = field_of(lit, "body");
+      for (std::uint32_t i = 0; i < ts_node_named_child_count(list); ++i) {
+        TSNode c = ts_node_named_child(list, i);
+        if (kind_of(c) == "shorthand_field_initializer") {
+          std::string name = node_text(c, src);
+          if (auto v = ctx.lookup(name)) out.emplace(name, *v);
+        } else if (kind_of(c) == "field_initializer") {
+          out.emplace(node_text(field_of(c, "field"), src),
+                      evaluate(field_of(c, "value"), src, ctx));
+        }
       }
-      return evaluate(init, src, ctx);
+      return out;
     }
   }
-  return std::nullopt;
+  return out;
 }
 
 }  // namespace cg::analysis

@@ -56,12 +56,12 @@ class ConfigBinding {
   std::optional<SymValue> method(const ConfigRef& c, std::string_view name,
                                  const std::vector<SymValue>& args) const;
 
-  // The value a crate-local constructor (`new`/`load` of struct `type_item`) gives its field
-  // `field`, with the constructor's config parameter bound to the file: the struct literal's
-  // initializer (`head_dim: cfg.hidden_size / cfg.num_attention_heads`, or shorthand `head_dim`
-  // after `let head_dim = ..;`). nullopt when no file is bound, no constructor takes a config,
-  // or no literal initializes the field; the value may still be symbolic.
-  std::optional<SymValue> constructor_field(std::size_t type_item, std::string_view field) const;
+  // The values a crate-local constructor (`new`, else `load`, of struct `type_item`) gives the
+  // struct's fields, with the constructor's config parameter bound to the file: each struct
+  // literal initializer (`head_dim: cfg.hidden_size / cfg.num_attention_heads`, or shorthand
+  // `head_dim` after `let head_dim = ..;`). Empty when no file is bound or no constructor takes a
+  // config; values may still be symbolic.
+  std::map<std::string, SymValue> constructor_fields(std::size_t type_item) const;
 
   struct Diag {
     std::string source, message;

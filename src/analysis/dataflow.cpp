@@ -184,8 +184,8 @@ class Engine {
   const rust::Crate& crate_;
   const OpCatalog& cat_;
   std::optional<ConfigBinding> binding_;  // set when a config.json is bound
-  // (struct item, field) -> the number its constructor gives the field with the config bound.
-  std::map<std::pair<std::ptrdiff_t, std::string>, std::optional<double>> ctor_nums_;
+  // struct item -> the numbers its constructor gives its fields with the config bound.
+  std::unordered_map<std::ptrdiff_t, std::map<std::string, double>> ctor_nums_;
   ir::ModelIr& ir_;
   std::unordered_map<std::string, std::size_t> fn_index_;
   std::map<std::string, std::vector<std::string>> modules_by_type_;
@@ -324,15 +324,19 @@ class Engine {
   // (`head_dim: cfg.hidden_size / cfg.num_attention_heads`); nullopt when symbolic or unbound.
   std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f) {
     if (!binding_ || type_item < 0) return std::nullopt;
-    auto key = std::make_pair(type_item, f);
-    auto it = ctor_nums_.find(key);
-    if (it != ctor_nums_.end()) return it->second;
-    std::optional<double> out;
-    auto v = binding_->constructor_field(static_cast<std::size_t>(type_item), f);
-    if (v && v->kind == SymValue::Kind::integer) out = static_cast<double>(v->integer);
-    if (v && v->kind == SymValue::Kind::real) out = v->real;
-    ctor_nums_[key] = out;
-    return out;
+    auto it = ctor_nums_.find(type_item);
+    if (it == ctor_nums_.end()) {
+      std::map<std::string, double> nums;
+      for (const auto& [name, v] :
+           binding_->constructor_fields(static_cast<std::size_t>(type_item))) {
+        if (v.kind == SymValue::Kind::integer) nums[name] = static_cast<double>(v.integer);
+        if (v.kind == SymValue::Kind::real) nums[name] = v.real;
+      }
+      it = ctor_nums_.emplace(type_item, std::move(nums)).first;
+    }
+    auto n = it->second.find(f);
+    if (n == it->second.end()) return std::nullopt;
+    return n->second;
   }
 
   // A dimension expression's value without side effects: literals, locals holding numbers,
