@@ -13,7 +13,9 @@
 #include "cli/diagnostics.hpp"
 #include "cli/options.hpp"
 #include "cli/pipeline.hpp"
+#include "cli/query_command.hpp"
 #include "cli/summary_rows.hpp"
+#include "query/mcp.hpp"
 #include "runtime/chrome_export.hpp"
 #include "runtime/merge_ir.hpp"
 #include "runtime/report_json.hpp"
@@ -150,6 +152,31 @@ int run(const std::vector<std::string>& args) {
   summary_cmd->footer(
       "Example: candle-graph summary examples/tiny-llama --config examples/tiny-llama/config.json");
 
+  query::QueryRequest qreq;
+  std::string kinds_list;
+  for (const auto& spec : query_kinds())
+    kinds_list += (kinds_list.empty() ? "" : ", ") + spec.kind;
+  auto* query_cmd = app.add_subcommand(
+      "query", "Answer one bounded query as a candle-graph/query/1 JSON envelope (kinds: " +
+                   kinds_list + ")");
+  query_cmd->add_option("kind", qreq.kind, "What to list: " + kinds_list)->required();
+  query_cmd->add_option("selector", qreq.selector,
+                        "Exact id, then exact name, then case-insensitive substring");
+  add_crate_options(*query_cmd, crate, false);
+  query_cmd->add_option("--path", crate.path, "Crate directory or Cargo.toml (default: .)");
+  query_cmd->add_option("--limit", qreq.limit, "Most records to return (default 100)")
+      ->check(CLI::PositiveNumber);
+  query_cmd->add_option("--offset", qreq.offset, "Records to skip (default 0)");
+  query_cmd->add_option("--output,-o", out.output, "Write the envelope here instead of stdout");
+  query_cmd->footer(
+      "Example: candle-graph query parameters embed --path examples/tiny-llama --limit 5");
+
+  auto* mcp_cmd = app.add_subcommand(
+      "mcp", "Serve the query kinds as MCP tools over stdio (JSON-RPC 2.0, one message a line)");
+  add_crate_options(*mcp_cmd, crate, false);
+  mcp_cmd->add_option("--path", crate.path, "Crate directory or Cargo.toml (default: .)");
+  mcp_cmd->footer("Example: candle-graph mcp --path examples/tiny-llama");
+
   std::string chrome_out;
   auto* export_cmd = app.add_subcommand(
       "export", "Export a runtime/4 trace as Chrome Trace Event JSON (opens in Perfetto)");
@@ -188,6 +215,18 @@ int run(const std::vector<std::string>& args) {
       write_or_print(out.output, out.format == "tree" ? render_tree(a) : ir::write_model_ir(a.ir));
       emit_diagnostics(a, out);
       return gate(a, out, check->parsed() || out.strict);
+    }
+    if (query_cmd->parsed()) {
+      qreq.kind = canonical_kind(qreq.kind);
+      write_or_print(out.output, answer_query(a, qreq));
+      return kExitOk;
+    }
+    if (mcp_cmd->parsed()) {
+      query::McpServer server(
+          query_kinds(), [&a](const query::QueryRequest& r) { return answer_query(a, r); },
+          kVersion);
+      server.serve(std::cin, std::cout);
+      return kExitOk;
     }
     if (summary_cmd->parsed()) {
       write_or_print(out.output,
