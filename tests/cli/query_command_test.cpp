@@ -1,0 +1,71 @@
+#include "cli/query_command.hpp"
+
+#include <gtest/gtest.h>
+
+#include "util/error.hpp"
+
+namespace {
+
+cg::cli::Analysis sample() {
+  cg::cli::Analysis a;
+  a.ir.analysis_id = "analysis:test";
+  for (int i : {10, 2, 1}) {
+    cg::ir::Parameter p;
+    p.id = "parameter:layers." + std::to_string(i) + ".weight";
+    p.key = "model.layers." + std::to_string(i) + ".weight";
+    p.kind = "nn::linear";
+    a.ir.parameters.push_back(p);
+  }
+  return a;
+}
+
+TEST(QueryCommand, KindSpellingsAndUnknownKindListsChoices) {
+  EXPECT_EQ(cg::cli::canonical_kind("Parameters"), "parameters");
+  EXPECT_EQ(cg::cli::canonical_kind("FINDINGS"), "findings");
+  try {
+    cg::cli::canonical_kind("params");
+    FAIL() << "unknown kind accepted";
+  } catch (const cg::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("valid kinds: summary, components"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(QueryCommand, NaturalOrderPaginationAndDrillDown) {
+  auto a = sample();
+  cg::query::QueryRequest r;
+  r.kind = "parameters";
+  r.limit = 2;
+  std::string out = cg::cli::answer_query(a, r);
+  EXPECT_NE(out.find("\"schema\": \"candle-graph/query/1\""), std::string::npos);
+  EXPECT_NE(out.find("\"total\": 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"returned\": 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"truncated\": true"), std::string::npos) << out;
+  // layers.1 < layers.2 < layers.10, so the first page has 1 and 2 but not 10.
+  auto p1 = out.find("layers.1.weight"), p2 = out.find("layers.2.weight");
+  EXPECT_NE(p1, std::string::npos);
+  EXPECT_LT(p1, p2);
+  EXPECT_EQ(out.find("layers.10."), std::string::npos) << out;
+  EXPECT_NE(
+      out.find("\"drill_down\": \"candle-graph query parameters 'parameter:layers.1.weight'\""),
+      std::string::npos)
+      << out;
+
+  r.offset = 2;
+  out = cg::cli::answer_query(a, r);
+  EXPECT_NE(out.find("layers.10.weight"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"truncated\": false"), std::string::npos) << out;
+}
+
+TEST(QueryCommand, SelectByIdAndNoMatchIsAnInputError) {
+  auto a = sample();
+  cg::query::QueryRequest r;
+  r.kind = "parameters";
+  r.selector = "parameter:layers.1.weight";
+  std::string out = cg::cli::answer_query(a, r);
+  EXPECT_NE(out.find("\"total\": 1"), std::string::npos) << out;
+  r.selector = "nothing-like-this";
+  EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError);
+}
+
+}  // namespace
