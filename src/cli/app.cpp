@@ -210,6 +210,8 @@ int run(const std::vector<std::string>& args) {
       std::cerr << "\n";
       return kExitOk;
     }
+    // An unknown kind is a usage error before any analysis work.
+    if (query_cmd->parsed()) qreq.kind = canonical_kind(qreq.kind);
     Analysis a = analyze(crate, evidence);
     if (check->parsed() || report->parsed()) {
       write_or_print(out.output, out.format == "tree" ? render_tree(a) : ir::write_model_ir(a.ir));
@@ -217,7 +219,6 @@ int run(const std::vector<std::string>& args) {
       return gate(a, out, check->parsed() || out.strict);
     }
     if (query_cmd->parsed()) {
-      qreq.kind = canonical_kind(qreq.kind);
       write_or_print(out.output, answer_query(a, qreq));
       return kExitOk;
     }

@@ -3,7 +3,7 @@
 # selection, bad input listing the valid choices, and the JSON-RPC error for a malformed request.
 # Usage: cli_query.sh <candle-graph binary> <repo root>
 set -uo pipefail
-cg="$1"; root="$2"
+cg="$(realpath "$1")"; root="$2"
 crate="$root/examples/tiny-llama"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -11,6 +11,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$cg" query summary --path "$crate" >"$work/s.json" 2>"$work/err" || fail "query summary exited $?"
 grep -q '"schema": "candle-graph/query/1"' "$work/s.json" || fail "query envelope schema"
 grep -q '"functions"' "$work/s.json" || fail "summary counts functions"
+
+# An unknown kind is rejected before analysis, even with no crate here.
+(cd "$work" && "$cg" query bogus >/dev/null 2>"$work/err0"); grep -q "valid kinds" "$work/err0" || fail "unknown kind checked before the crate"
 
 # Pagination: --limit 1 returns one record and says the listing is truncated.
 "$cg" query functions --path "$crate" --limit 1 >"$work/f.json" 2>"$work/err" || fail "query functions exited $?"
