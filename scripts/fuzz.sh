@@ -25,7 +25,14 @@ for f in "$bin"/fuzz_*; do
   echo "fuzz: $name for ${seconds}s"
   if ! "$f" "$work" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -max_len=65536 -artifact_prefix="$art/$name-" -print_final_stats=0 >"build/asan/fuzz-$name.log" 2>&1; then
-    echo "fuzz: $name FAILED (log: build/asan/fuzz-$name.log)"; tail -40 "build/asan/fuzz-$name.log"; status=1
+    if [ -f "fuzz/$name.xfail" ]; then
+      # A known, reported finding in code the harness does not own: loud, but not a failure.
+      echo "fuzz: $name XFAIL ($(cat "fuzz/$name.xfail"))"
+    else
+      echo "fuzz: $name FAILED (log: build/asan/fuzz-$name.log)"; tail -40 "build/asan/fuzz-$name.log"; status=1
+    fi
+  elif [ -f "fuzz/$name.xfail" ]; then
+    echo "fuzz: $name XPASS: ran clean; delete fuzz/$name.xfail if its regression input passes too"
   else
     grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" "build/asan/fuzz-$name.log" | tail -1 || true
   fi
