@@ -1231,7 +1231,7 @@ class Walker : public EvalContext {
       std::string first = external.substr(0, external.find("::"));
       if (first == "candle_nn" || first == "nn") {
         if (const ConstructorSpec* spec = catalog_.find(external)) {
-          register_layer(n, *spec, path, args);
+          register_layer(n, *spec, external, args);
           return;
         }
       }

@@ -168,6 +168,9 @@ int run(const std::vector<std::string>& args) {
       ->check(CLI::PositiveNumber);
   query_cmd->add_option("--offset", qreq.offset, "Records to skip (default 0)");
   query_cmd->add_option("--output,-o", out.output, "Write the envelope here instead of stdout");
+  query_cmd->add_option("--format", out.format, "json (default) or tree (one line per item)")
+      ->check(CLI::IsMember({"json", "tree"}));
+  add_evidence_options(*query_cmd, evidence);
   query_cmd->footer(
       "Example: candle-graph query parameters embed --path examples/tiny-llama --limit 5");
 
@@ -175,6 +178,7 @@ int run(const std::vector<std::string>& args) {
       "mcp", "Serve the query kinds as MCP tools over stdio (JSON-RPC 2.0, one message a line)");
   add_crate_options(*mcp_cmd, crate, false);
   mcp_cmd->add_option("--path", crate.path, "Crate directory or Cargo.toml (default: .)");
+  add_evidence_options(*mcp_cmd, evidence);
   mcp_cmd->footer("Example: candle-graph mcp --path examples/tiny-llama");
 
   std::string chrome_out;
@@ -218,15 +222,31 @@ int run(const std::vector<std::string>& args) {
       emit_diagnostics(a, out);
       return gate(a, out, check->parsed() || out.strict);
     }
-    if (query_cmd->parsed()) {
-      write_or_print(out.output, answer_query(a, qreq));
-      return kExitOk;
-    }
-    if (mcp_cmd->parsed()) {
-      query::McpServer server(
-          query_kinds(), [&a](const query::QueryRequest& r) { return answer_query(a, r); },
-          kVersion);
-      server.serve(std::cin, std::cout);
+    if (query_cmd->parsed() || mcp_cmd->parsed()) {
+      QueryContext qctx;
+      qctx.config_path = crate.config;
+      if (!evidence.checkpoint.empty()) {
+        auto ckpt = checkpoint::load_checkpoint(evidence.checkpoint);
+        checkpoint::VerifyOptions vopt;
+        vopt.prefix = evidence.prefix;
+        qctx.checkpoint_report = checkpoint::report_json(
+            checkpoint::verify(checkpoint::inventory_from_ir(a.ir), ckpt, vopt));
+      }
+      if (mcp_cmd->parsed()) {
+        query::McpServer server(
+            query_kinds(),
+            [&](const query::QueryRequest& r) {
+              query::QueryRequest c = r;
+              c.kind = canonical_kind(r.kind);
+              return answer_query(a, c, qctx);
+            },
+            kVersion);
+        server.serve(std::cin, std::cout);
+        return kExitOk;
+      }
+      qreq.kind = canonical_kind(qreq.kind);
+      write_or_print(out.output, out.format == "tree" ? answer_query_tree(a, qreq, qctx)
+                                                      : answer_query(a, qreq, qctx));
       return kExitOk;
     }
     if (summary_cmd->parsed()) {

@@ -1,10 +1,16 @@
 #include "cli/query_command.hpp"
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cctype>
+#include <map>
 
+#include "cli/summary_rows.hpp"
 #include "ir/enums.hpp"
 #include "query/selector.hpp"
+#include "runtime/merge_ir.hpp"
+#include "runtime/report_json.hpp"
 #include "util/error.hpp"
 #include "util/json_writer.hpp"
 
@@ -16,63 +22,177 @@ struct Item {
   query::Selectable sel;
   std::string name;
   std::string detail;
+  std::size_t index = 0;  // into the IR section
 };
 
-template <class T, class F>
-std::vector<Item> items_of(const std::vector<T>& records, F describe) {
+std::string dims_text(const std::optional<std::vector<std::uint64_t>>& shape,
+                      const std::optional<std::vector<std::string>>& sym) {
+  std::string out = "[";
+  if (shape) {
+    for (std::size_t i = 0; i < shape->size(); ++i)
+      out += (i ? ", " : "") + std::to_string((*shape)[i]);
+  } else if (sym) {
+    for (std::size_t i = 0; i < sym->size(); ++i)
+      out += (i ? ", " : "") + (*sym)[i];
+  } else {
+    return "?";
+  }
+  return out + "]";
+}
+
+// The IR section a kind reads ("" for single-object kinds).
+std::string section_of(const std::string& kind) {
+  static const std::map<std::string, std::string> m = {{"components", "components"},
+                                                       {"component", "components"},
+                                                       {"modules", "modules"},
+                                                       {"module", "modules"},
+                                                       {"composition", "architecture_edges"},
+                                                       {"parameters", "parameters"},
+                                                       {"parameter", "parameters"},
+                                                       {"functions", "functions"},
+                                                       {"function", "functions"},
+                                                       {"entrypoints", "functions"},
+                                                       {"tensors", "tensors"},
+                                                       {"tensor", "tensors"},
+                                                       {"operations", "operations"},
+                                                       {"operation", "operations"},
+                                                       {"graph-train", "operations"},
+                                                       {"graph-infer", "operations"},
+                                                       {"profile", "operations"},
+                                                       {"findings", "findings"},
+                                                       {"finding", "findings"}};
+  auto it = m.find(kind);
+  return it == m.end() ? "" : it->second;
+}
+
+// The singular kind an item of `section` drills down to.
+std::string singular_of(const std::string& section) {
+  if (section == "architecture_edges") return "";
+  std::string s = section;
+  s.pop_back();  // components -> component, …
+  return s;
+}
+
+std::vector<Item> collect(const ir::ModelIr& ir, const std::string& section) {
   std::vector<Item> out;
-  out.reserve(records.size());
-  for (const auto& r : records)
-    out.push_back(describe(r));
+  auto add = [&](Item it) {
+    it.index = out.size();
+    out.push_back(std::move(it));
+  };
+  if (section == "components")
+    for (const auto& c : ir.components)
+      add({{c.id, {c.qualified_name, c.name}, {c.source}},
+           c.qualified_name,
+           std::to_string(c.parameters.size()) + " parameters, " +
+               std::to_string(c.modules.size()) + " modules"});
+  if (section == "modules")
+    for (const auto& m : ir.modules)
+      add({{m.id, {m.prefix}, {m.type_name, m.field.value_or(""), m.source}},
+           m.prefix.empty() ? m.type_name : m.prefix,
+           m.type_name + (m.repeat ? " (" + *m.repeat + ")" : "")});
+  if (section == "parameters")
+    for (const auto& p : ir.parameters)
+      add({{p.id, {p.key, p.builder_root + ":" + p.key}, {p.kind, p.source}},
+           p.key,
+           dims_text(p.shape, p.symbolic_shape) + " " + std::string(ir::to_string(p.confidence)) +
+               (p.reason ? " (" + *p.reason + ")" : "")});
+  if (section == "functions")
+    for (const auto& f : ir.functions)
+      add({{f.id, {f.qualified_name, f.name}, {f.source}}, f.qualified_name, f.source});
+  if (section == "tensors")
+    for (const auto& t : ir.tensors)
+      add({{t.id, {t.name}, {t.owner_function, t.dtype}},
+           t.name,
+           std::string(ir::to_string(t.role)) + " " + t.dtype});
+  if (section == "operations")
+    for (const auto& o : ir.operations) {
+      std::string q = o.qualified_name.value_or(o.name);
+      std::string d = o.source;
+      if (o.execution_phase) d += " " + std::string(ir::to_string(*o.execution_phase));
+      if (o.timing) d += " mean " + std::to_string(o.timing->stats.mean_ns) + " ns";
+      add({{o.id, {q}, {o.name, o.function, o.source}}, q, d});
+    }
+  if (section == "findings")
+    for (const auto& f : ir.findings)
+      add({{f.id, {f.rule}, {f.message, f.source.value_or("")}},
+           f.rule,
+           std::string(ir::to_string(f.severity)) + ": " + f.message});
+  if (section == "architecture_edges")
+    for (const auto& e : ir.architecture_edges)
+      add({{e.id, {}, {e.from, e.to}}, e.from + " -> " + e.to, e.via_function});
   return out;
 }
 
-std::vector<Item> collect(const ir::ModelIr& ir, const std::string& kind) {
-  if (kind == "components")
-    return items_of(ir.components, [](const ir::Component& c) {
-      return Item{{c.id, {c.name, c.qualified_name}, {c.id, c.name, c.qualified_name}},
-                  c.qualified_name.empty() ? c.name : c.qualified_name,
-                  std::to_string(c.parameters.size()) + " parameters"};
-    });
-  if (kind == "modules")
-    return items_of(ir.modules, [](const ir::Module& m) {
-      return Item{{m.id, {m.prefix}, {m.id, m.prefix, m.type_name}}, m.prefix, m.type_name};
-    });
-  if (kind == "parameters")
-    return items_of(ir.parameters, [](const ir::Parameter& p) {
-      return Item{{p.id, {p.key}, {p.id, p.key, p.kind}}, p.key, p.kind};
-    });
-  if (kind == "functions")
-    return items_of(ir.functions, [](const ir::Function& f) {
-      return Item{{f.id, {f.qualified_name, f.name}, {f.id, f.qualified_name}},
-                  f.qualified_name.empty() ? f.name : f.qualified_name,
-                  f.source};
-    });
-  if (kind == "operations")
-    return items_of(ir.operations, [](const ir::Operation& o) {
-      std::string q = o.qualified_name.value_or(o.name);
-      return Item{{o.id, {q}, {o.id, o.name, q, o.function}}, q, o.source};
-    });
-  if (kind == "findings")
-    return items_of(ir.findings, [](const ir::Finding& f) {
-      return Item{{f.id, {f.rule}, {f.id, f.rule, f.message}},
-                  f.rule,
-                  std::string(ir::to_string(f.severity)) + ": " + f.message};
-    });
-  return {};
+bool keep(const ir::ModelIr& ir, const std::string& kind, std::size_t i) {
+  if (kind == "entrypoints") return ir.functions[i].is_entrypoint;
+  if (kind == "graph-train" || kind == "graph-infer") {
+    const auto& o = ir.operations[i];
+    auto want = kind == "graph-train" ? ir::ExecutionPhase::train : ir::ExecutionPhase::infer;
+    return !o.execution_phase || *o.execution_phase == want;  // no phase: both graphs reach it
+  }
+  if (kind == "profile") return ir.operations[i].timing.has_value();
+  return true;
+}
+
+const query::ToolSpec& spec_of(const std::string& kind) {
+  for (const auto& s : query_kinds())
+    if (s.kind == kind) return s;
+  throw InputError("query", "unknown kind '" + kind + "'");
+}
+
+void head(JsonWriter& w, const Analysis& a, const std::string& kind, const std::string& selector) {
+  w.begin_object()
+      .field("schema", "candle-graph/query/1")
+      .field("analysis_id", a.ir.analysis_id)
+      .field("kind", kind)
+      .field("selector", selector);
+}
+
+void one_item_page(JsonWriter& w) {
+  w.field("total", std::uint64_t{1})
+      .field("offset", std::uint64_t{0})
+      .field("returned", std::uint64_t{1})
+      .field("truncated", false);
 }
 
 }  // namespace
 
 const std::vector<query::ToolSpec>& query_kinds() {
+  // {kind, description, takes_selector, requires_selector, takes_to, paginated}
   static const std::vector<query::ToolSpec> kinds = {
-      {"summary", "Counts of every record kind in the analysis", false, false, false, false},
+      {"summary", "Counts of every record kind in the analysis, findings by severity", false, false,
+       false, false},
+      {"doctor", "What limits this analysis (gaps, symbolic shapes, unknowns) and what to do",
+       false, false, false, false},
+      {"cargo", "The Cargo context: package, target, features, cfg, exact Candle versions", false,
+       false, false, false},
       {"components", "Model components (root constructors) with their parameter counts", true},
-      {"modules", "Module tree records (prefix, type)", true},
-      {"parameters", "Parameters (checkpoint key, acquisition kind)", true},
+      {"component", "One component in full", true, true, false, false},
+      {"modules", "Module tree records (prefix, type; candle-nn layers included)", true},
+      {"module", "One module instance in full", true, true, false, false},
+      {"composition", "Composition edges between components", true},
+      {"parameters", "Parameters (checkpoint key, shape, certainty)", true},
+      {"parameter", "One parameter in full (shape, reason, source, uses)", true, true, false,
+       false},
       {"functions", "Functions of the crate", true},
-      {"operations", "Tensor operations found by dataflow", true},
-      {"findings", "Diagnostics (rule, severity, message)", true},
+      {"function", "One function in full (signature, calls, tensors, phases)", true, true, false,
+       false},
+      {"entrypoints", "Entrypoints: forward-like trait methods, public tensor functions, losses",
+       true},
+      {"tensors", "Tensors of the dataflow (role, dtype)", true},
+      {"tensor", "One tensor in full (shape, dtype, device, layout)", true, true, false, false},
+      {"operations", "Tensor operations with their static ids (the profiler's keys)", true},
+      {"operation", "One operation in full (rules, inputs, output, timing)", true, true, false,
+       false},
+      {"graph-train", "Operations reached by training entrypoints", true},
+      {"graph-infer", "Operations reached by inference entrypoints", true},
+      {"findings", "Diagnostics (rule, severity, message), errors first", true},
+      {"finding", "One finding in full", true, true, false, false},
+      {"runtime", "The merged runtime summary (needs --runtime-trace)", false, false, false, false},
+      {"profile", "Timed operations by total time with share of step, and per-module totals", true},
+      {"checkpoint", "The checkpoint verification report (needs --checkpoint)", false, false, false,
+       false},
+      {"summary-table", "The torchinfo-style table as text", false, false, false, false},
   };
   return kinds;
 }
@@ -89,56 +209,206 @@ std::string canonical_kind(std::string_view kind) {
   throw InputError("query", "unknown kind '" + std::string(kind) + "'; valid kinds: " + valid);
 }
 
-std::string answer_query(const Analysis& a, const query::QueryRequest& req) {
-  std::string kind = canonical_kind(req.kind);
+std::string answer_query(const Analysis& a, const query::QueryRequest& req,
+                         const QueryContext& ctx) {
+  const std::string kind = canonical_kind(req.kind);
+  const query::ToolSpec& spec = spec_of(kind);
+  if (spec.requires_selector && req.selector.empty())
+    throw InputError("query " + kind,
+                     "needs a selector: a stable id, an exact name or a substring");
+  if (!spec.takes_selector && !req.selector.empty())
+    throw InputError("query " + kind, "takes no selector");
+  const ir::ModelIr& ir = a.ir;
   JsonWriter w(2);
-  w.begin_object()
-      .field("schema", "candle-graph/query/1")
-      .field("analysis_id", a.ir.analysis_id)
-      .field("kind", kind);
-  if (kind == "summary") {
-    w.key("counts").begin_object();
-    w.field("components", static_cast<std::uint64_t>(a.ir.components.size()));
-    w.field("modules", static_cast<std::uint64_t>(a.ir.modules.size()));
-    w.field("parameters", static_cast<std::uint64_t>(a.ir.parameters.size()));
-    w.field("functions", static_cast<std::uint64_t>(a.ir.functions.size()));
-    w.field("operations", static_cast<std::uint64_t>(a.ir.operations.size()));
-    w.field("findings", static_cast<std::uint64_t>(a.ir.findings.size()));
-    w.end_object().end_object();
+  head(w, a, kind, req.selector);
+  const std::string section = section_of(kind);
+
+  if (!section.empty()) {
+    auto all = collect(ir, section);
+    std::vector<Item> items;
+    for (auto& it : all)
+      if (keep(ir, kind, it.index)) items.push_back(std::move(it));
+    std::vector<query::Selectable> sels;
+    for (const auto& it : items)
+      sels.push_back(it.sel);
+    auto selection = query::select(sels, req.selector);
+    if (!req.selector.empty() && selection.indices.empty())
+      throw InputError("query " + kind, "no " + kind + " match '" + req.selector + "' (" +
+                                            std::to_string(items.size()) +
+                                            " records; try an empty selector)");
+    std::vector<std::size_t> chosen = selection.indices;
+    if (!spec.paginated) {
+      // A singular kind: exactly one record, in full.
+      if (chosen.size() > 1) {
+        std::sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
+          return query::natural_less(items[x].sel.id, items[y].sel.id);
+        });
+        std::string c;
+        for (std::size_t k = 0; k < chosen.size() && k < 20; ++k)
+          c += "\n  " + items[chosen[k]].sel.id + "  (" + items[chosen[k]].name + ")";
+        if (chosen.size() > 20) c += "\n  … " + std::to_string(chosen.size() - 20) + " more";
+        throw InputError("query " + kind, "'" + req.selector +
+                                              "' is ambiguous: " + std::to_string(chosen.size()) +
+                                              " candidates; pass one stable id:" + c);
+      }
+      std::string json = ir::write_model_ir(ir);
+      simdjson::dom::parser parser;
+      simdjson::dom::element doc = parser.parse(json);
+      simdjson::dom::array arr = doc[section].get_array();
+      one_item_page(w);
+      w.key("items").begin_array().raw(simdjson::to_string(arr.at(items[chosen[0]].index)));
+      w.end_array().end_object();
+      return w.take() + "\n";
+    }
+    if (kind == "profile") {
+      std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
+        return ir.operations[items[x].index].timing->stats.total_ns >
+               ir.operations[items[y].index].timing->stats.total_ns;
+      });
+      w.key("report");
+      runtime::write_profile_report(w, runtime::profile_report(ir), req.limit);
+    } else if (kind == "findings") {
+      std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
+        int sx = static_cast<int>(ir.findings[items[x].index].severity);
+        int sy = static_cast<int>(ir.findings[items[y].index].severity);
+        if (sx != sy) return sx < sy;
+        return query::natural_less(items[x].sel.id, items[y].sel.id);
+      });
+    } else {
+      std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
+        return query::natural_less(items[x].sel.id, items[y].sel.id);
+      });
+    }
+    auto page = query::paginate(chosen.size(), req.offset, req.limit);
+    w.field("total", static_cast<std::uint64_t>(chosen.size()))
+        .field("offset", static_cast<std::uint64_t>(page.offset))
+        .field("returned", static_cast<std::uint64_t>(page.returned))
+        .field("truncated", page.truncated);
+    const std::string singular = singular_of(section);
+    w.key("items").begin_array();
+    for (std::size_t i = 0; i < page.returned; ++i) {
+      const auto& it = items[chosen[page.offset + i]];
+      w.begin_object().field("id", it.sel.id).field("name", it.name).field("detail", it.detail);
+      if (!singular.empty())
+        w.field("drill_down", "candle-graph query " + singular + " '" + it.sel.id + "'");
+      w.end_object();
+    }
+    w.end_array().end_object();
     return w.take() + "\n";
   }
-  auto items = collect(a.ir, kind);
-  std::vector<query::Selectable> sels;
-  sels.reserve(items.size());
-  for (const auto& it : items)
-    sels.push_back(it.sel);
-  auto selection = query::select(sels, req.selector);
-  if (!req.selector.empty() && selection.indices.empty())
-    throw InputError("query " + kind, "no " + kind + " match '" + req.selector + "' (" +
-                                          std::to_string(items.size()) +
-                                          " records; try an empty selector)");
-  std::stable_sort(selection.indices.begin(), selection.indices.end(),
-                   [&](std::size_t x, std::size_t y) {
-                     return query::natural_less(items[x].sel.id, items[y].sel.id);
-                   });
-  auto page = query::paginate(selection.indices.size(), req.offset, req.limit);
-  w.field("selector", req.selector)
-      .field("total", static_cast<std::uint64_t>(selection.indices.size()))
-      .field("offset", static_cast<std::uint64_t>(page.offset))
-      .field("returned", static_cast<std::uint64_t>(page.returned))
-      .field("truncated", page.truncated);
+
+  // Single-object kinds.
+  one_item_page(w);
   w.key("items").begin_array();
-  for (std::size_t i = 0; i < page.returned; ++i) {
-    const auto& it = items[selection.indices[page.offset + i]];
-    w.begin_object()
-        .field("id", it.sel.id)
-        .field("name", it.name)
-        .field("detail", it.detail)
-        .field("drill_down", "candle-graph query " + kind + " '" + it.sel.id + "'")
-        .end_object();
+  std::map<std::string, std::uint64_t> by_severity, by_rule;
+  for (const auto& f : ir.findings) {
+    ++by_severity[std::string(ir::to_string(f.severity))];
+    ++by_rule[f.rule];
+  }
+  if (kind == "summary" || kind == "doctor") {
+    w.begin_object();
+    w.key("counts").begin_object();
+    w.field("components", static_cast<std::uint64_t>(ir.components.size()));
+    w.field("modules", static_cast<std::uint64_t>(ir.modules.size()));
+    w.field("parameters", static_cast<std::uint64_t>(ir.parameters.size()));
+    w.field("functions", static_cast<std::uint64_t>(ir.functions.size()));
+    w.field("entrypoints", ir.coverage.entrypoints);
+    w.field("tensors", static_cast<std::uint64_t>(ir.tensors.size()));
+    w.field("operations", static_cast<std::uint64_t>(ir.operations.size()));
+    w.field("linked_parameter_uses", ir.coverage.linked_parameter_uses);
+    w.field("findings", static_cast<std::uint64_t>(ir.findings.size()));
+    w.end_object();
+    w.key("findings_by_severity").begin_object();
+    for (const auto& [k, v] : by_severity)
+      w.field(k, v);
+    w.end_object();
+    w.key("components").begin_array();
+    for (const auto& c : ir.components)
+      w.value(c.qualified_name);
+    w.end_array();
+    if (kind == "doctor") {
+      std::uint64_t cond = 0, unknown = 0, symbolic = 0;
+      for (const auto& p : ir.parameters) {
+        if (p.confidence == ir::Confidence::conditional) ++cond;
+        if (p.confidence == ir::Confidence::unknown) ++unknown;
+        if (!p.shape) ++symbolic;
+      }
+      w.key("findings_by_rule").begin_object();
+      for (const auto& [k, v] : by_rule)
+        w.field(k, v);
+      w.end_object();
+      w.field("conditional_parameters", cond)
+          .field("unknown_parameters", unknown)
+          .field("symbolic_parameter_shapes", symbolic);
+      w.key("advice").begin_array();
+      if (ir.components.empty())
+        w.value(
+            "no component found: pass --root T for a type whose constructor takes a "
+            "VarBuilder");
+      if (symbolic > 0) w.value("shapes are symbolic: pass --config config.json to bind them");
+      if (by_rule.count("structure-unresolved"))
+        w.value(
+            "constructor code was not understood: candle-graph query findings "
+            "structure-unresolved");
+      if (by_rule.count("candle-semantics-version"))
+        w.value("candle is not the audited release (0.11.0): catalog rules are unknown");
+      if (!ir.runtime) w.value("no runtime trace merged: profile a run, pass --runtime-trace");
+      w.end_array();
+    }
+    w.end_object();
+  } else {
+    std::string json = ir::write_model_ir(ir);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = parser.parse(json);
+    if (kind == "cargo") {
+      w.raw(simdjson::to_string(doc["cargo"]));
+    } else if (kind == "runtime") {
+      if (!ir.runtime)
+        throw InputError("query runtime", "no runtime trace merged: pass --runtime-trace FILE");
+      w.raw(simdjson::to_string(doc["runtime"]));
+    } else if (kind == "checkpoint") {
+      if (ctx.checkpoint_report.empty())
+        throw InputError("query checkpoint", "pass --checkpoint FILE to verify a checkpoint");
+      w.raw(ctx.checkpoint_report);
+    } else if (kind == "summary-table") {
+      w.begin_object().field("text", render_model_summary(a, ctx.config_path, "")).end_object();
+    }
   }
   w.end_array().end_object();
   return w.take() + "\n";
+}
+
+std::string answer_query_tree(const Analysis& a, const query::QueryRequest& req,
+                              const QueryContext& ctx) {
+  const std::string kind = canonical_kind(req.kind);
+  if (kind == "summary-table") return render_model_summary(a, ctx.config_path, "");
+  std::string json = answer_query(a, req, ctx);
+  simdjson::dom::parser p;
+  simdjson::dom::element e = p.parse(json);
+  std::uint64_t total = e["total"].get_uint64().value();
+  std::uint64_t returned = e["returned"].get_uint64().value();
+  std::uint64_t offset = e["offset"].get_uint64().value();
+  std::string out = kind + ": " + std::to_string(returned) + " of " + std::to_string(total);
+  if (e["truncated"].get_bool().value())
+    out += " (next page: --offset " + std::to_string(offset + returned) + ")";
+  out += "\n";
+  for (auto item : e["items"].get_array()) {
+    if (!item.is_object()) continue;
+    simdjson::dom::object obj = item.get_object();
+    if (obj["name"].error() == simdjson::SUCCESS && obj["detail"].error() == simdjson::SUCCESS) {
+      out += "  " + std::string(obj["name"].get_string().value()) + "  " +
+             std::string(obj["detail"].get_string().value()) + "\n";
+      continue;
+    }
+    // A full record or a single object: its top-level fields, one per line.
+    for (auto field : obj) {
+      std::string v = field.value.is_string() ? std::string(field.value.get_string().value())
+                                              : simdjson::to_string(field.value);
+      if (v.size() > 200) v = v.substr(0, 197) + "...";
+      out += "  " + std::string(field.key) + ": " + v + "\n";
+    }
+  }
+  return out;
 }
 
 }  // namespace cg::cli

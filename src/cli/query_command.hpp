@@ -1,6 +1,9 @@
 #pragma once
 // `candle-graph query KIND [SELECTOR]` and the MCP tools answer from the same function: a
 // `candle-graph/query/1` envelope over one computed analysis, paginated with --limit/--offset.
+// Listings are compact and deterministic (natural order), each item with a `drill_down` command;
+// singular kinds (`parameter`, `operation`, …) return the full IR record and refuse an ambiguous
+// selector, listing the candidates.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,11 +17,21 @@ namespace cg::cli {
 // Canonical kinds in the order they are listed by --help and tools/list.
 const std::vector<query::ToolSpec>& query_kinds();
 
-// "operations", "Operations" and "ops-list" style spellings: dashes and underscores are the same.
+// "operations", "Operations", "graph_infer": dashes and underscores are the same.
 // Throws cg::InputError listing the valid kinds for an unknown one.
 std::string canonical_kind(std::string_view kind);
 
-// The JSON envelope; throws cg::InputError for a selector that matches nothing.
-std::string answer_query(const Analysis& a, const query::QueryRequest& req);
+// What some kinds need beyond the IR.
+struct QueryContext {
+  std::string config_path;        // sizes `summary-table`
+  std::string checkpoint_report;  // verify report JSON, answers `checkpoint`
+};
+
+// The JSON envelope; throws cg::InputError for a missing, ambiguous or unmatched selector.
+std::string answer_query(const Analysis& a, const query::QueryRequest& req,
+                         const QueryContext& ctx = {});
+// People's rendering of the same answer (`--format tree`): one line per item.
+std::string answer_query_tree(const Analysis& a, const query::QueryRequest& req,
+                              const QueryContext& ctx = {});
 
 }  // namespace cg::cli

@@ -26,7 +26,8 @@ TEST(QueryCommand, KindSpellingsAndUnknownKindListsChoices) {
     cg::cli::canonical_kind("params");
     FAIL() << "unknown kind accepted";
   } catch (const cg::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("valid kinds: summary, components"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("valid kinds: summary, doctor, cargo, components"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -47,7 +48,7 @@ TEST(QueryCommand, NaturalOrderPaginationAndDrillDown) {
   EXPECT_LT(p1, p2);
   EXPECT_EQ(out.find("layers.10."), std::string::npos) << out;
   EXPECT_NE(
-      out.find("\"drill_down\": \"candle-graph query parameters 'parameter:layers.1.weight'\""),
+      out.find("\"drill_down\": \"candle-graph query parameter 'parameter:layers.1.weight'\""),
       std::string::npos)
       << out;
 
@@ -66,6 +67,40 @@ TEST(QueryCommand, SelectByIdAndNoMatchIsAnInputError) {
   EXPECT_NE(out.find("\"total\": 1"), std::string::npos) << out;
   r.selector = "nothing-like-this";
   EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError);
+}
+
+TEST(QueryCommand, SingularKindsReturnTheFullRecordOrListCandidates) {
+  auto a = sample();
+  cg::query::QueryRequest r;
+  r.kind = "parameter";
+  r.selector = "parameter:layers.10.weight";
+  std::string out = cg::cli::answer_query(a, r);
+  EXPECT_NE(out.find("\"key\":\"model.layers.10.weight\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"total\": 1"), std::string::npos) << out;
+  r.selector = "layers.1";  // a substring of layers.1 and layers.10
+  try {
+    cg::cli::answer_query(a, r);
+    FAIL() << "an ambiguous singular query must not pick one";
+  } catch (const cg::InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("ambiguous: 2 candidates"), std::string::npos) << m;
+    EXPECT_NE(m.find("parameter:layers.10.weight"), std::string::npos) << m;
+  }
+  r.selector.clear();
+  EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError) << "a singular kind needs a selector";
+  r.kind = "summary";
+  r.selector = "x";
+  EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError) << "summary takes no selector";
+}
+
+TEST(QueryCommand, TreeFormatIsOneLinePerItem) {
+  auto a = sample();
+  cg::query::QueryRequest r;
+  r.kind = "parameters";
+  r.limit = 2;
+  std::string out = cg::cli::answer_query_tree(a, r);
+  EXPECT_EQ(out.rfind("parameters: 2 of 3 (next page: --offset 2)\n", 0), 0u) << out;
+  EXPECT_NE(out.find("  model.layers.1.weight"), std::string::npos) << out;
 }
 
 }  // namespace

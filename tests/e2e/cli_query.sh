@@ -19,7 +19,7 @@ grep -q '"functions"' "$work/s.json" || fail "summary counts functions"
 "$cg" query functions --path "$crate" --limit 1 >"$work/f.json" 2>"$work/err" || fail "query functions exited $?"
 grep -q '"returned": 1' "$work/f.json" || fail "--limit 1 returned one record"
 grep -q '"truncated": true' "$work/f.json" || fail "--limit 1 is truncated"
-grep -q '"drill_down": "candle-graph query functions' "$work/f.json" || fail "drill_down command"
+grep -q '"drill_down": "candle-graph query function ' "$work/f.json" || fail "drill_down command"
 
 # Dashes/underscores and case in the kind are accepted.
 "$cg" query FUNCTIONS --path "$crate" --limit 1 >/dev/null 2>&1 || fail "kind case not accepted"
