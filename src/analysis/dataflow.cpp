@@ -924,6 +924,13 @@ class Engine {
         ir_.operations[oi].device_rule = "explicit";
     } else {
       oi = found->second;
+      // An op first reached where its operand shapes were unknown (its function analyzed as an
+      // entrypoint of its own) takes the shape of a later context that knows them.
+      auto& t = ir_.tensors[tensor_index_[ir_.operations[oi].output]];
+      if (!t.shape.rank) {
+        t.shape = shape_of(node, rule, ins);
+        ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, t.shape);
+      }
     }
     const std::string op_id = ir_.operations[oi].id;
     const std::string out_id = ir_.operations[oi].output;

@@ -284,12 +284,12 @@ std::vector<OpRule> rules_0_11_0() {
     }
   }
   // Receiver-qualified rules: layers whose forward is defined by candle-nn.
-  auto method = [&](std::string name, G grad, std::string note) {
+  auto method = [&](std::string name, G grad, std::string note, S shape = S::operation_defined) {
     OpRule r;
     r.name = std::move(name);
     r.dtype = D::preserve;
     r.grad = grad;
-    r.shape = S::operation_defined;
+    r.shape = shape;
     r.domain = N::real;
     r.note = std::move(note);
     out.push_back(std::move(r));
@@ -297,9 +297,11 @@ std::vector<OpRule> rules_0_11_0() {
   method(
       "RmsNorm::forward", G::layout_dependent,
       "candle-nn RmsNorm::forward takes the no-backward ops::rms_norm kernel for contiguous input "
-      "and the differentiable LayerNorm path otherwise");
-  method("RmsNorm::forward_diff", G::propagates, "differentiable LayerNorm path");
-  method("LayerNorm::forward", G::propagates, "composed from differentiable tensor ops");
+      "and the differentiable LayerNorm path otherwise",
+      S::preserve);
+  method("RmsNorm::forward_diff", G::propagates, "differentiable LayerNorm path", S::preserve);
+  method("LayerNorm::forward", G::propagates, "composed from differentiable tensor ops",
+         S::preserve);
   for (const char* layer : {"Linear", "Embedding", "Conv1d", "Conv2d", "ConvTranspose1d",
                             "ConvTranspose2d", "PReLU", "GroupNorm", "BatchNorm"}) {
     method(std::string(layer) + "::forward", G::propagates, "candle-nn layer forward");

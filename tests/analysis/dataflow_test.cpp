@@ -346,6 +346,11 @@ TEST(Dataflow, BoundConfigMakesShapesAndMultAddsConcrete) {
   const auto* qo = tensor(ir, qp->output);
   ASSERT_NE(qo, nullptr);
   EXPECT_EQ(dims(qo->shape), "b,t,256");
+  // Mlp::forward is also an entrypoint of its own (input shape unknown); reached from Block its
+  // input is (b, t, 256) after the RmsNorm, so gate_proj 256 -> 688 counts b*t*176128.
+  const auto* gate = op(ir, "Mlp::forward", "forward", 0);
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->mult_adds.value_or("-"), "b*t*176128");
   EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
 }
 
