@@ -603,10 +603,18 @@ void add_unique(std::vector<Candidate>& out, const Candidate& c) {
 
 }  // namespace
 
+namespace {
+// Resolution work per top-level query. `use` chains and glob imports fan out at every level, so a
+// depth bound alone still allows b^24 steps on a mutated file (found by fuzzing); past this budget
+// the path stays unresolved, as any other path the loader cannot follow.
+constexpr std::size_t kMaxResolveSteps = 20000;
+thread_local std::size_t resolve_steps = 0;
+}  // namespace
+
 std::vector<Candidate> Crate::lookup_in(const std::string& module, const std::string& name,
                                         int depth) const {
   std::vector<Candidate> out;
-  if (depth > 24) return out;
+  if (depth > 24 || ++resolve_steps > kMaxResolveSteps) return out;
   std::string key = module + '\n' + name;
   if (auto it = by_scope_.find(key); it != by_scope_.end())
     for (std::size_t i : it->second) {
@@ -636,7 +644,8 @@ std::vector<Candidate> Crate::resolve_segments(const std::string& module,
                                                const std::vector<std::string>& segs,
                                                int depth) const {
   std::vector<Candidate> cur;
-  if (segs.empty() || depth > 24) return cur;
+  if (depth == 0) resolve_steps = 0;
+  if (segs.empty() || depth > 24 || ++resolve_steps > kMaxResolveSteps) return cur;
   std::size_t i = 0;
   const std::string& s0 = segs[0];
   if (s0.empty()) {  // `::name` — an external crate
