@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_source.hpp"
 #include "checkpoint/ir_adapter.hpp"
 #include "checkpoint/verify.hpp"
+#include "cli/baseline.hpp"
 #include "cli/diagnostics.hpp"
 #include "cli/options.hpp"
 #include "cli/pipeline.hpp"
@@ -42,6 +43,25 @@ void emit_diagnostics(const Analysis& a, const OutputOptions& out) {
   } else {
     std::cerr << render_human(diags, ::isatty(2) != 0);
   }
+}
+
+// Baselines run after every other output is written: --update-baseline writes the fingerprint,
+// --check compares with one and prints the diff. Returns kExitGate on a change.
+int baselines(const Analysis& a, const OutputOptions& out) {
+  Baseline now = baseline_of(a.ir);
+  if (!out.update_baseline.empty()) {
+    write_file_atomic(out.update_baseline, write_baseline(now));
+    std::cerr << "wrote baseline " << out.update_baseline << "\n";
+  }
+  if (out.check_baseline.empty()) return kExitOk;
+  Baseline expected = parse_baseline(read_file(out.check_baseline), out.check_baseline);
+  std::string diff = diff_baselines(expected, now);
+  if (diff.empty()) {
+    std::cerr << "baseline " << out.check_baseline << ": unchanged\n";
+    return kExitOk;
+  }
+  std::cerr << "baseline " << out.check_baseline << " differs (- baseline, + now):\n" << diff;
+  return kExitGate;
 }
 
 int gate(const Analysis& a, const OutputOptions& out, bool strict) {
@@ -220,7 +240,9 @@ int run(const std::vector<std::string>& args) {
     if (check->parsed() || report->parsed()) {
       write_or_print(out.output, out.format == "tree" ? render_tree(a) : ir::write_model_ir(a.ir));
       emit_diagnostics(a, out);
-      return gate(a, out, check->parsed() || out.strict);
+      int b = baselines(a, out);
+      int g = gate(a, out, check->parsed() || out.strict);
+      return g != kExitOk ? g : b;
     }
     if (query_cmd->parsed() || mcp_cmd->parsed()) {
       QueryContext qctx;
@@ -299,7 +321,9 @@ int run(const std::vector<std::string>& args) {
       std::cout << summary;
       std::cout << "wrote " << (dir / "summary.txt").string() << ", model-summary.txt, model.json, "
                 << "findings.txt, findings.sarif, model.html\n";
-      return gate(a, out, out.strict);
+      int b = baselines(a, out);
+      int g = gate(a, out, out.strict);
+      return g != kExitOk ? g : b;
     }
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -40,6 +40,10 @@ void add_output_options(CLI::App& cmd, OutputOptions& o, bool with_format) {
   cmd.add_flag("--strict", o.strict, "Fail (exit 1) on proven error findings");
   cmd.add_option("--deny", o.deny, "Fail (exit 1) if any finding of these rules is present")
       ->delimiter(',');
+  cmd.add_option("--update-baseline", o.update_baseline,
+                 "Write the model fingerprint (candle-graph/model-baseline/1) to this file");
+  cmd.add_option("--check", o.check_baseline,
+                 "Compare with a model fingerprint; any change fails (exit 1) with a +/- diff");
 }
 
 }  // namespace cg::cli

@@ -33,6 +33,8 @@ struct OutputOptions {
   std::string message_format = "human";  // human | json | sarif
   bool strict = false;
   std::vector<std::string> deny;
+  std::string update_baseline;  // write the model fingerprint here
+  std::string check_baseline;   // compare with this fingerprint; a change fails (exit 1)
 };
 
 void add_crate_options(CLI::App& cmd, CrateOptions& o, bool positional_path = true);

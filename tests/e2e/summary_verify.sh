@@ -27,4 +27,14 @@ printf '{"hidden_size": 256,' >"$work/bad.json"
 "$cg" summary "$crate" --config "$work/bad.json" >/dev/null 2>"$work/err"; rc=$?
 [ "$rc" -eq 2 ] || fail "malformed config exits $rc, expected 2"
 grep -q 'bad.json' "$work/err" || fail "malformed config names the file ($(cat "$work/err"))"
+# Baselines: record, check unchanged (0), a feature change fails (1) with a +/- diff.
+"$cg" check "$crate" --config "$crate/config.json" -o /dev/null --update-baseline "$work/model.baseline" 2>/dev/null \
+  || fail "--update-baseline exited $?"
+grep -q '^# candle-graph/model-baseline/1' "$work/model.baseline" || fail "baseline header"
+"$cg" check "$crate" --config "$crate/config.json" -o /dev/null --check "$work/model.baseline" 2>/dev/null \
+  || fail "--check of an unchanged crate exited $?"
+"$cg" check "$crate" --config "$crate/config.json" --features qkv-bias -o /dev/null \
+  --check "$work/model.baseline" 2>"$work/err"; rc=$?
+[ "$rc" -eq 1 ] || fail "--check of a changed crate exits $rc, expected 1"
+grep -q '^+ parameter.*q_proj.bias' "$work/err" || fail "the diff shows the added bias ($(cat "$work/err"))"
 echo "ok"
