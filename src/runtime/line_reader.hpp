@@ -35,6 +35,7 @@ class LineReader {
   std::size_t max_line_;
   std::vector<char> buf_;
   std::size_t data_cap_;
+  std::size_t full_cap_ = 0;  // the most the buffer grows to: one chunk plus the longest line
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
   bool eof_ = false;
