@@ -184,6 +184,7 @@ int run(const std::vector<std::string>& args) {
                         "Exact id, then exact name, then case-insensitive substring");
   add_crate_options(*query_cmd, crate, false);
   query_cmd->add_option("--path", crate.path, "Crate directory or Cargo.toml (default: .)");
+  query_cmd->add_option("--to", qreq.to, "path: the operation or tensor to reach");
   query_cmd->add_option("--limit", qreq.limit, "Most records to return (default 100)")
       ->check(CLI::PositiveNumber);
   query_cmd->add_option("--offset", qreq.offset, "Records to skip (default 0)");

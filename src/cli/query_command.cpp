@@ -155,6 +155,102 @@ void one_item_page(JsonWriter& w) {
       .field("truncated", false);
 }
 
+// One operation or tensor named by `sel` (exact id, exact name, or a unique substring).
+struct Endpoint {
+  bool is_op = false;
+  std::size_t index = 0;
+};
+
+Endpoint endpoint(const ir::ModelIr& ir, const std::string& sel, const char* what) {
+  std::vector<query::Selectable> items;
+  for (const auto& o : ir.operations)
+    items.push_back({o.id, {}, {o.name, o.source}});
+  for (const auto& t : ir.tensors)
+    items.push_back({t.id, {t.name}, {}});
+  auto s = query::select(items, sel);
+  if (s.indices.empty())
+    throw InputError("query path",
+                     std::string(what) + " '" + sel + "' matches no operation or tensor");
+  if (s.indices.size() > 1) {
+    std::string c;
+    for (std::size_t k = 0; k < s.indices.size() && k < 20; ++k)
+      c += "\n  " + items[s.indices[k]].id;
+    throw InputError("query path", std::string(what) + " '" + sel +
+                                       "' is ambiguous: " + std::to_string(s.indices.size()) +
+                                       " candidates; pass one stable id:" + c);
+  }
+  std::size_t i = s.indices[0];
+  if (i < ir.operations.size()) return {true, i};
+  return {false, i - ir.operations.size()};
+}
+
+// Breadth-first over producer -> consumer edges (an operation's output feeding another's input).
+std::string answer_path(const Analysis& a, const query::QueryRequest& req) {
+  const ir::ModelIr& ir = a.ir;
+  if (req.to.empty())
+    throw InputError("query path", "needs --to: the operation or tensor to reach");
+  Endpoint from = endpoint(ir, req.selector, "from");
+  Endpoint to = endpoint(ir, req.to, "--to");
+  std::map<std::string, std::vector<std::size_t>> consumers;
+  for (std::size_t i = 0; i < ir.operations.size(); ++i)
+    for (const auto& t : ir.operations[i].inputs)
+      consumers[t].push_back(i);
+  std::vector<std::size_t> start;
+  if (from.is_op)
+    start.push_back(from.index);
+  else if (auto it = consumers.find(ir.tensors[from.index].id); it != consumers.end())
+    start = it->second;
+  auto reached = [&](std::size_t op) {
+    return to.is_op ? op == to.index : ir.operations[op].output == ir.tensors[to.index].id;
+  };
+  std::vector<std::ptrdiff_t> prev(ir.operations.size(), -2);  // -2 unseen, -1 a start
+  std::vector<std::size_t> queue;
+  for (std::size_t st : start)
+    if (prev[st] == -2) {
+      prev[st] = -1;
+      queue.push_back(st);
+    }
+  std::ptrdiff_t found = -1;
+  for (std::size_t qi = 0; qi < queue.size() && found < 0; ++qi) {
+    std::size_t op = queue[qi];
+    if (reached(op)) {
+      found = static_cast<std::ptrdiff_t>(op);
+      break;
+    }
+    auto it = consumers.find(ir.operations[op].output);
+    if (it == consumers.end()) continue;
+    for (std::size_t next : it->second)
+      if (prev[next] == -2) {
+        prev[next] = static_cast<std::ptrdiff_t>(op);
+        queue.push_back(next);
+      }
+  }
+  std::vector<std::size_t> chain;
+  for (std::ptrdiff_t at = found; at >= 0; at = prev[static_cast<std::size_t>(at)])
+    chain.push_back(static_cast<std::size_t>(at));
+  std::reverse(chain.begin(), chain.end());
+  JsonWriter w(2);
+  head(w, a, "path", req.selector);
+  w.field("to", req.to).field("found", found >= 0);
+  auto page = query::paginate(chain.size(), req.offset, req.limit);
+  w.field("total", static_cast<std::uint64_t>(chain.size()))
+      .field("offset", static_cast<std::uint64_t>(page.offset))
+      .field("returned", static_cast<std::uint64_t>(page.returned))
+      .field("truncated", page.truncated);
+  w.key("items").begin_array();
+  for (std::size_t k = page.offset; k < page.offset + page.returned; ++k) {
+    const auto& o = ir.operations[chain[k]];
+    w.begin_object()
+        .field("id", o.id)
+        .field("name", o.qualified_name.value_or(o.name))
+        .field("detail", o.source)
+        .field("drill_down", "candle-graph query operation '" + o.id + "'")
+        .end_object();
+  }
+  w.end_array().end_object();
+  return w.take() + "\n";
+}
+
 }  // namespace
 
 const std::vector<query::ToolSpec>& query_kinds() {
@@ -186,6 +282,8 @@ const std::vector<query::ToolSpec>& query_kinds() {
        false},
       {"graph-train", "Operations reached by training entrypoints", true},
       {"graph-infer", "Operations reached by inference entrypoints", true},
+      {"path", "The shortest chain of operations from SELECTOR to --to (operation or tensor ids)",
+       true, true, true, true},
       {"findings", "Diagnostics (rule, severity, message), errors first", true},
       {"finding", "One finding in full", true, true, false, false},
       {"runtime", "The merged runtime summary (needs --runtime-trace)", false, false, false, false},
@@ -219,6 +317,7 @@ std::string answer_query(const Analysis& a, const query::QueryRequest& req,
   if (!spec.takes_selector && !req.selector.empty())
     throw InputError("query " + kind, "takes no selector");
   const ir::ModelIr& ir = a.ir;
+  if (kind == "path") return answer_path(a, req);
   JsonWriter w(2);
   head(w, a, kind, req.selector);
   const std::string section = section_of(kind);

@@ -103,4 +103,35 @@ TEST(QueryCommand, TreeFormatIsOneLinePerItem) {
   EXPECT_NE(out.find("  model.layers.1.weight"), std::string::npos) << out;
 }
 
+TEST(QueryCommand, PathFollowsProducerToConsumer) {
+  cg::cli::Analysis a;
+  a.ir.analysis_id = "analysis:test";
+  auto op = [&](const std::string& id, std::vector<std::string> in, const std::string& out) {
+    cg::ir::Operation o;
+    o.id = id;
+    o.name = id;
+    o.inputs = std::move(in);
+    o.output = out;
+    a.ir.operations.push_back(o);
+  };
+  op("op:a", {"t0"}, "t1");
+  op("op:b", {"t1"}, "t2");
+  op("op:side", {"t1"}, "t9");
+  op("op:c", {"t2", "t9"}, "t3");
+  cg::query::QueryRequest r;
+  r.kind = "path";
+  r.selector = "op:a";
+  r.to = "op:c";
+  std::string out = cg::cli::answer_query(a, r);
+  EXPECT_NE(out.find("\"found\": true"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"total\": 3"), std::string::npos) << out;
+  EXPECT_LT(out.find("\"op:a\""), out.find("\"op:c\""));
+  r.selector = "op:c";
+  r.to = "op:a";  // against the flow
+  out = cg::cli::answer_query(a, r);
+  EXPECT_NE(out.find("\"found\": false"), std::string::npos) << out;
+  r.to.clear();
+  EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError) << "path needs --to";
+}
+
 }  // namespace
