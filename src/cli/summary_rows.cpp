@@ -63,8 +63,60 @@ std::string relative(const std::string& child, const std::string& parent) {
   return child;
 }
 
+// "b*t*65536" -> {"b*t", 65536}; nullopt for anything but a product of names and numbers.
+std::optional<std::pair<std::string, std::uint64_t>> product_term(const std::string& e) {
+  std::vector<std::string> syms;
+  std::uint64_t n = 1;
+  std::size_t pos = 0;
+  while (pos <= e.size()) {
+    auto star = e.find('*', pos);
+    std::string f = e.substr(pos, star == std::string::npos ? std::string::npos : star - pos);
+    pos = star == std::string::npos ? e.size() + 1 : star + 1;
+    if (f.empty()) return std::nullopt;
+    if (std::all_of(f.begin(), f.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (f.size() > 12) return std::nullopt;
+      n *= std::stoull(f);
+    } else if (std::all_of(f.begin(), f.end(), [](char c) {
+                 return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+               })) {
+      syms.push_back(f);
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::sort(syms.begin(), syms.end());
+  std::string key;
+  for (const auto& x : syms)
+    key += (key.empty() ? "" : "*") + x;
+  return std::make_pair(key, n);
+}
+
 struct Tree {
   const ir::ModelIr& ir;
+  std::map<std::string, const ir::Operation*> ops;  // id -> operation
+  std::map<std::string, std::uint64_t> mult_total;  // symbol product -> count
+  bool mult_partial = false;
+
+  // The mult-adds of the operations that read this module's own parameters ("" if none known).
+  std::string module_mult_adds(const std::vector<const ir::Parameter*>& ps) {
+    std::vector<std::string> seen;
+    for (const auto* p : ps)
+      for (const auto& u : p->uses) {
+        auto it = ops.find(u);
+        if (it == ops.end() || !it->second->mult_adds) continue;
+        if (std::find(seen.begin(), seen.end(), u) == seen.end()) seen.push_back(u);
+      }
+    std::string out;
+    for (const auto& u : seen) {
+      const std::string& m = *ops[u]->mult_adds;
+      out += (out.empty() ? "" : " + ") + m;
+      if (auto t = product_term(m))
+        mult_total[t->first] += t->second;
+      else
+        mult_partial = true;
+    }
+    return out;
+  }
   std::map<std::string, std::vector<const ir::Module*>> children;   // parent id -> modules
   std::map<std::string, std::vector<const ir::Parameter*>> params;  // module id -> leaves
   std::map<std::string, std::pair<std::optional<std::uint64_t>, std::size_t>> memo;
@@ -105,6 +157,7 @@ struct Tree {
     r.params = total(m).first;
     r.trainable = "?";
     r.marker = marker_of(m.confidence);
+    r.mult_adds = module_mult_adds(params[m.id]);
     rows.push_back(r);
     if (max_depth >= 0 && depth >= max_depth) return;
     for (const auto* p : params[m.id]) {
@@ -125,7 +178,9 @@ struct Tree {
 }  // namespace
 
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth) {
-  Tree t{ir, {}, {}, {}};
+  Tree t{ir, {}, {}, false, {}, {}, {}};
+  for (const auto& o : ir.operations)
+    t.ops[o.id] = &o;
   std::vector<const ir::Module*> roots;
   for (const auto& m : ir.modules) {
     if (m.parent)
@@ -163,6 +218,14 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
   if (any || ir.parameters.empty()) out.totals.total = total;
   (void)frozen;  // trainability needs the assembly site (VarMap vs mmap): not claimed
   out.totals.dtype = dtype;
+  if (!t.mult_total.empty() && max_depth < 0) {
+    std::string total_text;
+    for (const auto& [key, n] : t.mult_total)
+      total_text +=
+          (total_text.empty() ? "" : " + ") + (key.empty() ? "" : key + "*") + group_thousands(n);
+    if (t.mult_partial) total_text += " + terms not summed";
+    out.totals.mult_adds = total_text;
+  }
   if (std::uint64_t b = dtype_bytes(dtype); b > 0 && out.totals.total)
     out.totals.bytes = *out.totals.total * b;
   return out;

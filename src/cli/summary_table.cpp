@@ -54,6 +54,10 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   std::size_t w_name = std::string("Module (type)").size();
   std::size_t w_shape = std::string("Param shape").size();
   std::size_t w_params = std::string("Param #").size();
+  std::size_t w_mult = 0;  // the Mult-Adds column appears only when some row has a count
+  for (const auto& r : rows)
+    w_mult = std::max(w_mult, r.mult_adds.size());
+  if (w_mult > 0) w_mult = std::max(w_mult, std::string("Mult-Adds").size());
   for (const auto& r : rows) {
     std::string cell = std::string(static_cast<std::size_t>(r.depth) * 2, ' ');
     if (r.depth > 0) cell += "└─";
@@ -66,12 +70,13 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     w_params = std::max(w_params, r.params ? group_thousands(*r.params).size() : 1);
   }
   const std::size_t w_train = std::string("Trainable").size();
-  std::size_t width = w_name + 2 + w_shape + 2 + w_params + 2 + w_train;
+  std::size_t width = w_name + 2 + w_shape + 2 + w_params + 2 + w_train + (w_mult ? w_mult + 2 : 0);
   std::string rule(width, '=');
   std::string out;
   out += rule + "\n" + title + "\n" + rule + "\n";
   out += pad("Module (type)", w_name) + "  " + pad("Param shape", w_shape) + "  " +
-         pad_left("Param #", w_params) + "  " + "Trainable\n";
+         pad_left("Param #", w_params) + "  " + (w_mult ? pad("Mult-Adds", w_mult) + "  " : "") +
+         "Trainable\n";
   out += rule + "\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
@@ -79,7 +84,7 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     std::string count =
         r.params ? group_thousands(*r.params) : (r.shape.empty() && r.type.empty() ? "" : "?");
     out += pad(first[i], w_name) + "  " + pad(r.shape, w_shape) + "  " + pad_left(count, w_params) +
-           "  " + r.trainable + "\n";
+           "  " + (w_mult ? pad(r.mult_adds, w_mult) + "  " : "") + r.trainable + "\n";
   }
   out += rule + "\n";
   auto total = [](const std::optional<std::uint64_t>& v) {
@@ -92,6 +97,8 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   out += "Trainable params: " + total(totals.trainable) + "\n";
   if (totals.total && totals.trainable && *totals.total >= *totals.trainable)
     out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
+  if (!totals.mult_adds.empty())
+    out += "Mult-adds per forward pass (counted layers): " + totals.mult_adds + "\n";
   if (totals.bytes) {
     out += "Params size (MB): " + megabytes(*totals.bytes);
     if (!totals.dtype.empty()) out += " at " + totals.dtype;

@@ -16,6 +16,7 @@ struct SummaryRow {
   std::optional<std::uint64_t> params;  // nullopt = not computable (symbolic shape)
   std::string trainable;                // "yes" | "no" | "?"
   std::string marker;                   // "", "conditional", "unknown"
+  std::string mult_adds;                // per call, e.g. "b*t*65536"; "" when not known
 };
 
 struct SummaryTotals {
@@ -24,6 +25,7 @@ struct SummaryTotals {
   std::uint64_t unknown_leaves = 0;    // leaves whose count is symbolic
   std::optional<std::uint64_t> bytes;  // at the stated dtype
   std::string dtype;                   // e.g. "F32"; empty if unknown
+  std::string mult_adds;               // total per forward pass of the counted layers, or ""
 };
 
 std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& rows,

@@ -13,9 +13,9 @@ TEST(SummaryTable, GroupsThousands) {
 
 TEST(SummaryTable, TreeColumnsAndHonestTotals) {
   std::vector<cg::cli::SummaryRow> rows = {
-      {0, "TinyLlama", "TinyLlama", "", std::nullopt, "", ""},
-      {1, "embed_tokens.weight", "Embedding", "[4096, 256]", 1048576, "?", ""},
-      {1, "lm_head.weight", "Linear", "[vocab_size, hidden]", std::nullopt, "?", "conditional"},
+      {0, "TinyLlama", "TinyLlama", "", std::nullopt, "", "", ""},
+      {1, "embed_tokens.weight", "Embedding", "[4096, 256]", 1048576, "?", "", ""},
+      {1, "lm_head.weight", "Linear", "[vocab_size, hidden]", std::nullopt, "?", "conditional", ""},
   };
   cg::cli::SummaryTotals t;
   t.total = 1048576;

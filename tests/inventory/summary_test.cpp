@@ -40,6 +40,12 @@ TEST(Summary, BoundConfigGivesCountsPerModuleAndTotals) {
   std::string text = cg::cli::render_model_summary(a, kCrate + "/config.json", "BF16");
   EXPECT_NE(text.find("Total params: 3,950,848"), std::string::npos) << text;
   EXPECT_NE(text.find("Params size (MB): 7.54 at BF16"), std::string::npos) << text;
+  // Mult-adds per call from the dataflow (batch and sequence stay symbolic): 4 layers of
+  // q,o (256x256), k,v (128x256) and three 688x256 projections.
+  EXPECT_NE(text.find("b*t*65536"), std::string::npos) << text;
+  EXPECT_NE(text.find("Mult-adds per forward pass (counted layers): b*t*2,899,968"),
+            std::string::npos)
+      << text;
   // Construction order, as torchinfo lists registration order: attention before the MLP.
   EXPECT_LT(text.find("self_attn (Attention)"), text.find("mlp (Mlp)")) << text;
 }
