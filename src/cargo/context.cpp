@@ -30,6 +30,11 @@ toml::table parse_manifest(const fs::path& manifest) {
   std::error_code ec;
   if (!fs::is_regular_file(manifest, ec))
     throw InputError(manifest.string(), "no Cargo.toml here (expected a Cargo package)");
+  // Real manifests are kilobytes; a runaway file is refused instead of parsed into memory.
+  constexpr std::uintmax_t kMaxManifestBytes = std::uintmax_t{4} << 20;
+  if (auto size = fs::file_size(manifest, ec); !ec && size > kMaxManifestBytes)
+    throw InputError(manifest.string(), "Cargo.toml is " + std::to_string(size) +
+                                            " bytes; manifests over 4 MiB are refused");
   try {
     return toml::parse_file(manifest.string());
   } catch (const toml::parse_error& e) {

@@ -3,6 +3,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "util/error.hpp"
 
@@ -146,6 +149,27 @@ TEST(CargoCfg, HostDefaultOrRustcPlusFeatures) {
   EXPECT_THAT(ctx.cfgs, ::testing::Contains("feature=\"fast\""));
   EXPECT_THAT(ctx.cfgs, ::testing::Contains(::testing::StartsWith("target_os=")));
   EXPECT_TRUE(std::is_sorted(ctx.cfgs.begin(), ctx.cfgs.end()));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CargoBounds, AHugeManifestIsRefusedNamingTheFile) {
+  fs::path dir = fs::temp_directory_path() / ("cg-huge-manifest-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "src");
+  {
+    std::ofstream m(dir / "Cargo.toml");
+    m << "[package]\nname = \"huge\"\nversion = \"0.1.0\"\n";
+    std::string comment = "# " + std::string(1000, 'x') + "\n";
+    for (int i = 0; i < 5000; ++i)
+      m << comment;  // ~5 MB of comments: valid TOML, absurd size
+  }
+  std::ofstream(dir / "src/lib.rs") << "";
+  std::string err = error_of(dir, {});
+  EXPECT_THAT(err, HasSubstr("Cargo.toml"));
+  EXPECT_THAT(err, HasSubstr("over 4 MiB are refused"));
+  fs::remove_all(dir);
 }
 
 }  // namespace

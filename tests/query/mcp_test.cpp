@@ -92,3 +92,23 @@ TEST(Mcp, ServeAnswersEachLineAndSurvivesGarbage) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(McpBounds, AnOversizedMessageIsAnErrorAndTheNextOneIsServed) {
+  auto s = server();
+  std::string big(McpServer::kMaxMessageBytes + 10, 'x');
+  std::istringstream in(big + "\n" + R"({"jsonrpc":"2.0","id":7,"method":"tools/list"})" + "\n");
+  std::ostringstream out;
+  s.serve(in, out);
+  std::string text = out.str();
+  auto nl = text.find('\n');
+  ASSERT_NE(nl, std::string::npos) << text;
+  std::string first = text.substr(0, nl), second = text.substr(nl + 1);
+  EXPECT_NE(first.find("\"error\""), std::string::npos) << first;
+  EXPECT_LT(first.size(), 1000u) << "the reply does not echo the oversized message";
+  EXPECT_NE(second.find("\"id\":7"), std::string::npos) << second;
+  EXPECT_NE(second.find("query_summary"), std::string::npos) << second;
+}
+
+}  // namespace
