@@ -255,6 +255,7 @@ std::string project_payload(const ir::ModelIr& ir) {
     string_or_null(w, "shape_rule", op.shape_rule);
     string_or_null(w, "device_rule", op.device_rule);
     string_or_null(w, "domain_rule", op.domain_rule);
+    opt_string(w, "mult_adds", op.mult_adds);  // shown in the inspector like every field
     w.key("timing");
     if (op.timing) {
       w.begin_object();
