@@ -3,15 +3,11 @@
 #include <cstring>
 #include <functional>
 
+#include "analysis/syntax.hpp"
+#include "util/text.hpp"
+
 namespace cg::analysis {
 namespace {
-
-std::string_view kind_of(TSNode n) {
-  return ts_node_type(n);
-}
-TSNode field_of(TSNode n, const char* f) {
-  return ts_node_child_by_field_name(n, f, static_cast<std::uint32_t>(std::strlen(f)));
-}
 
 // `&'a mut crate::Config` -> `crate::Config`; `Arc<Config>` -> `Config`.
 std::string peel_type(std::string t) {
@@ -61,18 +57,6 @@ std::optional<std::string> attr_value(const std::string& attr, const std::string
     p = e;
   }
   return std::nullopt;
-}
-
-bool has_word(const std::string& s, const std::string& w) {
-  std::size_t p = 0;
-  while ((p = s.find(w, p)) != std::string::npos) {
-    bool l = p == 0 || !(std::isalnum(static_cast<unsigned char>(s[p - 1])) || s[p - 1] == '_');
-    std::size_t e = p + w.size();
-    bool r = e >= s.size() || !(std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_');
-    if (l && r) return true;
-    p = e;
-  }
-  return false;
 }
 
 SymValue type_default(const std::string& type_text) {
@@ -151,8 +135,8 @@ const ConfigBinding::StructInfo& ConfigBinding::info(std::size_t item) const {
   for (TSNode a = ts_node_prev_named_sibling(st.node);
        !ts_node_is_null(a) && kind_of(a) == "attribute_item"; a = ts_node_prev_named_sibling(a)) {
     std::string t = node_text(a, src);
-    if (has_word(t, "derive") && has_word(t, "Deserialize")) s.deserialize = true;
-    if (has_word(t, "serde") && has_word(t, "default") && !attr_value(t, "default"))
+    if (contains_word(t, "derive") && contains_word(t, "Deserialize")) s.deserialize = true;
+    if (contains_word(t, "serde") && contains_word(t, "default") && !attr_value(t, "default"))
       s.struct_default = true;
   }
   TSNode body = field_of(st.node, "body");
@@ -172,12 +156,12 @@ const ConfigBinding::StructInfo& ConfigBinding::info(std::size_t item) const {
       f.json_name = f.name;
       f.line = ts_node_start_point(ch).row + 1;
       for (const auto& a : pending) {
-        if (!has_word(a, "serde")) continue;
+        if (!contains_word(a, "serde")) continue;
         if (auto r = attr_value(a, "rename")) f.json_name = *r;
         if (auto al = attr_value(a, "alias")) f.aliases.push_back(*al);
         if (auto d = attr_value(a, "default"))
           f.default_fn = *d;
-        else if (has_word(a, "default"))
+        else if (contains_word(a, "default"))
           f.serde_default = true;
       }
       pending.clear();

@@ -10,8 +10,10 @@
 #include "analysis/config_binding.hpp"
 #include "analysis/layer_catalog.hpp"
 #include "analysis/symbolic.hpp"
+#include "analysis/syntax.hpp"
 #include "ir/stable_id.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 // The VarBuilder algebra (reference-static §4.1): a constructor's body is walked statement by
 // statement with an environment of builder values (root + key segments + certainty), config
@@ -107,13 +109,6 @@ struct Leaf {
 struct Diag {
   std::string source, message;
 };
-
-std::string_view kind_of(TSNode n) {
-  return ts_node_type(n);
-}
-TSNode field_of(TSNode n, const char* f) {
-  return ts_node_child_by_field_name(n, f, static_cast<std::uint32_t>(std::strlen(f)));
-}
 
 // Named children in order, comments and attributes skipped. A cursor walk: indexing children
 // one by one (`ts_node_named_child(n, i)`) is linear per call, so quadratic per block.
@@ -1728,20 +1723,7 @@ ir::Confidence confidence_of(const Cert& c) {
 }
 
 bool mentions_self_or(const std::string& ret, const std::string& type_name) {
-  auto has_token = [&](const std::string& tok) {
-    std::size_t p = 0;
-    while ((p = ret.find(tok, p)) != std::string::npos) {
-      bool l =
-          p == 0 || !(std::isalnum(static_cast<unsigned char>(ret[p - 1])) || ret[p - 1] == '_');
-      std::size_t e = p + tok.size();
-      bool r =
-          e >= ret.size() || !(std::isalnum(static_cast<unsigned char>(ret[e])) || ret[e] == '_');
-      if (l && r) return true;
-      p = e;
-    }
-    return false;
-  };
-  return has_token("Self") || has_token(type_name);
+  return contains_word(ret, "Self") || contains_word(ret, type_name);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "cli/pipeline.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -14,6 +13,7 @@
 #include "runtime/merge_ir.hpp"
 #include "rust/crate.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace cg::cli {
 
@@ -35,24 +35,9 @@ ir::Visibility visibility_of(rust::Visibility v) {
   return ir::Visibility::unknown;
 }
 
-// Token match: `Tensor`, `&Tensor`, `candle::Tensor`, `Result<Tensor>`, `&Var`; not
-// `MyTensorLike` or `Variance`.
+// A tensor signature: `Tensor`, `&Tensor`, `Result<Tensor>`, `&Var` as whole tokens.
 bool mentions_tensor(const std::string& type_text) {
-  for (const char* token : {"Tensor", "Var"}) {
-    const std::size_t len = std::strlen(token);
-    std::size_t pos = 0;
-    while ((pos = type_text.find(token, pos)) != std::string::npos) {
-      bool left_ok = pos == 0 || !(std::isalnum(static_cast<unsigned char>(type_text[pos - 1])) ||
-                                   type_text[pos - 1] == '_');
-      std::size_t end = pos + len;
-      bool right_ok =
-          end >= type_text.size() ||
-          !(std::isalnum(static_cast<unsigned char>(type_text[end])) || type_text[end] == '_');
-      if (left_ok && right_ok) return true;
-      pos = end;
-    }
-  }
-  return false;
+  return contains_word(type_text, "Tensor") || contains_word(type_text, "Var");
 }
 
 std::string last_segment(const std::string& path) {
