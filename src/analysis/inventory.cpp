@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -128,6 +129,18 @@ std::vector<TSNode> named_children(TSNode n, bool keep_attributes = false) {
   }
   ts_tree_cursor_delete(&c);
   return out;
+}
+
+// The expression inside wrappers of the given kinds: `&(x)` -> `x` for
+// {"reference_expression", "parenthesized_expression"}. Stops at a wrapper with no child.
+TSNode peel(TSNode n, std::initializer_list<std::string_view> wrappers) {
+  while (!ts_node_is_null(n) &&
+         std::find(wrappers.begin(), wrappers.end(), kind_of(n)) != wrappers.end()) {
+    auto ch = named_children(n);
+    if (ch.empty()) break;
+    n = ch.back();
+  }
+  return n;
 }
 
 std::string strip_generics(std::string path) {
@@ -558,13 +571,8 @@ class Walker : public EvalContext {
   // Key segments a prefix argument pushes: `"a.b"` -> {a, b}; `i` -> {"{i}"} (or the index when
   // the loop is expanded); `format!("block_{i}")` -> {"block_{i}"}.
   std::vector<std::string> prefix_segments(TSNode arg) {
+    arg = peel(arg, {"reference_expression", "parenthesized_expression"});
     std::string_view k = kind_of(arg);
-    while (k == "reference_expression" || k == "parenthesized_expression") {
-      auto ch = named_children(arg);
-      if (ch.empty()) break;
-      arg = ch.back();
-      k = kind_of(arg);
-    }
     if (k == "call_expression") {
       // `format!(..).as_str()`, `name.to_string()`: the receiver carries the text.
       TSNode fn = field_of(arg, "function");
@@ -920,15 +928,8 @@ class Walker : public EvalContext {
 
   // `Self { attn: a }` where `let a = Attention::new(..)`: the instance's field is `attn`.
   void name_held_modules(TSNode value, const std::string& field) {
-    std::string_view k = kind_of(value);
-    while (k == "try_expression" || k == "reference_expression" ||
-           k == "parenthesized_expression") {
-      auto ch = named_children(value);
-      if (ch.empty()) return;
-      value = ch.back();
-      k = kind_of(value);
-    }
-    if (k != "identifier") return;
+    value = peel(value, {"try_expression", "reference_expression", "parenthesized_expression"});
+    if (kind_of(value) != "identifier") return;
     if (Value* v = find_var(text(value)))
       for (std::size_t m : v->modules)
         insts[m].field = field;
@@ -940,7 +941,7 @@ class Walker : public EvalContext {
     TSNode body = field_of(n, "body");
     walk(iter, depth);
     std::string var = first_identifier(pat);
-    repeat_body(var, iter, pat, depth, [&] { walk(body, depth); });
+    repeat_body(var, iter, pat, [&] { walk(body, depth); });
   }
 
   std::string first_identifier(TSNode pat) {
@@ -956,12 +957,9 @@ class Walker : public EvalContext {
   // Runs `body` for each iteration of `iter` when its range is concrete (the loop variable bound
   // to the index), else once with the loop variable symbolic; instances created inside carry
   // the repeat text.
-  void repeat_body(const std::string& var, TSNode iter, TSNode pat, int depth,
+  void repeat_body(const std::string& var, TSNode iter, TSNode pat,
                    const std::function<void()>& body) {
-    (void)depth;
-    TSNode range = iter;
-    while (!ts_node_is_null(range) && kind_of(range) == "parenthesized_expression")
-      range = named_children(range).empty() ? TSNode{} : named_children(range).back();
+    TSNode range = peel(iter, {"parenthesized_expression"});
     std::optional<std::int64_t> lo, hi;
     std::string bound_text = ts_node_is_null(iter) ? "?" : text(iter);
     if (!ts_node_is_null(range) && kind_of(range) == "range_expression") {
@@ -1329,9 +1327,7 @@ class Walker : public EvalContext {
     }
     // An iterator (`(0..n).map(|i| ..)`, `xs.iter().enumerate().map(..)`) repeats the body.
     bool iterator = false;
-    TSNode it = recv;
-    while (!ts_node_is_null(it) && kind_of(it) == "parenthesized_expression")
-      it = named_children(it).empty() ? TSNode{} : named_children(it).back();
+    TSNode it = peel(recv, {"parenthesized_expression"});
     if (!ts_node_is_null(it) && kind_of(it) == "range_expression") iterator = true;
     if (!ts_node_is_null(it) && kind_of(it) == "call_expression") {
       TSNode f = field_of(it, "function");
@@ -1342,9 +1338,7 @@ class Walker : public EvalContext {
       TSNode pat = ps.empty() ? TSNode{} : ps[0];
       if (!ts_node_is_null(pat) && kind_of(pat) == "parameter") pat = field_of(pat, "pattern");
       std::string var = first_identifier(pat);
-      std::size_t before = frame().created.size();
-      repeat_body(var, recv, pat, depth, [&] { walk(body, depth); });
-      (void)before;
+      repeat_body(var, recv, pat, [&] { walk(body, depth); });
       return;
     }
     frame().scopes.emplace_back();
@@ -1663,9 +1657,7 @@ class Walker : public EvalContext {
     leaf.root = b.root;
     leaf.kind = method;
     std::string name;
-    TSNode name_node = args[name_idx];
-    while (kind_of(name_node) == "reference_expression" && !named_children(name_node).empty())
-      name_node = named_children(name_node).back();
+    TSNode name_node = peel(args[name_idx], {"reference_expression"});
     SymValue nv = eval(name_node);
     if (nv.kind == SymValue::Kind::string) {
       name = nv.text;
@@ -1682,13 +1674,7 @@ class Walker : public EvalContext {
     leaf.key = join_key(segs);
     leaf.name = name;
     if (!name_first) {
-      TSNode shape = args[0];
-      while (kind_of(shape) == "reference_expression" ||
-             kind_of(shape) == "parenthesized_expression") {
-        auto ch = named_children(shape);
-        if (ch.empty()) break;
-        shape = ch.back();
-      }
+      TSNode shape = peel(args[0], {"reference_expression", "parenthesized_expression"});
       std::string_view sk = kind_of(shape);
       std::vector<SymValue> dims;
       if (sk == "tuple_expression" || sk == "array_expression" || sk == "unit_expression") {

@@ -204,19 +204,18 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
   SummaryModel out;
   for (const auto* r : roots)
     t.emit(*r, "", 0, max_depth, out.rows);
-  std::uint64_t total = 0, frozen = 0;
+  std::uint64_t total = 0;
   bool any = false;
   for (const auto& p : ir.parameters) {
     if (auto n = count_of(p)) {
       total += *n;
       any = true;
-      if (p.role == ir::ParameterRole::running_state) frozen += *n;
     } else {
       ++out.totals.unknown_leaves;
     }
   }
   if (any || ir.parameters.empty()) out.totals.total = total;
-  (void)frozen;  // trainability needs the assembly site (VarMap vs mmap): not claimed
+  // Trainable stays unknown: trainability is decided where the VarBuilder is made.
   out.totals.dtype = dtype;
   if (!t.mult_total.empty() && max_depth < 0) {
     std::string total_text;
