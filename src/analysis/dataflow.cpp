@@ -288,15 +288,8 @@ class Engine {
   void finding(const std::string& rule, ir::Severity sev, ir::Confidence conf,
                const std::string& msg, const std::string& source,
                std::vector<std::string> related) {
-    ir::Finding f;
-    f.id = ir::finding_id(rule, source, msg);
+    ir::Finding f = ir::make_finding(rule, sev, conf, msg, source, std::move(related));
     if (!emitted_.insert(f.id).second) return;
-    f.rule = rule;
-    f.severity = sev;
-    f.confidence = conf;
-    f.message = msg;
-    if (!source.empty()) f.source = source;
-    f.related = std::move(related);
     ir::Evidence e;
     e.kind = ir::EvidenceKind::source;
     e.confidence = conf;

@@ -1822,15 +1822,8 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
 
   auto add_finding = [&](std::string rule, ir::Severity sev, ir::Confidence conf, std::string msg,
                          std::string source, std::vector<std::string> related) {
-    ir::Finding f;
-    f.id = ir::finding_id(rule, source, msg);
-    f.rule = std::move(rule);
-    f.severity = sev;
-    f.confidence = conf;
-    f.message = std::move(msg);
-    if (!source.empty()) f.source = std::move(source);
-    f.related = std::move(related);
-    ir.findings.push_back(std::move(f));
+    ir.findings.push_back(ir::make_finding(std::move(rule), sev, conf, std::move(msg),
+                                           std::move(source), std::move(related)));
   };
 
   for (auto& r : results) {

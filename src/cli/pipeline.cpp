@@ -46,18 +46,6 @@ std::string last_segment(const std::string& path) {
   return leaf.substr(0, leaf.find('<'));
 }
 
-ir::Finding make_finding(std::string rule, ir::Severity severity, ir::Confidence confidence,
-                         std::string message, std::string source) {
-  ir::Finding f;
-  f.id = ir::finding_id(rule, source, message);
-  f.rule = std::move(rule);
-  f.severity = severity;
-  f.confidence = confidence;
-  f.message = std::move(message);
-  if (!source.empty()) f.source = std::move(source);
-  return f;
-}
-
 }  // namespace
 
 Analysis analyze(const CrateOptions& opts, const EvidenceOptions& evidence) {
@@ -101,15 +89,15 @@ Analysis analyze(const CrateOptions& opts, const EvidenceOptions& evidence) {
     }
     ir.cargo = std::move(s);
     if (!c.cfgs_from_rustc) {
-      ir.findings.push_back(
-          make_finding("cargo-context", ir::Severity::information, ir::Confidence::proven,
-                       "rustc was not available; cfg evaluated with the documented host default "
-                       "(x86_64 Linux GNU)",
-                       a.manifest_path));
+      ir.findings.push_back(ir::make_finding(
+          "cargo-context", ir::Severity::information, ir::Confidence::proven,
+          "rustc was not available; cfg evaluated with the documented host default "
+          "(x86_64 Linux GNU)",
+          a.manifest_path));
     }
   } else {
     a.package_id = fs::path(opts.path).filename().string();
-    ir.findings.push_back(make_finding(
+    ir.findings.push_back(ir::make_finding(
         "cargo-context", ir::Severity::warning, ir::Confidence::proven,
         "no Cargo.toml found; sources loaded from src/ without features or dependency renames",
         ""));
@@ -118,7 +106,7 @@ Analysis analyze(const CrateOptions& opts, const EvidenceOptions& evidence) {
   // Catalog claims hold for audited Candle releases only (DESIGN.md: honest uncertainty).
   if (!analysis::LayerCatalog::for_version(candle_nn_version).audited()) {
     std::string shown = candle_nn_version.empty() ? "an unresolved version" : candle_nn_version;
-    ir.findings.push_back(make_finding(
+    ir.findings.push_back(ir::make_finding(
         "candle-semantics-version", ir::Severity::warning, ir::Confidence::proven,
         "candle-nn resolves to " + shown +
             ", which is not an audited release (audited: 0.11.0); operation and constructor "
@@ -128,8 +116,8 @@ Analysis analyze(const CrateOptions& opts, const EvidenceOptions& evidence) {
 
   for (const auto& d : crate.diagnostics()) {
     std::string src = d.file.empty() ? "" : d.file + (d.line ? ":" + std::to_string(d.line) : "");
-    ir.findings.push_back(make_finding(d.rule, ir::Severity::warning, ir::Confidence::unknown,
-                                       "incomplete source analysis: " + d.message, src));
+    ir.findings.push_back(ir::make_finding(d.rule, ir::Severity::warning, ir::Confidence::unknown,
+                                           "incomplete source analysis: " + d.message, src));
   }
   for (const auto& f : crate.files())
     if (!f->ok()) ++a.files_with_syntax_errors;

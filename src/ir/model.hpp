@@ -250,6 +250,11 @@ struct ModelIr {
   bool operator==(const ModelIr&) const = default;
 };
 
+// A finding with its stable id (rule, source, message); `source` "" means no location.
+Finding make_finding(std::string rule, Severity severity, Confidence confidence,
+                     std::string message, std::string source,
+                     std::vector<std::string> related = {});
+
 // Sorts every section by id (byte order), drops repeated ids (keeping the first; findings merge
 // `related` and `evidence`), sorts and dedups nested id lists, and recomputes `coverage`.
 void normalize(ModelIr& ir);
