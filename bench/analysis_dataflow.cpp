@@ -4,11 +4,9 @@
 //   --report prints per-model totals: operations, unknown ops, tensors with a known
 //   dtype/shape/device, operations with mult-adds, findings by rule. --config binds one
 //   config.json to every model (fields a model's config lacks stay symbolic).
-#include <tree_sitter/api.h>
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,21 +21,12 @@
 #include "analysis/inventory.hpp"
 #include "cargo/context.hpp"
 #include "ir/stable_id.hpp"
+#include "parse_baseline.hpp"
 #include "rust/crate.hpp"
-#include "rust/grammar.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 bool mentions_tensor(const std::string& t) {
   // Token match as in src/cli/pipeline.cpp: `Tensor`/`Var`, not `VarBuilder` or `MyTensorLike`.
@@ -214,29 +203,16 @@ int main(int argc, char** argv) {
     report(ir);
     return 0;
   }
-  std::vector<double> ours, raw;
+  std::vector<double> ours;
   std::size_t ops = 0;
   for (int rep = 0; rep < 5; ++rep) {
     cg::ir::ModelIr ir = base;
-    double t0 = now_s();
+    double t0 = bench::now_s();
     cg::analysis::build_dataflow(crate, opts, ir);
-    ours.push_back(now_s() - t0);
+    ours.push_back(bench::now_s() - t0);
     ops = ir.operations.size();
   }
-  for (int rep = 0; rep < 5; ++rep) {
-    double t0 = now_s();
-    TSParser* parser = ts_parser_new();
-    ts_parser_set_language(parser, cg::rust::rust_language());
-    for (const auto& f : crate.files()) {
-      const std::string& t = f->text();
-      TSTree* tree =
-          ts_parser_parse_string(parser, nullptr, t.data(), static_cast<std::uint32_t>(t.size()));
-      ts_tree_delete(tree);
-    }
-    ts_parser_delete(parser);
-    raw.push_back(now_s() - t0);
-  }
-  double o = median(ours), r = median(raw);
+  double o = bench::median(ours), r = bench::raw_parse_seconds(crate);
   std::fprintf(stderr, "dataflow: %zu files, %zu entrypoints, %zu operations (median of 5)\n",
                crate.files().size(), entrypoints, ops);
   std::printf("ROW|dataflow of all model entrypoints (s)|%.3f|%.3f|%.2f|≤1 s|%s\n", o, r, o / r,

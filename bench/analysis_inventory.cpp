@@ -4,10 +4,8 @@
 // bench_rust_load). `--report` prints the per-model truth table instead (issue #4): leaves,
 // template families, conditional and unknown leaves, and diagnostics per component.
 // Usage (bench protocol): bench_analysis_inventory BASELINES_FILE WORK_DIR; env CG_CANDLE_SRC.
-#include <tree_sitter/api.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,20 +15,11 @@
 #include <vector>
 
 #include "analysis/inventory.hpp"
-#include "rust/grammar.hpp"
+#include "parse_baseline.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 void report(const cg::ir::ModelIr& ir) {
   struct Row {
@@ -93,30 +82,17 @@ int main(int argc, char** argv) {
     report(ir);
     return 0;
   }
-  std::vector<double> ours, raw;
+  std::vector<double> ours;
   std::size_t params = 0, components = 0;
   for (int rep = 0; rep < 5; ++rep) {
     cg::ir::ModelIr ir;
-    double t0 = now_s();
+    double t0 = bench::now_s();
     cg::analysis::build_inventory(crate, opts, ir);
-    ours.push_back(now_s() - t0);
+    ours.push_back(bench::now_s() - t0);
     params = ir.parameters.size();
     components = ir.components.size();
   }
-  for (int rep = 0; rep < 5; ++rep) {
-    double t0 = now_s();
-    TSParser* parser = ts_parser_new();
-    ts_parser_set_language(parser, cg::rust::rust_language());
-    for (const auto& f : crate.files()) {
-      const std::string& t = f->text();
-      TSTree* tree =
-          ts_parser_parse_string(parser, nullptr, t.data(), static_cast<std::uint32_t>(t.size()));
-      ts_tree_delete(tree);
-    }
-    ts_parser_delete(parser);
-    raw.push_back(now_s() - t0);
-  }
-  double o = median(ours), r = median(raw);
+  double o = bench::median(ours), r = bench::raw_parse_seconds(crate);
   std::fprintf(stderr, "inventory: %zu files, %zu components, %zu parameter leaves (median of 5)\n",
                crate.files().size(), components, params);
   std::printf("ROW|inventory of all models (s)|%.3f|%.3f|%.2f|≤0.5 s|%s\n", o, r, o / r,
