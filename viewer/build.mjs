@@ -48,15 +48,23 @@ export function escapePayload(json) {
 export function escapeHtml(s) {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
-// Payloads above 1 MB go gzip+base64 (as the C++ side does when built with zlib).
+// The tables only the architecture and checkpoint views need go into the second, deferred part
+// (as src/viewer/payload.cpp splits them); each part above 1 MB goes gzip+base64 (as the C++ side
+// does when built with zlib).
+export const TREE_KEYS = ['modules', 'parameters', 'checkpoint'];
 export function assemble(template, payloadObj, { gzipAbove = 1 << 20 } = {}) {
   const title = escapeHtml(String((payloadObj.model && payloadObj.model.name) || 'model'));
-  const json = JSON.stringify(payloadObj);
-  const big = Buffer.byteLength(json) > gzipAbove;
-  const payload = big ? '' : escapePayload(json);
-  const gz = big ? gzipSync(json, { level: 6 }).toString('base64') : '';
-  const parts = { CG_TITLE: title, CG_PAYLOAD: payload, CG_PAYLOAD_GZ: gz };
-  return template.replace(/@@(CG_TITLE|CG_PAYLOAD|CG_PAYLOAD_GZ)@@/g, (m, k) => parts[k]);
+  const main = {}, tree = {};
+  for (const [k, v] of Object.entries(payloadObj)) (TREE_KEYS.includes(k) ? tree : main)[k] = v;
+  main.summary = { ...(main.summary || {}), checkpoint: tree.checkpoint != null };
+  const part = (obj) => {
+    const json = JSON.stringify(obj);
+    const big = Buffer.byteLength(json) > gzipAbove;
+    return [big ? '' : escapePayload(json), big ? gzipSync(json, { level: 6 }).toString('base64') : ''];
+  };
+  const [payload, gz] = part(main), [treeJson, treeGz] = part(tree);
+  const parts = { CG_TITLE: title, CG_PAYLOAD: payload, CG_PAYLOAD_GZ: gz, CG_TREE: treeJson, CG_TREE_GZ: treeGz };
+  return template.replace(/@@(CG_TITLE|CG_PAYLOAD|CG_PAYLOAD_GZ|CG_TREE|CG_TREE_GZ)@@/g, (m, k) => parts[k]);
 }
 
 function writeAtomic(path, text) {

@@ -1,7 +1,10 @@
 #include "viewer/html.hpp"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <stdexcept>
+#include <utility>
 
 #include "util/error.hpp"
 
@@ -20,6 +23,8 @@ namespace {
 constexpr std::string_view kTitleMark = "@@CG_TITLE@@";
 constexpr std::string_view kPayloadMark = "@@CG_PAYLOAD@@";
 constexpr std::string_view kPayloadGzMark = "@@CG_PAYLOAD_GZ@@";
+constexpr std::string_view kTreeMark = "@@CG_TREE@@";
+constexpr std::string_view kTreeGzMark = "@@CG_TREE_GZ@@";
 // Above this size the payload goes gzip+base64: the page shrinks ~5x and the browser's HTML parser
 // no longer has to scan tens of MB of script text (the JS inflates it with DecompressionStream).
 constexpr std::size_t kGzipAbove = std::size_t{1} << 20;
@@ -148,35 +153,55 @@ bool viewer_bundled() {
 #endif
 }
 
+#if defined(CG_VIEWER_BUNDLED)
+namespace {
+// One payload part as the page embeds it: escaped JSON, or (when big and zlib is there) gzip+base64
+// with the plain slot left empty. Exactly one of the two is non-empty for a non-empty part.
+struct EmbeddedPart {
+  std::string plain;
+  std::string gz;
+};
+EmbeddedPart embed(std::string_view json) {
+  EmbeddedPart out;
+  if (json.size() > kGzipAbove) out.gz = payload_gzip_base64(json);
+  if (out.gz.empty()) out.plain = escape_payload_json(json);
+  return out;
+}
+}  // namespace
+#endif
+
 std::string render_viewer_html_from_payload(std::string_view payload_json,
-                                            const ViewerOptions& options) {
+                                            const ViewerOptions& options,
+                                            std::string_view tree_json) {
 #if defined(CG_VIEWER_BUNDLED)
   std::string tpl;
   for (const std::string_view part : generated::kTemplateParts)
     tpl += part;
   const std::string title = escape_html(options.title.empty() ? "model" : options.title);
-  // Compressed only when the payload is big and this build has zlib; base64 needs no escaping.
-  std::string gz;
-  if (payload_json.size() > kGzipAbove) gz = payload_gzip_base64(payload_json);
-  const std::string payload = gz.empty() ? escape_payload_json(payload_json) : std::string();
+  // Compressed only when a part is big and this build has zlib; base64 needs no escaping.
+  const EmbeddedPart main = embed(payload_json);
+  const EmbeddedPart tree = embed(tree_json);
   // Substitute by position in the template only, so inserted text is never searched again.
+  // Longer marks first where one is a prefix of another (…_GZ after its plain mark would match).
+  const std::pair<std::string_view, const std::string*> marks[] = {{kTitleMark, &title},
+                                                                   {kPayloadGzMark, &main.gz},
+                                                                   {kPayloadMark, &main.plain},
+                                                                   {kTreeGzMark, &tree.gz},
+                                                                   {kTreeMark, &tree.plain}};
   std::string out;
-  out.reserve(tpl.size() + payload.size() + title.size());
+  out.reserve(tpl.size() + main.plain.size() + main.gz.size() + tree.plain.size() + tree.gz.size() +
+              title.size());
   std::size_t pos = 0;
   while (pos < tpl.size()) {
     const std::size_t next = tpl.find("@@CG_", pos);
     if (next == std::string::npos) break;
     out.append(tpl, pos, next - pos);
     const std::string_view rest = std::string_view(tpl).substr(next);
-    if (rest.starts_with(kTitleMark)) {
-      out += title;
-      pos = next + kTitleMark.size();
-    } else if (rest.starts_with(kPayloadGzMark)) {
-      out += gz;
-      pos = next + kPayloadGzMark.size();
-    } else if (rest.starts_with(kPayloadMark)) {
-      out += payload;
-      pos = next + kPayloadMark.size();
+    const auto* mark = std::find_if(std::begin(marks), std::end(marks),
+                                    [&](const auto& m) { return rest.starts_with(m.first); });
+    if (mark != std::end(marks)) {
+      out += *mark->second;
+      pos = next + mark->first.size();
     } else {
       out += "@@CG_";
       pos = next + 5;
@@ -187,6 +212,7 @@ std::string render_viewer_html_from_payload(std::string_view payload_json,
 #else
   (void)payload_json;
   (void)options;
+  (void)tree_json;
   throw InputError("",
                    "this candle-graph was built without the HTML viewer bundle; "
                    "run scripts/setup.sh (npm ci) and rebuild so viewer/build.mjs can inline it");

@@ -26,9 +26,11 @@ std::string payload_gzip_base64(std::string_view payload_json);
 // True when this build carries the bundled page (viewer/viewer.cmake ran viewer/build.mjs).
 bool viewer_bundled();
 
-// The complete page around `payload_json` (a serialized candle-graph/viewer/1 document).
+// The complete page around `payload_json` (a serialized candle-graph/viewer/1 document, or its
+// main part when `tree_json` holds the deferred one: see viewer::project_payload_parts).
 // Throws cg::InputError when the build carries no bundle, naming the step that makes one.
 std::string render_viewer_html_from_payload(std::string_view payload_json,
-                                            const ViewerOptions& options);
+                                            const ViewerOptions& options,
+                                            std::string_view tree_json = {});
 
 }  // namespace cg::viewer

@@ -117,9 +117,19 @@ std::string last_segment(std::string_view prefix) {
   return std::string(dot == std::string_view::npos ? prefix : prefix.substr(dot + 1));
 }
 
+// A module's name in the tree, as PyTorch prints it: an indexed instance (`model.layers.3`) is
+// "3" even though its field is `layers`, so the viewer folds the instances into one family; the
+// root (empty prefix, no field) is named by its type.
+std::string module_name(const ir::Module& m) {
+  std::string last = last_segment(m.prefix);
+  if (all_digits(last)) return last;
+  if (m.field) return *m.field;
+  return last.empty() ? m.type_name : last;
+}
+
 }  // namespace
 
-std::string project_payload(const ir::ModelIr& ir) {
+PayloadParts project_payload_parts(const ir::ModelIr& ir) {
   std::unordered_map<std::string_view, const ir::Function*> functions;
   for (const auto& f : ir.functions)
     functions.emplace(f.id, &f);
@@ -129,7 +139,12 @@ std::string project_payload(const ir::ModelIr& ir) {
     if (op.gradient_rule.find("Severs") != std::string::npos) severed[op.output] = true;
   }
 
-  JsonWriter w(0);
+  const bool any_checkpoint =
+      std::any_of(ir.parameters.begin(), ir.parameters.end(),
+                  [](const auto& p) { return p.checkpoint_shape.has_value(); });
+  JsonWriter w(0);   // main part: what the first (dataflow) view needs
+  JsonWriter tw(0);  // tree part: modules, parameters, checkpoint (read after the first view)
+  tw.begin_object();
   w.begin_object().field("schema", kViewerSchema);
   w.key("model").begin_object();
   w.field("name", ir.cargo && !ir.cargo->package_name.empty() ? ir.cargo->package_name
@@ -142,7 +157,8 @@ std::string project_payload(const ir::ModelIr& ir) {
       .field("parameters", ir.coverage.parameters)
       .field("operations", ir.coverage.operations)
       .field("tensors", ir.coverage.tensors)
-      .field("functions", ir.coverage.functions);
+      .field("functions", ir.coverage.functions)
+      .field("checkpoint", any_checkpoint);  // the tab exists before the tree part is read
   w.end_object();
 
   w.key("components").begin_array();
@@ -154,52 +170,50 @@ std::string project_payload(const ir::ModelIr& ir) {
   }
   w.end_array();
 
-  w.key("modules").begin_array();
+  tw.key("modules").begin_array();
   for (const auto& m : ir.modules) {
-    w.begin_object().field("id", m.id);
-    w.field("name", m.field ? *m.field : last_segment(m.prefix));
-    w.field("type", m.type_name).field("prefix", m.prefix);
-    opt_string(w, "parent", m.parent);
-    w.field("component", m.component);
-    opt_string(w, "repeat", m.repeat);
-    opt_string(w, "qualified_type", m.qualified_type);
-    string_or_null(w, "builder_root", m.builder_root);
-    string_or_null(w, "source", m.source);
-    w.field("confidence", ir::to_string(m.confidence));
-    if (m.confidence == ir::Confidence::conditional) w.field("conditional", true);
-    w.end_object();
+    tw.begin_object().field("id", m.id);
+    tw.field("name", module_name(m));
+    tw.field("type", m.type_name).field("prefix", m.prefix);
+    opt_string(tw, "parent", m.parent);
+    tw.field("component", m.component);
+    opt_string(tw, "repeat", m.repeat);
+    opt_string(tw, "qualified_type", m.qualified_type);
+    string_or_null(tw, "builder_root", m.builder_root);
+    string_or_null(tw, "source", m.source);
+    tw.field("confidence", ir::to_string(m.confidence));
+    if (m.confidence == ir::Confidence::conditional) tw.field("conditional", true);
+    tw.end_object();
   }
-  w.end_array();
+  tw.end_array();
 
-  w.key("parameters").begin_array();
-  bool any_checkpoint = false;
+  tw.key("parameters").begin_array();
   for (const auto& p : ir.parameters) {
-    any_checkpoint = any_checkpoint || p.checkpoint_shape.has_value();
-    w.begin_object().field("id", p.id).field("key", p.key);
-    opt_string(w, "module", p.module);
-    u64_list(w, "shape", p.shape);
-    w.key("symbolic_shape");
+    tw.begin_object().field("id", p.id).field("key", p.key);
+    opt_string(tw, "module", p.module);
+    u64_list(tw, "shape", p.shape);
+    tw.key("symbolic_shape");
     if (p.symbolic_shape) {
-      w.begin_array();
+      tw.begin_array();
       for (const auto& d : *p.symbolic_shape)
-        w.value(d);
-      w.end_array();
+        tw.value(d);
+      tw.end_array();
     } else {
-      w.null();
+      tw.null();
     }
-    opt_string(w, "dtype", p.checkpoint_dtype);
-    w.field("role", ir::to_string(p.role));
-    string_or_null(w, "kind", p.kind);
-    w.field("confidence", ir::to_string(p.confidence));
-    opt_string(w, "reason", p.reason);
-    u64_list(w, "checkpoint_shape", p.checkpoint_shape);
-    string_or_null(w, "source", p.source);
+    opt_string(tw, "dtype", p.checkpoint_dtype);
+    tw.field("role", ir::to_string(p.role));
+    string_or_null(tw, "kind", p.kind);
+    tw.field("confidence", ir::to_string(p.confidence));
+    opt_string(tw, "reason", p.reason);
+    u64_list(tw, "checkpoint_shape", p.checkpoint_shape);
+    string_or_null(tw, "source", p.source);
     if (p.role == ir::ParameterRole::conditional || p.confidence == ir::Confidence::conditional) {
-      w.field("conditional", true);
+      tw.field("conditional", true);
     }
-    w.end_object();
+    tw.end_object();
   }
-  w.end_array();
+  tw.end_array();
 
   w.key("functions").begin_array();
   for (const auto& f : ir.functions) {
@@ -302,31 +316,44 @@ std::string project_payload(const ir::ModelIr& ir) {
 
   // Until the verification report lands in the IR, the checkpoint view is derived from the
   // parameters' checkpoint shapes: present = matched or shape mismatch, absent = missing.
-  w.key("checkpoint");
+  tw.key("checkpoint");
   if (any_checkpoint) {
-    w.begin_object().key("entries").begin_array();
+    tw.begin_object().key("entries").begin_array();
     for (const auto& p : ir.parameters) {
       std::string_view status = "missing";
       if (p.checkpoint_shape)
         status = p.shape && *p.shape != *p.checkpoint_shape ? "shape_mismatch" : "matched";
-      w.begin_object().field("key", p.key).field("status", status);
-      u64_list(w, "expected", p.shape);
-      u64_list(w, "actual", p.checkpoint_shape);
-      opt_string(w, "dtype", p.checkpoint_dtype);
-      w.end_object();
+      tw.begin_object().field("key", p.key).field("status", status);
+      u64_list(tw, "expected", p.shape);
+      u64_list(tw, "actual", p.checkpoint_shape);
+      opt_string(tw, "dtype", p.checkpoint_dtype);
+      tw.end_object();
     }
-    w.end_array().end_object();
+    tw.end_array().end_object();
   } else {
-    w.null();
+    tw.null();
   }
+  tw.end_object();
   w.end_object();
-  return w.take();
+  return {w.take(), tw.take()};
+}
+
+std::string project_payload(const ir::ModelIr& ir) {
+  PayloadParts parts = project_payload_parts(ir);
+  // Both parts are objects with disjoint keys: splice the tree's members into the main one.
+  std::string out = std::move(parts.main);
+  if (parts.tree.size() > 2) {
+    out.back() = ',';
+    out.append(parts.tree, 1, std::string::npos);
+  }
+  return out;
 }
 
 std::string render_viewer_html(const ir::ModelIr& ir, const ViewerOptions& options) {
   ViewerOptions opts = options;
   if (opts.title.empty() && ir.cargo) opts.title = ir.cargo->package_name;
-  return render_viewer_html_from_payload(project_payload(ir), opts);
+  const PayloadParts parts = project_payload_parts(ir);
+  return render_viewer_html_from_payload(parts.main, opts, parts.tree);
 }
 
 }  // namespace cg::viewer

@@ -120,6 +120,31 @@ TEST(ViewerPayload, CarriesWhatTheViewsNeed) {
   EXPECT_EQ(std::string_view(doc["findings"].at(0)["related"].at(0)), "o0");
 }
 
+// The page reads the main part first and the tree part after the first view: every table is in
+// exactly one of them, the union is the whole document, and the main part says up front whether
+// there is a checkpoint tab.
+TEST(ViewerPayload, PartsSplitTheDocumentWithoutLosingAnything) {
+  const auto m = tiny_ir();
+  const auto parts = cg::viewer::project_payload_parts(m);
+  simdjson::dom::parser p1;
+  simdjson::dom::parser p2;
+  simdjson::dom::parser p3;
+  const simdjson::dom::object main = p1.parse(parts.main).get_object();
+  const simdjson::dom::object tree = p2.parse(parts.tree).get_object();
+  const simdjson::dom::object whole = p3.parse(cg::viewer::project_payload(m)).get_object();
+  for (const char* k : {"modules", "parameters", "checkpoint"}) {
+    EXPECT_TRUE(tree[k].error() == simdjson::SUCCESS) << k;
+    EXPECT_FALSE(main[k].error() == simdjson::SUCCESS) << k;
+  }
+  for (const char* k : {"operations", "tensors", "functions", "findings", "components"}) {
+    EXPECT_TRUE(main[k].error() == simdjson::SUCCESS) << k;
+    EXPECT_FALSE(tree[k].error() == simdjson::SUCCESS) << k;
+  }
+  EXPECT_EQ(whole.size(), main.size() + tree.size());
+  EXPECT_TRUE(bool(main["summary"]["checkpoint"]));
+  EXPECT_EQ(whole["parameters"].get_array().size(), m.parameters.size());
+}
+
 TEST(ViewerPayload, NoCheckpointMeansNoCheckpointView) {
   auto m = tiny_ir();
   for (auto& p : m.parameters)
@@ -127,13 +152,18 @@ TEST(ViewerPayload, NoCheckpointMeansNoCheckpointView) {
   simdjson::dom::parser parser;
   const std::string json = cg::viewer::project_payload(m);
   EXPECT_TRUE(parser.parse(json)["checkpoint"].is_null());
+  EXPECT_FALSE(bool(parser.parse(json)["summary"]["checkpoint"]));
 }
 
 TEST(ViewerPayload, PageEmbedsTheEscapedPayload) {
   if (!cg::viewer::viewer_bundled()) GTEST_SKIP() << "viewer bundle not built";
   const auto m = tiny_ir();
   const std::string html = cg::viewer::render_viewer_html(m, {});
-  EXPECT_THAT(html, HasSubstr(cg::viewer::escape_payload_json(cg::viewer::project_payload(m))));
+  const auto parts = cg::viewer::project_payload_parts(m);
+  EXPECT_THAT(html, HasSubstr("id=\"cg-payload\">" + cg::viewer::escape_payload_json(parts.main) +
+                              "</script>"));
+  EXPECT_THAT(html, HasSubstr("id=\"cg-payload-tree\">" +
+                              cg::viewer::escape_payload_json(parts.tree) + "</script>"));
   EXPECT_THAT(html, HasSubstr("<title>tiny&lt;/script&gt;&lt;img"));
   EXPECT_THAT(html, ::testing::Not(HasSubstr("<img src=x")));
   // Kept as an artifact: the browser test opens it when present (an IR-made page, not a fixture).

@@ -13,14 +13,20 @@
   function fmtInt(n) { if (n == null) return '?'; var s = String(Math.round(n)), neg = s[0] === '-'; if (neg) s = s.slice(1); var o = ''; while (s.length > 3) { o = ',' + s.slice(-3) + o; s = s.slice(0, -3); } return (neg ? '-' : '') + s + o; }
   function fmtNs(ns) { if (ns == null) return '—'; if (ns >= 1e9) return (ns / 1e9).toFixed(2) + ' s'; if (ns >= 1e6) return (ns / 1e6).toFixed(2) + ' ms'; if (ns >= 1e3) return (ns / 1e3).toFixed(1) + ' µs'; return Math.round(ns) + ' ns'; }
   function shapeStr(s) { if (s == null) return '?'; if (Array.isArray(s)) return '[' + s.map(function (d) { return d == null ? '?' : d; }).join(', ') + ']'; return String(s); }
-  // A large payload may come gzip-compressed (base64 in #cg-payload-gz): the HTML parser then
-  // scans a few MB instead of tens, and the browser inflates it natively.
-  var gz = document.getElementById('cg-payload-gz');
-  if (gz && gz.textContent.trim()) {
-    var bin = atob(gz.textContent.trim()), bytes = new Uint8Array(bin.length);
+  // The payload comes in two parts: #cg-payload (what the first view needs: operations, tensors,
+  // functions, findings) and #cg-payload-tree (modules, parameters, checkpoint), which is parsed
+  // only after the dataflow graph is on screen, or at once when a view needs it. Either part may
+  // come gzip-compressed (base64 in #…-gz): the HTML parser then scans a few MB instead of tens,
+  // and the browser inflates it natively. A page with one part simply has no tree part.
+  function partText(id) { var e = document.getElementById(id); return e ? e.textContent.trim() : ''; }
+  function readPart(id, cb) {
+    var b64 = partText(id + '-gz');
+    if (!b64) { cb(partText(id)); return; }
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
     for (var bi = 0; bi < bin.length; bi++) bytes[bi] = bin.charCodeAt(bi);
-    new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(start);
-  } else start($('cg-payload').textContent);
+    new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(cb);
+  }
+  readPart('cg-payload', start);
   function start(text) {
   var P = JSON.parse(text);
   mark('parsed');
@@ -30,48 +36,79 @@
   // Rows of a compressed table inherit their kind from a shared prototype instead of carrying
   // their own `_kind` field (one less property write on 300k objects).
   var KIND = { modules: 'module', parameters: 'parameter', operations: 'operation', tensors: 'tensor', functions: 'function', findings: 'finding', components: 'component' };
-  ['modules', 'parameters', 'operations', 'tensors', 'functions', 'findings', 'components'].forEach(function (k) {
-    var t = P[k];
-    if (t && !Array.isArray(t) && t.columns) {
-      var cols = t.columns, nc = cols.length, proto = { _kind: KIND[k] };
-      P[k] = t.rows.map(function (r) { var o = Object.create(proto); for (var i = 0; i < nc && i < r.length; i++) if (r[i] !== null) o[cols[i]] = r[i]; return o; });
-    } else P[k] = t || [];
-  });
+  function tables(doc) {
+    Object.keys(KIND).forEach(function (k) {
+      var t = doc[k];
+      if (t && !Array.isArray(t) && t.columns) {
+        var cols = t.columns, nc = cols.length, proto = { _kind: KIND[k] };
+        P[k] = t.rows.map(function (r) { var o = Object.create(proto); for (var i = 0; i < nc && i < r.length; i++) if (r[i] !== null) o[cols[i]] = r[i]; return o; });
+      } else P[k] = t || P[k] || [];
+    });
+  }
+  tables(P);
   mark('tables');
 
   // ---------- indexes ----------
   var byId = new Map();
   function put(kind, o) { if (o._kind !== kind) o._kind = kind; byId.set(o.id, o); }
   P.components.forEach(function (c) { put('component', c); });
-  P.modules.forEach(function (m) { put('module', m); m._kids = []; m._params = []; });
-  P.parameters.forEach(function (p) { put('parameter', p); });
   P.operations.forEach(function (o) { put('operation', o); });
-  P.tensors.forEach(function (t) { put('tensor', t); t._consumers = []; });
+  P.tensors.forEach(function (t) { put('tensor', t); });
   P.functions.forEach(function (f) { put('function', f); });
   P.findings.forEach(function (f) { put('finding', f); });
   P.operations.forEach(function (o) {
-    (o.outputs || []).forEach(function (t) { if (byId.get(t)) byId.get(t)._producer = o.id; });
-    (o.inputs || []).forEach(function (t) { if (byId.get(t) && byId.get(t)._consumers) byId.get(t)._consumers.push(o.id); });
+    var outs = o.outputs, ins = o.inputs, i, t;
+    if (outs) for (i = 0; i < outs.length; i++) { t = byId.get(outs[i]); if (t && t._kind === 'tensor') t._producer = o.id; }
+    if (ins) for (i = 0; i < ins.length; i++) { t = byId.get(ins[i]); if (t && t._kind === 'tensor') (t._consumers || (t._consumers = [])).push(o.id); }
   });
   function numel(p) { if (p.numel != null) return p.numel; if (!Array.isArray(p.shape)) return null; var n = 1; for (var i = 0; i < p.shape.length; i++) { if (p.shape[i] == null) return null; n *= p.shape[i]; } return n; }
-  var roots = [];
-  P.modules.forEach(function (m) { var par = m.parent != null && byId.get(m.parent); if (par && par._kids) par._kids.push(m); else roots.push(m); });
-  P.parameters.forEach(function (p) { var m = byId.get(p.module); if (m && m._params) m._params.push(p); });
-  function sumParams(m) {
-    var s = 0, unk = false;
-    m._params.forEach(function (p) { var n = numel(p); if (n == null) unk = true; else s += n; });
-    m._kids.forEach(function (k) { sumParams(k); s += k._n; unk = unk || k._unk; });
-    m._n = s; m._unk = unk;
+  var roots = [], TOTAL = 0;
+  function indexTree() {
+    P.modules.forEach(function (m) { put('module', m); m._kids = []; m._params = []; });
+    P.parameters.forEach(function (p) { put('parameter', p); });
+    P.modules.forEach(function (m) { var par = m.parent != null && byId.get(m.parent); if (par && par._kids) par._kids.push(m); else roots.push(m); });
+    P.parameters.forEach(function (p) { var m = byId.get(p.module); if (m && m._params) m._params.push(p); });
+    function sumParams(m) {
+      var s = 0, unk = false;
+      m._params.forEach(function (p) { var n = numel(p); if (n == null) unk = true; else s += n; });
+      m._kids.forEach(function (k) { sumParams(k); s += k._n; unk = unk || k._unk; });
+      m._n = s; m._unk = unk;
+    }
+    roots.forEach(sumParams);
+    roots.forEach(function (m) { TOTAL += m._n; });
   }
-  roots.forEach(sumParams);
-  var TOTAL = 0; roots.forEach(function (m) { TOTAL += m._n; });
+  // Tree part: loaded once; callbacks queued meanwhile run in order once it is indexed.
+  // A one-part payload (modules in the main part) has nothing deferred.
+  var started = false, treeReady = P.modules.length > 0, treeWaiters = [], treeLoading = false;
+  if (treeReady) indexTree();
+  function whenTree(cb) { if (treeReady) { cb(); return; } treeWaiters.push(cb); loadTree(); }
+  function loadTree() {
+    if (treeReady || treeLoading) return;
+    treeLoading = true;
+    // The tree part follows the script in the page: wait until the parser has read it.
+    if (document.readyState === 'loading') { document.addEventListener('DOMContentLoaded', function () { treeLoading = false; loadTree(); }); return; }
+    // Parse, tables and index run as separate tasks, so the page answers input in between.
+    readPart('cg-payload-tree', function (t) {
+      var doc = JSON.parse(t || '{}');
+      setTimeout(function () {
+        tables(doc); if (doc.checkpoint !== undefined) P.checkpoint = doc.checkpoint;
+        setTimeout(treeLoaded, 0);
+      }, 0);
+    });
+  }
+  function treeLoaded() {
+    indexTree(); treeReady = true; mark('tree');
+    if (st.sel) inspect(lookup(st.sel) || null);
+    treeWaiters.splice(0).forEach(function (cb) { cb(); });
+    publish();
+  }
   mark('indexed');
 
   // ---------- state, hash ----------
   var VIEWS = [['architecture', 'Architecture'], ['dataflow', 'Dataflow'], ['findings', 'Findings'], ['checkpoint', 'Checkpoint'], ['profile', 'Profile']];
   var hasProfile = P.operations.some(function (o) { return o.timing; });
   var st = { view: null, sel: null };
-  function available(v) { return v === 'checkpoint' ? !!P.checkpoint : v === 'profile' ? hasProfile : true; }
+  function available(v) { return v === 'checkpoint' ? !!(P.checkpoint || P.summary && P.summary.checkpoint) : v === 'profile' ? hasProfile : true; }
   var hashLock = false;
   function writeHash() {
     if (hashLock) return;
@@ -109,6 +146,7 @@
   var inited = {};
   function showView(v) {
     if (!available(v)) v = 'architecture';
+    if ((v === 'architecture' || v === 'checkpoint') && !treeReady) { whenTree(function () { showView(v); }); return; }
     st.view = v;
     VIEWS.forEach(function (x) { $('view-' + x[0]).hidden = x[0] !== v; $('tab-' + x[0]).setAttribute('aria-selected', String(x[0] === v)); $('tab-' + x[0]).tabIndex = x[0] === v ? 0 : -1; });
     if (!inited[v]) { inited[v] = true; INIT[v](); }
@@ -210,7 +248,7 @@
   }
   function nameOf(r) {
     var o = r.o;
-    if (r.kind === 'family') return o.members[0].name != null ? '{i} × ' + o.count : o.prefix + ' × ' + o.count;
+    if (r.kind === 'family') return String(o.prefix).split('.').slice(-2).join('.') + ' × ' + o.count;
     if (r.kind === 'parameter') return String(o.key || o.id).split('.').pop();
     if (r.kind === 'component') return o.name || o.id;
     return o.name != null ? String(o.name) : String(o.prefix || o.id);
@@ -224,7 +262,9 @@
           d.appendChild(el('span', 'kind ' + kl, r.kind === 'parameter' ? 'param' : r.kind));
           d.appendChild(document.createTextNode(nameOf(r)));
           if (r.kind === 'module' && r.o._family) { var fam = famMap[r.o._family]; d.appendChild(el('span', 'flag', 'instance ' + r.o.name + ' of ' + fam.count)); }
-          if (r.o.repeat) d.appendChild(el('span', 'flag', 'repeated: ' + r.o.repeat));
+          // Descendants of a repeated module inherit its repeat: flag only where it starts.
+          var par = r.kind === 'module' && r.o.parent != null ? byId.get(r.o.parent) : null;
+          if (r.o.repeat && !(par && par.repeat === r.o.repeat)) d.appendChild(el('span', 'flag', 'repeated: ' + r.o.repeat));
           if (r.o.conditional) d.appendChild(el('span', 'flag', 'conditional'));
           if (r.o.confidence && r.o.confidence !== 'exact' && r.o.confidence !== 'proven' && !(r.o.conditional && r.o.confidence === 'conditional')) d.appendChild(el('span', 'flag', String(r.o.confidence)));
           if (r.kind === 'parameter' && numel(r.o) == null) d.appendChild(el('span', 'flag', 'shape unknown'));
@@ -280,43 +320,76 @@
   var G = null, lay = Object.create(null), expanded = Object.create(null), heat = false;
   var fnSel = $('df-fn'), phSel = $('df-phase');
   function opGroupPath(o) { return o.module || ''; }
+  // Groups are built lazily: a group knows the ops beneath it (`all`) and is split into child
+  // groups, direct ops and aggregated edges only when something needs its contents (it is
+  // expanded, inspected or on the way to a selected op). The first view of a 60k-op graph thus
+  // partitions a handful of groups instead of building every one of them up front.
+  var passN = 0;
+  function mkGroup(path, parent) {
+    var i = path.lastIndexOf('.'), seg = path.slice(i + 1);
+    var g = { id: 'g:' + path, path: path, name: !parent ? ((P.model && P.model.name) || 'model') : /^\d+$/.test(seg) && parent.path ? parent.name + '.' + seg : seg,
+      parent: parent, all: [], kids: null, ops: null, kidMap: null, edges: null, nOps: 0, ns: 0, depth: parent ? parent.depth + 1 : 0, _kind: 'group' };
+    G.groups.set(path, g); byId.set(g.id, g);
+    return g;
+  }
+  function opNs(o) { return o.timing ? o.timing.total_ns || 0 : 0; }
+  // Splits g into child groups (by the next segment of the op's module path) and direct ops, and
+  // aggregates op→op edges whose ends lie in different children of g (edges inside one child are
+  // aggregated when that child is split; edges leaving g belong to an ancestor).
+  function partition(g) {
+    if (g.kids) return g;
+    var pre = g.path ? g.path + '.' : '', L = pre.length, pass = ++passN, km = new Map(), kids = [], direct = [];
+    g.all.forEach(function (o) {
+      var m = o.module || '', c;
+      o._pass = pass;
+      if (m === g.path) { direct.push(o); o._c = o; return; }
+      var j = m.indexOf('.', L), seg = j < 0 ? m.slice(L) : m.slice(L, j);
+      c = km.get(seg);
+      if (!c) { c = mkGroup(pre + seg, g); km.set(seg, c); kids.push(c); }
+      c.all.push(o); c.nOps++; c.ns += opNs(o); o._c = c;
+    });
+    var agg = new Map(), edges = new Map();
+    g.all.forEach(function (o) {
+      var ins = o.inputs; if (!ins) return;
+      for (var k = 0; k < ins.length; k++) {
+        var t = byId.get(ins[k]), src = t && t._producer && byId.get(t._producer);
+        if (!src || src === o || src._pass !== pass || src._c === o._c) continue;
+        var a = src._c, b = o._c, row = agg.get(a) || (agg.set(a, new Map()), agg.get(a)), e = row.get(b);
+        if (!e) { e = { f: a.id, t: b.id, n: 0, tensor: ins[k], sev: false, dtc: false }; row.set(b, e); edges.set(e.f + '\u0000' + e.t, e); }
+        e.n++; if (t.grad === 'severed' || t.severed) e.sev = true; if (t.dtype_conflict) e.dtc = true;
+      }
+    });
+    g.kids = kids; g.ops = direct; g.kidMap = km; g.edges = edges;
+    return g;
+  }
+  // The group holding op `o` (undefined when the op is not in the current graph), or the group
+  // at `path`; both split the groups on the way down.
+  function groupAt(path) {
+    var g = G.groups.get(path); if (g) return g;
+    var i = path.lastIndexOf('.'), parent = path ? groupAt(i < 0 ? '' : path.slice(0, i)) : null;
+    return parent ? partition(parent).kidMap.get(path.slice(i + 1)) : undefined;
+  }
+  function lookup(id) { return byId.get(id) || famMap[id] || (G && /^g:/.test(id) ? groupAt(id.slice(2)) : undefined); }
+  function groupOfOp(o) { return o && o._graph === G.stamp ? groupAt(o.module || '') : undefined; }
   function buildGraph() {
-    var fn = fnSel.value, ph = phSel.value;
+    var fn = fnSel.value, ph = phSel.value, stamp = (G ? G.stamp : 0) + 1;
     var ops = P.operations.filter(function (o) {
       if (fn && o.function !== fn) return false;
       if (ph) { var phs = o.phases || (o.phase ? [o.phase] : []); if (phs.length && phs.indexOf(ph) < 0) return false; }
+      o._graph = stamp;
       return true;
     });
-    var groups = Object.create(null), gmap = new Map();
-    function grp(path) {
-      var g = gmap.get(path); if (g) return g;
-      var i = path.lastIndexOf('.'), parent = path ? grp(i < 0 ? '' : path.slice(0, i)) : null;
-      g = groups[path] = { id: 'g:' + path, path: path, name: !path ? ((P.model && P.model.name) || 'model') : /^\d+$/.test(path.slice(i + 1)) && parent.path ? parent.name + '.' + path.slice(i + 1) : path.slice(i + 1), parent: parent, kids: [], ops: [], edges: Object.create(null), nOps: 0, ns: 0, depth: parent ? parent.depth + 1 : 0 };
-      if (parent) parent.kids.push(g);
-      gmap.set(path, g); byId.set(g.id, g); g._kind = 'group';
-      return g;
-    }
-    var root = grp(''), opG = new Map();
-    ops.forEach(function (o) { var g = grp(opGroupPath(o)); g.ops.push(o); opG.set(o.id, g); var ns = o.timing ? o.timing.total_ns || 0 : 0; for (var x = g; x; x = x.parent) { x.nOps++; x.ns += ns; } });
-    // Aggregate op→op edges at the lowest common group, between that group's direct children.
-    var nEdges = 0;
+    G = { groups: new Map(), ops: ops, stamp: stamp };
+    var root = G.root = mkGroup('', null), maxNs = 0, nEdges = 0;
+    root.all = ops; root.nOps = ops.length;
     ops.forEach(function (o) {
-      (o.inputs || []).forEach(function (tid) {
-        var t = byId.get(tid), src = t && t._producer; if (!src || !opG.get(src) || src === o.id) return;
-        var ga = opG.get(src), gb = opG.get(o.id), a = ga, b = gb, ca = src, cb = o.id;
-        while (a.depth > b.depth) { ca = a.id; a = a.parent; }
-        while (b.depth > a.depth) { cb = b.id; b = b.parent; }
-        while (a !== b) { ca = a.id; cb = b.id; a = a.parent; b = b.parent; }
-        if (ca === cb) return;
-        var k = ca + '\u0000' + cb, e = a.edges[k];
-        if (!e) { e = a.edges[k] = { f: ca, t: cb, n: 0, tensor: tid, sev: false, dtc: false }; nEdges++; }
-        e.n++; if (t.grad === 'severed' || t.severed) e.sev = true; if (t.dtype_conflict) e.dtc = true;
-      });
+      var ns = opNs(o); root.ns += ns; if (ns > maxNs) maxNs = ns;
+      var ins = o.inputs; if (ins) for (var k = 0; k < ins.length; k++) { var t = byId.get(ins[k]); if (t && t._producer && t._producer !== o.id) nEdges++; }
     });
-    var maxNs = 0; ops.forEach(function (o) { if (o.timing && o.timing.total_ns > maxNs) maxNs = o.timing.total_ns; });
-    Object.keys(groups).forEach(function (p) { var g = groups[p]; if (g !== root && g.ns > maxNs) maxNs = g.ns; });
+    // Every group's time is at most that of its top-level ancestor: those bound the heat scale.
+    partition(root).kids.forEach(function (g) { if (g.ns > maxNs) maxNs = g.ns; });
+    G.maxNs = maxNs; G.totalNs = root.ns;
     mark('graph-built');
-    G = { root: root, groups: groups, opG: opG, ops: ops, nEdges: nEdges, maxNs: maxNs, totalNs: root.ns };
     // A chain of single-child groups (model → model.layers…) opens straight away so the first
     // view shows something meaningful instead of one box.
     expanded = Object.create(null); lay = Object.create(null);
@@ -326,13 +399,13 @@
       frontier.sort(function (a, b) { return b.nOps - a.nOps; });
       // The open box stays on screen, so it counts too; one-op wrappers are not worth opening.
       // A wrapper around a single group costs nothing to open; so does everything in a tiny graph.
-      var g0 = frontier.find(function (g) { var n = g.kids.length + g.ops.length; return (n > 1 || g.kids.length === 1 || root.nOps <= 24) && shown + n <= 24; });
+      var g0 = frontier.find(function (g) { partition(g); var n = g.kids.length + g.ops.length; return (n > 1 || g.kids.length === 1 || root.nOps <= 24) && shown + n <= 24; });
       if (!g0) break;
       expanded[g0.id] = true; shown += g0.kids.length + g0.ops.length;
       frontier.splice(frontier.indexOf(g0), 1); frontier = frontier.concat(g0.kids);
     }
     $('df-empty').hidden = ops.length > 0;
-    $('df-stat').textContent = fmtInt(ops.length) + ' ops · ' + fmtInt(Object.keys(groups).length - 1) + ' groups · ' + fmtInt(nEdges) + ' edges';
+    $('df-stat').textContent = fmtInt(ops.length) + ' ops · ' + fmtInt(nEdges) + ' dataflow edges';
   }
   function label(n) { return n._kind === 'group' ? n.name : (n.op || n.name || n.id); }
   function nodeSize(n) {
@@ -340,10 +413,11 @@
     var s = String(label(n)); return [Math.min(220, Math.max(70, 22 + s.length * 6.8)), 30];
   }
   function specFor(g) {
+    partition(g);
     var nodes = [], edges = [];
     g.kids.forEach(function (k) { var s = nodeSize(k); nodes.push(expanded[k.id] ? { id: k.id, sizeFrom: k.id } : { id: k.id, w: s[0], h: s[1] }); });
     g.ops.forEach(function (o) { var s = nodeSize(o); nodes.push({ id: o.id, w: s[0], h: s[1] }); });
-    Object.keys(g.edges).forEach(function (k) { var e = g.edges[k]; edges.push([e.f, e.t]); });
+    if (g.edges) g.edges.forEach(function (e) { edges.push([e.f, e.t]); });
     return { id: g.id, nodes: nodes, edges: edges, minW: 90 + (g.name.length + String(g.nOps).length) * 7.5 };
   }
   // ---------- worker ----------
@@ -363,7 +437,7 @@
   var pending = 0;
   function relayout(groupsToDo, cb) {
     var todo = [], seen = Object.create(null);
-    function add(g) { if (seen[g.id]) return; seen[g.id] = true; g.kids.forEach(function (k) { if (expanded[k.id] && !lay[k.id]) add(k); }); todo.push(g); }
+    function add(g) { if (seen[g.id]) return; seen[g.id] = true; partition(g).kids.forEach(function (k) { if (expanded[k.id] && !lay[k.id]) add(k); }); todo.push(g); }
     groupsToDo.forEach(function (g) { add(g); for (var p = g.parent; p; p = p.parent) { /* ancestors after */ } });
     var anc = []; groupsToDo.forEach(function (g) { for (var p = g.parent; p; p = p.parent) anc.push(p); });
     anc.sort(function (a, b) { return b.depth - a.depth; }).forEach(function (p) { if (!seen[p.id]) { seen[p.id] = true; todo.push(p); } else { todo.splice(todo.indexOf(p), 1); todo.push(p); } });
@@ -383,7 +457,7 @@
     var rl = lay[G.root.id]; if (!rl) return;
     function walk(g, ox, oy) {
       var L = lay[g.id]; if (!L) return;
-      L.edges.forEach(function (e) { var a = g.edges[e.f + '\u0000' + e.t]; visEdges.push({ ox: ox, oy: oy, pts: e.pts, agg: a }); });
+      L.edges.forEach(function (e) { var a = g.edges && g.edges.get(e.f + '\u0000' + e.t); visEdges.push({ ox: ox, oy: oy, pts: e.pts, agg: a }); });
       Object.keys(L.pos).forEach(function (id) {
         var p = L.pos[id], n = byId.get(id), x = ox + p[0], y = oy + p[1];
         var ex = n._kind === 'group' && expanded[n.id] && lay[n.id];
@@ -505,7 +579,7 @@
     else { expanded[g.id] = true; for (var b = g.parent; b; b = b.parent) delete lay[b.id]; relayout([g], cb); }
   }
   function expandTo(id, cb) {
-    var n = byId.get(id), g = n && (n._kind === 'group' ? n.parent : G.opG.get(id));
+    var n = byId.get(id) || (/^g:/.test(id) ? groupAt(id.slice(2)) : null), g = n && (n._kind === 'group' ? n.parent : groupOfOp(n));
     if (!g) { if (cb) cb(false); return; }
     var changed = [];
     for (var a = g; a; a = a.parent) if (!expanded[a.id]) { expanded[a.id] = true; changed.push(a); }
@@ -566,7 +640,7 @@
         else return;
         e.preventDefault();
       });
-      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); });
+      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); afterPaint(loadTree); });
     },
     findings: function () {
       var sevRank = { error: 0, warning: 1, information: 2, info: 2, note: 3 };
@@ -638,6 +712,7 @@
     if (!G || !lay[G.root.id]) { var iv = setInterval(function () { if (G && lay[G.root.id]) { clearInterval(iv); go(); } }, 20); } else go();
   }
   function focusFinding(f) {
+    if (!treeReady && (f.related || []).some(function (r) { return !byId.get(r); })) { whenTree(function () { focusFinding(f); }); return; }
     var rel = (f.related || []).filter(function (r) { return byId.get(r); }), first = rel[0];
     if (!first) return;
     var o = byId.get(first);
@@ -646,9 +721,10 @@
     else { showView('architecture'); revealInTree(first); }
   }
   function select(id, how) {
+    if (id && !treeReady && !byId.get(id)) { whenTree(function () { select(id, how); }); return; }
     st.sel = id; how = how || {};
     if (how.keepFocus) st.sel = how.keepFocus;
-    var o = id ? (byId.get(id) || famMap[id]) : null;
+    var o = id ? lookup(id) : null;
     inspect(o);
     if (st.view === 'dataflow') draw();
     if (st.view === 'architecture' && how.from !== 'tree' && o) revealInTree(id); else if (archTable) { archTable.selKey = id; archTable.paint(); }
@@ -671,7 +747,7 @@
       });
       return d;
     }
-    if (kind === 'group') { body.appendChild(dl({ path: o.path, operations: o.nOps, child_groups: o.kids.length, direct_ops: o.ops.length, total_time: o.ns ? fmtNs(o.ns) : null })); var m = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'])); } }
+    if (kind === 'group') { partition(o); body.appendChild(dl({ path: o.path, operations: o.nOps, child_groups: o.kids.length, direct_ops: o.ops.length, total_time: o.ns ? fmtNs(o.ns) : null })); var m = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'])); } }
     else if (kind === 'family') body.appendChild(dl({ prefix: o.prefix, type: o.type, instances: o.count, parameters: o._n, members: o.members.map(function (x) { return x.prefix || x.id; }).join(', ') }));
     else body.appendChild(dl(o, ['source', 'timing']));
     if (o.timing) { body.appendChild(el('h3', null, 'Timing')); var t = o.timing, tt = {}; Object.keys(t).forEach(function (k) { tt[k] = /_ns$/.test(k) ? fmtNs(t[k]) : t[k]; }); body.appendChild(dl(tt)); }
@@ -682,9 +758,9 @@
       (o.inputs || []).concat(o.outputs || []).forEach(function (tid) { var tn = byId.get(tid); if (tn) link(((o.outputs || []).indexOf(tid) >= 0 ? 'out: ' : 'in: ') + (tn.name || tid) + ' ' + (tn.shape ? shapeStr(tn.shape) : '') + ' ' + (tn.dtype || ''), function () { select(tid); }); });
       if (st.view !== 'dataflow') link('Show in graph', function () { goGraph(o.id); });
     }
-    if (kind === 'tensor') { if (o._producer) link('producer: ' + label(byId.get(o._producer)), function () { goGraph(o._producer); }); o._consumers.slice(0, 20).forEach(function (c) { link('consumer: ' + label(byId.get(c)), function () { goGraph(c); }); }); }
+    if (kind === 'tensor') { if (o._producer) link('producer: ' + label(byId.get(o._producer)), function () { goGraph(o._producer); }); (o._consumers || []).slice(0, 20).forEach(function (c) { link('consumer: ' + label(byId.get(c)), function () { goGraph(c); }); }); }
     if (kind === 'finding') (o.related || []).forEach(function (r) { if (byId.get(r)) link('focus ' + r, function () { focusFinding({ related: [r] }); }); });
-    if (kind === 'module' || kind === 'parameter') { if (st.view !== 'architecture') link('Show in tree', function () { showView('architecture'); revealInTree(o.id); }); if (kind === 'module' && o.prefix && G && G.groups[o.prefix]) link('Show in graph', function () { goGraph('g:' + o.prefix); }); }
+    if (kind === 'module' || kind === 'parameter') { if (st.view !== 'architecture') link('Show in tree', function () { showView('architecture'); revealInTree(o.id); }); if (kind === 'module' && o.prefix && G && groupAt(o.prefix)) link('Show in graph', function () { goGraph('g:' + o.prefix); }); }
     if (kind === 'group') { var mm = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (mm) link('Show in tree', function () { showView('architecture'); revealInTree(mm.id); }); }
     if (links.childNodes.length) body.appendChild(links);
   }
@@ -692,6 +768,7 @@
   // ---------- search ----------
   var matches = [], mi = -1, qTimer = null;
   function doSearch() {
+    if (!treeReady) { whenTree(doSearch); return; }
     var q = $('q').value.trim().toLowerCase(); matches = []; mi = -1; matchSet = Object.create(null);
     if (q) {
       var push = function (o, s) { if (String(s).toLowerCase().indexOf(q) >= 0) { matches.push(o.id); matchSet[o.id] = true; return true; } return false; };
@@ -699,7 +776,8 @@
       P.parameters.forEach(function (p) { push(p, p.key || p.id); });
       P.operations.forEach(function (o) { push(o, (o.op || '') + ' ' + (o.name || '') + ' ' + (o.module || '') + ' ' + o.id); });
       P.findings.forEach(function (f) { push(f, (f.rule || '') + ' ' + (f.message || '')); });
-      if (G) Object.keys(G.groups).forEach(function (k) { var g = G.groups[k]; if (g.path && g.path.toLowerCase().indexOf(q) >= 0) matchSet[g.id] = true; });
+      // Groups are marked by id whether or not they have been built yet (drawing looks ids up).
+      if (G) { var seen = new Set(); G.ops.forEach(function (o) { for (var m = o.module || ''; m && !seen.has(m); m = m.slice(0, Math.max(0, m.lastIndexOf('.')))) { seen.add(m); if (m.toLowerCase().indexOf(q) >= 0) matchSet['g:' + m] = true; } }); }
     }
     $('q-count').textContent = q ? (matches.length ? '0 / ' + fmtInt(matches.length) : 'no match') : '';
     draw(); writeHash();
@@ -729,13 +807,19 @@
   if (h0.q) { $('q').value = h0.q; doSearch(); }
   var first = h0.view || (P.operations.length ? 'dataflow' : 'architecture');
   showView(first);
-  if (h0.sel && (byId.get(h0.sel) || famMap[h0.sel])) { var o0 = byId.get(h0.sel); if (o0 && o0._kind === 'operation') goGraph(h0.sel); else select(h0.sel); }
+  if (h0.sel) (lookup(h0.sel) ? function (f) { f(); } : whenTree)(function () { var o0 = lookup(h0.sel); if (o0 && (o0._kind === 'operation' || o0._kind === 'group')) goGraph(h0.sel); else if (o0) select(h0.sel); });
   hashLock = false; writeHash();
-  window.addEventListener('hashchange', function () { var h = readHash(); if (h.view && h.view !== st.view) showView(h.view); if (h.sel && h.sel !== st.sel && byId.get(h.sel)) { if (byId.get(h.sel)._kind === 'operation') goGraph(h.sel); else select(h.sel); } });
+  window.addEventListener('hashchange', function () { var h = readHash(); if (h.view && h.view !== st.view) showView(h.view); if (h.sel && h.sel !== st.sel && lookup(h.sel)) { var k = lookup(h.sel)._kind; if (k === 'operation' || k === 'group') goGraph(h.sel); else select(h.sel); } });
   // Test/bench hooks (read-only introspection; no behaviour depends on them).
-  mark('started');
+  // Whatever the first view, the tree part loads once that view has painted.
+  if (st.view !== 'dataflow') afterPaint(loadTree);
+  function afterPaint(f) { requestAnimationFrame(function () { setTimeout(f, 0); }); }
+  mark('started'); started = true; publish();
+  function publish() {
+  if (!started || !treeReady) return;
   window.cg = { marks: MARKS, ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
     edgeScreenPos: function (tid) { var r = wrap.getBoundingClientRect(); for (var i = 0; i < visEdges.length; i++) { var e = visEdges[i]; if (e.agg && e.agg.tensor === tid && e.pts.length >= 4) { var p = e.pts, m = Math.floor(p.length / 4) * 2; var x = (p[m - 2 >= 0 ? m - 2 : 0] + p[m]) / 2, y = (p[m - 1 >= 0 ? m - 1 : 1] + p[m + 1]) / 2; return { x: r.left + view.x + (e.ox + x) * view.k, y: r.top + view.y + (e.oy + y) * view.k }; } } return null; },
-    isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Object.keys(G.groups).map(function (k) { return G.groups[k].id; }) : []; }, visible: function () { return vis.length; } };
+    isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Array.from(G.groups.values(), function (g) { return g.id; }) : []; }, visible: function () { return vis.length; } };
+  }
   }
 })();
