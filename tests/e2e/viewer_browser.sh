@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Browser test of the HTML viewer in headless Debian chromium (viewer/tests/browser.mjs): expand,
+# Browser test of the HTML viewer in headless Debian chromium (viewer/tests/browser.mjs) over
+# synthetic reports and the demo crate's own report written by `candle-graph view`: expand,
 # search, finding focus, view switches, XSS inertness, no network request. Screenshots are kept
 # in <build dir>/viewer-screenshots as test artifacts.
 # Usage: viewer_browser.sh <candle-graph binary> <repo root>
@@ -15,4 +16,9 @@ if [ ! -d "$root/node_modules/playwright-core" ] || [ ! -d "$root/node_modules/@
   exit 1
 fi
 out="$PWD/viewer-screenshots"
+mkdir -p "$out"
+# The demo's report as the CLI writes it; browser.mjs opens it next to the synthetic fixtures.
+"${1:?}" view "$root/examples/tiny-llama" --config "$root/examples/tiny-llama/config.json" \
+  -o "$out/demo-tiny-llama.html"
+export CG_DEMO_HTML="$out/demo-tiny-llama.html"
 exec node "$root/viewer/tests/browser.mjs" "$out"

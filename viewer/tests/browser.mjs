@@ -110,6 +110,26 @@ async function main() {
     await page3.goto('file://' + gzFile + '#view=findings');
     await page3.waitForFunction(() => window.cg && cg.state.view === 'findings' && document.querySelectorAll('#fi-table .vrow').length === 3, null, { timeout: 10000 });
     check(await page3.evaluate(() => document.getElementById('cg-payload').textContent === '' && window.__pwned === undefined), 'gzip+base64 payload loads (findings deep link) and stays inert');
+    // The demo's own report, written by `candle-graph view` from the analyzed example crate (the
+    // two-part page the C++ side emits), opens, draws its graph and answers in every view.
+    if (process.env.CG_DEMO_HTML) {
+      const page4 = await browser.newPage({ viewport: { width: 1440, height: 900 } }); watchNetwork(page4, bad);
+      await page4.goto('file://' + process.env.CG_DEMO_HTML);
+      await page4.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined, null, { timeout: 20000 });
+      const d = await page4.evaluate(() => ({ view: cg.state.view, visible: cg.visible(), tree: document.getElementById('cg-payload-tree').textContent.length }));
+      check(d.view === 'dataflow' && d.visible > 1, `demo report opens on a drawn dataflow graph (${d.visible} boxes)`);
+      check(d.tree > 0, 'demo report carries its module tree as the deferred payload part');
+      await page4.screenshot({ path: join(out, '09-demo-dataflow.png') });
+      await page4.click('#tab-architecture');
+      check(await page4.locator('#arch-tree .vrow', { hasText: '× 4' }).count() === 1, 'demo architecture folds the 4 decoder layers');
+      await page4.fill('#q', 'q_proj');
+      await page4.waitForFunction(() => /\/ \d|no match/.test(document.getElementById('q-count').textContent));
+      check(/^0 \/ [1-9]/.test(await page4.textContent('#q-count')), 'demo search finds q_proj');
+      await page4.press('#q', 'Enter');
+      await page4.waitForFunction(() => cg.state.sel != null, null, { timeout: 5000 });
+      check(await page4.evaluate(() => /q_proj/.test(document.getElementById('insp-title').textContent)), 'demo search result is shown in the inspector');
+      await page4.screenshot({ path: join(out, '10-demo-architecture.png') });
+    }
     // Hostile text stays text.
     const xss = await page.evaluate(() => ({ pwned: window.__pwned, imgs: document.querySelectorAll('img').length, title: document.title }));
     check(xss.pwned === undefined && xss.imgs === 0, 'XSS fixture is inert (no handler ran, no <img> element)');
