@@ -11,6 +11,7 @@
 #include "checkpoint/ir_adapter.hpp"
 #include "checkpoint/verify.hpp"
 #include "cli/baseline.hpp"
+#include "cli/checkpoint_view.hpp"
 #include "cli/diagnostics.hpp"
 #include "cli/options.hpp"
 #include "cli/pipeline.hpp"
@@ -131,8 +132,11 @@ int run(const std::vector<std::string>& args) {
 
   auto* view = app.add_subcommand("view", "Write the offline interactive HTML viewer");
   add_crate_options(*view, crate);
+  add_evidence_options(*view, evidence);
   view->add_option("--output,-o", out.output, "HTML file to write (default: model.html)");
-  view->footer("Example: candle-graph view examples/tiny-llama -o model.html");
+  view->footer(
+      "Example: candle-graph view examples/tiny-llama -o model.html "
+      "[--runtime-trace run.jsonl] [--checkpoint model.safetensors]");
 
   auto* profile = app.add_subcommand(
       "profile", "Merge runtime traces into the analysis and print the timing report (JSON)");
@@ -243,6 +247,16 @@ int run(const std::vector<std::string>& args) {
       emit_diagnostics(a, out);
       int b = baselines(a, out);
       int g = gate(a, out, check->parsed() || out.strict);
+      // --checkpoint: the verdict goes to stderr and a checkpoint that will not load fails the
+      // gate like a proven error finding (check always, report with --strict).
+      if (!evidence.checkpoint.empty()) {
+        checkpoint::VerifyOptions vopt;
+        vopt.prefix = evidence.prefix;
+        const auto rep = checkpoint::verify(checkpoint::inventory_from_ir(a.ir),
+                                            checkpoint::load_checkpoint(evidence.checkpoint), vopt);
+        std::cerr << checkpoint::report_text(rep, 5);
+        if (!rep.will_load && (check->parsed() || out.strict)) g = kExitGate;
+      }
       return g != kExitOk ? g : b;
     }
     if (query_cmd->parsed() || mcp_cmd->parsed()) {
@@ -303,9 +317,21 @@ int run(const std::vector<std::string>& args) {
     }
     viewer::ViewerOptions vo;
     vo.title = a.package_id;
+    // With --checkpoint, the page's checkpoint view shows the verification (and audit keeps the
+    // report beside the page).
+    std::optional<checkpoint::VerifyReport> ck_report;
+    std::optional<viewer::CheckpointView> ck_view;
+    if (!evidence.checkpoint.empty() && (view->parsed() || audit->parsed())) {
+      const auto ckpt = checkpoint::load_checkpoint(evidence.checkpoint);
+      checkpoint::VerifyOptions vopt;
+      vopt.prefix = evidence.prefix;
+      ck_report = checkpoint::verify(checkpoint::inventory_from_ir(a.ir), ckpt, vopt);
+      ck_view = checkpoint_view(*ck_report, ckpt, a.ir);
+    }
+    const viewer::CheckpointView* ck = ck_view ? &*ck_view : nullptr;
     if (view->parsed()) {
       std::string path = out.output.empty() ? "model.html" : out.output;
-      write_file_atomic(path, viewer::render_viewer_html(a.ir, vo));
+      write_file_atomic(path, viewer::render_viewer_html(a.ir, vo, ck));
       std::cerr << "wrote " << path << "\n";
       return kExitOk;
     }
@@ -317,11 +343,16 @@ int run(const std::vector<std::string>& args) {
       auto diags = diagnostics_of(a.ir);
       write_file_atomic(dir / "findings.txt", render_human(diags, false));
       write_file_atomic(dir / "findings.sarif", render_sarif(diags, kVersion));
-      write_file_atomic(dir / "model.html", viewer::render_viewer_html(a.ir, vo));
+      write_file_atomic(dir / "model.html", viewer::render_viewer_html(a.ir, vo, ck));
       write_file_atomic(dir / "model-summary.txt", render_model_summary(a, crate.config, ""));
+      if (ck_report) {
+        write_file_atomic(dir / "checkpoint.txt", checkpoint::report_text(*ck_report));
+        write_file_atomic(dir / "checkpoint.json", checkpoint::report_json(*ck_report));
+      }
       std::cout << summary;
       std::cout << "wrote " << (dir / "summary.txt").string() << ", model-summary.txt, model.json, "
-                << "findings.txt, findings.sarif, model.html\n";
+                << "findings.txt, findings.sarif, model.html"
+                << (ck_report ? ", checkpoint.txt, checkpoint.json" : "") << "\n";
       int b = baselines(a, out);
       int g = gate(a, out, out.strict);
       return g != kExitOk ? g : b;

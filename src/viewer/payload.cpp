@@ -117,6 +117,23 @@ std::string last_segment(std::string_view prefix) {
   return std::string(dot == std::string_view::npos ? prefix : prefix.substr(dot + 1));
 }
 
+void write_checkpoint(JsonWriter& w, const CheckpointView& c) {
+  w.begin_object();
+  string_or_null(w, "path", c.path);
+  string_or_null(w, "verdict", c.verdict);
+  w.key("entries").begin_array();
+  for (const auto& e : c.entries) {
+    w.begin_object().field("key", e.key).field("status", e.status);
+    string_or_null(w, "parameter", e.parameter);
+    u64_list(w, "expected", e.expected);
+    u64_list(w, "actual", e.actual);
+    string_or_null(w, "dtype", e.dtype);
+    if (!e.reason.empty()) w.field("reason", e.reason);
+    w.end_object();
+  }
+  w.end_array().end_object();
+}
+
 // A module's name in the tree, as PyTorch prints it: an indexed instance (`model.layers.3`) is
 // "3" even though its field is `layers`, so the viewer folds the instances into one family; the
 // root (empty prefix, no field) is named by its type.
@@ -129,7 +146,7 @@ std::string module_name(const ir::Module& m) {
 
 }  // namespace
 
-PayloadParts project_payload_parts(const ir::ModelIr& ir) {
+PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* checkpoint) {
   std::unordered_map<std::string_view, const ir::Function*> functions;
   for (const auto& f : ir.functions)
     functions.emplace(f.id, &f);
@@ -140,6 +157,7 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir) {
   }
 
   const bool any_checkpoint =
+      checkpoint != nullptr ||
       std::any_of(ir.parameters.begin(), ir.parameters.end(),
                   [](const auto& p) { return p.checkpoint_shape.has_value(); });
   JsonWriter w(0);   // main part: what the first (dataflow) view needs
@@ -314,22 +332,26 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir) {
     w.null();
   }
 
-  // Until the verification report lands in the IR, the checkpoint view is derived from the
-  // parameters' checkpoint shapes: present = matched or shape mismatch, absent = missing.
   tw.key("checkpoint");
-  if (any_checkpoint) {
-    tw.begin_object().key("entries").begin_array();
+  if (checkpoint != nullptr) {
+    write_checkpoint(tw, *checkpoint);
+  } else if (any_checkpoint) {
+    // An IR read back with checkpoint shapes but no report: present = matched or shape mismatch,
+    // absent = missing (unclaimed tensors are unknown here).
+    CheckpointView derived;
     for (const auto& p : ir.parameters) {
-      std::string_view status = "missing";
+      CheckpointEntry e;
+      e.key = p.key;
+      e.parameter = p.id;
+      e.status = "missing";
       if (p.checkpoint_shape)
-        status = p.shape && *p.shape != *p.checkpoint_shape ? "shape_mismatch" : "matched";
-      tw.begin_object().field("key", p.key).field("status", status);
-      u64_list(tw, "expected", p.shape);
-      u64_list(tw, "actual", p.checkpoint_shape);
-      opt_string(tw, "dtype", p.checkpoint_dtype);
-      tw.end_object();
+        e.status = p.shape && *p.shape != *p.checkpoint_shape ? "shape_mismatch" : "matched";
+      e.expected = p.shape;
+      e.actual = p.checkpoint_shape;
+      e.dtype = p.checkpoint_dtype.value_or("");
+      derived.entries.push_back(std::move(e));
     }
-    tw.end_array().end_object();
+    write_checkpoint(tw, derived);
   } else {
     tw.null();
   }
@@ -338,8 +360,8 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir) {
   return {w.take(), tw.take()};
 }
 
-std::string project_payload(const ir::ModelIr& ir) {
-  PayloadParts parts = project_payload_parts(ir);
+std::string project_payload(const ir::ModelIr& ir, const CheckpointView* checkpoint) {
+  PayloadParts parts = project_payload_parts(ir, checkpoint);
   // Both parts are objects with disjoint keys: splice the tree's members into the main one.
   std::string out = std::move(parts.main);
   if (parts.tree.size() > 2) {
@@ -349,10 +371,11 @@ std::string project_payload(const ir::ModelIr& ir) {
   return out;
 }
 
-std::string render_viewer_html(const ir::ModelIr& ir, const ViewerOptions& options) {
+std::string render_viewer_html(const ir::ModelIr& ir, const ViewerOptions& options,
+                               const CheckpointView* checkpoint) {
   ViewerOptions opts = options;
   if (opts.title.empty() && ir.cargo) opts.title = ir.cargo->package_name;
-  const PayloadParts parts = project_payload_parts(ir);
+  const PayloadParts parts = project_payload_parts(ir, checkpoint);
   return render_viewer_html_from_payload(parts.main, opts, parts.tree);
 }
 

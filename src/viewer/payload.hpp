@@ -1,6 +1,9 @@
 #pragma once
 // IR (candle-graph/model/1) -> viewer payload (candle-graph/viewer/1), and the page around it.
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/model.hpp"
 #include "viewer/html.hpp"
@@ -9,8 +12,25 @@ namespace cg::viewer {
 
 inline constexpr std::string_view kViewerSchema = "candle-graph/viewer/1";
 
+// A checkpoint verification as the checkpoint view shows it (the CLI builds it from
+// checkpoint::VerifyReport; the viewer does not depend on the checkpoint module). Status is one of
+// matched, missing, unclaimed, shape_mismatch.
+struct CheckpointEntry {
+  std::string key, status;
+  std::string parameter;  // IR parameter id when the entry belongs to one
+  std::optional<std::vector<std::uint64_t>> expected, actual;
+  std::string dtype, reason;
+};
+struct CheckpointView {
+  std::string path;
+  std::string verdict;  // e.g. "loads" / "will not load: 3 certain missing"
+  std::vector<CheckpointEntry> entries;
+};
+
 // The payload JSON (compact). Fields are the viewer's names (docs/viewer.md); unknown stays null.
-std::string project_payload(const cg::ir::ModelIr& ir);
+// With `checkpoint`, the checkpoint view shows that verification; without, it is derived from the
+// parameters' checkpoint_shape (an IR read back from JSON) or omitted.
+std::string project_payload(const cg::ir::ModelIr& ir, const CheckpointView* checkpoint = nullptr);
 
 // The same document in the two parts the page embeds: `main` holds what the first (dataflow) view
 // needs; `tree` holds modules, parameters and checkpoint, which the page parses after that view is
@@ -19,9 +39,11 @@ struct PayloadParts {
   std::string main;
   std::string tree;
 };
-PayloadParts project_payload_parts(const cg::ir::ModelIr& ir);
+PayloadParts project_payload_parts(const cg::ir::ModelIr& ir,
+                                   const CheckpointView* checkpoint = nullptr);
 
 // The complete offline HTML page for `ir` (the CLI writes it atomically).
-std::string render_viewer_html(const cg::ir::ModelIr& ir, const ViewerOptions& options);
+std::string render_viewer_html(const cg::ir::ModelIr& ir, const ViewerOptions& options,
+                               const CheckpointView* checkpoint = nullptr);
 
 }  // namespace cg::viewer

@@ -37,4 +37,19 @@ grep -q '^# candle-graph/model-baseline/1' "$work/model.baseline" || fail "basel
   --check "$work/model.baseline" 2>"$work/err"; rc=$?
 [ "$rc" -eq 1 ] || fail "--check of a changed crate exits $rc, expected 1"
 grep -q '^+ parameter.*q_proj.bias' "$work/err" || fail "the diff shows the added bias ($(cat "$work/err"))"
+# --checkpoint is never ignored: check fails on a checkpoint that will not load, and audit keeps the
+# verification beside the report and shows it in the page's checkpoint view.
+"$cg" check "$crate" --config "$crate/config.json" -o "$work/ir.json" 2>/dev/null || fail "check exited $?"
+node "$root/tests/e2e/make_checkpoint.mjs" "$work/ir.json" "$work/ck.safetensors" || fail "make_checkpoint"
+"$cg" check "$crate" --config "$crate/config.json" -o /dev/null --checkpoint "$work/ck.safetensors" \
+  2>"$work/err"; rc=$?
+[ "$rc" -eq 1 ] || fail "check with a checkpoint that will not load exits $rc, expected 1"
+grep -q 'model.norm.weight' "$work/err" || fail "check names the missing key ($(cat "$work/err"))"
+"$cg" audit "$work/audit" "$crate" --config "$crate/config.json" --checkpoint "$work/ck.safetensors" \
+  >/dev/null 2>&1 || fail "audit --checkpoint exited $?"
+grep -q 'it will fail' "$work/audit/checkpoint.txt" || fail "audit writes checkpoint.txt"
+grep -q '"will_load": false' "$work/audit/checkpoint.json" || fail "audit writes checkpoint.json"
+for want in '"status":"unclaimed"' '"status":"shape_mismatch"' '"status":"missing"'; do
+  grep -q "$want" "$work/audit/model.html" || fail "model.html checkpoint view lacks $want"
+done
 echo "ok"

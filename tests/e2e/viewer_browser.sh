@@ -17,8 +17,12 @@ if [ ! -d "$root/node_modules/playwright-core" ] || [ ! -d "$root/node_modules/@
 fi
 out="$PWD/viewer-screenshots"
 mkdir -p "$out"
-# The demo's report as the CLI writes it; browser.mjs opens it next to the synthetic fixtures.
-"${1:?}" view "$root/examples/tiny-llama" --config "$root/examples/tiny-llama/config.json" \
+# The demo's report as the CLI writes it, verified against a checkpoint with one missing, one
+# misshaped and one extra tensor; browser.mjs opens it next to the synthetic fixtures.
+crate="$root/examples/tiny-llama"
+"${1:?}" check "$crate" --config "$crate/config.json" -o "$out/demo-ir.json" 2>/dev/null
+node "$root/tests/e2e/make_checkpoint.mjs" "$out/demo-ir.json" "$out/demo.safetensors"
+"$1" view "$crate" --config "$crate/config.json" --checkpoint "$out/demo.safetensors" \
   -o "$out/demo-tiny-llama.html"
 export CG_DEMO_HTML="$out/demo-tiny-llama.html"
 exec node "$root/viewer/tests/browser.mjs" "$out"

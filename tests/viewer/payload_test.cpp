@@ -171,3 +171,37 @@ TEST(ViewerPayload, PageEmbedsTheEscapedPayload) {
 }
 
 }  // namespace
+
+namespace {
+
+// A verification report passed in replaces the view derived from checkpoint shapes: unclaimed
+// tensors (unknowable from the IR alone) appear, with the verdict and each entry's note.
+TEST(ViewerPayload, CheckpointViewFromAVerificationReport) {
+  auto m = tiny_ir();
+  for (auto& p : m.parameters)
+    p.checkpoint_shape.reset();
+  cg::viewer::CheckpointView ck;
+  ck.path = "model.safetensors";
+  ck.verdict = "will not load: 1 missing";
+  cg::viewer::CheckpointEntry extra;
+  extra.key = "rotary.inv_freq";
+  extra.status = "unclaimed";
+  extra.actual = std::vector<std::uint64_t>{64};
+  cg::viewer::CheckpointEntry gone;
+  gone.key = "norm.weight";
+  gone.status = "missing";
+  gone.reason = "certain";
+  ck.entries = {extra, gone};
+  simdjson::dom::parser parser;
+  const std::string json = cg::viewer::project_payload(m, &ck);
+  const auto doc = parser.parse(json);
+  EXPECT_TRUE(bool(doc["summary"]["checkpoint"]));
+  EXPECT_EQ(std::string_view(doc["checkpoint"]["verdict"]), "will not load: 1 missing");
+  const auto entries = doc["checkpoint"]["entries"];
+  EXPECT_EQ(std::string_view(entries.at(0)["status"]), "unclaimed");
+  EXPECT_EQ(uint64_t(entries.at(0)["actual"].at(0)), 64U);
+  EXPECT_TRUE(entries.at(0)["expected"].is_null());
+  EXPECT_EQ(std::string_view(entries.at(1)["reason"]), "certain");
+}
+
+}  // namespace

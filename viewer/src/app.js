@@ -659,19 +659,20 @@
       var ck = P.checkpoint || { entries: [] }, filter = null, counts = {};
       ck.entries.forEach(function (e) { counts[e.status] = (counts[e.status] || 0) + 1; });
       var chips = $('ck-chips');
-      chips.appendChild(el('span', 'stat', (ck.path ? ck.path + ' — ' : '') + fmtInt(ck.entries.length) + ' tensors'));
+      chips.appendChild(el('span', 'stat', (ck.path ? ck.path + ' — ' : '') + fmtInt(ck.entries.length) + ' entries' + (ck.verdict ? ' — ' + ck.verdict : '')));
       ['matched', 'missing', 'unclaimed', 'shape_mismatch'].forEach(function (s) {
         var b = el('button', 'chip st-' + s, s.replace('_', ' ') + ' ' + (counts[s] || 0)); b.setAttribute('aria-pressed', 'false');
         b.onclick = function () { filter = filter === s ? null : s; Array.prototype.forEach.call(chips.querySelectorAll('button'), function (x) { x.setAttribute('aria-pressed', 'false'); }); if (filter) b.setAttribute('aria-pressed', 'true'); t.setRows(ck.entries.filter(function (e) { return !filter || e.status === filter; })); };
         chips.appendChild(b);
       });
       var t = new VTable($('ck-table'), [
-        { key: 'status', label: 'Status', w: 130, sort: function (e) { return e.status; }, render: function (e, d) { d.className += ' st-' + String(e.status).replace(/[^a-z0-9_-]/g, ''); d.textContent = String(e.status).replace('_', ' '); } },
+        { key: 'status', label: 'Status', w: 130, sort: function (e) { return { shape_mismatch: 0, missing: 1, unclaimed: 2, matched: 3 }[e.status]; }, render: function (e, d) { d.className += ' st-' + String(e.status).replace(/[^a-z0-9_-]/g, ''); d.textContent = String(e.status).replace('_', ' '); } },
         { key: 'key', label: 'Key', flex: '1 1 300px', cls: 'mono', sort: function (e) { return e.key; }, render: txt(function (e) { return e.key; }) },
         { key: 'exp', label: 'Expected (model)', w: 200, cls: 'mono', render: txt(function (e) { return e.expected ? shapeStr(e.expected) : ''; }) },
-        { key: 'act', label: 'Checkpoint', w: 200, cls: 'mono', render: txt(function (e) { return e.actual ? shapeStr(e.actual) + (e.dtype ? ' ' + e.dtype : '') : ''; }) }
-      ], { key: function (e) { return 'ck:' + e.key; }, click: function (e) { var p = P.parameters.filter(function (x) { return x.key === e.key; })[0]; if (p) select(p.id, { from: 'checkpoint' }); else inspect(e, 'checkpoint entry'); } });
-      t.setRows(ck.entries.slice()); t.sortBy('status');
+        { key: 'act', label: 'Checkpoint', w: 200, cls: 'mono', render: txt(function (e) { return e.actual ? shapeStr(e.actual) + (e.dtype ? ' ' + e.dtype : '') : ''; }) },
+        { key: 'note', label: 'Note', w: 260, sort: function (e) { return e.reason || ''; }, render: txt(function (e) { return e.reason || ''; }) }
+      ], { key: function (e) { return 'ck:' + e.status + ':' + e.key; }, click: function (e) { t.selKey = 'ck:' + e.status + ':' + e.key; t.paint(); inspect(e, 'checkpoint entry'); } });
+      t.setRows(ck.entries.slice()); t.sortBy('status'); // problems first (by rank)
     },
     profile: function () {
       var total = 0; P.operations.forEach(function (o) { if (o.timing) total += o.timing.total_ns || 0; });
@@ -759,6 +760,10 @@
       if (st.view !== 'dataflow') link('Show in graph', function () { goGraph(o.id); });
     }
     if (kind === 'tensor') { if (o._producer) link('producer: ' + label(byId.get(o._producer)), function () { goGraph(o._producer); }); (o._consumers || []).slice(0, 20).forEach(function (c) { link('consumer: ' + label(byId.get(c)), function () { goGraph(c); }); }); }
+    if (kind === 'checkpoint entry') {
+      var cp = (o.parameter && byId.get(o.parameter)) || P.parameters.filter(function (x) { return x.key === o.key; })[0];
+      if (cp) link('parameter ' + (cp.key || cp.id) + ' in the tree', function () { showView('architecture'); revealInTree(cp.id); select(cp.id, { from: 'tree' }); });
+    }
     if (kind === 'finding') (o.related || []).forEach(function (r) { if (byId.get(r)) link('focus ' + r, function () { focusFinding({ related: [r] }); }); });
     if (kind === 'module' || kind === 'parameter') { if (st.view !== 'architecture') link('Show in tree', function () { showView('architecture'); revealInTree(o.id); }); if (kind === 'module' && o.prefix && G && groupAt(o.prefix)) link('Show in graph', function () { goGraph('g:' + o.prefix); }); }
     if (kind === 'group') { var mm = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (mm) link('Show in tree', function () { showView('architecture'); revealInTree(mm.id); }); }

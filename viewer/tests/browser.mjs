@@ -129,6 +129,13 @@ async function main() {
       await page4.waitForFunction(() => cg.state.sel != null, null, { timeout: 5000 });
       check(await page4.evaluate(() => /q_proj/.test(document.getElementById('insp-title').textContent)), 'demo search result is shown in the inspector');
       await page4.screenshot({ path: join(out, '10-demo-architecture.png') });
+      await page4.click('#tab-checkpoint');
+      const chips = await page4.$$eval('#ck-chips button', (bs) => bs.map((b) => b.textContent));
+      check(['missing 1', 'unclaimed 1', 'shape mismatch 1'].every((c) => chips.includes(c)) && chips.some((c) => /^matched [1-9]/.test(c)),
+        'demo checkpoint view counts matched, missing, unclaimed and mismatched: ' + chips.join(', '));
+      await page4.locator('#ck-table .vrow', { hasText: 'rotary_emb.inv_freq' }).click();
+      check(/checkpoint entry/.test(await page4.textContent('#insp-title')), 'a checkpoint row opens in the inspector');
+      await page4.screenshot({ path: join(out, '11-demo-checkpoint.png') });
     }
     // Hostile text stays text.
     const xss = await page.evaluate(() => ({ pwned: window.__pwned, imgs: document.querySelectorAll('img').length, title: document.title }));
