@@ -599,6 +599,17 @@
       fnSel.onchange = phSel.onchange = function () { buildGraph(); relayout([G.root], fit); };
       $('df-heat').disabled = !hasProfile; if (!hasProfile) $('df-heat').title = 'No runtime trace was merged: nothing to colour by';
       $('df-heat').onclick = function () { heat = !heat; this.setAttribute('aria-pressed', String(heat)); legend(); draw(); };
+      // The view as drawn, on the theme's background, downloaded from a blob: URL (nothing leaves
+      // the machine).
+      $('df-png').onclick = function () {
+        var c = document.createElement('canvas'); c.width = cv.width; c.height = cv.height;
+        var x = c.getContext('2d'); x.fillStyle = C.bg; x.fillRect(0, 0, c.width, c.height); x.drawImage(cv, 0, 0);
+        c.toBlob(function (b) {
+          var a = document.createElement('a'); a.href = URL.createObjectURL(b);
+          a.download = String((P.model && P.model.name) || 'model').replace(/[^A-Za-z0-9_.-]+/g, '_') + '-dataflow.png';
+          document.body.appendChild(a); a.click(); a.remove(); setTimeout(function () { URL.revokeObjectURL(a.href); }, 1000);
+        }, 'image/png');
+      };
       $('df-collapse').onclick = function () { expanded = Object.create(null); expanded[G.root.id] = true; lay = Object.create(null); relayout([G.root], fit); };
       $('z-in').onclick = function () { var r = wrap.getBoundingClientRect(); zoomAt(1.25, r.width / 2, r.height / 2); };
       $('z-out').onclick = function () { var r = wrap.getBoundingClientRect(); zoomAt(0.8, r.width / 2, r.height / 2); };

@@ -4,7 +4,7 @@
 // focuses a finding's node, switches every view, checks the hostile text stayed inert and that
 // no network request was made. Screenshots go to OUTDIR.
 //   node viewer/tests/browser.mjs OUTDIR
-import { mkdirSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
@@ -51,6 +51,11 @@ async function main() {
     await page.waitForFunction((id) => cg.isExpanded(id) && cg.pending() === 0, target, { timeout: 5000 });
     check(await page.evaluate((id) => cg.isExpanded(id), target), 'double-click expands ' + target);
     await page.screenshot({ path: join(out, '02-expanded.png') });
+    // Save PNG downloads the drawn graph (a blob: URL, no request).
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#df-png')]);
+    const png = readFileSync(await dl.path());
+    check(dl.suggestedFilename().endsWith('-dataflow.png') && png.subarray(1, 4).toString() === 'PNG' && png.length > 2000,
+      'Save PNG downloads the graph as an image (' + png.length + ' bytes)');
     // Architecture: the repeated family is folded and expands to one instance.
     await page.click('#tab-architecture');
     const famRow = page.locator('#arch-tree .vrow', { hasText: '{i} × 3' });
