@@ -55,6 +55,15 @@ std::string read_file(const fs::path& path, std::size_t max_bytes) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw InputError(path.string(), "is a directory, expected a file");
+  // A regular file over the limit is refused before a byte is read (and before the buffer grows
+  // to the limit); pipes and other streams are checked while reading below.
+  if (fs::is_regular_file(path, ec)) {
+    const auto size = fs::file_size(path, ec);
+    if (!ec && size > max_bytes)
+      throw InputError(path.string(), "file is " + std::to_string(size) +
+                                          " bytes, larger than the limit of " +
+                                          std::to_string(max_bytes) + " bytes");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string(), std::string("cannot read: ") + std::strerror(errno));
   std::string data;
