@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/atomic_file.hpp"
 #include "util/error.hpp"
 
 namespace cg::runtime {
@@ -18,6 +19,13 @@ constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
 OutputFile::OutputFile(std::filesystem::path target) : target_(std::move(target)) {
   std::error_code ec;
+  if (writes_in_place(target_)) {
+    // A device or pipe (/dev/null, /dev/stdout): written directly, never renamed over.
+    file_ = std::fopen(target_.c_str(), "wb");
+    if (!file_) fail(target_, "cannot open output");
+    buffer_.reserve(kFlushBytes + 4096);
+    return;
+  }
   if (target_.has_parent_path()) std::filesystem::create_directories(target_.parent_path(), ec);
   temp_ = target_;
   temp_ += ".tmp." + std::to_string(::getpid());
@@ -30,7 +38,7 @@ OutputFile::~OutputFile() {
   if (file_) {
     std::fclose(file_);
     std::error_code ec;
-    std::filesystem::remove(temp_, ec);
+    if (!temp_.empty()) std::filesystem::remove(temp_, ec);
   }
 }
 
@@ -45,6 +53,14 @@ void OutputFile::write(std::string_view bytes) {
 }
 
 void OutputFile::commit() {
+  if (temp_.empty()) {  // in place: nothing to sync or rename
+    const bool ok = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size();
+    buffer_.clear();
+    const bool closed = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (!ok || !closed) fail(target_, "cannot write output");
+    return;
+  }
   if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size() ||
       std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) {
     fail(target_, "cannot write output");

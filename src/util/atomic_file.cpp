@@ -14,7 +14,46 @@ namespace cg {
 
 namespace fs = std::filesystem;
 
+bool writes_in_place(const fs::path& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  return !ec && (fs::is_character_file(st) || fs::is_block_file(st) || fs::is_fifo(st) ||
+                 fs::is_socket(st));
+}
+
+namespace {
+
+// Writes all of `contents` to fd; on failure closes fd and returns the errno.
+int write_all(int fd, std::string_view contents) {
+  const char* p = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return err;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
 void write_file_atomic(const fs::path& path, std::string_view contents) {
+  if (writes_in_place(path)) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      throw InputError(path.string(), std::string("cannot write: ") + std::strerror(errno));
+    if (int err = write_all(fd, contents); err != 0)
+      throw InputError(path.string(), std::string("write failed: ") + std::strerror(err));
+    if (::close(fd) != 0)
+      throw InputError(path.string(), std::string("write failed: ") + std::strerror(errno));
+    return;
+  }
   std::error_code ec;
   fs::path parent = path.parent_path();
   if (!parent.empty()) {
@@ -25,19 +64,9 @@ void write_file_atomic(const fs::path& path, std::string_view contents) {
   tmp += ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError(path.string(), std::string("cannot write: ") + std::strerror(errno));
-  const char* p = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw InputError(path.string(), std::string("write failed: ") + std::strerror(err));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  if (int err = write_all(fd, contents); err != 0) {
+    ::unlink(tmp.c_str());
+    throw InputError(path.string(), std::string("write failed: ") + std::strerror(err));
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;

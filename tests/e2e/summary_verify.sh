@@ -37,6 +37,8 @@ grep -q '^# candle-graph/model-baseline/1' "$work/model.baseline" || fail "basel
   --check "$work/model.baseline" 2>"$work/err"; rc=$?
 [ "$rc" -eq 1 ] || fail "--check of a changed crate exits $rc, expected 1"
 grep -q '^+ parameter.*q_proj.bias' "$work/err" || fail "the diff shows the added bias ($(cat "$work/err"))"
+# `-o /dev/null` writes through the device: it must still be one afterwards.
+[ -c /dev/null ] || fail "/dev/null is no longer a character device after -o /dev/null"
 # --checkpoint is never ignored: check fails on a checkpoint that will not load, and audit keeps the
 # verification beside the report and shows it in the page's checkpoint view.
 "$cg" check "$crate" --config "$crate/config.json" -o "$work/ir.json" 2>/dev/null || fail "check exited $?"
