@@ -765,7 +765,7 @@
     if (o.timing) { body.appendChild(el('h3', null, 'Timing')); var t = o.timing, tt = {}; Object.keys(t).forEach(function (k) { tt[k] = /_ns$/.test(k) ? fmtNs(t[k]) : t[k]; }); body.appendChild(dl(tt)); }
     if (kind === 'module' || kind === 'parameter') body.appendChild(el('p', 'muted', '#params: ' + fmtInt(kind === 'parameter' ? numel(o) : o._n) + (TOTAL ? ' (' + (100 * (kind === 'parameter' ? numel(o) || 0 : o._n) / TOTAL).toFixed(2) + '% of total)' : '')));
     var links = el('div', 'links');
-    function link(t, fn) { var b = el('button', null, t); b.onclick = fn; links.appendChild(b); }
+    function link(t, fn) { var b = el('button', null, t); b.onclick = fn; b.title = t; links.appendChild(b); return b; }
     if (kind === 'operation') {
       (o.inputs || []).concat(o.outputs || []).forEach(function (tid) { var tn = byId.get(tid); if (tn) link(((o.outputs || []).indexOf(tid) >= 0 ? 'out: ' : 'in: ') + (tn.name || tid) + ' ' + (tn.shape ? shapeStr(tn.shape) : '') + ' ' + (tn.dtype || ''), function () { select(tid); }); });
       if (st.view !== 'dataflow') link('Show in graph', function () { goGraph(o.id); });
@@ -775,7 +775,7 @@
       var cp = (o.parameter && byId.get(o.parameter)) || P.parameters.filter(function (x) { return x.key === o.key; })[0];
       if (cp) link('parameter ' + (cp.key || cp.id) + ' in the tree', function () { showView('architecture'); revealInTree(cp.id); select(cp.id, { from: 'tree' }); });
     }
-    if (kind === 'finding') (o.related || []).forEach(function (r) { if (byId.get(r)) link('focus ' + r, function () { focusFinding({ related: [r] }); }); });
+    if (kind === 'finding') (o.related || []).forEach(function (r) { var ro = byId.get(r); if (ro) { var b = link('focus ' + ro._kind + ' ' + (ro._kind === 'operation' ? label(ro) + (ro.module ? ' · ' + ro.module : '') : ro.key || ro.prefix || ro.name || r), function () { focusFinding({ related: [r] }); }); b.title = r; } });
     if (kind === 'module' || kind === 'parameter') { if (st.view !== 'architecture') link('Show in tree', function () { showView('architecture'); revealInTree(o.id); }); if (kind === 'module' && o.prefix && G && groupAt(o.prefix)) link('Show in graph', function () { goGraph('g:' + o.prefix); }); }
     if (kind === 'group') { var mm = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (mm) link('Show in tree', function () { showView('architecture'); revealInTree(mm.id); }); }
     if (links.childNodes.length) body.appendChild(links);
