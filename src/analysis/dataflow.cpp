@@ -889,6 +889,9 @@ class Engine {
       op.id = ir::operation_id(fr.fid, name, occ);
       op.function = fr.fid;
       op.name = name;
+      // The callee label when it names a type's method ("Embedding::forward"): a call the
+      // method name alone leaves anonymous (four `forward`s in one function) becomes readable.
+      if (rule.known() && rule.name.find("::") != std::string::npos) op.qualified_name = rule.name;
       op.source = src(node);
       op.output = ir::dataflow_tensor_id(fr.fid, name, occ);
       op.dtype_rule = std::string(to_string(rule.dtype));

@@ -407,7 +407,9 @@
     $('df-empty').hidden = ops.length > 0;
     $('df-stat').textContent = fmtInt(ops.length) + ' ops · ' + fmtInt(nEdges) + ' dataflow edges';
   }
-  function label(n) { return n._kind === 'group' ? n.name : (n.op || n.name || n.id); }
+  // An operation reads as its callee when the analysis named one ("Embedding::forward"), else as
+  // the op ("matmul").
+  function label(n) { return n._kind === 'group' ? n.name : (n.name || n.op || n.id); }
   function nodeSize(n) {
     if (n._kind === 'group') { var l = Math.max(n.name.length, 10); return [Math.min(280, 48 + l * 7.2), 44]; }
     var s = String(label(n)); return [Math.min(220, Math.max(70, 22 + s.length * 6.8)), 30];
