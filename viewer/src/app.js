@@ -557,6 +557,22 @@
     if (zoomIn) view.k = Math.max(view.k, 1);
     view.x = r.width / 2 - (v.x + v.w / 2) * view.k; view.y = r.height / 2 - (v.y + v.h / 2) * view.k; draw();
   }
+  // After an expand: if the opened box leaves the viewport, zoom out for it to fit, but not below
+  // a readable 50 % (labels vanish under 30 %); a box too big for that shows its top-left corner.
+  // A box already in view does not move.
+  function keepInView(id) {
+    var v = absPos[id]; if (!v) return; var r = wrap.getBoundingClientRect(), m = 20;
+    var x0 = view.x + v.x * view.k, y0 = view.y + v.y * view.k, x1 = x0 + v.w * view.k, y1 = y0 + v.h * view.k;
+    if (x0 >= 0 && y0 >= 0 && x1 <= r.width && y1 <= r.height) return;
+    var fitK = Math.min((r.width - 2 * m) / v.w, (r.height - 2 * m) / v.h);
+    var k = Math.min(view.k, Math.max(fitK, Math.min(view.k, 0.5)));
+    view.k = k;
+    view.x = Math.min(Math.max(view.x, m - v.x * k), r.width - m - (v.x + v.w) * k);
+    view.y = Math.min(Math.max(view.y, m - v.y * k), r.height - m - (v.y + v.h) * k);
+    if (v.w * k > r.width - 2 * m) view.x = m - v.x * k;
+    if (v.h * k > r.height - 2 * m) view.y = m - v.y * k;
+    draw();
+  }
   function hit(px, py) {
     var x = (px - view.x) / view.k, y = (py - view.y) / view.k, best = null;
     for (var i = 0; i < vis.length; i++) { var v = vis[i]; if (x >= v.x && x <= v.x + v.w && y >= v.y && y <= v.y + v.h) best = v; }
@@ -640,7 +656,7 @@
         if (h.open && e.detail === 1) { toggleGroup(h.n); return; } // header click collapses
         select(h.n.id, { from: 'graph' });
       });
-      wrap.addEventListener('dblclick', function (e) { var r = wrap.getBoundingClientRect(), h = hit(e.clientX - r.left, e.clientY - r.top); if (h && h.n._kind === 'group' && !h.open) toggleGroup(h.n); });
+      wrap.addEventListener('dblclick', function (e) { var r = wrap.getBoundingClientRect(), h = hit(e.clientX - r.left, e.clientY - r.top); if (h && h.n._kind === 'group' && !h.open) toggleGroup(h.n, function () { keepInView(h.n.id); }); });
       wrap.addEventListener('keydown', function (e) {
         var r = wrap.getBoundingClientRect();
         if (e.key === '+' || e.key === '=') zoomAt(1.25, r.width / 2, r.height / 2);
@@ -649,7 +665,7 @@
         else if (e.key === '0') { view.k = 1; draw(); }
         else if (e.key === 'ArrowLeft') { view.x += 60; draw(); } else if (e.key === 'ArrowRight') { view.x -= 60; draw(); }
         else if (e.key === 'ArrowUp') { view.y += 60; draw(); } else if (e.key === 'ArrowDown') { view.y -= 60; draw(); }
-        else if (e.key === 'Enter' && st.sel && byId.get(st.sel) && byId.get(st.sel)._kind === 'group') toggleGroup(byId.get(st.sel));
+        else if (e.key === 'Enter' && st.sel && byId.get(st.sel) && byId.get(st.sel)._kind === 'group') { var sg = byId.get(st.sel), was = !!expanded[sg.id]; toggleGroup(sg, function () { if (!was) keepInView(sg.id); }); }
         else return;
         e.preventDefault();
       });
