@@ -14,7 +14,9 @@ import { launch } from '../viewer/tests/browser.mjs';
 const require = createRequire(import.meta.url);
 const layers = Number(process.argv[2] || 4200);
 const dir = mkdtempSync(join(tmpdir(), 'cg-viewer-bench-'));
-const payload = synth(layers, false);
+// Plain arrays of objects, as src/viewer/payload.cpp writes them (not the generator's column-
+// compressed tables), so the figure is what `candle-graph view` users get.
+const payload = synth(layers, false, false);
 const nOps = Array.isArray(payload.operations) ? payload.operations.length : payload.operations.rows.length;
 const nParams = Array.isArray(payload.parameters) ? payload.parameters.length : payload.parameters.rows.length;
 const file = join(dir, 'big.html');
