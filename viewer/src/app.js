@@ -371,6 +371,7 @@
   }
   function lookup(id) { return byId.get(id) || famMap[id] || (G && /^g:/.test(id) ? groupAt(id.slice(2)) : undefined); }
   function groupOfOp(o) { return o && o._graph === G.stamp ? groupAt(o.module || '') : undefined; }
+  var EXPAND_ALL_MAX = 3000;
   function buildGraph() {
     var fn = fnSel.value, ph = phSel.value, stamp = (G ? G.stamp : 0) + 1;
     var ops = P.operations.filter(function (o) {
@@ -405,6 +406,8 @@
       frontier.splice(frontier.indexOf(g0), 1); frontier = frontier.concat(g0.kids);
     }
     $('df-empty').hidden = ops.length > 0;
+    $('df-expand').disabled = ops.length > EXPAND_ALL_MAX;
+    $('df-expand').title = ops.length > EXPAND_ALL_MAX ? fmtInt(ops.length) + ' operations are too many to draw at once: expand groups one by one (double-click)' : 'Open every group';
     $('df-stat').textContent = fmtInt(ops.length) + ' ops · ' + fmtInt(nEdges) + ' dataflow edges';
   }
   // An operation reads as its callee when the analysis named one ("Embedding::forward"), else as
@@ -551,6 +554,14 @@
     view.k = Math.max(0.02, Math.min(1, Math.min((r.width - 40) / w, (r.height - 40) / h)));
     view.x = (r.width - w * view.k) / 2; view.y = Math.max(20, (r.height - h * view.k) / 2); draw();
   }
+  // A tall graph (everything expanded) reads from the top at a legible zoom rather than shrunk
+  // to fit its height; F still fits the whole graph.
+  function fitTop() {
+    if (!G || !lay[G.root.id]) return;
+    var r = wrap.getBoundingClientRect(), w = G.W || 1, h = G.H || 1;
+    view.k = Math.max(0.02, Math.min(1, (r.width - 40) / w, Math.max((r.height - 40) / h, 0.6)));
+    view.x = (r.width - w * view.k) / 2; view.y = 20; draw();
+  }
   function zoomAt(f, cx, cy) { var k = Math.max(0.02, Math.min(4, view.k * f)); view.x = cx - (cx - view.x) * k / view.k; view.y = cy - (cy - view.y) * k / view.k; view.k = k; draw(); }
   function center(id, zoomIn) {
     var v = absPos[id]; if (!v) return; var r = wrap.getBoundingClientRect();
@@ -629,6 +640,13 @@
         }, 'image/png');
       };
       $('df-collapse').onclick = function () { expanded = Object.create(null); expanded[G.root.id] = true; lay = Object.create(null); relayout([G.root], fit); };
+      // Every group open at once, as Netron draws a graph: only for graphs small enough to lay out
+      // and read in one go; a bigger one is opened group by group.
+      $('df-expand').onclick = function () {
+        if (G.ops.length > EXPAND_ALL_MAX) return;
+        (function open(g) { expanded[g.id] = true; partition(g).kids.forEach(open); })(G.root);
+        lay = Object.create(null); relayout([G.root], fitTop);
+      };
       $('z-in').onclick = function () { var r = wrap.getBoundingClientRect(); zoomAt(1.25, r.width / 2, r.height / 2); };
       $('z-out').onclick = function () { var r = wrap.getBoundingClientRect(); zoomAt(0.8, r.width / 2, r.height / 2); };
       $('z-fit').onclick = fit;

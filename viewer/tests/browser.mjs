@@ -56,6 +56,12 @@ async function main() {
     const png = readFileSync(await dl.path());
     check(dl.suggestedFilename().endsWith('-dataflow.png') && png.subarray(1, 4).toString() === 'PNG' && png.length > 2000,
       'Save PNG downloads the graph as an image (' + png.length + ' bytes)');
+    // Expand all opens every group of a small graph: every operation is then drawn.
+    await page.click('#df-expand');
+    await page.waitForFunction(() => cg.pending() === 0 && cg.groups().every((g) => cg.isExpanded(g)), null, { timeout: 10000 });
+    const shown = await page.evaluate(() => ({ vis: cg.visible(), groups: cg.groups().length }));
+    check(shown.vis >= 51 + shown.groups - 1, `Expand all draws every operation and group (${shown.vis} boxes)`);
+    await page.screenshot({ path: join(out, '02b-expand-all.png') });
     // Architecture: the repeated family is folded and expands to one instance.
     await page.click('#tab-architecture');
     const famRow = page.locator('#arch-tree .vrow', { hasText: '{i} × 3' });
