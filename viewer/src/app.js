@@ -503,14 +503,16 @@
     visEdges.forEach(function (e) {
       var p = e.pts; if (p.length < 4) return;
       var sev = e.agg && e.agg.sev, dtc = e.agg && e.agg.dtc;
-      ctx.strokeStyle = sev ? C.sev : dtc ? C.dtype : C.edge; ctx.setLineDash(sev ? [6, 4] : dtc ? [2, 3] : []);
-      ctx.lineWidth = (sev || dtc ? 2.2 : 1.2) / Math.min(k, 1);
+      // The selected node's (or tensor's) edges stand out: its inputs and outputs at a glance.
+      var on = !!(st.sel && e.agg && (e.agg.f === st.sel || e.agg.t === st.sel || e.agg.tensor === st.sel));
+      ctx.strokeStyle = sev ? C.sev : dtc ? C.dtype : on ? C.sel : C.edge; ctx.setLineDash(sev ? [6, 4] : dtc ? [2, 3] : []);
+      ctx.lineWidth = (sev || dtc || on ? 2.2 : 1.2) / Math.min(k, 1);
       ctx.beginPath(); ctx.moveTo(e.ox + p[0], e.oy + p[1]);
       for (var i = 2; i < p.length; i += 2) ctx.lineTo(e.ox + p[i], e.oy + p[i + 1]);
       ctx.stroke(); ctx.setLineDash([]);
       var n = p.length, tx = e.ox + p[n - 2], ty = e.oy + p[n - 1], a = Math.atan2(p[n - 1] - p[n - 3], p[n - 2] - p[n - 4]), s = 6 / Math.min(k, 1);
       ctx.fillStyle = ctx.strokeStyle; ctx.beginPath(); ctx.moveTo(tx, ty); ctx.lineTo(tx - s * Math.cos(a - 0.4), ty - s * Math.sin(a - 0.4)); ctx.lineTo(tx - s * Math.cos(a + 0.4), ty - s * Math.sin(a + 0.4)); ctx.fill();
-      if (k > 0.9 && e.agg) {
+      if ((k > 0.9 || on && k > 0.4) && e.agg) {
         var t = byId.get(e.agg.tensor), lbl = t ? [t.shape ? shapeStr(t.shape) : '', t.dtype || ''].join(' ').trim() : '';
         if (e.agg.n > 1) lbl += (lbl ? ' ' : '') + '×' + e.agg.n;
         if (lbl) { var m = Math.floor(n / 4) * 2; ctx.font = '10px ui-monospace,monospace'; ctx.fillStyle = C.muted; ctx.textBaseline = 'bottom'; ctx.fillText(lbl, e.ox + p[m] + 4, e.oy + p[m + 1] - 1); }
