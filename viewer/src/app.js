@@ -537,7 +537,37 @@
       } else { ctx.font = '12px ui-monospace,monospace'; ctx.fillText(clip(String(label(n)), v.w - 14), v.x + 8, v.y + v.h / 2); }
     });
     $('z-pct').textContent = Math.round(k * 100) + '%';
+    drawMini(W / dpr, H / dpr);
   }
+  // Overview in the corner, shown only when the graph does not fit the view: every drawn box at
+  // a scale that fits, and the viewport as a rectangle; click or drag on it to move there.
+  var mini = $('minimap'), mctx = mini.getContext('2d'), MW = 200, MH = 130, mScale = 1, mOff = [0, 0];
+  function drawMini(vw, vh) {
+    var gw = G.W || 1, gh = G.H || 1, fits = gw * view.k <= vw + 1 && gh * view.k <= vh + 1 && view.x >= -1 && view.y >= -1 && view.x + gw * view.k <= vw + 1 && view.y + gh * view.k <= vh + 1;
+    mini.hidden = fits || !vis.length; if (mini.hidden) return;
+    if (mini.width !== MW * dpr) { mini.width = MW * dpr; mini.height = MH * dpr; }
+    mScale = Math.min((MW - 12) / gw, (MH - 12) / gh); mOff = [(MW - gw * mScale) / 2, (MH - gh * mScale) / 2];
+    mctx.setTransform(dpr, 0, 0, dpr, 0, 0); mctx.clearRect(0, 0, MW, MH);
+    mctx.setTransform(mScale * dpr, 0, 0, mScale * dpr, mOff[0] * dpr, mOff[1] * dpr);
+    vis.forEach(function (v) {
+      if (v.open) { mctx.strokeStyle = C.grp; mctx.lineWidth = 1 / mScale; mctx.strokeRect(v.x, v.y, v.w, v.h); return; }
+      var ns = heat ? (v.n._kind === 'group' ? v.n.ns : v.n.timing ? v.n.timing.total_ns : 0) : 0;
+      mctx.fillStyle = ns ? heatColor(Math.sqrt(ns / (G.maxNs || 1))) : v.n._kind === 'group' ? C.grp : C.op;
+      mctx.fillRect(v.x, v.y, Math.max(v.w, 2 / mScale), Math.max(v.h, 2 / mScale));
+    });
+    mctx.strokeStyle = C.sel; mctx.lineWidth = 2 / mScale;
+    mctx.strokeRect(-view.x / view.k, -view.y / view.k, vw / view.k, vh / view.k);
+  }
+  function miniMove(e) {
+    var r = mini.getBoundingClientRect(), wr = wrap.getBoundingClientRect();
+    var gx = (e.clientX - r.left - mOff[0]) / mScale, gy = (e.clientY - r.top - mOff[1]) / mScale;
+    view.x = wr.width / 2 - gx * view.k; view.y = wr.height / 2 - gy * view.k; draw();
+  }
+  mini.addEventListener('pointerdown', function (e) { e.stopPropagation(); mini.setPointerCapture(e.pointerId); miniMove(e); });
+  mini.addEventListener('pointermove', function (e) { e.stopPropagation(); if (mini.hasPointerCapture(e.pointerId)) miniMove(e); });
+  mini.addEventListener('pointerup', function (e) { e.stopPropagation(); });
+  mini.addEventListener('dblclick', function (e) { e.stopPropagation(); });
+  mini.addEventListener('wheel', function (e) { e.stopPropagation(); }, { passive: true });
   function clip(s, w) { if (ctx.measureText(s).width <= w) return s; while (s.length > 2 && ctx.measureText(s + '…').width > w) s = s.slice(0, -1); return s + '…'; }
   function legend() {
     var L = $('legend'); L.replaceChildren();

@@ -62,6 +62,15 @@ async function main() {
     const shown = await page.evaluate(() => ({ vis: cg.visible(), groups: cg.groups().length }));
     check(shown.vis >= 51 + shown.groups - 1, `Expand all draws every operation and group (${shown.vis} boxes)`);
     await page.screenshot({ path: join(out, '02b-expand-all.png') });
+    // The whole graph no longer fits: the overview appears, and a click on it moves the view.
+    const mm = await page.locator('#minimap').boundingBox();
+    check(mm !== null && await page.isVisible('#minimap'), 'the overview map is shown when the graph does not fit');
+    if (mm) {
+      const before = await page.evaluate(() => cg.screenPos('g:model.layers.2'));
+      await page.mouse.click(mm.x + mm.width / 2, mm.y + mm.height - 4);
+      const after = await page.evaluate(() => cg.screenPos('g:model.layers.2'));
+      check(before && after && after.y < before.y, 'clicking the overview near the bottom scrolls the graph up');
+    }
     // Architecture: the repeated family is folded and expands to one instance.
     await page.click('#tab-architecture');
     const famRow = page.locator('#arch-tree .vrow', { hasText: '{i} × 3' });
