@@ -168,7 +168,18 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
   w.field("name", ir.cargo && !ir.cargo->package_name.empty() ? ir.cargo->package_name
                                                               : std::string("model"));
   w.field("analysis_id", ir.analysis_id);
-  if (ir.cargo) w.field("version", ir.cargo->package_version);
+  if (ir.cargo) {
+    // What the analysis was run under: shown as the model's properties when nothing is selected.
+    const auto& c = *ir.cargo;
+    w.field("version", c.package_version);
+    opt_string(w, "target", c.selected_target);
+    string_list(w, "features", c.active_features);
+    string_list(w, "cfg", c.active_cfg);
+    w.key("candle").begin_object();
+    for (const auto& [name, version] : c.candle_packages)
+      w.field(name, version);
+    w.end_object();
+  }
   w.end_object();
   w.key("summary").begin_object();
   w.field("modules", ir.coverage.modules)

@@ -98,7 +98,7 @@
   }
   function treeLoaded() {
     indexTree(); treeReady = true; mark('tree');
-    if (st.sel) inspect(lookup(st.sel) || null);
+    inspect(st.sel ? lookup(st.sel) || null : null);
     treeWaiters.splice(0).forEach(function (cb) { cb(); });
     publish();
   }
@@ -810,9 +810,36 @@
     if (st.view === 'architecture' && how.from !== 'tree' && o) revealInTree(id); else if (archTable) { archTable.selKey = id; archTable.paint(); }
     writeHash();
   }
+  // Nothing selected: the model's properties, as Netron shows them (what was analyzed, under
+  // which features, how much of it, and what evidence was merged).
+  function overview(body) {
+    $('insp-title').textContent = 'Model · ' + ((P.model && P.model.name) || 'model');
+    var m = P.model || {}, sm = P.summary || {}, props = {};
+    if (m.version) props.version = m.version;
+    if (m.target) props.target = m.target;
+    if (m.features) props.features = m.features.length ? m.features.join(', ') : '(none)';
+    if (m.cfg && m.cfg.length) props.cfg = m.cfg;  // folded below: mostly the target's defaults
+    if (m.candle) Object.keys(m.candle).forEach(function (k) { props[k] = m.candle[k]; });
+    props.operations = fmtInt(P.operations.length); props.functions = fmtInt(P.functions.length);
+    props.modules = fmtInt(treeReady ? P.modules.length : sm.modules); props.parameters = fmtInt(treeReady ? P.parameters.length : sm.parameters);
+    if (treeReady && TOTAL) props.weights = fmtInt(TOTAL) + (roots.some(function (r) { return r._unk; }) ? ' + unknown' : '');
+    props.findings = fmtInt(P.findings.length);
+    if (P.runtime) { props.trace = P.runtime.trace_schema || 'merged'; props.timed_operations = fmtInt(P.runtime.operation_observations); if (P.runtime.entrypoint) props.traced_entrypoint = P.runtime.entrypoint; }
+    props.checkpoint = available('checkpoint') ? ((P.checkpoint && P.checkpoint.verdict) || 'verified') : 'none verified';
+    if (m.analysis_id) props.analysis_id = m.analysis_id;
+    var d = el('dl');
+    Object.keys(props).forEach(function (k) {
+      d.appendChild(el('dt', null, k.replace(/_/g, ' ')));
+      var v = props[k], dd = el('dd');
+      if (Array.isArray(v)) { var det = el('details'); det.appendChild(el('summary', null, v.length + ' predicates')); det.appendChild(document.createTextNode(v.join(', '))); dd.appendChild(det); } else dd.textContent = String(v);
+      d.appendChild(dd);
+    });
+    body.appendChild(d);
+    body.appendChild(el('p', 'muted', 'Select an item to see every field.'));
+  }
   function inspect(o, kindName) {
     var body = $('insp-body'); body.replaceChildren();
-    if (!o) { $('insp-title').textContent = 'Inspector'; body.appendChild(el('p', 'muted', 'Select an item to see every field.')); return; }
+    if (!o) { overview(body); return; }
     var kind = kindName || o._kind;
     $('insp-title').textContent = (kind ? kind + ' · ' : '') + (o.key || o.path || o.name || o.op || o.rule || o.id);
     if (o.source) body.appendChild(el('code', 'src', srcStr(o.source)));
@@ -886,6 +913,7 @@
   });
 
   // ---------- start ----------
+  inspect(null);
   var h0 = readHash();
   hashLock = true;
   if (h0.q) { $('q').value = h0.q; doSearch(); }

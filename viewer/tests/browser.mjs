@@ -139,6 +139,9 @@ async function main() {
       const d = await page4.evaluate(() => ({ view: cg.state.view, visible: cg.visible(), tree: document.getElementById('cg-payload-tree').textContent.length }));
       check(d.view === 'dataflow' && d.visible > 1, `demo report opens on a drawn dataflow graph (${d.visible} boxes)`);
       check(d.tree > 0, 'demo report carries its module tree as the deferred payload part');
+      const props = await page4.textContent('#insp-body');
+      check(/candle-nn/.test(props) && /operations/.test(props) && /^Model · /.test(await page4.textContent('#insp-title')),
+        'with nothing selected the inspector shows the model\'s properties (features, candle versions, counts)');
       await page4.screenshot({ path: join(out, '09-demo-dataflow.png') });
       await page4.click('#tab-architecture');
       check(await page4.locator('#arch-tree .vrow', { hasText: '× 4' }).count() === 1, 'demo architecture folds the 4 decoder layers');
