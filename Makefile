@@ -32,7 +32,7 @@ test-tsan: setup
 	@ctest --preset tsan -j $(JOBS)
 
 test: format-check test-unit test-sanitize test-tsan
-	@FUZZ_SECONDS=$${FUZZ_SECONDS:-10} bash scripts/fuzz.sh
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
 	@echo "make test: all suites passed"
 
 format:
