@@ -1,15 +1,50 @@
 // Trace files are written by users' programs and may be truncated, garbled or hostile. The reader
-// is driven through a real file (it streams), in strict and lenient mode.
+// is driven through a real file (it streams), in strict and lenient mode, and each time twice:
+// with its default block-at-a-time parsing and line at a time, which must agree exactly (the
+// same records and counts, or the same error at the same line).
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "runtime/merge_plan.hpp"
 #include "runtime/reader.hpp"
+#include "runtime/report_json.hpp"
 #include "util/error.hpp"
+#include "util/json_writer.hpp"
+
+namespace {
+
+// Everything a reading produced, as text: the trace's info and its operations' timings, or the
+// error.
+std::string outcome(const std::string& path, bool lenient, bool line_at_a_time) {
+  try {
+    cg::runtime::ReadOptions opts;
+    opts.lenient = lenient;
+    opts.max_line_bytes = 4096;
+    opts.line_at_a_time = line_at_a_time;
+    auto traces = cg::runtime::read_traces({path}, opts);
+    cg::JsonWriter w;
+    w.begin_array();
+    for (const auto& t : traces) {
+      cg::runtime::write_trace_info(w, t.info);
+      w.begin_object();
+      for (const auto& [id, stats] : t.aggregate.operations) {
+        w.field(id, stats.timing.total_ns() * 1000003 + stats.observations);
+      }
+      w.end_object();
+    }
+    w.end_array();
+    return w.take();
+  } catch (const cg::InputError& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = "/tmp/cg-fuzz-trace-" + std::to_string(::getpid()) + ".jsonl";
@@ -18,12 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::fwrite(data, 1, size, f);
   std::fclose(f);
   for (bool lenient : {false, true}) {
-    try {
-      cg::runtime::ReadOptions opts;
-      opts.lenient = lenient;
-      opts.max_line_bytes = 4096;
-      (void)cg::runtime::read_traces({path}, opts);
-    } catch (const cg::InputError&) {
+    std::string blocks = outcome(path, lenient, false);
+    std::string lines = outcome(path, lenient, true);
+    if (blocks != lines) {
+      std::fprintf(stderr, "block and line-at-a-time reading disagree (lenient=%d):\n%s\n---\n%s\n",
+                   lenient, blocks.c_str(), lines.c_str());
+      std::abort();
     }
   }
   return 0;

@@ -63,12 +63,19 @@ void TraceAggregate::operation(const OperationRecord& r) {
     if (r.duration_ns) unattributed_operations.add(*r.duration_ns);
     return;
   }
-  auto it = operations.find(*r.static_id);
-  if (it == operations.end()) {
-    it = operations.emplace(std::string(*r.static_id), OperationStats{}).first;
-    it->second.op = std::string(r.op);
+  auto* last = last_operation_.to;
+  auto* entry = last ? last->second.next.to : nullptr;
+  if (!entry || entry->first != *r.static_id) {
+    auto it = operations.find(*r.static_id);
+    if (it == operations.end()) {
+      it = operations.emplace(std::string(*r.static_id), OperationStats{}).first;
+      it->second.op = std::string(r.op);
+    }
+    entry = &*it;
+    if (last) last->second.next.to = entry;
   }
-  OperationStats& s = it->second;
+  last_operation_.to = entry;
+  OperationStats& s = entry->second;
   ++s.observations;
   if (!r.duration_ns) return;
   s.timing.add(*r.duration_ns);

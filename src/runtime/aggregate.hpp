@@ -25,11 +25,27 @@ struct StringHash {
 template <typename V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
+// A pointer into one table that copies (and so moves) as null: a hint must not travel with
+// copied stats into another table.
+template <typename T>
+struct LocalHint {
+  T* to = nullptr;
+  LocalHint() = default;
+  LocalHint(const LocalHint&) {}
+  LocalHint& operator=(const LocalHint&) {
+    to = nullptr;
+    return *this;
+  }
+};
+
 struct OperationStats {
   std::string op;  // the first op name seen for this static id
   TimingStats timing;
   std::uint64_t observations = 0;  // with or without a duration
   std::map<std::string, TimingStats, std::less<>> by_phase;
+  // The id that followed this one last time: a trace repeats its step's sequence, so the next
+  // record is compared with it before the table is hashed.
+  LocalHint<std::pair<const std::string, OperationStats>> next;
 };
 
 // Every observation of one tensor static id; distinct values per attribute expose conflicts.
@@ -90,6 +106,7 @@ class TraceAggregate : public RecordSink {
  private:
   std::optional<std::string> phase_;
   std::uint64_t last_step_ = ~std::uint64_t{0};
+  LocalHint<StringMap<OperationStats>::value_type> last_operation_;
 };
 
 }  // namespace cg::runtime

@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::size_t kChunk = std::size_t{4} << 20;
 
-std::string_view trim(std::string_view s) {
+}  // namespace
+
+std::string_view trim_line(std::string_view s) {
   auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
   while (!s.empty() && ws(s.front()))
     s.remove_prefix(1);
@@ -22,8 +24,6 @@ std::string_view trim(std::string_view s) {
     s.remove_suffix(1);
   return s;
 }
-
-}  // namespace
 
 LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_bytes)
     : path_(path), max_line_(max_line_bytes) {
@@ -72,6 +72,23 @@ bool LineReader::fill() {
   return true;
 }
 
+bool LineReader::next_block(Block& block) {
+  for (;;) {
+    std::size_t n = end_ - begin_;
+    const char* start = buf_.data() + begin_;
+    const void* last = n ? ::memrchr(start, '\n', n) : nullptr;
+    if (last) {
+      std::size_t len = static_cast<std::size_t>(static_cast<const char*>(last) - start) + 1;
+      block.text = std::string_view(start, len);
+      block.capacity = buf_.size() - begin_;
+      block.first_number = number_ + 1;
+      begin_ += len;
+      return true;
+    }
+    if (eof_ || n > max_line_ || !fill()) return false;
+  }
+}
+
 bool LineReader::next(Line& line) {
   bool discarding = false;  // inside an oversized line, dropping bytes until its newline
   for (;;) {
@@ -85,7 +102,7 @@ bool LineReader::next(Line& line) {
         line = Line{{}, 0, ++number_, true};
         return true;
       }
-      line.text = trim(std::string_view(start, len));
+      line.text = trim_line(std::string_view(start, len));
       line.capacity = buf_.size() - static_cast<std::size_t>(line.text.data() - buf_.data());
       line.number = ++number_;
       line.oversized = false;

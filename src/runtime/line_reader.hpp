@@ -17,6 +17,16 @@ struct Line {
   bool oversized = false;    // longer than the limit: text is empty, the line was discarded
 };
 
+// A line's text without leading or trailing ASCII whitespace.
+std::string_view trim_line(std::string_view s);
+
+// Whole lines, in place: `text` ends with '\n'; `capacity` bytes from text.data() are readable.
+struct Block {
+  std::string_view text;
+  std::size_t capacity = 0;
+  std::uint64_t first_number = 0;  // of the block's first line
+};
+
 class LineReader {
  public:
   LineReader(const std::filesystem::path& path, std::size_t max_line_bytes);
@@ -25,6 +35,13 @@ class LineReader {
   LineReader& operator=(const LineReader&) = delete;
 
   bool next(Line& line);
+  // Every whole line now buffered (reading more when there is none). False when the next line
+  // has no newline within the limit or the file ends without one: `next` handles those. The
+  // caller then counts the block's lines with `count_lines` before asking for more.
+  bool next_block(Block& block);
+  void count_lines(std::uint64_t lines) { number_ += lines; }
+  // The most a block can hold now (the buffer grows only for a long line).
+  std::size_t block_capacity() const { return data_cap_; }
   std::uint64_t bytes_read() const { return bytes_; }
 
  private:

@@ -90,6 +90,10 @@ void verify_jsonl_ids(const std::filesystem::path& path, const ReadOptions& opti
   }
 }
 
+// Reads the trace a block of whole lines at a time (one structural pass per block, see
+// JsonlImporter); a line the block's stream cannot take, and the rest of its block, are parsed
+// one by one with the same rules, as are lines `next_block` leaves to `next` (over-long, or the
+// last one without a newline).
 void read_jsonl(const std::filesystem::path& path, RecordSink& sink, const ReadOptions& options,
                 TraceInfo& info) {
   TraceValidator validator(sink, info, options, TraceForm::jsonl);
@@ -97,36 +101,78 @@ void read_jsonl(const std::filesystem::path& path, RecordSink& sink, const ReadO
   LineReader lines(path, options.max_line_bytes);
   std::unordered_set<std::uint64_t> skipped;
   bool first = true;
-  Line line;
-  while (lines.next(line)) {
-    if (line.oversized) {
-      std::string reason = "line is longer than " + std::to_string(options.max_line_bytes) +
-                           " bytes (the reader's limit)";
-      if (!options.lenient) throw InputError(where(path, line.number), reason);
-      skip(info, line.number, std::move(reason));
-      skipped.insert(line.number);
+  bool streaming = false;  // this line belongs to the current block's stream
+  std::uint64_t last_number = 0;
+
+  auto oversized = [&](std::uint64_t number) {
+    std::string reason = "line is longer than " + std::to_string(options.max_line_bytes) +
+                         " bytes (the reader's limit)";
+    if (!options.lenient) throw InputError(where(path, number), reason);
+    skip(info, number, std::move(reason));
+    skipped.insert(number);
+    first = false;
+  };
+  auto one = [&](std::string_view text, std::size_t capacity, std::uint64_t number) {
+    if (text.empty()) return;
+    if (auto bad = options.skip_lines.find(number); bad != options.skip_lines.end()) {
+      if (streaming && !importer.skip_in_block(text)) streaming = false;
+      skip(info, number, bad->second);
+      skipped.insert(number);
       first = false;
-      continue;
-    }
-    if (line.text.empty()) continue;
-    if (auto bad = options.skip_lines.find(line.number); bad != options.skip_lines.end()) {
-      skip(info, line.number, bad->second);
-      skipped.insert(line.number);
-      first = false;
-      continue;
+      return;
     }
     try {
-      importer.parse_line(line.text, line.capacity, validator, first);
+      if (!streaming || !importer.parse_in_block(text, validator, first)) {
+        streaming = false;
+        importer.parse_line(text, capacity, validator, first);
+      }
     } catch (const RecordError& e) {
-      if (!options.lenient) throw InputError(where(path, line.number), e.what());
-      skip(info, line.number, e.what());
-      skipped.insert(line.number);
+      if (!options.lenient) throw InputError(where(path, number), e.what());
+      skip(info, number, e.what());
+      skipped.insert(number);
     } catch (const std::length_error& e) {
-      throw InputError(where(path, line.number), e.what());
+      throw InputError(where(path, number), e.what());
     }
     first = false;
+  };
+
+  for (;;) {
+    Block block;
+    if (!options.line_at_a_time && lines.next_block(block)) {
+      importer.begin_block(block.text, lines.block_capacity());
+      streaming = true;
+      const char* p = block.text.data();
+      const char* end = p + block.text.size();
+      std::uint64_t number = block.first_number;
+      for (; p < end; ++number) {
+        const char* nl =
+            static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+        std::string_view raw(p, static_cast<std::size_t>(nl - p));
+        std::size_t capacity = block.capacity - static_cast<std::size_t>(p - block.text.data());
+        p = nl + 1;
+        if (raw.size() > options.max_line_bytes) {
+          streaming = false;
+          oversized(number);
+          continue;
+        }
+        std::string_view text = trim_line(raw);
+        one(text, capacity - static_cast<std::size_t>(text.data() - raw.data()), number);
+      }
+      lines.count_lines(number - block.first_number);
+      last_number = number - 1;
+      continue;
+    }
+    streaming = false;
+    Line line;
+    if (!lines.next(line)) break;
+    last_number = line.number;
+    if (line.oversized) {
+      oversized(line.number);
+      continue;
+    }
+    one(line.text, line.capacity, line.number);
   }
-  info.lines = line.number;
+  info.lines = last_number;
   info.bytes = lines.bytes_read();
   try {
     validator.finish();

@@ -26,6 +26,10 @@ struct ReadOptions {
   // repeated event ids only after their records were delivered; a caller that can start its sink
   // afresh re-reads with TraceInfo::duplicate_lines here (read_traces does).
   std::map<std::uint64_t, std::string> skip_lines;
+  // Parse each JSONL line alone. The default parses a block of lines as one stream, with the same
+  // result (same records, errors, wording and line numbers); this is the reference it is held to
+  // by tests and the fuzzer.
+  bool line_at_a_time = false;
 };
 
 enum class TraceForm : std::uint8_t { document, jsonl };
