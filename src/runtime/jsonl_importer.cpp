@@ -1,8 +1,13 @@
 #include "runtime/jsonl_importer.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace cg::runtime {
 namespace {
@@ -93,15 +98,276 @@ void each_in_array(od::value& v, std::string_view field, const char* expected, F
   }
 }
 
-std::vector<std::string> strings(od::value& v, std::string_view field) {
+// ---- The plain reader ----
+// A line a profiler writes is "plain": ASCII, no escapes, objects only at the top, arrays only of
+// scalars. Such a line is read here in one pass, strings in place. Anything else throws NotPlain
+// and the line goes to simdjson, whose reading is the reference: this reader accepts a subset of
+// JSON and gives the values simdjson gives for it.
+struct NotPlain {};
+
+struct PlainValue {
+  enum class Type { string, uint, number, null, boolean, array };
+  Type type = Type::null;
+  std::string_view text;  // string: its content; uint, number: the token; array: inside brackets
+  std::uint64_t uint = 0;
+  bool boolean = false;
+};
+
+// The closing quote of a string whose content starts at `p`, or nullptr when a backslash, a control
+// character or a non-ASCII byte comes first or the quote is not before `end`. Reads in 16-byte
+// steps up to 15 bytes past `end` (the reader's buffers are padded by SIMDJSON_PADDING).
+const char* plain_string_end(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i space = _mm_set1_epi8(0x20);
+  for (; p < end; p += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    // Signed compare: bytes >= 0x80 are negative, so below 0x20 as well.
+    auto quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)));
+    auto others = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, backslash), _mm_cmplt_epi8(v, space))));
+    if (quotes | others) {
+      // The first quote must come before anything else, and before the end.
+      unsigned first_quote = quotes & (0u - quotes);
+      if (!first_quote || (others & (first_quote - 1))) return nullptr;
+      const char* q = p + __builtin_ctz(quotes);
+      return q < end ? q : nullptr;
+    }
+  }
+  return nullptr;
+#else
+  for (; p < end; ++p) {
+    auto c = static_cast<unsigned char>(*p);
+    if (c == '"') return p;
+    if (c == '\\' || c < 0x20 || c >= 0x80) return nullptr;
+  }
+  return nullptr;
+#endif
+}
+
+class PlainCursor {
+ public:
+  PlainCursor(const char* p, const char* end) : p_(p), end_(end) {}
+
+  // The next character after whitespace, '\0' at the end.
+  char peek() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n'))
+      ++p_;
+    return p_ < end_ ? *p_ : '\0';
+  }
+  bool eat(char c) {
+    if (peek() != c || p_ == end_) return false;
+    ++p_;
+    return true;
+  }
+  void expect(char c) {
+    if (!eat(c)) throw NotPlain{};
+  }
+  bool at_end() {
+    peek();
+    return p_ == end_;
+  }
+
+  std::string_view string() {
+    expect('"');
+    const char* q = plain_string_end(p_, end_);
+    if (!q) throw NotPlain{};
+    std::string_view s(p_, static_cast<std::size_t>(q - p_));
+    p_ = q + 1;
+    return s;
+  }
+
+  // A field's value: a scalar, or an array of scalars.
+  void value(PlainValue& v) {
+    if (peek() != '[') return scalar(v);
+    ++p_;
+    const char* begin = p_;
+    const char* last = p_;
+    if (!eat(']')) {
+      PlainValue element;
+      do {
+        scalar(element);
+        last = p_;
+      } while (eat(','));
+      expect(']');
+    }
+    v.type = PlainValue::Type::array;
+    v.text = std::string_view(begin, static_cast<std::size_t>(last - begin));
+  }
+
+  void scalar(PlainValue& v) {
+    using T = PlainValue::Type;
+    switch (peek()) {
+      case '"':
+        v.type = T::string;
+        v.text = string();
+        return;
+      case 'n':
+        word("null");
+        v.type = T::null;
+        return;
+      case 't':
+        word("true");
+        v.type = T::boolean;
+        v.boolean = true;
+        return;
+      case 'f':
+        word("false");
+        v.type = T::boolean;
+        v.boolean = false;
+        return;
+      default:
+        number(v);
+    }
+  }
+
+ private:
+  void word(std::string_view w) {
+    if (static_cast<std::size_t>(end_ - p_) < w.size() || std::string_view(p_, w.size()) != w) {
+      throw NotPlain{};
+    }
+    p_ += w.size();
+  }
+
+  bool digit() const { return p_ < end_ && *p_ >= '0' && *p_ <= '9'; }
+
+  // JSON's number grammar; an integer in 0 … 2^64-1 is also read as an unsigned one.
+  void number(PlainValue& v) {
+    const char* begin = p_;
+    bool integer = true;
+    if (p_ < end_ && *p_ == '-') {
+      ++p_;
+      integer = false;
+    }
+    std::uint64_t n = 0;
+    if (p_ < end_ && *p_ == '0') {
+      ++p_;
+    } else if (digit()) {
+      for (; digit(); ++p_) {
+        if (__builtin_mul_overflow(n, 10u, &n) ||
+            __builtin_add_overflow(n, static_cast<unsigned>(*p_ - '0'), &n)) {
+          integer = false;  // 2^64 or more: a number, as simdjson reads it
+        }
+      }
+    } else {
+      throw NotPlain{};
+    }
+    if (p_ < end_ && *p_ == '.') {
+      ++p_;
+      integer = false;
+      if (!digit()) throw NotPlain{};
+      while (digit())
+        ++p_;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      integer = false;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (!digit()) throw NotPlain{};
+      while (digit())
+        ++p_;
+    }
+    v.text = std::string_view(begin, static_cast<std::size_t>(p_ - begin));
+    v.type = integer ? PlainValue::Type::uint : PlainValue::Type::number;
+    v.uint = n;
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+// One line's object, field by field; `next` is false at its end, after which only whitespace
+// may follow on the line.
+class PlainObject {
+ public:
+  explicit PlainObject(std::string_view line) : at_(line.data(), line.data() + line.size()) {}
+
+  bool next(std::string_view& key, PlainValue& v) {
+    if (at_.eat(first_ ? '{' : ',')) {
+      first_ = false;
+    } else {
+      if (!at_.eat('}') || !at_.at_end()) throw NotPlain{};
+      return false;
+    }
+    key = at_.string();
+    at_.expect(':');
+    at_.value(v);
+    return true;
+  }
+
+ private:
+  PlainCursor at_;
+  bool first_ = true;
+};
+
+bool is_null(PlainValue& v) {
+  return v.type == PlainValue::Type::null;
+}
+
+std::string_view str(PlainValue& v, std::string_view field) {
+  if (v.type != PlainValue::Type::string) type_error(field, "a string");
+  return v.text;
+}
+
+std::optional<std::string_view> opt_str(PlainValue& v, std::string_view field) {
+  if (is_null(v)) return std::nullopt;
+  return str(v, field);
+}
+
+std::uint64_t u64(PlainValue& v, std::string_view field) {
+  if (v.type != PlainValue::Type::uint) type_error(field, "an unsigned integer");
+  return v.uint;
+}
+
+std::optional<std::uint64_t> opt_u64(PlainValue& v, std::string_view field) {
+  if (is_null(v)) return std::nullopt;
+  return u64(v, field);
+}
+
+double f64(PlainValue& v, std::string_view field) {
+  if (v.type != PlainValue::Type::uint && v.type != PlainValue::Type::number) {
+    type_error(field, "a number");
+  }
+  double d = 0;
+  auto [end, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), d);
+  if (ec != std::errc() || end != v.text.data() + v.text.size()) throw NotPlain{};
+  return d;
+}
+
+bool boolean(PlainValue& v, std::string_view field) {
+  if (v.type != PlainValue::Type::boolean) type_error(field, "true or false");
+  return v.boolean;
+}
+
+template <typename F>
+void each_in_array(PlainValue& v, std::string_view field, const char* expected, F&& f) {
+  if (v.type != PlainValue::Type::array) type_error(field, expected);
+  PlainCursor at(v.text.data(), v.text.data() + v.text.size());
+  if (at.at_end()) return;
+  PlainValue e;
+  do {
+    at.scalar(e);
+    f(e);
+  } while (at.eat(','));
+}
+
+template <typename Value>
+std::vector<std::string> strings(Value& v, std::string_view field) {
   std::vector<std::string> out;
-  each_in_array(v, field, "an array of strings",
-                [&](od::value& e) { out.emplace_back(str(e, field)); });
+  each_in_array(v, field, "an array of strings", [&](auto& e) { out.emplace_back(str(e, field)); });
   return out;
 }
 
-void check_strings(od::value& v, std::string_view field) {
-  each_in_array(v, field, "an array of strings", [&](od::value& e) { (void)str(e, field); });
+template <typename Value>
+void check_strings(Value& v, std::string_view field) {
+  each_in_array(v, field, "an array of strings", [&](auto& e) { (void)str(e, field); });
+}
+
+// A key against a literal: with its length known, the compare is a few inline loads, not a call.
+template <std::size_t N>
+bool is(std::string_view name, const char (&literal)[N]) {
+  return name.size() == N - 1 && std::memcmp(name.data(), literal, N - 1) == 0;
 }
 
 enum class Kind { meta, tensor, operation, gradient, value, edge_timing, end };
@@ -131,8 +397,22 @@ void each_field(od::object& obj, std::optional<std::string_view>& event_id, F&& 
     od::value& val = field.value();
     std::string_view name;
     if (field.unescaped_key().get(name)) throw RecordError("invalid JSON (bad key)");
-    if (name == "kind") continue;
-    if (name == "event_id") {
+    if (is(name, "kind")) continue;
+    if (is(name, "event_id")) {
+      event_id = str(val, name);
+      continue;
+    }
+    f(name, val);
+  }
+}
+
+template <typename F>
+void each_field(PlainObject& obj, std::optional<std::string_view>& event_id, F&& f) {
+  std::string_view name;
+  PlainValue val;
+  while (obj.next(name, val)) {
+    if (is(name, "kind")) continue;
+    if (is(name, "event_id")) {
       event_id = str(val, name);
       continue;
     }
@@ -150,32 +430,31 @@ std::string_view need_id(const std::optional<std::string_view>& event_id, std::s
 // Each kind has its own reader so a line pays only for its own record's fields. `done` checks
 // that nothing follows the object on its line; it runs before the record is handed on, and
 // `committing_` marks that hand-over (an error after it is the validator's, not the JSON's).
-template <typename Done>
-void JsonlImporter::meta(od::object& obj, TraceValidator& validator, bool first_record,
-                         Done&& done) {
+template <typename Obj, typename Done>
+void JsonlImporter::meta(Obj& obj, TraceValidator& validator, bool first_record, Done&& done) {
   RunMeta meta;
   bool have_schema = false, have_entrypoint = false, have_profile = false;
   std::string schema_text;
   std::optional<std::string_view> event_id;
-  each_field(obj, event_id, [&](std::string_view name, od::value& val) {
-    if (name == "schema") {
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (is(name, "schema")) {
       schema_text = std::string(str(val, name));
       have_schema = true;
-    } else if (name == "entrypoint") {
+    } else if (is(name, "entrypoint")) {
       meta.entrypoint = std::string(str(val, name));
       have_entrypoint = true;
-    } else if (name == "profile") {
+    } else if (is(name, "profile")) {
       meta.profile = std::string(str(val, name));
       have_profile = true;
-    } else if (name == "cargo_features") {
+    } else if (is(name, "cargo_features")) {
       if (!is_null(val)) meta.cargo_features = strings(val, name);
-    } else if (name == "cfg") {
+    } else if (is(name, "cfg")) {
       if (!is_null(val)) meta.cfg = strings(val, name);
-    } else if (name == "analysis_id") {
+    } else if (is(name, "analysis_id")) {
       if (auto s = opt_str(val, name)) meta.analysis_id = std::string(*s);
-    } else if (name == "build_id") {
+    } else if (is(name, "build_id")) {
       if (auto s = opt_str(val, name)) meta.build_id = std::string(*s);
-    } else if (name == "phase") {
+    } else if (is(name, "phase")) {
       if (auto s = opt_str(val, name)) meta.phase = std::string(*s);
     }
   });
@@ -193,30 +472,30 @@ void JsonlImporter::meta(od::object& obj, TraceValidator& validator, bool first_
   validator.meta(std::move(meta), first_record);
 }
 
-template <typename Done>
-void JsonlImporter::operation(od::object& obj, TraceValidator& validator, Done&& done) {
+template <typename Obj, typename Done>
+void JsonlImporter::operation(Obj& obj, TraceValidator& validator, Done&& done) {
   OperationRecord o;
   std::optional<std::string_view> event_id, op;
-  each_field(obj, event_id, [&](std::string_view name, od::value& val) {
-    if (name == "op") {
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (is(name, "op")) {
       op = str(val, name);
-    } else if (name == "static_id") {
+    } else if (is(name, "static_id")) {
       o.static_id = opt_str(val, name);
-    } else if (name == "duration_ns") {
+    } else if (is(name, "duration_ns")) {
       o.duration_ns = opt_u64(val, name);
-    } else if (name == "step") {
+    } else if (is(name, "step")) {
       o.step = opt_u64(val, name);
-    } else if (name == "inputs") {
+    } else if (is(name, "inputs")) {
       if (!is_null(val)) check_strings(val, name);
-    } else if (name == "start_ns") {
+    } else if (is(name, "start_ns")) {
       o.start_ns = opt_u64(val, name);
-    } else if (name == "thread") {
+    } else if (is(name, "thread")) {
       o.thread = opt_u64(val, name);
-    } else if (name == "parent") {
+    } else if (is(name, "parent")) {
       o.parent = opt_str(val, name);
-    } else if (name == "output") {
+    } else if (is(name, "output")) {
       o.output = opt_str(val, name);
-    } else if (name == "source") {
+    } else if (is(name, "source")) {
       o.source = opt_str(val, name);
     }
   });
@@ -228,23 +507,23 @@ void JsonlImporter::operation(od::object& obj, TraceValidator& validator, Done&&
   validator.operation(o);
 }
 
-template <typename Done>
-void JsonlImporter::edge_timing(od::object& obj, TraceValidator& validator, Done&& done) {
+template <typename Obj, typename Done>
+void JsonlImporter::edge_timing(Obj& obj, TraceValidator& validator, Done&& done) {
   EdgeTimingRecord et;
   std::optional<std::string_view> event_id, from, to;
   std::optional<std::uint64_t> duration;
-  each_field(obj, event_id, [&](std::string_view name, od::value& val) {
-    if (name == "from_static_id") {
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (is(name, "from_static_id")) {
       from = str(val, name);
-    } else if (name == "to_static_id") {
+    } else if (is(name, "to_static_id")) {
       to = str(val, name);
-    } else if (name == "duration_ns") {
+    } else if (is(name, "duration_ns")) {
       duration = u64(val, name);
-    } else if (name == "step") {
+    } else if (is(name, "step")) {
       et.step = opt_u64(val, name);
-    } else if (name == "at_ns") {
+    } else if (is(name, "at_ns")) {
       et.at_ns = opt_u64(val, name);
-    } else if (name == "thread") {
+    } else if (is(name, "thread")) {
       et.thread = opt_u64(val, name);
     }
   });
@@ -260,34 +539,34 @@ void JsonlImporter::edge_timing(od::object& obj, TraceValidator& validator, Done
   validator.edge_timing(et);
 }
 
-template <typename Done>
-void JsonlImporter::tensor(od::object& obj, TraceValidator& validator, Done&& done) {
+template <typename Obj, typename Done>
+void JsonlImporter::tensor(Obj& obj, TraceValidator& validator, Done&& done) {
   TensorRecord t;
   std::optional<std::string_view> event_id, dtype, device;
   std::optional<bool> contiguous, requires_grad;
   bool have_shape = false;
   shape_.clear();
-  each_field(obj, event_id, [&](std::string_view name, od::value& val) {
-    if (name == "static_id") {
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (is(name, "static_id")) {
       t.static_id = opt_str(val, name);
-    } else if (name == "source") {
+    } else if (is(name, "source")) {
       t.source = opt_str(val, name);
-    } else if (name == "step") {
+    } else if (is(name, "step")) {
       t.step = opt_u64(val, name);
-    } else if (name == "shape") {
+    } else if (is(name, "shape")) {
       shape_.clear();  // a repeated key: the last one counts, as for every other field
       each_in_array(val, name, "an array of unsigned integers",
-                    [&](od::value& e) { shape_.push_back(u64(e, name)); });
+                    [&](auto& e) { shape_.push_back(u64(e, name)); });
       have_shape = true;
-    } else if (name == "dtype") {
+    } else if (is(name, "dtype")) {
       dtype = str(val, name);
-    } else if (name == "device") {
+    } else if (is(name, "device")) {
       device = str(val, name);
-    } else if (name == "contiguous") {
+    } else if (is(name, "contiguous")) {
       contiguous = boolean(val, name);
-    } else if (name == "requires_grad") {
+    } else if (is(name, "requires_grad")) {
       requires_grad = boolean(val, name);
-    } else if (name == "storage_id") {
+    } else if (is(name, "storage_id")) {
       (void)opt_str(val, name);
     }
   });
@@ -307,20 +586,20 @@ void JsonlImporter::tensor(od::object& obj, TraceValidator& validator, Done&& do
   validator.tensor(t);
 }
 
-template <typename Done>
-void JsonlImporter::gradient(od::object& obj, TraceValidator& validator, Done&& done) {
+template <typename Obj, typename Done>
+void JsonlImporter::gradient(Obj& obj, TraceValidator& validator, Done&& done) {
   GradientRecord g;
   std::optional<std::string_view> event_id, root, key, state;
-  each_field(obj, event_id, [&](std::string_view name, od::value& val) {
-    if (name == "root") {
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (is(name, "root")) {
       root = str(val, name);
-    } else if (name == "key") {
+    } else if (is(name, "key")) {
       key = str(val, name);
-    } else if (name == "state") {
+    } else if (is(name, "state")) {
       state = str(val, name);
-    } else if (name == "step") {
+    } else if (is(name, "step")) {
       g.step = opt_u64(val, name);
-    } else if (name == "norm") {
+    } else if (is(name, "norm")) {
       if (!is_null(val)) g.norm = f64(val, name);
     }
   });
@@ -341,27 +620,27 @@ void JsonlImporter::gradient(od::object& obj, TraceValidator& validator, Done&& 
   validator.gradient(g);
 }
 
-template <typename Done>
-void JsonlImporter::value(od::object& obj, TraceValidator& validator, Done&& done) {
+template <typename Obj, typename Done>
+void JsonlImporter::value(Obj& obj, TraceValidator& validator, Done&& done) {
   ValueRecord v;
   std::optional<std::string_view> event_id;
   std::optional<double> vmin, vmax, vabs;
-  each_field(obj, event_id, [&](std::string_view name, od::value& val) {
-    if (name == "static_id") {
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (is(name, "static_id")) {
       v.static_id = opt_str(val, name);
-    } else if (name == "source") {
+    } else if (is(name, "source")) {
       v.source = opt_str(val, name);
-    } else if (name == "step") {
+    } else if (is(name, "step")) {
       v.step = opt_u64(val, name);
-    } else if (name == "min") {
+    } else if (is(name, "min")) {
       vmin = f64(val, name);
-    } else if (name == "max") {
+    } else if (is(name, "max")) {
       vmax = f64(val, name);
-    } else if (name == "abs_max") {
+    } else if (is(name, "abs_max")) {
       vabs = f64(val, name);
-    } else if (name == "nonfinite_count") {
+    } else if (is(name, "nonfinite_count")) {
       v.nonfinite_count = opt_u64(val, name).value_or(0);
-    } else if (name == "saturated_count") {
+    } else if (is(name, "saturated_count")) {
       v.saturated_count = opt_u64(val, name).value_or(0);
     }
   });
@@ -377,8 +656,8 @@ void JsonlImporter::value(od::object& obj, TraceValidator& validator, Done&& don
   validator.value(v);
 }
 
-template <typename Done>
-void JsonlImporter::end(od::object& obj, TraceValidator& validator, Done&& done) {
+template <typename Obj, typename Done>
+void JsonlImporter::end(Obj& obj, TraceValidator& validator, Done&& done) {
   static constexpr std::pair<std::string_view, std::uint64_t EndRecord::*> kEnd[] = {
       {"operations", &EndRecord::operations},
       {"edge_timings", &EndRecord::edge_timings},
@@ -390,7 +669,7 @@ void JsonlImporter::end(od::object& obj, TraceValidator& validator, Done&& done)
   EndRecord end;
   unsigned end_fields = 0;
   std::optional<std::string_view> event_id;
-  each_field(obj, event_id, [&](std::string_view name, od::value& val) {
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
     for (unsigned i = 0; i < std::size(kEnd); ++i) {
       if (name == kEnd[i].first) {
         end.*kEnd[i].second = u64(val, name);
@@ -442,7 +721,13 @@ void JsonlImporter::record(Doc& doc, const char* line_end, const char* limit,
       }
     }
   };
-  switch (parse_kind(kind_text)) {
+  dispatch(obj, kind_text, validator, first_record, done);
+}
+
+template <typename Obj, typename Done>
+void JsonlImporter::dispatch(Obj& obj, std::string_view kind, TraceValidator& validator,
+                             bool first_record, Done&& done) {
+  switch (parse_kind(kind)) {
     case Kind::meta:
       return meta(obj, validator, first_record, done);
     case Kind::operation:
@@ -460,6 +745,28 @@ void JsonlImporter::record(Doc& doc, const char* line_end, const char* limit,
   }
 }
 
+// False, with nothing handed on, when the line is not plain or has an error before the hand-over:
+// simdjson then reads it and words the error. `kind` must come first (writers put it there).
+bool JsonlImporter::parse_plain(std::string_view line, TraceValidator& validator,
+                                bool first_record) {
+  committing_ = false;
+  try {
+    PlainObject obj(line);
+    std::string_view key;
+    PlainValue kind;
+    if (!obj.next(key, kind) || key != "kind" || kind.type != PlainValue::Type::string) {
+      return false;
+    }
+    dispatch(obj, kind.text, validator, first_record, [] {});
+    return true;
+  } catch (const NotPlain&) {
+    return false;
+  } catch (const RecordError&) {
+    if (committing_) throw;
+    return false;
+  }
+}
+
 void JsonlImporter::parse_line(std::string_view line, std::size_t capacity,
                                TraceValidator& validator, bool first_record) {
   od::document doc;
@@ -471,26 +778,39 @@ void JsonlImporter::parse_line(std::string_view line, std::size_t capacity,
 }
 
 void JsonlImporter::begin_block(std::string_view text, std::size_t capacity) {
-  block_ = text;
-  in_block_ = false;
+  block_end_ = text.data() + text.size();
+  block_capacity_ = capacity;
+  mode_ = Mode::plain;
+}
+
+// The rest of the block, from `from`, as one document stream.
+void JsonlImporter::start_stream(const char* from) {
+  mode_ = Mode::none;
+  block_ = std::string_view(from, static_cast<std::size_t>(block_end_ - from));
   // One batch for the whole block: every document's end is then known (the last one ends at the
   // block's end), and the parser is sized once, by the reader's largest block.
-  std::size_t batch = std::max(capacity, text.size());
+  std::size_t batch = std::max(block_capacity_, block_.size());
   if (batch > stream_batch_) {
     stream_parser_ = od::parser(batch);
     stream_batch_ = batch;
   }
-  if (stream_parser_.iterate_many(text.data(), text.size(), stream_batch_).get(stream_)) return;
+  if (stream_parser_.iterate_many(block_.data(), block_.size(), stream_batch_).get(stream_)) {
+    return;
+  }
   it_ = stream_.begin();
   if (!(it_ != stream_.end()) || (*it_).error()) return;  // nothing whole, or bad (UTF-8…)
   // An unfinished object at the end is cut off the stream: the last whole one ends before it.
   std::size_t cut = std::min(stream_.truncated_bytes(), block_.size());
   block_limit_ = block_.data() + (block_.size() - cut);
-  in_block_ = true;
+  mode_ = Mode::stream;
 }
 
 bool JsonlImporter::parse_in_block(std::string_view line, TraceValidator& validator,
                                    bool first_record) {
+  if (mode_ == Mode::plain) {
+    if (parse_plain(line, validator, first_record)) return true;
+    start_stream(line.data());
+  }
   if (!at_line(line)) return false;
   od::document_reference doc;
   if ((*it_).get(doc)) return leave_block();
@@ -508,13 +828,14 @@ bool JsonlImporter::parse_in_block(std::string_view line, TraceValidator& valida
 }
 
 bool JsonlImporter::skip_in_block(std::string_view line) {
+  if (mode_ == Mode::plain) return true;
   if (!at_line(line)) return false;
   advance();
   return true;
 }
 
 bool JsonlImporter::at_line(std::string_view line) {
-  if (!in_block_) return false;
+  if (mode_ != Mode::stream) return false;
   if (it_.current_index() != static_cast<std::size_t>(line.data() - block_.data())) {
     return leave_block();
   }
@@ -523,11 +844,11 @@ bool JsonlImporter::at_line(std::string_view line) {
 
 void JsonlImporter::advance() {
   ++it_;
-  if (!(it_ != stream_.end())) in_block_ = false;
+  if (!(it_ != stream_.end())) mode_ = Mode::none;
 }
 
 bool JsonlImporter::leave_block() {
-  in_block_ = false;
+  mode_ = Mode::none;
   return false;
 }
 

@@ -1,13 +1,18 @@
 #pragma once
-// JSONL importer (spec §1.3, docs/runtime-4.md): one line → one typed record, parsed with simdjson
-// On-Demand straight out of the reader's padded chunk buffer (no copy).
+// JSONL importer (spec §1.3, docs/runtime-4.md): one line → one typed record, read straight out of
+// the reader's padded chunk buffer (no copy).
 //
-// Two ways in, one set of rules. A block of whole lines is parsed as one document stream (one
-// structural pass for the block instead of one per line); `parse_line` parses a line alone. The
-// stream is used only while its documents line up one to a line; at the first line it cannot
-// take (bad JSON, two objects on a line, an object running on, a line too long), the caller parses
-// that line and the rest of the block alone, so errors and their wording are the per-line ones and
-// a bad line costs at most the rest of its block at the per-line rate.
+// Three ways in, one set of rules (the kind readers are shared). `parse_line` parses a line alone
+// with simdjson On-Demand: that is the reference. In a block of whole lines, each line is first
+// read by the plain reader, a single pass for the lines a profiler writes (ASCII, no escapes, no
+// nesting beyond an array of scalars, `kind` first), strings in place. At the first line it
+// cannot take — anything else, and any error before the record is handed on — the rest of the
+// block is parsed as one simdjson document stream (one structural pass), used while its documents
+// line up one to a line; at the first line that cannot take (bad JSON, two objects on a line, an
+// object running on, a line too long), the caller parses that line and the rest of the block
+// alone. So errors and their wording are always the per-line ones, and a bad line costs at most
+// the rest of its block at the per-line rate. `ReadOptions::line_at_a_time` reads with
+// `parse_line` only; the runtime_trace fuzz target requires both to agree on every input.
 #include <simdjson.h>
 
 #include <cstdint>
@@ -29,8 +34,9 @@ class JsonlImporter {
   // Starts a block: `text` is whole lines, padded as for parse_line; `capacity` is the largest
   // block the caller will pass (the stream parser is sized once by it).
   void begin_block(std::string_view text, std::size_t capacity);
-  // The block's next non-empty line, trimmed, in order. False when the stream cannot take it
-  // (nothing was handed on: parse it with parse_line); after that the block is left. Throws
+  // The block's next non-empty line, trimmed, in order. False when neither the plain reader nor
+  // the stream can take it (nothing was handed on: parse it with parse_line); after that the
+  // block is left. Throws
   // the validator's RecordError for a record that parsed whole.
   bool parse_in_block(std::string_view line, TraceValidator& validator, bool first_record);
   // Passes over a line the caller skips; false (and the block is left) when it is not one record.
@@ -43,22 +49,28 @@ class JsonlImporter {
   template <typename Doc>
   void record(Doc& doc, const char* line_end, const char* limit, TraceValidator& validator,
               bool first_record);
-  template <typename Done>
-  void meta(simdjson::ondemand::object& obj, TraceValidator& validator, bool first_record,
-            Done&& done);
-  template <typename Done>
-  void operation(simdjson::ondemand::object& obj, TraceValidator& validator, Done&& done);
-  template <typename Done>
-  void edge_timing(simdjson::ondemand::object& obj, TraceValidator& validator, Done&& done);
-  template <typename Done>
-  void tensor(simdjson::ondemand::object& obj, TraceValidator& validator, Done&& done);
-  template <typename Done>
-  void gradient(simdjson::ondemand::object& obj, TraceValidator& validator, Done&& done);
-  template <typename Done>
-  void value(simdjson::ondemand::object& obj, TraceValidator& validator, Done&& done);
-  template <typename Done>
-  void end(simdjson::ondemand::object& obj, TraceValidator& validator, Done&& done);
+  bool parse_plain(std::string_view line, TraceValidator& validator, bool first_record);
+  // The record's fields after `kind`, from simdjson (`simdjson::ondemand::object`) or from the
+  // plain reader (`PlainObject`): one set of rules for both.
+  template <typename Obj, typename Done>
+  void dispatch(Obj& obj, std::string_view kind, TraceValidator& validator, bool first_record,
+                Done&& done);
+  template <typename Obj, typename Done>
+  void meta(Obj& obj, TraceValidator& validator, bool first_record, Done&& done);
+  template <typename Obj, typename Done>
+  void operation(Obj& obj, TraceValidator& validator, Done&& done);
+  template <typename Obj, typename Done>
+  void edge_timing(Obj& obj, TraceValidator& validator, Done&& done);
+  template <typename Obj, typename Done>
+  void tensor(Obj& obj, TraceValidator& validator, Done&& done);
+  template <typename Obj, typename Done>
+  void gradient(Obj& obj, TraceValidator& validator, Done&& done);
+  template <typename Obj, typename Done>
+  void value(Obj& obj, TraceValidator& validator, Done&& done);
+  template <typename Obj, typename Done>
+  void end(Obj& obj, TraceValidator& validator, Done&& done);
 
+  void start_stream(const char* from);
   bool at_line(std::string_view line);
   void advance();
   bool leave_block();
@@ -73,7 +85,9 @@ class JsonlImporter {
   simdjson::ondemand::document_stream::iterator it_;
   std::string_view block_;
   const char* block_limit_ = nullptr;  // where the stream's last whole document ends at the latest
-  bool in_block_ = false;
+  const char* block_end_ = nullptr;
+  std::size_t block_capacity_ = 0;
+  enum class Mode { none, plain, stream } mode_ = Mode::none;
 };
 
 }  // namespace cg::runtime

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "runtime/record_log.hpp"
 #include "runtime/report_json.hpp"
 #include "trace_test_util.hpp"
 #include "util/error.hpp"
@@ -363,7 +364,9 @@ std::string outcome(const std::filesystem::path& path, ReadOptions options, bool
               std::to_string(stats.observations) + "/" + std::to_string(stats.timing.total_ns()));
     }
     w.end_object();
-    return w.take();
+    RecordLog log;
+    (void)read_trace(path, log, options);
+    return w.take() + "\n" + log.text();
   } catch (const InputError& e) {
     return std::string("error: ") + e.what();
   }
@@ -477,6 +480,98 @@ TEST(Reader, ManyBlocksWithBadLinesAgreeWithLineAtATime) {
   EXPECT_EQ(l.info.operations, 45000u - 6u);
   EXPECT_EQ(l.info.lines, 45001u);
   expect_modes_agree(p);
+}
+
+std::string record_log(const std::filesystem::path& path) {
+  RecordLog log;
+  (void)read_trace(path, log, {});
+  return log.text();
+}
+
+TEST(Reader, EveryRecordKindReadsTheSameHoweverItIsSpelled) {
+  // The same records twice: as a profiler writes them and spelled otherwise. The plain reader
+  // takes a block's lines until the first it cannot (here: bytes outside ASCII, then escapes, a
+  // key repeated, `kind` not first), simdjson the rest; both must hand on the same records.
+  const char* meta_plain =
+      R"({"kind":"meta","schema":"candle-graph/runtime/3","entrypoint":"m::forward","profile":"dev","cargo_features":["b","a"],"cfg":[],"analysis_id":null,"phase":"train"})";
+  const char* meta_fancy =
+      R"({ "kind" : "meta" , "schema":"candle-graph/runtime/3","entrypoint" : "m::forward","profile":"dev","cargo_features":[ "b" , "a" ],"cfg":[ ],"analysis_id":null,"phase":"train" })";
+  std::vector<std::pair<std::string, std::string>> records = {
+      // Plain in both files, numbers spelled differently.
+      {R"({"kind":"gradient","event_id":"g1","root":"vb","key":"a.weight","state":"present","norm":0.1,"step":2})",
+       R"({"kind":"gradient","event_id":"g1","root":"vb","key":"a.weight","state":"present","norm":1e-1,"step":2})"},
+      {R"({"kind":"gradient","event_id":"g2","root":"vb","key":"b.weight","state":"missing","norm":null})",
+       R"({"kind":"gradient","event_id":"g2","root":"vb","key":"b.weight","state":"missing","norm":null}	)"},
+      {R"({"kind":"value","event_id":"v1","static_id":"tensor:train:f:0","min":-1.5e-3,"max":123456789012345678901234567890,"abs_max":2.2250738585072014E-308,"nonfinite_count":3,"saturated_count":0})",
+       R"({"kind":"value","event_id":"v1","static_id":"tensor:train:f:0","min":-0.0015,"max":1.2345678901234567890123456789e29,"abs_max":22.250738585072014e-309,"nonfinite_count":3,"saturated_count":0})"},
+      // Plain in the first file, simdjson's in the second.
+      {R"({"kind":"tensor","event_id":"t1","static_id":"tensor:train:f:0","shape":[2,3,4096],"dtype":"F32","device":"cpu","contiguous":true,"requires_grad":false,"step":7})",
+       R"({"event_id":"t1","kind":"tensor","static_id":"tensor:train:f:0","shape":[ 2 , 3 ,4096 ],"dtype":"F\u0033\u0032","device":"cpu","contiguous":true,"requires_grad":false,"step":7})"},
+      {R"({"kind":"operation","event_id":"o1","op":"matmul","static_id":"operation:train:f:1","inputs":["tensor:a","tensor:b"],"step":0,"duration_ns":18446744073709551615,"source":"src/model.rs:12:5","output":null})",
+       R"({"kind" :"operation","event_id":"o1","op":"mat\u006dul","static_id":"operation:train:f:1","inputs":["tensor:a","tensor:\u0062"],"step":0,"duration_ns":18446744073709551615,"source":"src/model.rs:12:5","output":null})"},
+      {R"({"kind":"edge_timing","event_id":"e1","from_static_id":"operation:train:f:1","to_static_id":"operation:train:f:2","duration_ns":30,"step":0})",
+       R"({"kind":"edge_timing","event_id":"e1","from_static_id":"operation:train:f:1","to_static_id":"operation:train:f:\u0032","duration_ns":30,"step":0})"},
+      // simdjson's in both.
+      {R"({"kind":"operation","event_id":"o2","op":"softmax","static_id":"operation:train:f:2","step":1,"duration_ns":0,"source":"src/modèle.rs:3:1"})",
+       R"({"kind":"operation","event_id":"o2","op":"relu","op":"softmax","static_id":"operation:train:f:2","step":1,"duration_ns":0,"source":"src/mod\u00e8le.rs:3:1"})"},
+  };
+  std::string plain = std::string(meta_plain) + "\n", fancy = std::string(meta_fancy) + "\n";
+  for (const auto& [a, b] : records) {
+    plain += a + "\n";
+    fancy += b + "\n";
+  }
+  auto p = write_temp("spelled_plain.jsonl", plain);
+  auto f = write_temp("spelled_fancy.jsonl", fancy);
+  std::string log = record_log(p);
+  EXPECT_EQ(log, record_log(f));
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 8);
+  EXPECT_THAT(log, HasSubstr("entrypoint=10:m::forward"));
+  EXPECT_THAT(log, HasSubstr("shape=3 =2 =3 =4096 dtype=3:F32"));
+  EXPECT_THAT(log, HasSubstr("op=6:matmul"));
+  EXPECT_THAT(log, HasSubstr("duration_ns=18446744073709551615"));
+  EXPECT_THAT(log, HasSubstr("op=7:softmax"));
+  EXPECT_THAT(log, HasSubstr("source=18:src/modèle.rs:3:1"));
+  EXPECT_THAT(log, HasSubstr("norm=0x1.999999999999ap-4"));
+  EXPECT_THAT(log, HasSubstr("min=-0x1.89374bc6a7efap-10"));
+  EXPECT_THAT(log, HasSubstr("abs_max=0x1p-1022"));
+  expect_modes_agree(p);
+  expect_modes_agree(f);
+}
+
+TEST(Reader, ALineThePlainReaderRefusesIsReadBySimdjsonInTheSameBlock) {
+  // Lines the plain reader hands to simdjson mid-block (an escape, a nested object in an unknown
+  // field, a type error, a number simdjson must judge) keep their records and the reference's
+  // errors, and the lines after them still read.
+  std::string text = kMetaV3;
+  for (int i = 0; i < 20; ++i)
+    text += op_line("a" + std::to_string(i), "s", 1);
+  text += R"({"kind":"operation","event_id":"x1","op":"m\"q","static_id":"s","duration_ns":2})"
+          "\n";
+  text +=
+      R"({"kind":"operation","event_id":"x2","op":"m","static_id":"s","duration_ns":4,"extra":{"a":[1,{"b":2}]}})"
+      "\n";
+  text += R"({"kind":"operation","event_id":"x3","op":"m","static_id":"s","duration_ns":-8})"
+          "\n";
+  text += R"({"kind":"operation","event_id":"x4","op":"m","static_id":"s","duration_ns":1.0})"
+          "\n";
+  text += R"({"kind":"operation","event_id":"x5","op":"m","static_id":"s","duration_ns":01})"
+          "\n";
+  text +=
+      R"({"kind":"operation","event_id":"x6","op":"m","static_id":"s","duration_ns":18446744073709551616})"
+      "\n";
+  for (int i = 0; i < 20; ++i)
+    text += op_line("b" + std::to_string(i), "s", 8);
+  auto p = write_temp("refused.jsonl", text);
+  EXPECT_THAT(error_of([&] { load(p); }),
+              HasSubstr("refused.jsonl:24: field `duration_ns`: expected an unsigned integer"));
+  ReadOptions lenient;
+  lenient.lenient = true;
+  auto l = load(p, lenient);
+  EXPECT_EQ(l.info.skipped_lines, 4u);
+  EXPECT_EQ(l.info.operations, 42u);
+  EXPECT_EQ(l.aggregate.operations.at("s").timing.total_ns(), 20u + 2u + 4u + 160u);
+  expect_modes_agree(p);
+  expect_modes_agree(p, lenient);
 }
 
 }  // namespace
