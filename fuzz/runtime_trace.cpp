@@ -1,8 +1,9 @@
 // Trace files are written by users' programs and may be truncated, garbled or hostile. The reader
 // is driven through a real file (it streams), in strict and lenient mode, and each time twice:
-// with its default block-at-a-time parsing (the plain reader, then simdjson's document stream) and
-// line at a time with simdjson alone, which must agree exactly (the same records with every field,
-// the same counts, or the same error at the same line).
+// with its default block-at-a-time parsing (the plain reader, then simdjson's document stream), in
+// blocks as large as the input and in blocks of a few lines, and line at a time with simdjson
+// alone, which must agree exactly (the same records with every field, the same counts, or the same
+// error at the same line).
 #include <unistd.h>
 
 #include <cstddef>
@@ -20,14 +21,18 @@
 
 namespace {
 
+enum class Mode { blocks, small_blocks, line_at_a_time };
+
 // Everything a reading produced, as text: the trace's info and its operations' timings, or the
-// error.
-std::string outcome(const std::string& path, bool lenient, bool line_at_a_time) {
+// error. Lines over 1 KiB are over-long, so that with small chunks a block is at most about 1 KiB
+// and block edges fall all over an input of a few lines.
+std::string outcome(const std::string& path, bool lenient, Mode mode) {
   try {
     cg::runtime::ReadOptions opts;
     opts.lenient = lenient;
-    opts.max_line_bytes = 4096;
-    opts.line_at_a_time = line_at_a_time;
+    opts.max_line_bytes = 1024;
+    opts.line_at_a_time = mode == Mode::line_at_a_time;
+    if (mode == Mode::small_blocks) opts.chunk_bytes = 32;
     auto traces = cg::runtime::read_traces({path}, opts);
     cg::JsonWriter w;
     w.begin_array();
@@ -58,12 +63,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::fwrite(data, 1, size, f);
   std::fclose(f);
   for (bool lenient : {false, true}) {
-    std::string blocks = outcome(path, lenient, false);
-    std::string lines = outcome(path, lenient, true);
-    if (blocks != lines) {
-      std::fprintf(stderr, "block and line-at-a-time reading disagree (lenient=%d):\n%s\n---\n%s\n",
-                   lenient, blocks.c_str(), lines.c_str());
-      std::abort();
+    std::string lines = outcome(path, lenient, Mode::line_at_a_time);
+    for (Mode mode : {Mode::blocks, Mode::small_blocks}) {
+      std::string blocks = outcome(path, lenient, mode);
+      if (blocks != lines) {
+        std::fprintf(stderr, "%s and line-at-a-time reading disagree (lenient=%d):\n%s\n---\n%s\n",
+                     mode == Mode::blocks ? "block" : "small-block", lenient, blocks.c_str(),
+                     lines.c_str());
+        std::abort();
+      }
     }
   }
   return 0;

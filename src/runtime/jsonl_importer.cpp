@@ -711,7 +711,13 @@ void JsonlImporter::record(Doc& doc, const char* line_end, const char* limit,
   auto done = [&] {
     const char* next = limit;
     const char* at = nullptr;
-    if (!doc.current_location().get(at)) next = at;
+    if (!doc.current_location().get(at)) {
+      next = at;
+    } else if (line_end[-1] != '}') {
+      // No token follows the object: what the structural index does not hold (bytes that are
+      // not valid UTF-8, found by the fuzzer) may still stand between it and the line's end.
+      throw RecordError("trailing content after the JSON object (one record per line)");
+    }
     if (next < line_end) {
       throw RecordError("trailing content after the JSON object (one record per line)");
     }

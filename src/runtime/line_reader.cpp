@@ -10,12 +10,6 @@
 #include "util/error.hpp"
 
 namespace cg::runtime {
-namespace {
-
-constexpr std::size_t kChunk = std::size_t{4} << 20;
-
-}  // namespace
-
 std::string_view trim_line(std::string_view s) {
   auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
   while (!s.empty() && ws(s.front()))
@@ -25,7 +19,8 @@ std::string_view trim_line(std::string_view s) {
   return s;
 }
 
-LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_bytes)
+LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_bytes,
+                       std::size_t chunk_bytes)
     : path_(path), max_line_(max_line_bytes) {
   file_ = std::fopen(path.c_str(), "rb");
   if (!file_) {
@@ -33,7 +28,7 @@ LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_b
   }
   // Sized by the file and grown on demand, so a small trace does not clear a chunk plus the line
   // limit (megabytes) before reading a byte — it made every fuzz input cost ~16 MiB of memset.
-  full_cap_ = kChunk + max_line_ + 1;
+  full_cap_ = std::max<std::size_t>(chunk_bytes, 1) + max_line_ + 1;
   std::error_code ec;
   std::uintmax_t size = std::filesystem::file_size(path, ec);
   constexpr std::size_t kMinCap = std::size_t{64} << 10;

@@ -98,7 +98,7 @@ void read_jsonl(const std::filesystem::path& path, RecordSink& sink, const ReadO
                 TraceInfo& info) {
   TraceValidator validator(sink, info, options, TraceForm::jsonl);
   JsonlImporter importer;
-  LineReader lines(path, options.max_line_bytes);
+  LineReader lines(path, options.max_line_bytes, options.chunk_bytes);
   std::unordered_set<std::uint64_t> skipped;
   bool first = true;
   bool streaming = false;  // this line belongs to the current block's stream

@@ -30,6 +30,9 @@ struct ReadOptions {
   // result (same records, errors, wording and line numbers); this is the reference it is held to
   // by tests and the fuzzer.
   bool line_at_a_time = false;
+  // How much of a JSONL trace is read at a time; a block is the whole lines of one read. Tests and
+  // the fuzzer make it small so that block edges fall everywhere.
+  std::size_t chunk_bytes = std::size_t{4} << 20;
 };
 
 enum class TraceForm : std::uint8_t { document, jsonl };

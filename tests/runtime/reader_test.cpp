@@ -574,5 +574,61 @@ TEST(Reader, ALineThePlainReaderRefusesIsReadBySimdjsonInTheSameBlock) {
   expect_modes_agree(p, lenient);
 }
 
+TEST(Reader, BlockEdgesAnywhereChangeNothing) {
+  // Plain lines, lines only simdjson reads, bad lines and blank ones, read in blocks of one to a
+  // few lines: every block starts plain again after a line that sent the last one to simdjson.
+  std::string text = kMetaV3;
+  for (int i = 0; i < 300; ++i) {
+    std::string id = "e" + std::to_string(i);
+    switch (i % 9) {
+      case 2:
+        text += R"({"kind":"operation","event_id":")" + id +
+                R"(","op":"m\u0061tmul","static_id":"s","duration_ns":3})"
+                "\n";
+        break;
+      case 5:
+        text += R"({"kind":"operation","event_id":")" + id + R"(","op":"m","duration_ns":)" +
+                "\n";  // unfinished
+        break;
+      case 7:
+        text += "\n  \r\n";
+        [[fallthrough]];
+      default:
+        text += op_line(id, "s" + std::to_string(i % 4), static_cast<std::uint64_t>(i));
+    }
+  }
+  auto p = write_temp("edges.jsonl", text);
+  for (std::size_t chunk : {1u, 7u, 64u, 200u, 1000u}) {
+    ReadOptions small;
+    small.chunk_bytes = chunk;
+    small.max_line_bytes = 256;
+    expect_modes_agree(p, small);
+    small.lenient = true;
+    small.line_at_a_time = false;
+    RecordLog log;
+    auto info = read_trace(p, log, small);
+    EXPECT_EQ(info.skipped_lines, 33u) << chunk;
+    EXPECT_EQ(std::count(log.text().begin(), log.text().end(), '\n'), 1 + 300 - 33) << chunk;
+  }
+}
+
+TEST(Reader, BytesOutsideUtf8AfterABlocksLastObjectAreTrailingContent) {
+  // Found by the fuzzer: where an object was the last in its block's stream, a byte simdjson does
+  // not index (not UTF-8) between it and the line's end went unseen.
+  std::string bad = R"({"kind":"gradient","event_id":"g2","root":"vb","key":"b","state":"missing"})"
+                    "\xfc\t\n";
+  auto p = write_temp("after_last.jsonl",
+                      std::string(kMetaV3) + op_line("o1", "s", 1) + bad + op_line("o3", "s", 4));
+  for (std::size_t chunk = 1; chunk < 400; chunk += 3) {
+    ReadOptions small;
+    small.chunk_bytes = chunk;
+    small.max_line_bytes = 128;
+    EXPECT_THAT(error_of([&] { (void)load(p, small); }),
+                HasSubstr("after_last.jsonl:3: invalid JSON (The input is not valid UTF-8)"))
+        << chunk;
+    expect_modes_agree(p, small);
+  }
+}
+
 }  // namespace
 }  // namespace cg::runtime
