@@ -28,7 +28,7 @@ test-sanitize: setup
 
 test-tsan: setup
 	@cmake --preset tsan >/dev/null
-	@cmake --build --preset tsan -j $(JOBS) --target test_profile profile-demo
+	@cmake --build --preset tsan -j $(JOBS) --target test_profile profile-demo test_runtime
 	@ctest --preset tsan -j $(JOBS)
 
 test: format-check test-unit test-sanitize test-tsan

@@ -28,9 +28,18 @@ LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_b
   }
   // Sized by the file and grown on demand, so a small trace does not clear a chunk plus the line
   // limit (megabytes) before reading a byte — it made every fuzz input cost ~16 MiB of memset.
-  full_cap_ = std::max<std::size_t>(chunk_bytes, 1) + max_line_ + 1;
+  chunk_ = std::max<std::size_t>(chunk_bytes, 1);
+  full_cap_ = chunk_ + max_line_ + 1;
   std::error_code ec;
   std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > 2 * chunk_ && std::filesystem::is_regular_file(path, ec) && !ec) {
+    data_cap_ = full_cap_;
+    buf_.resize(data_cap_ + simdjson::SIMDJSON_PADDING, ' ');
+    spare_.resize(buf_.size(), ' ');
+    begin_ = end_ = max_line_;
+    read_ahead();
+    return;
+  }
   constexpr std::size_t kMinCap = std::size_t{64} << 10;
   data_cap_ =
       ec ? full_cap_ : std::min(full_cap_, std::max(kMinCap, static_cast<std::size_t>(size) + 1));
@@ -38,11 +47,52 @@ LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_b
 }
 
 LineReader::~LineReader() {
+  if (ahead_.valid()) ahead_.wait();  // the worker reads file_ and spare_
   if (file_) std::fclose(file_);
+}
+
+// Starts reading the next chunk into spare_ on a thread. A chunk under 64 KiB (tests and the
+// fuzzer make them tiny to put block edges everywhere) is not worth a thread: its read is
+// deferred to the `get`, through the same buffers. Where no thread can be started, libstdc++
+// defers too.
+void LineReader::read_ahead() {
+  char* to = spare_.data() + max_line_;
+  std::size_t n = chunk_;
+  std::FILE* file = file_;
+  auto policy = n >= (std::size_t{64} << 10) ? std::launch::async | std::launch::deferred
+                                             : std::launch::deferred;
+  ahead_ = std::async(policy, [to, n, file] {
+    Chunk c;
+    c.bytes = std::fread(to, 1, n, file);
+    if (c.bytes == 0 && std::ferror(file)) c.error = errno ? errno : EIO;
+    return c;
+  });
+}
+
+// Takes the chunk read ahead: the unfinished line left in buf_ (at most max_line_ bytes, see
+// `next` and `next_block`) is copied in front of it, the buffers swap, and the next read starts.
+bool LineReader::fill_ahead() {
+  Chunk c = ahead_.get();
+  if (c.bytes == 0) {
+    if (c.error) {
+      throw InputError(path_.string(), std::string("read error: ") + std::strerror(c.error));
+    }
+    eof_ = true;
+    return false;
+  }
+  std::size_t left = end_ - begin_;
+  std::memcpy(spare_.data() + max_line_ - left, buf_.data() + begin_, left);
+  buf_.swap(spare_);
+  begin_ = max_line_ - left;
+  end_ = max_line_ + c.bytes;
+  bytes_ += c.bytes;
+  read_ahead();
+  return true;
 }
 
 bool LineReader::fill() {
   if (eof_) return false;
+  if (!spare_.empty()) return fill_ahead();
   if (begin_ > 0) {
     std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
     end_ -= begin_;

@@ -1,10 +1,16 @@
 #pragma once
-// Reads a file as lines through one fixed buffer, so memory is bounded by the longest allowed
-// line, not by the file. Each line is handed out in place with simdjson's padding readable after
-// it, which lets the JSONL importer parse without copying.
+// Reads a file as lines through a fixed buffer, so memory is bounded by the longest allowed line
+// and the chunk size, not by the file. Each line is handed out in place with simdjson's padding
+// readable after it, which lets the JSONL importer parse without copying.
+//
+// A file of more than two chunks is read ahead: while the caller parses one chunk's lines, a
+// worker reads the next chunk into a second buffer, behind room for the unfinished line the
+// first one ends with (at most the line limit); the two buffers then swap. The copy out of the
+// page cache, 15% of reading a trace, no longer waits in line with the parsing.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +54,13 @@ class LineReader {
 
  private:
   bool fill();
+  bool fill_ahead();
+  void read_ahead();
+
+  struct Chunk {
+    std::size_t bytes = 0;
+    int error = 0;  // errno of a failed read
+  };
 
   std::FILE* file_ = nullptr;
   std::filesystem::path path_;
@@ -60,6 +73,10 @@ class LineReader {
   bool eof_ = false;
   std::uint64_t number_ = 0;
   std::uint64_t bytes_ = 0;
+  // Read-ahead (files over two chunks): the next chunk lands at spare_[max_line_, …).
+  std::size_t chunk_ = 0;
+  std::vector<char> spare_;
+  std::future<Chunk> ahead_;
 };
 
 }  // namespace cg::runtime
