@@ -364,7 +364,7 @@ void check_strings(Value& v, std::string_view field) {
   each_in_array(v, field, "an array of strings", [&](auto& e) { (void)str(e, field); });
 }
 
-// A key against a literal: with its length known, the compare is a few inline loads, not a call.
+// A key against a literal: lengths first, then a memcmp of a length known at compile time.
 template <std::size_t N>
 bool is(std::string_view name, const char (&literal)[N]) {
   return name.size() == N - 1 && std::memcmp(name.data(), literal, N - 1) == 0;
@@ -389,6 +389,16 @@ std::string json_error(simdjson::error_code e) {
 }
 
 // The fields of one record, `kind` excepted (it was read first); `event_id` is common to all.
+template <typename Value, typename F>
+void one_field(std::string_view name, Value& val, std::optional<std::string_view>& event_id, F& f) {
+  if (is(name, "kind")) return;
+  if (is(name, "event_id")) {
+    event_id = str(val, name);
+    return;
+  }
+  f(name, val);
+}
+
 template <typename F>
 void each_field(od::object& obj, std::optional<std::string_view>& event_id, F&& f) {
   for (auto result : obj) {
@@ -397,12 +407,7 @@ void each_field(od::object& obj, std::optional<std::string_view>& event_id, F&& 
     od::value& val = field.value();
     std::string_view name;
     if (field.unescaped_key().get(name)) throw RecordError("invalid JSON (bad key)");
-    if (is(name, "kind")) continue;
-    if (is(name, "event_id")) {
-      event_id = str(val, name);
-      continue;
-    }
-    f(name, val);
+    one_field(name, val, event_id, f);
   }
 }
 
@@ -410,14 +415,8 @@ template <typename F>
 void each_field(PlainObject& obj, std::optional<std::string_view>& event_id, F&& f) {
   std::string_view name;
   PlainValue val;
-  while (obj.next(name, val)) {
-    if (is(name, "kind")) continue;
-    if (is(name, "event_id")) {
-      event_id = str(val, name);
-      continue;
-    }
-    f(name, val);
-  }
+  while (obj.next(name, val))
+    one_field(name, val, event_id, f);
 }
 
 std::string_view need_id(const std::optional<std::string_view>& event_id, std::string_view kind) {
@@ -711,14 +710,11 @@ void JsonlImporter::record(Doc& doc, const char* line_end, const char* limit,
   auto done = [&] {
     const char* next = limit;
     const char* at = nullptr;
-    if (!doc.current_location().get(at)) {
-      next = at;
-    } else if (line_end[-1] != '}') {
-      // No token follows the object: what the structural index does not hold (bytes that are
-      // not valid UTF-8, found by the fuzzer) may still stand between it and the line's end.
-      throw RecordError("trailing content after the JSON object (one record per line)");
-    }
-    if (next < line_end) {
+    bool token_follows = !doc.current_location().get(at);
+    if (token_follows) next = at;
+    // With no token after the object, what the structural index does not hold (bytes that are not
+    // valid UTF-8, found by the fuzzer) may still stand between it and the line's end.
+    if (next < line_end || (!token_follows && line_end[-1] != '}')) {
       throw RecordError("trailing content after the JSON object (one record per line)");
     }
     for (const char* p = line_end; p < next; ++p) {
@@ -760,7 +756,7 @@ bool JsonlImporter::parse_plain(std::string_view line, TraceValidator& validator
     PlainObject obj(line);
     std::string_view key;
     PlainValue kind;
-    if (!obj.next(key, kind) || key != "kind" || kind.type != PlainValue::Type::string) {
+    if (!obj.next(key, kind) || !is(key, "kind") || kind.type != PlainValue::Type::string) {
       return false;
     }
     dispatch(obj, kind.text, validator, first_record, [] {});

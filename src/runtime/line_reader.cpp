@@ -26,12 +26,11 @@ LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_b
   if (!file_) {
     throw InputError(path.string(), std::string("cannot open trace: ") + std::strerror(errno));
   }
-  // Sized by the file and grown on demand, so a small trace does not clear a chunk plus the line
-  // limit (megabytes) before reading a byte — it made every fuzz input cost ~16 MiB of memset.
   chunk_ = std::max<std::size_t>(chunk_bytes, 1);
   full_cap_ = chunk_ + max_line_ + 1;
   std::error_code ec;
   std::uintmax_t size = std::filesystem::file_size(path, ec);
+  // Over two chunks: two full buffers, read ahead (see the header).
   if (!ec && size > 2 * chunk_ && std::filesystem::is_regular_file(path, ec) && !ec) {
     data_cap_ = full_cap_;
     buf_.resize(data_cap_ + simdjson::SIMDJSON_PADDING, ' ');
@@ -40,6 +39,9 @@ LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_b
     read_ahead();
     return;
   }
+  // Otherwise one buffer, sized by the file and grown on demand, so a small trace does not clear a
+  // chunk plus the line limit (megabytes) before reading a byte — it made every fuzz input cost
+  // ~16 MiB of memset.
   constexpr std::size_t kMinCap = std::size_t{64} << 10;
   data_cap_ =
       ec ? full_cap_ : std::min(full_cap_, std::max(kMinCap, static_cast<std::size_t>(size) + 1));

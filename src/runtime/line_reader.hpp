@@ -37,7 +37,7 @@ class LineReader {
  public:
   // Reads `chunk_bytes` at a time (plus room for one line of `max_line_bytes`).
   LineReader(const std::filesystem::path& path, std::size_t max_line_bytes,
-             std::size_t chunk_bytes = std::size_t{4} << 20);
+             std::size_t chunk_bytes);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;

@@ -26,7 +26,7 @@ std::string where(const std::filesystem::path& path, std::uint64_t line) {
 // §1.4, with the one-line-meta quirk fixed: a first line that is a whole object with `kind` is
 // JSONL even when it is the only line.
 TraceForm detect_form(const std::filesystem::path& path, const ReadOptions& options) {
-  LineReader lines(path, options.max_line_bytes);
+  LineReader lines(path, options.max_line_bytes, options.chunk_bytes);
   Line first;
   while (lines.next(first) && !first.oversized && first.text.empty()) {
   }
@@ -68,7 +68,7 @@ void skip(TraceInfo& info, std::uint64_t line, std::string reason) {
 void verify_jsonl_ids(const std::filesystem::path& path, const ReadOptions& options,
                       const EventIdSet& ids, const std::unordered_set<std::uint64_t>& skipped,
                       TraceInfo& info) {
-  LineReader lines(path, options.max_line_bytes);
+  LineReader lines(path, options.max_line_bytes, options.chunk_bytes);
   JsonlImporter importer;
   std::unordered_map<std::string, std::uint64_t> seen;
   Line line;
