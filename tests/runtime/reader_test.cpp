@@ -637,5 +637,35 @@ TEST(Reader, BytesOutsideUtf8AfterABlocksLastObjectAreTrailingContent) {
   }
 }
 
+TEST(Reader, NumbersOfManyDigitsReadExactlyOnEveryPath) {
+  // Found by the fuzzer: simdjson's On-Demand parser read 0.518446744073709551616 (21 significant
+  // digits) as 0.00194; the plain reader's from_chars read it right. Every path now agrees with
+  // the correctly rounded value (0x1.0971da05074dap-1, as strtod gives).
+  std::string text = kMetaV3;
+  text +=
+      R"({"kind":"gradient","event_id":"g1","root":"vb","key":"a","state":"present","norm":0.518446744073709551616})"
+      "\n";  // plain
+  text +=
+      R"({"kind":"gradient","event_id":"g2","root":"v\u0062","key":"a","state":"present","norm":0.518446744073709551616})"
+      "\n";  // simdjson's
+  auto p = write_temp("long_numbers.jsonl", text);
+  for (bool line_at_a_time : {false, true}) {
+    ReadOptions options;
+    options.line_at_a_time = line_at_a_time;
+    RecordLog log;
+    (void)read_trace(p, log, options);
+    std::string want = "norm=" + [] {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%a", std::strtod("0.518446744073709551616", nullptr));
+      return std::string(buf);
+    }();
+    EXPECT_EQ(std::count(log.text().begin(), log.text().end(), '\n'), 3);
+    std::size_t first = log.text().find(want);
+    ASSERT_NE(first, std::string::npos) << log.text();
+    EXPECT_NE(log.text().find(want, first + 1), std::string::npos) << log.text();
+  }
+  expect_modes_agree(p);
+}
+
 }  // namespace
 }  // namespace cg::runtime
