@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "analysis/syntax.hpp"
+#include "rust/literal.hpp"
 #include "util/text.hpp"
 
 namespace cg::analysis {
@@ -50,9 +51,11 @@ std::optional<std::string> attr_value(const std::string& attr, const std::string
     while (e < attr.size() && attr[e] == ' ')
       ++e;
     if (left && e < attr.size() && attr[e] == '=') {
-      auto q1 = attr.find('"', e);
-      auto q2 = q1 == std::string::npos ? q1 : attr.find('"', q1 + 1);
-      if (q2 != std::string::npos) return attr.substr(q1 + 1, q2 - q1 - 1);
+      std::size_t v = e + 1;
+      while (v < attr.size() && attr[v] == ' ')
+        ++v;
+      std::size_t len = rust::string_literal_length(std::string_view(attr).substr(v));
+      if (len > 0) return rust::decode_string_literal(std::string_view(attr).substr(v, len));
     }
     p = e;
   }

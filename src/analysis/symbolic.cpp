@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "rust/literal.hpp"
+
 namespace cg::analysis {
 
 SymValue SymValue::of_int(std::int64_t v) {
@@ -74,9 +76,8 @@ std::string node_text(TSNode node, std::string_view source) {
 
 std::optional<SymValue> parse_literal(std::string_view kind, std::string_view text) {
   if (kind == "boolean_literal") return SymValue::of_bool(text == "true");
-  if (kind == "string_literal") {
-    if (text.size() >= 2 && text.front() == '"' && text.back() == '"')
-      return SymValue::of_string(std::string(text.substr(1, text.size() - 2)));
+  if (kind == "string_literal" || kind == "raw_string_literal") {
+    if (auto s = rust::decode_string_literal(text)) return SymValue::of_string(std::move(*s));
     return std::nullopt;
   }
   std::string clean;
@@ -336,7 +337,7 @@ struct Evaluator {
     if (depth > kMaxDepth) return unknown(n, "expression nested too deeply");
     std::string_view t = type(n);
     if (t == "integer_literal" || t == "float_literal" || t == "boolean_literal" ||
-        t == "string_literal") {
+        t == "string_literal" || t == "raw_string_literal") {
       if (auto v = parse_literal(t, text(n))) return *v;
       return unknown(n, "unparsed literal");
     }
