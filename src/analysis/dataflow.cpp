@@ -13,12 +13,14 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "analysis/config_binding.hpp"
 #include "analysis/numeric_domain.hpp"
 #include "analysis/op_catalog.hpp"
 #include "ir/stable_id.hpp"
+#include "util/deep_stack.hpp"
 
 // Per-entrypoint expression dataflow (spec reference-static §4.4): an abstract interpreter over
 // the tree-sitter body of each entrypoint that inlines crate-local calls and applies the audited
@@ -46,6 +48,10 @@ struct Val {
 
 constexpr std::size_t kMaxDepth = 24;
 constexpr std::size_t kNodeBudget = 400000;
+// Syntax nesting one evaluation descends into (calls inlined included). Deeper code is a
+// `dataflow-bound` finding, never a stack overflow; the analysis runs on a deep stack
+// (util/deep_stack.hpp), so this bound, not the stack, decides, and it is the same in every build.
+constexpr int kMaxNesting = 1000;
 
 bool mentions(const std::string& s, const char* w) {
   return s.find(w) != std::string::npos;
@@ -199,6 +205,8 @@ class Engine {
   std::vector<Frame*> frames_;
   Session* s_ = nullptr;
   std::set<std::string> emitted_;
+  int nesting_ = 0;  // eval() frames open
+  std::unordered_map<std::size_t, std::unordered_set<std::string>> uses_seen_;  // per parameter
   std::map<std::string, std::size_t> numeric_at_;
   std::string dims_tid_;
   std::vector<std::vector<std::pair<std::string, std::optional<Val>>>> undo_;  // per open block
@@ -867,10 +875,10 @@ class Engine {
     for (const auto& m : recv->modules) {
       auto it = params_by_module_.find(m);
       if (it == params_by_module_.end()) continue;
-      for (std::size_t pi : it->second) {
-        auto& uses = ir_.parameters[pi].uses;
-        if (std::find(uses.begin(), uses.end(), op_id) == uses.end()) uses.push_back(op_id);
-      }
+      for (std::size_t pi : it->second)
+        // A set beside the ordered list: a parameter used by thousands of operations must not
+        // cost a scan of its uses per use.
+        if (uses_seen_[pi].insert(op_id).second) ir_.parameters[pi].uses.push_back(op_id);
     }
   }
 
@@ -1193,6 +1201,18 @@ class Engine {
   // ---- expressions ---------------------------------------------------------------------------
   Val eval(TSNode n) {
     if (ts_node_is_null(n) || !tick()) return {};
+    if (nesting_ >= kMaxNesting) {
+      finding("dataflow-bound", ir::Severity::warning, ir::Confidence::proven,
+              "expression nested deeper than " + std::to_string(kMaxNesting) + " levels in `" +
+                  s_->entry_fid + "`; the rest of it is not analyzed",
+              src(n), {s_->entry_fid});
+      return {};
+    }
+    ++nesting_;
+    struct Nest {
+      int& d;
+      ~Nest() { --d; }
+    } nest{nesting_};
     std::string_view t = ts_node_type(n);
     if (t == "block") return eval_block(n);
     if (t == "try_expression" || t == "parenthesized_expression" || t == "reference_expression" ||
@@ -1723,8 +1743,10 @@ class Engine {
 }  // namespace
 
 void build_dataflow(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir) {
-  Engine e(crate, opts, ir);
-  e.run();
+  util::run_on_deep_stack([&] {
+    Engine e(crate, opts, ir);
+    e.run();
+  });
 }
 
 }  // namespace cg::analysis

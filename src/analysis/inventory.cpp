@@ -13,6 +13,7 @@
 #include "analysis/symbolic.hpp"
 #include "analysis/syntax.hpp"
 #include "ir/stable_id.hpp"
+#include "util/deep_stack.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -467,27 +468,9 @@ class Walker : public EvalContext {
       auto argv = named_children(args);
       if (kind_of(fn) == "generic_function") fn = field_of(fn, "function");
       if (kind_of(fn) == "field_expression") {
+        if (auto b = builder_chain(n, depth)) return *b;
         std::string name = text(field_of(fn, "field"));
         Value recv = value_of(field_of(fn, "value"), depth + 1);
-        if (recv.kind == Value::Kind::builder) {
-          if ((name == "pp" || name == "push_prefix") && argv.size() == 1) {
-            for (auto& s : prefix_segments(argv[0]))
-              recv.segs.push_back(std::move(s));
-            return recv;
-          }
-          if (name == "set_prefix" && argv.size() == 1) {
-            recv.segs = prefix_segments(argv[0]);
-            return recv;
-          }
-          if (name == "root") {
-            recv.segs.clear();
-            return recv;
-          }
-          if (name == "clone" || name == "as_ref" || name == "as_mut" || name == "to_owned" ||
-              name == "to_dtype" || name == "to_device" || name == "set_dtype" ||
-              name == "set_device" || name == "unwrap" || name == "expect")
-            return recv;
-        }
         if (recv.kind == Value::Kind::layer_config && name == "clone") return recv;
       } else {
         std::string path = strip_generics(text(fn));
@@ -556,6 +539,45 @@ class Walker : public EvalContext {
     v.kind = Value::Kind::sym;
     v.sym = eval(n);
     return v;
+  }
+
+  // A chain of builder methods (`vb.pp("a").pp(i).set_device(d)`), applied in order without
+  // recursion, so a chain of any length costs its length: each link is one step of the algebra.
+  // nullopt when the chain's base is not a builder or a link is not a builder method.
+  std::optional<Value> builder_chain(TSNode n, int depth) {
+    std::vector<TSNode> links;  // outermost first
+    TSNode base = n;
+    for (;;) {
+      TSNode p = peel(base, {"reference_expression", "parenthesized_expression", "try_expression"});
+      if (kind_of(p) != "call_expression") break;
+      TSNode fn = field_of(p, "function");
+      if (kind_of(fn) == "generic_function") fn = field_of(fn, "function");
+      if (kind_of(fn) != "field_expression") break;
+      links.push_back(p);
+      base = field_of(fn, "value");
+    }
+    if (links.empty()) return std::nullopt;
+    Value recv = value_of(base, depth + 1);
+    if (recv.kind != Value::Kind::builder) return std::nullopt;
+    for (auto it = links.rbegin(); it != links.rend(); ++it) {
+      TSNode fn = field_of(*it, "function");
+      if (kind_of(fn) == "generic_function") fn = field_of(fn, "function");
+      std::string name = text(field_of(fn, "field"));
+      auto argv = named_children(field_of(*it, "arguments"));
+      if ((name == "pp" || name == "push_prefix") && argv.size() == 1) {
+        for (auto& s : prefix_segments(argv[0]))
+          recv.segs.push_back(std::move(s));
+      } else if (name == "set_prefix" && argv.size() == 1) {
+        recv.segs = prefix_segments(argv[0]);
+      } else if (name == "root") {
+        recv.segs.clear();
+      } else if (!(name == "clone" || name == "as_ref" || name == "as_mut" || name == "to_owned" ||
+                   name == "to_dtype" || name == "to_device" || name == "set_dtype" ||
+                   name == "set_device" || name == "unwrap" || name == "expect")) {
+        return std::nullopt;
+      }
+    }
+    return recv;
   }
 
   Value block_value(TSNode block, int depth) {
@@ -1712,9 +1734,7 @@ bool mentions_self_or(const std::string& ret, const std::string& type_name) {
   return contains_word(ret, "Self") || contains_word(ret, type_name);
 }
 
-}  // namespace
-
-void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir::ModelIr& ir) {
+void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts, ir::ModelIr& ir) {
   const LayerCatalog& catalog = LayerCatalog::for_version("0.11.0");
   const bool audited = LayerCatalog::for_version(opts.candle_nn_version).audited();
   ConfigBinding binding(crate, opts.config);
@@ -1909,8 +1929,29 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
           else
             all = false;
         }
-        p.symbolic_shape = std::move(sym);
-        if (all) p.shape = std::move(conc);
+        // A dimension the bound config makes negative, or a shape whose element count does not
+        // fit 64 bits, is no shape a checkpoint can have: the shape stays symbolic and the config
+        // is named, instead of a wrapped count.
+        bool negative = false;
+        for (const auto& d : *l.shape)
+          negative = negative || (d.kind == SymValue::Kind::integer && d.integer < 0);
+        std::uint64_t elems = 1;
+        bool overflow = false;
+        for (auto d : conc)
+          overflow = overflow || __builtin_mul_overflow(elems, d, &elems);
+        std::string shape_text;
+        for (const auto& d : p.symbolic_shape.emplace(std::move(sym)))
+          shape_text += (shape_text.empty() ? "" : ", ") + d;
+        if (negative || (all && overflow))
+          add_finding("config-binding", ir::Severity::error, ir::Confidence::proven,
+                      "parameter `" + l.key + "` gets shape [" + shape_text + "] from the bound " +
+                          "config: " +
+                          (negative ? "a dimension is negative"
+                                    : "its element count does not fit in 64 bits") +
+                          "; check the config values its dimensions are read from",
+                      l.source, {comp.id});
+        else if (all)
+          p.shape = std::move(conc);
       }
       p.confidence = confidence_of(l.cert);
       std::string reason = l.cert.reason;
@@ -1938,6 +1979,12 @@ void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir:
   for (const auto& d : binding.diagnostics())
     add_finding("config-binding", ir::Severity::warning, ir::Confidence::proven, d.message,
                 d.source, {});
+}
+
+}  // namespace
+
+void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir::ModelIr& ir) {
+  util::run_on_deep_stack([&] { build_inventory_here(crate, opts, ir); });
 }
 
 }  // namespace cg::analysis
