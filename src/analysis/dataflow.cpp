@@ -39,6 +39,7 @@ struct Val {
   Grad grad = Grad::unknown;
   NumericDomain dom = NumericDomain::unknown;
   bool undischarged_log = false;
+  bool log_of_zero = false;       // a `log` whose operand is 0 on every execution
   std::optional<double> num;      // a numeric literal
   std::ptrdiff_t type_item = -1;  // crate-local struct/enum this value is an instance of
   std::string ext_type;           // external type name (`Linear`) when known
@@ -126,8 +127,9 @@ const std::set<std::string>& non_tensor_methods() {
 
 struct PendingNumeric {
   std::string rule;
-  bool proven = false;
-  bool library = false;
+  bool proven = false;       // on every execution
+  bool library = false;      // inside an expanded candle-nn function
+  bool known_domain = true;  // the producer's domain is known (conditional), not unknown
   std::string message, source, tensor, op;
 };
 
@@ -723,16 +725,18 @@ class Engine {
       } else {
         impact = " (local impact)";
       }
-      bool proven = p.proven || p.rule == "zero-times-infinity";
+      // Proven (an error where it reaches a loss, gradients or an output) only when it happens
+      // on every execution; a value that merely may be bad is a conditional warning.
+      bool proven = p.proven;
       ir::Severity sev = ir::Severity::warning;
-      ir::Confidence conf = proven ? ir::Confidence::proven : ir::Confidence::unknown;
+      ir::Confidence conf = proven           ? ir::Confidence::proven
+                            : p.known_domain ? ir::Confidence::conditional
+                                             : ir::Confidence::unknown;
       if (proven && (kind == loss || kind == poison)) sev = ir::Severity::error;
       if (proven && kind == infer && !f.is_loss) sev = ir::Severity::error;
       std::string rule = p.rule;
-      if (p.library && rule == "zero-times-infinity" && (kind == loss || kind == poison)) {
+      if (p.library && rule == "zero-times-infinity" && (kind == loss || kind == poison))
         rule = "unstable-library-loss";
-        sev = ir::Severity::error;
-      }
       // One finding per (rule, operation): a later entrypoint only replaces it when its impact
       // is worse (an op reached from several entrypoints is not reported twice).
       std::string key = rule + '\n' + p.op;
@@ -1025,8 +1029,10 @@ class Engine {
     }
     // numeric domain
     const std::string& n = rule.name.empty() ? name : rule.name;
-    if (n == "mul" || n == "broadcast_mul" || n == "add" || n == "broadcast_add") {
-      out.dom = ins.size() >= 2 ? join_domain(ins[0]->dom, ins[1]->dom) : NumericDomain::unknown;
+    if (n == "mul" || n == "broadcast_mul") {
+      out.dom = ins.size() >= 2 ? mul_domain(ins[0]->dom, ins[1]->dom) : NumericDomain::unknown;
+    } else if (n == "add" || n == "broadcast_add") {
+      out.dom = ins.size() >= 2 ? add_domain(ins[0]->dom, ins[1]->dom) : NumericDomain::unknown;
     } else if ((n == "sum" || n == "sum_keepdim" || n == "mean" || n == "mean_keepdim" ||
                 n == "max" || n == "max_keepdim" || n == "sum_all" || n == "mean_all") &&
                !ins.empty() && ins[0]->dom != NumericDomain::unknown) {
@@ -1034,7 +1040,7 @@ class Engine {
                                              ? NumericDomain::non_negative
                                              : ins[0]->dom);
     } else {
-      out.dom = rule.domain;
+      out.dom = ins.size() == 1 ? unary_domain(n, ins[0]->dom, rule.domain) : rule.domain;
     }
     if ((n == "mul" || n == "broadcast_mul") && ins.size() >= 2) {
       for (int k = 0; k < 2; ++k) {
@@ -1042,7 +1048,10 @@ class Engine {
         const Val* b = ins[static_cast<std::size_t>(1 - k)];
         if (b->undischarged_log && a->dom != NumericDomain::unknown &&
             domain_includes_zero(a->dom)) {
-          s_->numeric.push_back({"zero-times-infinity", true, false,
+          // Certain only when both halves are: a factor that is 0 on every execution times a
+          // `log` of 0 on every execution. Otherwise each may happen, and it is a warning.
+          bool certain = a->dom == NumericDomain::zero && b->log_of_zero;
+          s_->numeric.push_back({"zero-times-infinity", certain, false, true,
                                  "multiply combines a domain that includes 0 with an "
                                  "undischarged `log`, which yields `0 * -inf = NaN` rather than "
                                  "a loud `-inf` loss",
@@ -1058,20 +1067,20 @@ class Engine {
             rule.requirement == Requirement::non_zero       ? DomainRequirement::non_zero
             : rule.requirement == Requirement::non_negative ? DomainRequirement::non_negative
                                                             : DomainRequirement::strictly_positive;
+        // Proven only when every value the producer can take is bad (`log` of a zeros tensor):
+        // a sigmoid that may saturate, an `exp` that may underflow or a ReLU that may output 0
+        // is a possible violation, reported as a conditional warning (domain_violation).
         auto v = domain_violation(req, ins[k]->dom);
-        // Proven only when the producer certainly attains the bad value: a saturating [0, 1]
-        // (sigmoid/softmax underflow to exactly 0 in f32), or `log` of a non-negative producer
-        // (relu). A sum of squares or a `real` reduction is not proof that 0 or a negative
-        // value arrives (the l2-norm divide in CLIP would otherwise be a proven error).
-        if (v && *v == Violation::proven && ins[k]->dom != NumericDomain::saturating_unit &&
-            !(n == "log" && ins[k]->dom == NumericDomain::non_negative))
-          v = Violation::possible;
-        if (v && n == "log") out.undischarged_log = true;
+        if (v && n == "log") {
+          out.undischarged_log = true;
+          out.log_of_zero = *v == Violation::proven;
+        }
         // Unknown producer domains are reported only for `log`/`recip`: a tensor divisor or sqrt
         // of unknown domain is everywhere in real models and would drown the proven findings.
         bool report = v && (*v == Violation::proven || n == "log" || n == "recip");
         if (report)
           s_->numeric.push_back({"numeric-domain-violation", *v == Violation::proven, false,
+                                 ins[k]->dom != NumericDomain::unknown,
                                  "`" + n + "` needs a " + std::string(to_string(rule.requirement)) +
                                      " operand, but its producer's domain is " +
                                      std::string(to_string(ins[k]->dom)),
@@ -1080,12 +1089,13 @@ class Engine {
     }
     if (n == "binary_cross_entropy_with_logit") {
       const std::string suffix = " [expanded from candle-nn-0.11.0/src/loss.rs:64-74]";
-      s_->numeric.push_back({"numeric-domain-violation", true, true,
+      // The expansion's log can be -inf only when the logits saturate: possible, not certain.
+      s_->numeric.push_back({"numeric-domain-violation", false, true, true,
                              "`log` needs a strictly_positive operand, but its producer's domain "
                              "is saturating_unit (sigmoid of the logits)" +
                                  suffix,
                              src(node), out_id, op_id});
-      s_->numeric.push_back({"zero-times-infinity", true, true,
+      s_->numeric.push_back({"zero-times-infinity", false, true, true,
                              "multiply combines a domain that includes 0 with an undischarged "
                              "`log`, which yields `0 * -inf = NaN` rather than a loud `-inf` loss" +
                                  suffix,

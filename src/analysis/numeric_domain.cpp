@@ -14,39 +14,83 @@ std::string_view to_string(NumericDomain d) {
       return "strictly_positive";
     case NumericDomain::unknown:
       return "unknown";
+    case NumericDomain::zero:
+      return "zero";
   }
   return "unknown";
 }
 
 std::optional<Violation> domain_violation(DomainRequirement requirement, NumericDomain producer) {
-  if (producer == NumericDomain::unknown) return Violation::possible;
+  using D = NumericDomain;
+  if (producer == D::unknown) return Violation::possible;
   switch (requirement) {
     case DomainRequirement::non_zero:
     case DomainRequirement::strictly_positive:
-      if (producer == NumericDomain::strictly_positive) return std::nullopt;
-      return Violation::proven;
+      if (producer == D::strictly_positive) return std::nullopt;
+      if (producer == D::zero) return Violation::proven;
+      return Violation::possible;
     case DomainRequirement::non_negative:
-      if (producer == NumericDomain::real) return Violation::proven;
+      if (producer == D::real) return Violation::possible;
       return std::nullopt;
   }
   return Violation::possible;
 }
 
+namespace {
+
+bool non_negative_family(NumericDomain d) {
+  using D = NumericDomain;
+  return d == D::non_negative || d == D::strictly_positive || d == D::saturating_unit ||
+         d == D::zero;
+}
+
+}  // namespace
+
 NumericDomain join_domain(NumericDomain a, NumericDomain b) {
   using D = NumericDomain;
   if (a == D::unknown || b == D::unknown) return D::unknown;
   if (a == b) return a;
-  auto nonneg_family = [](D d) {
-    return d == D::non_negative || d == D::strictly_positive || d == D::saturating_unit;
-  };
-  if (nonneg_family(a) && nonneg_family(b)) return D::non_negative;
+  if (non_negative_family(a) && non_negative_family(b)) return D::non_negative;
   return D::real;
+}
+
+NumericDomain add_domain(NumericDomain a, NumericDomain b) {
+  using D = NumericDomain;
+  if (a == D::unknown || b == D::unknown) return D::unknown;
+  if (a == D::zero) return b;
+  if (b == D::zero) return a;
+  if (!non_negative_family(a) || !non_negative_family(b)) return D::real;
+  if (a == D::strictly_positive || b == D::strictly_positive) return D::strictly_positive;
+  return D::non_negative;  // [0, 1] + [0, 1] leaves the unit interval
+}
+
+NumericDomain mul_domain(NumericDomain a, NumericDomain b) {
+  using D = NumericDomain;
+  if (a == D::unknown || b == D::unknown) return D::unknown;
+  if (a == D::zero || b == D::zero) return D::zero;
+  if (!non_negative_family(a) || !non_negative_family(b)) return D::real;
+  if (a == D::strictly_positive && b == D::strictly_positive) return D::strictly_positive;
+  return D::non_negative;  // a product can underflow to 0
+}
+
+NumericDomain unary_domain(std::string_view op, NumericDomain in, NumericDomain otherwise) {
+  using D = NumericDomain;
+  if ((op == "sqrt" || op == "abs" || op == "relu") &&
+      (in == D::strictly_positive || in == D::zero))
+    return in;
+  return otherwise;
+}
+
+NumericDomain constant_domain(double v) {
+  if (v > 0.0) return NumericDomain::strictly_positive;
+  if (v == 0.0) return NumericDomain::zero;
+  return NumericDomain::real;
 }
 
 NumericDomain affine_domain(NumericDomain x, double mul, double add) {
   using D = NumericDomain;
   if (x == D::unknown) return x;
-  if (mul == 0.0) return add > 0.0 ? D::strictly_positive : add == 0.0 ? D::non_negative : D::real;
+  if (mul == 0.0 || x == D::zero) return constant_domain(add);
   if (x == D::real) return D::real;
   // x >= 0 below (SU, NN, SP).
   if (mul > 0.0) {
@@ -63,7 +107,7 @@ NumericDomain affine_domain(NumericDomain x, double mul, double add) {
 
 bool domain_includes_zero(NumericDomain d) {
   return d == NumericDomain::non_negative || d == NumericDomain::saturating_unit ||
-         d == NumericDomain::real;
+         d == NumericDomain::real || d == NumericDomain::zero;
 }
 
 }  // namespace cg::analysis

@@ -138,12 +138,14 @@ TEST(Dataflow, ScalarOperandCarriesNoDtypeRisk) {
   ASSERT_FALSE(ir.operations.empty());
 }
 
-TEST(Dataflow, SigmoidThenLogIsAProvenInferenceError) {
+TEST(Dataflow, SigmoidThenLogIsAConditionalInferenceWarning) {
+  // The log is -inf only for inputs that saturate the sigmoid: it may happen, not on every run.
   auto ir = fixture("numeric_pos");
   auto f = findings(ir, "numeric-domain-violation");
   ASSERT_EQ(f.size(), 1u) << all_findings(ir);
-  EXPECT_EQ(f[0]->severity, Severity::error);
-  EXPECT_EQ(f[0]->confidence, Confidence::proven);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_EQ(f[0]->confidence, Confidence::conditional);
+  EXPECT_FALSE(proven_error(ir));
   EXPECT_NE(f[0]->message.find("inference impact"), std::string::npos) << f[0]->message;
 }
 
@@ -157,8 +159,9 @@ TEST(Dataflow, ZeroTimesLogZero) {
   auto ir = fixture("zero_log_pos");
   auto f = findings(ir, "zero-times-infinity");
   ASSERT_EQ(f.size(), 1u) << all_findings(ir);
-  EXPECT_EQ(f[0]->confidence, Confidence::proven);
-  EXPECT_TRUE(proven_error(ir));
+  EXPECT_EQ(f[0]->confidence, Confidence::conditional);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_FALSE(proven_error(ir));
 }
 
 TEST(Dataflow, GuardedLogTimesProbabilityIsFine) {
@@ -171,7 +174,8 @@ TEST(Dataflow, ExpandedBceWithLogitsIsAnUnstableLibraryLoss) {
   auto ir = fixture("bce_pos");
   auto f = findings(ir, "unstable-library-loss");
   ASSERT_EQ(f.size(), 1u) << all_findings(ir);
-  EXPECT_EQ(f[0]->severity, Severity::error);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_EQ(f[0]->confidence, Confidence::conditional);
   EXPECT_NE(f[0]->message.find("[expanded from candle-nn-0.11.0/src/loss.rs:64-74]"),
             std::string::npos);
   EXPECT_NE(f[0]->message.find("loss can become NaN"), std::string::npos);

@@ -59,16 +59,43 @@ TEST(OpCatalog, UnauditedVersionKnowsNothing) {
   EXPECT_FALSE(audited().lookup("frobnicate").known());
 }
 
-TEST(NumericDomain, ViolationNeedsProofOrStaysPossible) {
-  EXPECT_EQ(domain_violation(DomainRequirement::strictly_positive, NumericDomain::saturating_unit),
+TEST(NumericDomain, ProvenOnlyWhenEveryValueIsBad) {
+  // log(0) fails on every execution; log(sigmoid(x)) only when x saturates, log(relu(x)) only when
+  // x <= 0: those may fail, which is a warning, never a proven error.
+  EXPECT_EQ(domain_violation(DomainRequirement::strictly_positive, NumericDomain::zero),
             Violation::proven);
+  EXPECT_EQ(domain_violation(DomainRequirement::non_zero, NumericDomain::zero), Violation::proven);
+  EXPECT_EQ(domain_violation(DomainRequirement::strictly_positive, NumericDomain::saturating_unit),
+            Violation::possible);
+  EXPECT_EQ(domain_violation(DomainRequirement::strictly_positive, NumericDomain::non_negative),
+            Violation::possible);
   EXPECT_FALSE(
       domain_violation(DomainRequirement::strictly_positive, NumericDomain::strictly_positive));
   EXPECT_EQ(domain_violation(DomainRequirement::strictly_positive, NumericDomain::unknown),
             Violation::possible);
   EXPECT_FALSE(domain_violation(DomainRequirement::non_negative, NumericDomain::saturating_unit));
+  EXPECT_FALSE(domain_violation(DomainRequirement::non_negative, NumericDomain::zero));
   EXPECT_EQ(domain_violation(DomainRequirement::non_negative, NumericDomain::real),
-            Violation::proven);
+            Violation::possible);
+}
+
+TEST(NumericDomain, StrictlyPositiveTermKeepsASumPositive) {
+  using D = NumericDomain;
+  // softplus: 1 + exp(x), exp underflowing to 0 or not.
+  EXPECT_EQ(add_domain(constant_domain(1.0), D::non_negative), D::strictly_positive);
+  EXPECT_EQ(add_domain(D::non_negative, D::strictly_positive), D::strictly_positive);
+  EXPECT_EQ(add_domain(D::saturating_unit, D::saturating_unit), D::non_negative);
+  EXPECT_EQ(add_domain(D::zero, D::saturating_unit), D::saturating_unit);
+  EXPECT_EQ(add_domain(D::real, D::strictly_positive), D::real);
+  EXPECT_EQ(add_domain(D::unknown, D::strictly_positive), D::unknown);
+  EXPECT_EQ(mul_domain(D::strictly_positive, D::strictly_positive), D::strictly_positive);
+  EXPECT_EQ(mul_domain(D::zero, D::real), D::zero);
+  EXPECT_EQ(mul_domain(D::strictly_positive, D::saturating_unit), D::non_negative);
+  EXPECT_EQ(constant_domain(0.0), D::zero);
+  EXPECT_EQ(constant_domain(-1.0), D::real);
+  EXPECT_EQ(unary_domain("sqrt", D::strictly_positive, D::non_negative), D::strictly_positive);
+  EXPECT_EQ(unary_domain("sqrt", D::saturating_unit, D::non_negative), D::non_negative);
+  EXPECT_EQ(unary_domain("exp", D::zero, D::non_negative), D::non_negative);
 }
 
 TEST(NumericDomain, EpsilonGuardDischargesLogOfSigmoid) {
