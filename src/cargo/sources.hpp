@@ -1,0 +1,43 @@
+#pragma once
+// Where each dependency's source is on this machine, found offline the way Cargo itself would find
+// it: workspace members and path dependencies, a `vendor/` directory (`cargo vendor`, with the
+// `.cargo/config.toml` source replacement), the registry cache `$CARGO_HOME/registry/src/*/NAME-
+// VERSION`, and git checkouts `$CARGO_HOME/git/checkouts/*/REV`. Nothing is downloaded; a
+// dependency not on disk says where it was looked for.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cargo/context.hpp"
+
+namespace cg::cargo {
+
+enum class SourceOrigin { workspace, path, vendor, registry, git, missing };
+std::string_view to_string(SourceOrigin o);
+
+struct DependencySource {
+  std::string package;
+  std::string version;  // from Cargo.lock; without a lock, the version found on disk
+  std::string source;   // Cargo.lock's `source` (`registry+…`, `git+…#rev`); empty for paths
+  SourceOrigin origin = SourceOrigin::missing;
+  std::filesystem::path dir;  // the package directory (holds its Cargo.toml); empty if missing
+  std::vector<std::string> searched;    // where it was looked for, in order (for the note)
+  std::vector<std::string> depends_on;  // package names, from Cargo.lock
+  bool reaches_candle = false;  // is, or depends (transitively) on, candle-core or candle-nn
+  std::string problem;          // why a found directory was not usable (a broken Cargo.toml, …)
+};
+
+struct SourceOptions {
+  // `$CARGO_HOME`; empty: the environment's CARGO_HOME, else $HOME/.cargo.
+  std::filesystem::path cargo_home;
+  // Directory entries looked at per listing (git checkouts, workspace globs): a huge cache costs
+  // this much, never a walk of everything.
+  std::size_t max_entries = 20000;
+};
+
+// Every package in the context's Cargo.lock other than the analysed one (or, without a lock, every
+// dependency its manifest names), sorted by (package, version), each with where its source is.
+std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
+                                                        const SourceOptions& opts = {});
+
+}  // namespace cg::cargo
