@@ -1,5 +1,6 @@
 // Writer for candle-graph/model/1. Field order is fixed here and mirrored by json_read.cpp.
 #include "ir/model.hpp"
+#include "ir/record_json.hpp"
 #include "util/json_writer.hpp"
 
 namespace cg::ir {
@@ -70,8 +71,7 @@ void stats(W& w, const TimingStats& t) {
   w.end_object();
 }
 
-void cargo(W& w, const std::optional<CargoSummary>& c) {
-  w.key("cargo");
+void cargo_value(W& w, const std::optional<CargoSummary>& c) {
   if (!c) {
     w.null();
     return;
@@ -90,6 +90,11 @@ void cargo(W& w, const std::optional<CargoSummary>& c) {
     w.field(name, version);
   w.end_object();
   w.end_object();
+}
+
+void cargo(W& w, const std::optional<CargoSummary>& c) {
+  w.key("cargo");
+  cargo_value(w, c);
 }
 
 void coverage(W& w, const Coverage& c) {
@@ -308,8 +313,7 @@ void finding(W& w, const Finding& f) {
   w.end_object();
 }
 
-void runtime(W& w, const std::optional<RuntimeSummary>& r) {
-  w.key("runtime");
+void runtime_value(W& w, const std::optional<RuntimeSummary>& r) {
   if (!r) {
     w.null();
     return;
@@ -343,6 +347,11 @@ void runtime(W& w, const std::optional<RuntimeSummary>& r) {
   w.end_object();
 }
 
+void runtime(W& w, const std::optional<RuntimeSummary>& r) {
+  w.key("runtime");
+  runtime_value(w, r);
+}
+
 template <typename T, typename F>
 void section(W& w, std::string_view k, const std::vector<T>& items, F write_one) {
   w.key(k).begin_array();
@@ -372,6 +381,37 @@ std::string write_model_ir(const ModelIr& ir) {
   std::string out = w.take();
   out += '\n';
   return out;
+}
+
+void write_record(JsonWriter& w, const Component& c) {
+  component(w, c);
+}
+void write_record(JsonWriter& w, const ArchitectureEdge& e) {
+  edge(w, e);
+}
+void write_record(JsonWriter& w, const Module& m) {
+  module(w, m);
+}
+void write_record(JsonWriter& w, const Parameter& p) {
+  parameter(w, p);
+}
+void write_record(JsonWriter& w, const Function& f) {
+  function(w, f);
+}
+void write_record(JsonWriter& w, const Tensor& t) {
+  tensor(w, t);
+}
+void write_record(JsonWriter& w, const Operation& o) {
+  operation(w, o);
+}
+void write_record(JsonWriter& w, const Finding& f) {
+  finding(w, f);
+}
+void write_record(JsonWriter& w, const std::optional<CargoSummary>& c) {
+  cargo_value(w, c);
+}
+void write_record(JsonWriter& w, const std::optional<RuntimeSummary>& r) {
+  runtime_value(w, r);
 }
 
 }  // namespace cg::ir
