@@ -78,7 +78,7 @@ TEST_P(WeightMaps, PredictsTheLoadAndLeavesUnclaimedOnlyUnreadKeys) {
   fs::remove_all(dir);
 
   EXPECT_TRUE(rep.will_load) << cg::checkpoint::report_text(rep);
-  EXPECT_EQ(rep.missing_count(cg::checkpoint::Certainty::certain), 0u);
+  EXPECT_EQ(rep.missing_count(cg::checkpoint::Certainty::proven), 0u);
   EXPECT_EQ(rep.missing_count(cg::checkpoint::Certainty::conditional), 0u)
       << "a bound config leaves no conditional leaf unresolved";
   EXPECT_EQ(rep.unclaimed.size(), c.unclaimed) << cg::checkpoint::report_text(rep);
