@@ -38,25 +38,26 @@ using pipeline::Analysis;
 // The files a command reads, by the flag that named them.
 std::vector<NamedInput> inputs_of(const Args& args) {
   std::vector<NamedInput> in;
+  std::error_code ec;
   const fs::path crate(args.crate.path);
   in.push_back(
-      {"crate manifest", (fs::is_directory(crate) ? crate / "Cargo.toml" : crate).string()});
+      {"crate manifest", (fs::is_directory(crate, ec) ? crate / "Cargo.toml" : crate).string()});
   in.push_back({"--config", args.crate.config});
   for (const auto& t : args.crate.runtime_traces)
     in.push_back({"--runtime-trace", t});
   in.push_back({"--check", args.out.check_baseline});
   const fs::path ckpt(args.evidence.checkpoint);
-  if (!ckpt.empty()) {
-    in.push_back({"--checkpoint", ckpt.string()});
-    // A checkpoint directory or an index reads the files beside it: shards and index.
-    std::error_code ec;
-    const fs::path dir = fs::is_directory(ckpt, ec) ? ckpt : ckpt.parent_path();
-    if (fs::is_directory(ckpt, ec) || ckpt.filename().string().ends_with(".index.json"))
-      for (const auto& e : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
-        const std::string ext = e.path().extension().string();
-        if (ext == ".safetensors" || ext == ".json")
-          in.push_back({"--checkpoint", e.path().string()});
-      }
+  if (ckpt.empty()) return in;
+  in.push_back({"--checkpoint", ckpt.string()});
+  // A checkpoint directory or an index reads the files beside it: shards and index.
+  const bool is_dir = fs::is_directory(ckpt, ec);
+  if (!is_dir && !ckpt.filename().string().ends_with(".index.json")) return in;
+  fs::path dir = is_dir ? ckpt : ckpt.parent_path();
+  if (dir.empty()) dir = ".";
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string ext = it->path().extension().string();
+    if (ext == ".safetensors" || ext == ".json")
+      in.push_back({"--checkpoint", it->path().string()});
   }
   return in;
 }

@@ -96,6 +96,8 @@ TEST(CliOutput, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
       {{"verify", kCrate, "--checkpoint", ck, "-o", (d / "link.safetensors").string()},
        d / "m.safetensors",
        st},
+      // A checkpoint directory: its shards are inputs too.
+      {{"verify", kCrate, "--checkpoint", d.string(), "-o", ck}, d / "m.safetensors", st},
       {{"check", kCrate, "--config", (d / "config.json").string(), "-o",
         (d / "config.json").string()},
        d / "config.json",
