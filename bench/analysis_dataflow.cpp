@@ -20,57 +20,19 @@
 #include "analysis/dataflow.hpp"
 #include "analysis/inventory.hpp"
 #include "cargo/context.hpp"
-#include "ir/stable_id.hpp"
 #include "parse_baseline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "rust/crate.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-bool mentions_tensor(const std::string& t) {
-  // Token match as in src/cli/pipeline.cpp: `Tensor`/`Var`, not `VarBuilder` or `MyTensorLike`.
-  for (const std::string word : {"Tensor", "Var"}) {
-    for (std::size_t pos = t.find(word); pos != std::string::npos; pos = t.find(word, pos + 1)) {
-      bool left =
-          pos == 0 || !(std::isalnum(static_cast<unsigned char>(t[pos - 1])) || t[pos - 1] == '_');
-      std::size_t end = pos + word.size();
-      bool right =
-          end >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[end])) || t[end] == '_');
-      if (left && right) return true;
-    }
-  }
-  return false;
-}
-
-// The pipeline's function listing (src/cli/pipeline.cpp), restricted to src/models.
+// The pipeline's function listing and entrypoint rule, restricted to src/models.
 std::vector<cg::ir::Function> functions_of(const cg::rust::Crate& crate) {
-  std::vector<cg::ir::Function> out;
-  for (std::size_t i = 0; i < crate.items().size(); ++i) {
-    const auto& item = crate.items()[i];
-    if (item.kind != cg::rust::ItemKind::Function && item.kind != cg::rust::ItemKind::Method)
-      continue;
-    if (item.cfg.state == cg::rust::Tri::False) continue;
-    cg::ir::Function fn;
-    fn.id = cg::ir::function_id(item.qualified, item.cfg.predicates);
-    fn.name = item.name;
-    fn.qualified_name = item.qualified;
-    fn.source = crate.source(i);
-    bool sig = mentions_tensor(item.return_type);
-    for (const auto& p : item.params)
-      sig = sig || mentions_tensor(p.type_text);
-    std::string trait;
-    if (item.impl >= 0) {
-      trait = crate.impls()[static_cast<std::size_t>(item.impl)].trait;
-      auto s = trait.rfind("::");
-      if (s != std::string::npos) trait = trait.substr(s + 2);
-    }
-    bool fwd = ((trait == "Module" || trait == "ModuleWithArgs") && item.name == "forward") ||
-               ((trait == "ModuleT" || trait == "ModuleTWithArgs") && item.name == "forward_t");
-    fn.is_entrypoint = item.qualified.rfind("models::", 0) == 0 &&
-                       (fwd || (item.visibility == cg::rust::Visibility::Public && sig));
-    out.push_back(std::move(fn));
-  }
+  std::vector<cg::ir::Function> out = cg::pipeline::functions_of(crate);
+  for (auto& fn : out)
+    fn.is_entrypoint = fn.is_entrypoint && fn.qualified_name.rfind("models::", 0) == 0;
   return out;
 }
 

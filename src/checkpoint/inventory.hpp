@@ -6,9 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "ir/enums.hpp"
+
 namespace cg::checkpoint {
 
-enum class Certainty { certain, conditional, unknown };
+// How sure the model is to ask for a parameter: the IR's one certainty type. The checkpoint stage
+// uses proven (always asked for), conditional and unknown; the IR adapter folds heuristic into
+// unknown.
+using Certainty = ir::Confidence;
+// The report's word for it: "certain" (proven), "conditional", "unknown".
 const char* certainty_name(Certainty c);
 
 // A known count for a repeated family: `{i}` in `layers.{i}` ranges over exactly 0..count-1
@@ -27,7 +33,7 @@ struct ExpectedParameter {
   std::optional<std::vector<std::uint64_t>> shape;  // concrete, when known
   std::string symbolic_shape;                       // e.g. "(cfg.hidden_size, cfg.vocab_size)"
   std::optional<std::string> dtype;                 // the dtype the model loads it as, if known
-  Certainty certainty = Certainty::certain;
+  Certainty certainty = Certainty::proven;
   std::string reason;  // why conditional/unknown
   std::vector<FamilyBound> bounds;
 };

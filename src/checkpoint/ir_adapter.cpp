@@ -3,17 +3,9 @@
 namespace cg::checkpoint {
 namespace {
 
+// The checkpoint report has three words; a heuristic claim is reported as unknown.
 Certainty certainty_of(ir::Confidence c) {
-  switch (c) {
-    case ir::Confidence::proven:
-      return Certainty::certain;
-    case ir::Confidence::conditional:
-      return Certainty::conditional;
-    case ir::Confidence::heuristic:
-    case ir::Confidence::unknown:
-      return Certainty::unknown;
-  }
-  return Certainty::unknown;
+  return c == ir::Confidence::heuristic ? ir::Confidence::unknown : c;
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ std::string report_json(const VerifyReport& r) {
   for (const auto& m : r.matched)
     claimed += m.count;
   w.field("claimed_tensors", claimed);
-  w.field("missing_certain", static_cast<std::uint64_t>(r.missing_count(Certainty::certain)));
+  w.field("missing_certain", static_cast<std::uint64_t>(r.missing_count(Certainty::proven)));
   w.field("missing_conditional",
           static_cast<std::uint64_t>(r.missing_count(Certainty::conditional)));
   w.field("missing_unknown", static_cast<std::uint64_t>(r.missing_count(Certainty::unknown)));
@@ -121,7 +121,7 @@ std::string report_text(const VerifyReport& r, std::size_t per_list) {
     claimed += m.count;
   out += "  matched " + std::to_string(r.matched.size()) + " parameter(s) over " +
          std::to_string(claimed) + " tensor(s); missing " +
-         std::to_string(r.missing_count(Certainty::certain)) + " certain, " +
+         std::to_string(r.missing_count(Certainty::proven)) + " certain, " +
          std::to_string(r.missing_count(Certainty::conditional)) + " conditional, " +
          std::to_string(r.missing_count(Certainty::unknown)) + " unknown; " +
          std::to_string(r.unclaimed.size()) + " unclaimed\n";
@@ -134,7 +134,7 @@ std::string report_text(const VerifyReport& r, std::size_t per_list) {
   };
   list("missing", r.missing.size(), [&](std::size_t i) {
     const auto& m = r.missing[i];
-    std::string s = std::string(m.certainty == Certainty::certain ? "error " : "note  ") + m.key +
+    std::string s = std::string(m.certainty == Certainty::proven ? "error " : "note  ") + m.key +
                     " (" + certainty_name(m.certainty) + ")";
     return m.reason.empty() ? s : s + ": " + m.reason;
   });

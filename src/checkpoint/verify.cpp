@@ -118,10 +118,11 @@ std::string normalized_prefix(std::string prefix) {
 
 const char* certainty_name(Certainty c) {
   switch (c) {
-    case Certainty::certain:
+    case Certainty::proven:
       return "certain";
     case Certainty::conditional:
       return "conditional";
+    case Certainty::heuristic:
     case Certainty::unknown:
       return "unknown";
   }
@@ -291,13 +292,13 @@ VerifyReport verify(const std::vector<ExpectedParameter>& expected, const Checkp
               return std::tie(a.tensor, a.id) < std::tie(b.tensor, b.id);
             });
 
-  const std::size_t certain_missing = r.missing_count(Certainty::certain);
+  const std::size_t certain_missing = r.missing_count(Certainty::proven);
   if (certain_missing) {
     r.reasons.push_back(
         std::to_string(certain_missing) +
         " parameter(s) the model always loads are missing, e.g. \"" +
         std::find_if(r.missing.begin(), r.missing.end(),
-                     [](const MissingParameter& x) { return x.certainty == Certainty::certain; })
+                     [](const MissingParameter& x) { return x.certainty == Certainty::proven; })
             ->key +
         "\"");
   }

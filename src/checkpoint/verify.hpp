@@ -24,7 +24,7 @@ struct MatchedParameter {
 
 struct MissingParameter {
   std::string id, key;  // for a family with a bound, `key` is one concrete missing member
-  Certainty certainty = Certainty::certain;
+  Certainty certainty = Certainty::proven;
   std::string reason;
 };
 

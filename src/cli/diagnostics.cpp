@@ -1,5 +1,6 @@
 #include "cli/diagnostics.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <string_view>
@@ -108,7 +109,7 @@ std::string render_human(const std::vector<Diagnostic>& diags, bool color) {
       out += std::string(blue) + "  --> " + reset + location_text(d) + "\n";
     }
     out += std::string(blue) + "  = " + reset + "code: " + d.rule;
-    if (!d.confidence.empty()) out += " (" + d.confidence + ")";
+    out += " (" + std::string(ir::to_string(d.confidence)) + ")";
     out += "\n";
     out += std::string(blue) + "  = " + reset + "id: " + d.id + "\n\n";
   }
@@ -131,7 +132,7 @@ std::string render_json_lines(const std::vector<Diagnostic>& diags, const std::s
     w.field("message", d.message);
     w.key("code").begin_object().field("code", d.rule).key("explanation").null().end_object();
     w.field("level", level_name(d.severity));
-    w.field("confidence", d.confidence);
+    w.field("confidence", ir::to_string(d.confidence));
     w.field("id", d.id);
     w.key("spans").begin_array();
     if (!d.file.empty()) {
@@ -215,13 +216,43 @@ std::string render_sarif(const std::vector<Diagnostic>& diags, const std::string
     }
     w.end_array();
     w.key("partialFingerprints").begin_object().field("candleGraphId/v1", d.id).end_object();
-    w.key("properties").begin_object().field("confidence", d.confidence).end_object();
+    w.key("properties")
+        .begin_object()
+        .field("confidence", ir::to_string(d.confidence))
+        .end_object();
     w.end_object();
   }
   w.end_array();
   w.end_object().end_array();
   w.end_object();
   return w.take() + "\n";
+}
+
+std::vector<Diagnostic> diagnostics_of(const ir::ModelIr& ir) {
+  std::vector<Diagnostic> out;
+  for (const auto& f : ir.findings) {
+    Diagnostic d;
+    d.id = f.id;
+    d.rule = f.rule;
+    d.severity = f.severity;
+    d.confidence = f.confidence;
+    d.message = f.message;
+    if (f.source) parse_source_location(*f.source, d);
+    d.related = f.related;
+    out.push_back(std::move(d));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Diagnostic& x, const Diagnostic& y) {
+    return static_cast<int>(x.severity) < static_cast<int>(y.severity);
+  });
+  return out;
+}
+
+std::string render_diagnostics(const ir::ModelIr& ir, std::string_view format,
+                               const RenderContext& ctx) {
+  auto diags = diagnostics_of(ir);
+  if (format == "json") return render_json_lines(diags, ctx.package, ctx.manifest_path);
+  if (format == "sarif") return render_sarif(diags, ctx.tool_version);
+  return render_human(diags, ctx.color);
 }
 
 }  // namespace cg::cli

@@ -20,10 +20,10 @@ void add_crate_options(CLI::App& cmd, CrateOptions& o, bool positional_path) {
   cmd.add_option("--config", o.config, "config.json to bind (concrete shapes and counts)");
 }
 
-void add_evidence_options(CLI::App& cmd, EvidenceOptions& o) {
-  cmd.add_option("--runtime-trace", o.runtime_traces,
+void add_evidence_options(CLI::App& cmd, CrateOptions& crate, EvidenceOptions& o) {
+  cmd.add_option("--runtime-trace", crate.runtime_traces,
                  "Runtime trace to merge (runtime/1-4; repeat for several runs or ranks)");
-  cmd.add_flag("--lenient", o.lenient, "Skip bad trace lines and report how many were skipped");
+  cmd.add_flag("--lenient", crate.lenient, "Skip bad trace lines and report how many were skipped");
   cmd.add_option("--checkpoint", o.checkpoint,
                  "safetensors file, *.index.json or checkpoint directory to verify");
   cmd.add_option("--prefix", o.prefix,

@@ -3,26 +3,20 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/pipeline.hpp"
+
 namespace CLI {
 class App;
 }
 
 namespace cg::cli {
 
-struct CrateOptions {
-  std::string path = ".";  // crate directory or a Cargo.toml
-  std::vector<std::string> features;
-  bool all_features = false;
-  bool no_default_features = false;
-  std::string target;        // target triple for cfg
-  std::string cargo_target;  // lib / bin / example / test target name
-  std::string root;          // component root type
-  std::string config;        // config.json to bind
-};
+// The crate, the Cargo selection, --root, --config, and the runtime traces to merge: what the
+// pipeline analyzes.
+using CrateOptions = pipeline::Options;
 
+// Evidence checked against the analysis after it ran.
 struct EvidenceOptions {
-  std::vector<std::string> runtime_traces;
-  bool lenient = false;
   std::string checkpoint;
   std::string prefix;
 };
@@ -38,7 +32,8 @@ struct OutputOptions {
 };
 
 void add_crate_options(CLI::App& cmd, CrateOptions& o, bool positional_path = true);
-void add_evidence_options(CLI::App& cmd, EvidenceOptions& o);
+// --runtime-trace and --lenient fill `crate`; --checkpoint and --prefix fill `o`.
+void add_evidence_options(CLI::App& cmd, CrateOptions& crate, EvidenceOptions& o);
 void add_output_options(CLI::App& cmd, OutputOptions& o, bool with_format);
 
 }  // namespace cg::cli

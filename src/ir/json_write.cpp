@@ -1,5 +1,6 @@
 // Writer for candle-graph/model/1. Field order is fixed here and mirrored by json_read.cpp.
 #include "ir/model.hpp"
+#include "ir/record_json.hpp"
 #include "util/json_writer.hpp"
 
 namespace cg::ir {
@@ -70,148 +71,6 @@ void stats(W& w, const TimingStats& t) {
   w.end_object();
 }
 
-void cargo(W& w, const std::optional<CargoSummary>& c) {
-  w.key("cargo");
-  if (!c) {
-    w.null();
-    return;
-  }
-  w.begin_object();
-  w.field("build_id", c->build_id)
-      .field("workspace_root", c->workspace_root)
-      .field("manifest_path", c->manifest_path)
-      .field("package_name", c->package_name)
-      .field("package_version", c->package_version);
-  opt(w, "selected_target", c->selected_target);
-  strings(w, "active_features", c->active_features);
-  strings(w, "active_cfg", c->active_cfg);
-  w.key("candle_packages").begin_object();
-  for (const auto& [name, version] : c->candle_packages)
-    w.field(name, version);
-  w.end_object();
-  w.end_object();
-}
-
-void coverage(W& w, const Coverage& c) {
-  w.key("coverage").begin_object();
-  w.field("components", c.components)
-      .field("architecture_edges", c.architecture_edges)
-      .field("modules", c.modules)
-      .field("parameters", c.parameters)
-      .field("functions", c.functions)
-      .field("entrypoints", c.entrypoints)
-      .field("component_entrypoints", c.component_entrypoints)
-      .field("composition_edges", c.composition_edges)
-      .field("tensors", c.tensors)
-      .field("operations", c.operations)
-      .field("linked_parameter_uses", c.linked_parameter_uses)
-      .field("tensors_with_shape", c.tensors_with_shape)
-      .field("tensors_with_dtype", c.tensors_with_dtype)
-      .field("tensors_with_device", c.tensors_with_device)
-      .field("runtime_observations", c.runtime_observations)
-      .field("diagnostics", c.diagnostics);
-  w.end_object();
-}
-
-void component(W& w, const Component& c) {
-  w.begin_object();
-  w.field("id", c.id)
-      .field("name", c.name)
-      .field("qualified_name", c.qualified_name)
-      .field("source", c.source)
-      .field("constructor", c.constructor);
-  w.key("builders").begin_array();
-  for (const Builder& b : c.builders) {
-    w.begin_object();
-    w.field("name", b.name);
-    enum_field(w, "role", b.role);
-    evidence(w, b.evidence);
-    w.end_object();
-  }
-  w.end_array();
-  strings(w, "modules", c.modules);
-  strings(w, "parameters", c.parameters);
-  strings(w, "entrypoints", c.entrypoints);
-  evidence(w, c.evidence);
-  w.end_object();
-}
-
-void edge(W& w, const ArchitectureEdge& e) {
-  w.begin_object();
-  w.field("id", e.id)
-      .field("from", e.from)
-      .field("to", e.to)
-      .field("via_function", e.via_function)
-      .field("source", e.source);
-  evidence(w, e.evidence);
-  w.end_object();
-}
-
-void module(W& w, const Module& m) {
-  w.begin_object();
-  w.field("id", m.id).field("component", m.component);
-  opt(w, "parent", m.parent);
-  w.field("type_name", m.type_name);
-  opt(w, "qualified_type", m.qualified_type);
-  opt(w, "field", m.field);
-  w.field("builder_root", m.builder_root).field("prefix", m.prefix);
-  opt(w, "repeat", m.repeat);
-  w.field("source", m.source);
-  enum_field(w, "confidence", m.confidence);
-  w.end_object();
-}
-
-void parameter(W& w, const Parameter& p) {
-  w.begin_object();
-  w.field("id", p.id).field("component", p.component);
-  opt(w, "module", p.module);
-  w.field("key", p.key).field("builder_root", p.builder_root);
-  enum_field(w, "role", p.role);
-  w.field("kind", p.kind);
-  if (p.symbolic_shape) {
-    strings(w, "symbolic_shape", *p.symbolic_shape);
-  } else {
-    w.key("symbolic_shape").null();
-  }
-  w.key("shape");
-  p.shape ? uints(w, *p.shape) : void(w.null());
-  enum_field(w, "confidence", p.confidence);
-  opt(w, "reason", p.reason);
-  w.key("checkpoint_shape");
-  p.checkpoint_shape ? uints(w, *p.checkpoint_shape) : void(w.null());
-  opt(w, "checkpoint_dtype", p.checkpoint_dtype);
-  w.field("source", p.source);
-  strings(w, "uses", p.uses);
-  strings(w, "optimizer_memberships", p.optimizer_memberships);
-  evidence(w, p.evidence);
-  w.end_object();
-}
-
-void function(W& w, const Function& f) {
-  w.begin_object();
-  w.field("id", f.id).field("name", f.name).field("qualified_name", f.qualified_name);
-  opt(w, "owner_type", f.owner_type);
-  enum_field(w, "visibility", f.visibility);
-  w.key("parameters").begin_array();
-  for (const FunctionParam& p : f.parameters) {
-    w.begin_object().field("name", p.name).field("type_name", p.type_name).end_object();
-  }
-  w.end_array();
-  opt(w, "return_type", f.return_type);
-  strings(w, "cfg_predicates", f.cfg_predicates);
-  opt(w, "cfg_active", f.cfg_active);
-  w.field("source", f.source);
-  strings(w, "calls", f.calls);
-  strings(w, "tensor_inputs", f.tensor_inputs);
-  strings(w, "tensor_outputs", f.tensor_outputs);
-  w.field("is_entrypoint", f.is_entrypoint).field("is_loss", f.is_loss);
-  w.key("execution_phases").begin_array();
-  for (ExecutionPhase ph : f.execution_phases)
-    w.value(to_string(ph));
-  w.end_array();
-  w.end_object();
-}
-
 void device(W& w, const DeviceFact& d) {
   w.key("device");
   switch (d.kind) {
@@ -237,7 +96,168 @@ void layout(W& w, const LayoutFact& l) {
   }
 }
 
-void tensor(W& w, const Tensor& t) {
+void cargo(W& w, const std::optional<CargoSummary>& c) {
+  w.key("cargo");
+  write_record(w, c);
+}
+
+void coverage(W& w, const Coverage& c) {
+  w.key("coverage").begin_object();
+  w.field("components", c.components)
+      .field("architecture_edges", c.architecture_edges)
+      .field("modules", c.modules)
+      .field("parameters", c.parameters)
+      .field("functions", c.functions)
+      .field("entrypoints", c.entrypoints)
+      .field("component_entrypoints", c.component_entrypoints)
+      .field("composition_edges", c.composition_edges)
+      .field("tensors", c.tensors)
+      .field("operations", c.operations)
+      .field("linked_parameter_uses", c.linked_parameter_uses)
+      .field("tensors_with_shape", c.tensors_with_shape)
+      .field("tensors_with_dtype", c.tensors_with_dtype)
+      .field("tensors_with_device", c.tensors_with_device)
+      .field("runtime_observations", c.runtime_observations)
+      .field("diagnostics", c.diagnostics);
+  w.end_object();
+}
+
+void runtime(W& w, const std::optional<RuntimeSummary>& r) {
+  w.key("runtime");
+  write_record(w, r);
+}
+
+template <typename T>
+void section(W& w, std::string_view k, const std::vector<T>& items) {
+  w.key(k).begin_array();
+  for (const T& item : items)
+    write_record(w, item);
+  w.end_array();
+}
+
+}  // namespace
+
+void write_record(W& w, const std::optional<CargoSummary>& c) {
+  if (!c) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.field("build_id", c->build_id)
+      .field("workspace_root", c->workspace_root)
+      .field("manifest_path", c->manifest_path)
+      .field("package_name", c->package_name)
+      .field("package_version", c->package_version);
+  opt(w, "selected_target", c->selected_target);
+  strings(w, "active_features", c->active_features);
+  strings(w, "active_cfg", c->active_cfg);
+  w.key("candle_packages").begin_object();
+  for (const auto& [name, version] : c->candle_packages)
+    w.field(name, version);
+  w.end_object();
+  w.end_object();
+}
+
+void write_record(W& w, const Component& c) {
+  w.begin_object();
+  w.field("id", c.id)
+      .field("name", c.name)
+      .field("qualified_name", c.qualified_name)
+      .field("source", c.source)
+      .field("constructor", c.constructor);
+  w.key("builders").begin_array();
+  for (const Builder& b : c.builders) {
+    w.begin_object();
+    w.field("name", b.name);
+    enum_field(w, "role", b.role);
+    evidence(w, b.evidence);
+    w.end_object();
+  }
+  w.end_array();
+  strings(w, "modules", c.modules);
+  strings(w, "parameters", c.parameters);
+  strings(w, "entrypoints", c.entrypoints);
+  evidence(w, c.evidence);
+  w.end_object();
+}
+
+void write_record(W& w, const ArchitectureEdge& e) {
+  w.begin_object();
+  w.field("id", e.id)
+      .field("from", e.from)
+      .field("to", e.to)
+      .field("via_function", e.via_function)
+      .field("source", e.source);
+  evidence(w, e.evidence);
+  w.end_object();
+}
+
+void write_record(W& w, const Module& m) {
+  w.begin_object();
+  w.field("id", m.id).field("component", m.component);
+  opt(w, "parent", m.parent);
+  w.field("type_name", m.type_name);
+  opt(w, "qualified_type", m.qualified_type);
+  opt(w, "field", m.field);
+  w.field("builder_root", m.builder_root).field("prefix", m.prefix);
+  opt(w, "repeat", m.repeat);
+  w.field("source", m.source);
+  enum_field(w, "confidence", m.confidence);
+  w.end_object();
+}
+
+void write_record(W& w, const Parameter& p) {
+  w.begin_object();
+  w.field("id", p.id).field("component", p.component);
+  opt(w, "module", p.module);
+  w.field("key", p.key).field("builder_root", p.builder_root);
+  enum_field(w, "role", p.role);
+  w.field("kind", p.kind);
+  if (p.symbolic_shape) {
+    strings(w, "symbolic_shape", *p.symbolic_shape);
+  } else {
+    w.key("symbolic_shape").null();
+  }
+  w.key("shape");
+  p.shape ? uints(w, *p.shape) : void(w.null());
+  enum_field(w, "confidence", p.confidence);
+  opt(w, "reason", p.reason);
+  w.key("checkpoint_shape");
+  p.checkpoint_shape ? uints(w, *p.checkpoint_shape) : void(w.null());
+  opt(w, "checkpoint_dtype", p.checkpoint_dtype);
+  w.field("source", p.source);
+  strings(w, "uses", p.uses);
+  strings(w, "optimizer_memberships", p.optimizer_memberships);
+  evidence(w, p.evidence);
+  w.end_object();
+}
+
+void write_record(W& w, const Function& f) {
+  w.begin_object();
+  w.field("id", f.id).field("name", f.name).field("qualified_name", f.qualified_name);
+  opt(w, "owner_type", f.owner_type);
+  enum_field(w, "visibility", f.visibility);
+  w.key("parameters").begin_array();
+  for (const FunctionParam& p : f.parameters) {
+    w.begin_object().field("name", p.name).field("type_name", p.type_name).end_object();
+  }
+  w.end_array();
+  opt(w, "return_type", f.return_type);
+  strings(w, "cfg_predicates", f.cfg_predicates);
+  opt(w, "cfg_active", f.cfg_active);
+  w.field("source", f.source);
+  strings(w, "calls", f.calls);
+  strings(w, "tensor_inputs", f.tensor_inputs);
+  strings(w, "tensor_outputs", f.tensor_outputs);
+  w.field("is_entrypoint", f.is_entrypoint).field("is_loss", f.is_loss);
+  w.key("execution_phases").begin_array();
+  for (ExecutionPhase ph : f.execution_phases)
+    w.value(to_string(ph));
+  w.end_array();
+  w.end_object();
+}
+
+void write_record(W& w, const Tensor& t) {
   w.begin_object();
   w.field("id", t.id).field("name", t.name);
   enum_field(w, "role", t.role);
@@ -264,7 +284,7 @@ void tensor(W& w, const Tensor& t) {
   w.end_object();
 }
 
-void operation(W& w, const Operation& o) {
+void write_record(W& w, const Operation& o) {
   w.begin_object();
   w.field("id", o.id).field("function", o.function).field("name", o.name);
   opt(w, "qualified_name", o.qualified_name);
@@ -296,7 +316,7 @@ void operation(W& w, const Operation& o) {
   w.end_object();
 }
 
-void finding(W& w, const Finding& f) {
+void write_record(W& w, const Finding& f) {
   w.begin_object();
   w.field("id", f.id).field("rule", f.rule);
   enum_field(w, "severity", f.severity);
@@ -308,8 +328,7 @@ void finding(W& w, const Finding& f) {
   w.end_object();
 }
 
-void runtime(W& w, const std::optional<RuntimeSummary>& r) {
-  w.key("runtime");
+void write_record(W& w, const std::optional<RuntimeSummary>& r) {
   if (!r) {
     w.null();
     return;
@@ -343,30 +362,20 @@ void runtime(W& w, const std::optional<RuntimeSummary>& r) {
   w.end_object();
 }
 
-template <typename T, typename F>
-void section(W& w, std::string_view k, const std::vector<T>& items, F write_one) {
-  w.key(k).begin_array();
-  for (const T& item : items)
-    write_one(w, item);
-  w.end_array();
-}
-
-}  // namespace
-
 std::string write_model_ir(const ModelIr& ir) {
   W w(2);
   w.begin_object();
   w.field("schema", kModelSchema).field("analysis_id", ir.analysis_id);
   cargo(w, ir.cargo);
   coverage(w, ir.coverage);
-  section(w, "components", ir.components, component);
-  section(w, "architecture_edges", ir.architecture_edges, edge);
-  section(w, "modules", ir.modules, module);
-  section(w, "parameters", ir.parameters, parameter);
-  section(w, "functions", ir.functions, function);
-  section(w, "tensors", ir.tensors, tensor);
-  section(w, "operations", ir.operations, operation);
-  section(w, "findings", ir.findings, finding);
+  section(w, "components", ir.components);
+  section(w, "architecture_edges", ir.architecture_edges);
+  section(w, "modules", ir.modules);
+  section(w, "parameters", ir.parameters);
+  section(w, "functions", ir.functions);
+  section(w, "tensors", ir.tensors);
+  section(w, "operations", ir.operations);
+  section(w, "findings", ir.findings);
   runtime(w, ir.runtime);
   w.end_object();
   std::string out = w.take();

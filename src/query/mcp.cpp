@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <istream>
+#include <optional>
 #include <ostream>
 
 #include "util/error.hpp"
@@ -38,6 +39,128 @@ std::string result_response(std::string_view raw_id, std::string_view result_jso
 }
 
 const char* kSupportedVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+// JSON-RPC ids are any JSON string or number and are echoed back exactly as sent. simdjson
+// refuses integers beyond 64 bits (and re-spells numbers), so the id's raw token is found in the
+// message text itself; a number is swapped for `0` before the message is parsed.
+struct RawMember {
+  std::size_t begin = 0, end = 0;  // the value's span in the message
+};
+
+std::size_t skip_ws(std::string_view s, std::size_t i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+    ++i;
+  return i;
+}
+
+// End of the string token starting at s[i] == '"', or npos.
+std::size_t string_end(std::string_view s, std::size_t i) {
+  for (++i; i < s.size(); ++i) {
+    if (s[i] == '\\')
+      ++i;
+    else if (s[i] == '"')
+      return i + 1;
+  }
+  return std::string_view::npos;
+}
+
+// End of the value starting at s[i]: a string, a nested object/array, or a scalar token.
+std::size_t value_end(std::string_view s, std::size_t i) {
+  if (i >= s.size()) return std::string_view::npos;
+  if (s[i] == '"') return string_end(s, i);
+  if (s[i] == '{' || s[i] == '[') {
+    int depth = 0;
+    while (i < s.size()) {
+      if (s[i] == '"') {
+        i = string_end(s, i);
+        if (i == std::string_view::npos) return i;
+        continue;
+      }
+      if (s[i] == '{' || s[i] == '[') ++depth;
+      if (s[i] == '}' || s[i] == ']') {
+        if (--depth == 0) return i + 1;
+      }
+      ++i;
+    }
+    return std::string_view::npos;
+  }
+  while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' &&
+         s[i] != '\n' && s[i] != '\r')
+    ++i;
+  return i;
+}
+
+// The first top-level member named `key` of the object `s`, when `s` looks like one.
+std::optional<RawMember> raw_member(std::string_view s, std::string_view key) {
+  std::size_t i = skip_ws(s, 0);
+  if (i >= s.size() || s[i] != '{') return std::nullopt;
+  i = skip_ws(s, i + 1);
+  while (i < s.size() && s[i] == '"') {
+    const std::size_t key_end = string_end(s, i);
+    if (key_end == std::string_view::npos) return std::nullopt;
+    const std::string_view k = s.substr(i + 1, key_end - i - 2);
+    i = skip_ws(s, key_end);
+    if (i >= s.size() || s[i] != ':') return std::nullopt;
+    i = skip_ws(s, i + 1);
+    const std::size_t v_end = value_end(s, i);
+    if (v_end == std::string_view::npos) return std::nullopt;
+    if (k == key) return RawMember{i, v_end};
+    i = skip_ws(s, v_end);
+    if (i >= s.size() || s[i] != ',') return std::nullopt;
+    i = skip_ws(s, i + 1);
+  }
+  return std::nullopt;
+}
+
+// A JSON number token (RFC 8259 grammar), of any magnitude.
+bool is_json_number(std::string_view t) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    std::size_t start = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9')
+      ++i;
+    return i > start;
+  };
+  if (i < t.size() && t[i] == '-') ++i;
+  if (i < t.size() && t[i] == '0')
+    ++i;
+  else if (!digits())
+    return false;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == t.size();
+}
+
+// A tool call's `arguments` into `req`; returns what is wrong with them ("" when nothing).
+std::string read_arguments(simdjson::dom::object params, QueryRequest& req) {
+  simdjson::dom::object args;
+  if (params["arguments"].get_object().get(args) != simdjson::SUCCESS) return {};
+  for (auto field : args) {
+    std::string_view key = field.key;
+    if (key == "select" || key == "to") {
+      std::string_view v;
+      if (field.value.get_string().get(v) != simdjson::SUCCESS)
+        return std::string(key) + " must be a string";
+      (key == "select" ? req.selector : req.to) = std::string(v);
+    } else if (key == "limit" || key == "offset") {
+      std::uint64_t v = 0;
+      if (field.value.get_uint64().get(v) != simdjson::SUCCESS)
+        return std::string(key) + " must be a non-negative integer";
+      if (key == "limit" && v == 0) return "limit must be at least 1";
+      (key == "limit" ? req.limit : req.offset) = static_cast<std::size_t>(v);
+    } else {
+      return "unknown argument: " + std::string(key);
+    }
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -90,9 +213,16 @@ std::string McpServer::tools_list_result() const {
 }
 
 std::string McpServer::handle(std::string_view message) {
+  // The id is echoed from its raw token (any magnitude, exact spelling); a number is parsed as 0.
+  std::string text(message);
+  std::string raw_token;  // the id as sent
+  if (auto m = raw_member(message, "id")) {
+    raw_token = std::string(message.substr(m->begin, m->end - m->begin));
+    if (is_json_number(raw_token)) text.replace(m->begin, m->end - m->begin, "0");
+  }
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.parse(message.data(), message.size()).get(doc) != simdjson::SUCCESS)
+  if (parser.parse(text).get(doc) != simdjson::SUCCESS)
     return error_response({}, kParseError, "parse error: the message is not valid JSON");
   simdjson::dom::object obj;
   if (doc.get_object().get(obj) != simdjson::SUCCESS)
@@ -101,9 +231,9 @@ std::string McpServer::handle(std::string_view message) {
   simdjson::dom::element id_el;
   bool has_id = obj["id"].get(id_el) == simdjson::SUCCESS;
   if (has_id) {
-    if (!id_el.is_string() && !id_el.is_int64() && !id_el.is_uint64() && !id_el.is_null())
+    if (!id_el.is_string() && !id_el.is_number() && !id_el.is_null())
       return error_response({}, kInvalidRequest, "invalid request: id must be a string or number");
-    raw_id = simdjson::minify(id_el);
+    raw_id = raw_token.empty() ? simdjson::minify(id_el) : raw_token;
   }
   std::string_view method;
   if (obj["method"].get_string().get(method) != simdjson::SUCCESS)
@@ -147,28 +277,8 @@ std::string McpServer::handle(std::string_view message) {
     return error_response(raw_id, kInvalidParams, "unknown tool: " + std::string(name));
   QueryRequest req;
   req.kind = tool->kind;
-  simdjson::dom::object args;
-  if (params["arguments"].get_object().get(args) == simdjson::SUCCESS) {
-    for (auto field : args) {
-      std::string_view key = field.key;
-      if (key == "select" || key == "to") {
-        std::string_view v;
-        if (field.value.get_string().get(v) != simdjson::SUCCESS)
-          return error_response(raw_id, kInvalidParams, std::string(key) + " must be a string");
-        (key == "select" ? req.selector : req.to) = std::string(v);
-      } else if (key == "limit" || key == "offset") {
-        std::uint64_t v = 0;
-        if (field.value.get_uint64().get(v) != simdjson::SUCCESS)
-          return error_response(raw_id, kInvalidParams,
-                                std::string(key) + " must be a non-negative integer");
-        if (key == "limit" && v == 0)
-          return error_response(raw_id, kInvalidParams, "limit must be at least 1");
-        (key == "limit" ? req.limit : req.offset) = static_cast<std::size_t>(v);
-      } else {
-        return error_response(raw_id, kInvalidParams, "unknown argument: " + std::string(key));
-      }
-    }
-  }
+  if (std::string problem = read_arguments(params, req); !problem.empty())
+    return error_response(raw_id, kInvalidParams, problem);
   if (tool->requires_selector && req.selector.empty())
     return error_response(raw_id, kInvalidParams, std::string(name) + " needs `select`");
   JsonWriter w(0);

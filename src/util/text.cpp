@@ -23,3 +23,17 @@ bool contains_word(std::string_view text, std::string_view word) {
 }
 
 }  // namespace cg
+
+namespace cg {
+
+std::string_view last_path_segment(std::string_view path) {
+  const auto sep = path.rfind("::");
+  return sep == std::string_view::npos ? path : path.substr(sep + 2);
+}
+
+std::string_view last_key_segment(std::string_view key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string_view::npos ? key : key.substr(dot + 1);
+}
+
+}  // namespace cg

@@ -1,5 +1,5 @@
 #pragma once
-// Small text predicates shared by the readers.
+// Small text helpers shared by the readers and the analysis.
 #include <string_view>
 
 namespace cg {
@@ -7,5 +7,12 @@ namespace cg {
 // `word` occurs in `text` as a whole identifier token: `Tensor` in `Result<Tensor>`, not in
 // `MyTensorLike`; `Deserialize` in `serde::Deserialize`.
 bool contains_word(std::string_view text, std::string_view word);
+
+// The last segment of a Rust path: `candle_nn::Module` -> `Module`, `Linear` -> `Linear`.
+// Generic arguments are kept (`a::Vec<T>` -> `Vec<T>`); a path without `::` is returned whole.
+std::string_view last_path_segment(std::string_view path);
+
+// The last segment of a dotted checkpoint key or prefix: `model.layers.0` -> `0`.
+std::string_view last_key_segment(std::string_view key);
 
 }  // namespace cg

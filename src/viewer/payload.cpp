@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "util/json_writer.hpp"
+#include "util/text.hpp"
 
 namespace cg::viewer {
 
@@ -112,11 +113,6 @@ std::string group_path(const ir::Function* f) {
   return out;
 }
 
-std::string last_segment(std::string_view prefix) {
-  const auto dot = prefix.rfind('.');
-  return std::string(dot == std::string_view::npos ? prefix : prefix.substr(dot + 1));
-}
-
 void write_checkpoint(JsonWriter& w, const CheckpointView& c) {
   w.begin_object();
   string_or_null(w, "path", c.path);
@@ -138,7 +134,7 @@ void write_checkpoint(JsonWriter& w, const CheckpointView& c) {
 // "3" even though its field is `layers`, so the viewer folds the instances into one family; the
 // root (empty prefix, no field) is named by its type.
 std::string module_name(const ir::Module& m) {
-  std::string last = last_segment(m.prefix);
+  std::string last(last_key_segment(m.prefix));
   if (all_digits(last)) return last;
   if (m.field) return *m.field;
   return last.empty() ? m.type_name : last;

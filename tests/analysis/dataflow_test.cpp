@@ -17,6 +17,7 @@
 #include "analysis/config_values.hpp"
 #include "analysis/inventory.hpp"
 #include "ir/stable_id.hpp"
+#include "pipeline/pipeline.hpp"
 #include "rust/crate.hpp"
 
 namespace {
@@ -24,51 +25,13 @@ namespace fs = std::filesystem;
 using cg::ir::Confidence;
 using cg::ir::Severity;
 
-bool mentions_tensor(const std::string& t) {
-  // Token match as in src/cli/pipeline.cpp: `Tensor`/`Var`, not `VarBuilder` or `MyTensorLike`.
-  for (const std::string word : {"Tensor", "Var"}) {
-    for (std::size_t pos = t.find(word); pos != std::string::npos; pos = t.find(word, pos + 1)) {
-      bool left =
-          pos == 0 || !(std::isalnum(static_cast<unsigned char>(t[pos - 1])) || t[pos - 1] == '_');
-      std::size_t end = pos + word.size();
-      bool right =
-          end >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[end])) || t[end] == '_');
-      if (left && right) return true;
-    }
-  }
-  return false;
-}
-
-// Mirrors the pipeline's function listing: a public function with a tensor in its signature, or a
-// Module::forward, is an entrypoint.
 cg::ir::ModelIr analyze_dir(const fs::path& dir, bool with_inventory = false,
                             const cg::analysis::ConfigValues* config = nullptr) {
   cg::cargo::Selection sel;
   auto loaded = cg::rust::load_crate(dir, sel);
   const auto& crate = loaded.crate;
   cg::ir::ModelIr ir;
-  for (std::size_t i = 0; i < crate.items().size(); ++i) {
-    const auto& item = crate.items()[i];
-    if (item.kind != cg::rust::ItemKind::Function && item.kind != cg::rust::ItemKind::Method)
-      continue;
-    cg::ir::Function fn;
-    fn.id = cg::ir::function_id(item.qualified, item.cfg.predicates);
-    fn.name = item.name;
-    fn.qualified_name = item.qualified;
-    fn.source = crate.source(i);
-    bool sig = mentions_tensor(item.return_type);
-    for (const auto& p : item.params)
-      sig = sig || mentions_tensor(p.type_text);
-    std::string trait;
-    if (item.impl >= 0) {
-      const auto& impl = crate.impls()[static_cast<std::size_t>(item.impl)];
-      fn.owner_type = impl.module.empty() ? impl.self_base : impl.module + "::" + impl.self_base;
-      trait = impl.trait;
-    }
-    fn.is_entrypoint = (trait == "Module" && item.name == "forward") ||
-                       (item.visibility == cg::rust::Visibility::Public && sig);
-    ir.functions.push_back(fn);
-  }
+  ir.functions = cg::pipeline::functions_of(crate);
   if (with_inventory) {
     cg::analysis::InventoryOptions inv;
     inv.candle_nn_version = "0.11.0";

@@ -27,7 +27,7 @@ TEST(IrAdapter, ConfidenceDecidesWhetherAMissingKeyFails) {
   model.parameters[1].reason = "cfg.bias";
   const auto inv = inventory_from_ir(model);
   ASSERT_EQ(inv.size(), 3u);
-  EXPECT_EQ(inv[0].certainty, Certainty::certain);
+  EXPECT_EQ(inv[0].certainty, Certainty::proven);
   EXPECT_EQ(inv[0].symbolic_shape, "(cfg.out, cfg.in)");
   EXPECT_EQ(inv[1].certainty, Certainty::conditional);
   EXPECT_EQ(inv[1].reason, "cfg.bias");

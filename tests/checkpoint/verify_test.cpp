@@ -22,14 +22,14 @@ Checkpoint fixture(const std::vector<TensorSpec>& tensors) {
 }
 
 ExpectedParameter param(std::string key, std::optional<std::vector<std::uint64_t>> shape = {},
-                        Certainty c = Certainty::certain, std::string root = "vb") {
+                        Certainty c = Certainty::proven, std::string root = "vb") {
   ExpectedParameter p;
   p.id = "param:" + key;
   p.builder_root = std::move(root);
   p.key = std::move(key);
   p.shape = std::move(shape);
   p.certainty = c;
-  if (c != Certainty::certain) p.reason = "if cfg.use_bias";
+  if (c != Certainty::proven) p.reason = "if cfg.use_bias";
   return p;
 }
 
@@ -75,7 +75,7 @@ TEST(Verify, MissingCertainFailsMissingConditionalIsANote) {
       {param("lin.weight"), param("lin.bias", {}, Certainty::conditional), param("norm.weight")},
       c);
   EXPECT_FALSE(r.will_load);
-  EXPECT_EQ(r.missing_count(Certainty::certain), 1u);
+  EXPECT_EQ(r.missing_count(Certainty::proven), 1u);
   EXPECT_EQ(r.missing_count(Certainty::conditional), 1u);
   ASSERT_EQ(r.reasons.size(), 1u);
   EXPECT_THAT(r.reasons[0], HasSubstr("\"norm.weight\""));
@@ -145,9 +145,8 @@ TEST(Verify, PrefixIsPrependedWithOneDot) {
 
 TEST(Verify, RootsAreSeparateNamespaces) {
   auto c = fixture({{"head.weight", "F32", {1}}});
-  std::vector<ExpectedParameter> inv = {
-      param("head.weight", {}, Certainty::certain, "base_vb"),
-      param("adapter.weight", {}, Certainty::certain, "train_vb")};
+  std::vector<ExpectedParameter> inv = {param("head.weight", {}, Certainty::proven, "base_vb"),
+                                        param("adapter.weight", {}, Certainty::proven, "train_vb")};
   try {
     verify(inv, c);
     FAIL();

@@ -53,7 +53,7 @@ std::optional<WeightMap> weight_map(const std::string& file) {
   auto& var = *var##_opt
 
 ExpectedParameter p(std::string key, std::vector<std::uint64_t> shape,
-                    std::vector<FamilyBound> bounds = {}, Certainty c = Certainty::certain) {
+                    std::vector<FamilyBound> bounds = {}, Certainty c = Certainty::proven) {
   ExpectedParameter e;
   e.id = "vb:" + key;
   e.builder_root = "vb";
@@ -61,7 +61,7 @@ ExpectedParameter p(std::string key, std::vector<std::uint64_t> shape,
   e.shape = std::move(shape);
   e.bounds = std::move(bounds);
   e.certainty = c;
-  if (c != Certainty::certain) e.reason = "cfg.attention_bias";
+  if (c != Certainty::proven) e.reason = "cfg.attention_bias";
   return e;
 }
 
@@ -198,7 +198,7 @@ TEST(WeightMaps, Gemma3TextModelUnderPrefixLeavesTheVisionTowerUnclaimed) {
     EXPECT_TRUE(u.starts_with("vision_tower.") || u.starts_with("multi_modal_projector.")) << u;
   }
   EXPECT_EQ(r.missing_count(Certainty::conditional), 62u);  // q_proj.bias, expected absent
-  EXPECT_EQ(r.missing_count(Certainty::certain), 0u);
+  EXPECT_EQ(r.missing_count(Certainty::proven), 0u);
 
   // Without the prefix nothing matches: the verdict says why.
   r = verify(inv, m.checkpoint);

@@ -13,14 +13,14 @@ std::vector<Diagnostic> sample() {
   a.id = "finding:dtype-conflict:src/model.rs%3A42:x";
   a.rule = "dtype-conflict";
   a.severity = Severity::error;
-  a.confidence = "proven";
+  a.confidence = cg::ir::Confidence::proven;
   a.message = "broadcast_add requires same dtype, got BF16 vs F32";
   cg::cli::parse_source_location("src/model.rs:42:9", a);
   Diagnostic b;
   b.id = "finding:source-load::y";
   b.rule = "source-load";
   b.severity = Severity::warning;
-  b.confidence = "unknown";
+  b.confidence = cg::ir::Confidence::unknown;
   b.message = "module file for `mod missing;` not found";
   cg::cli::parse_source_location("src/lib.rs:3", b);
   Diagnostic c;

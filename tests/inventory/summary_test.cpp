@@ -1,23 +1,23 @@
 // `candle-graph summary` on the bundled example: the torchinfo-style table a user reads.
 #include <gtest/gtest.h>
 
-#include "cli/pipeline.hpp"
-#include "cli/summary_rows.hpp"
+#include "pipeline/pipeline.hpp"
+#include "query/summary_rows.hpp"
 
 namespace {
 
 const std::string kCrate = std::string(CG_SOURCE_DIR) + "/examples/tiny-llama";
 
-cg::cli::Analysis analyze(bool with_config) {
-  cg::cli::CrateOptions o;
+cg::pipeline::Analysis analyze(bool with_config) {
+  cg::pipeline::Options o;
   o.path = kCrate;
   if (with_config) o.config = kCrate + "/config.json";
-  return cg::cli::analyze(o);
+  return cg::pipeline::analyze(o);
 }
 
 TEST(Summary, BoundConfigGivesCountsPerModuleAndTotals) {
   auto a = analyze(true);
-  auto m = cg::cli::build_summary(a.ir, "F32");
+  auto m = cg::query::build_summary(a.ir, "F32");
   ASSERT_FALSE(m.rows.empty());
   EXPECT_EQ(m.rows[0].name, "TinyLlama");
   EXPECT_EQ(m.rows[0].params, std::optional<std::uint64_t>(3950848));
@@ -37,7 +37,7 @@ TEST(Summary, BoundConfigGivesCountsPerModuleAndTotals) {
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(3950848));
   EXPECT_EQ(m.totals.bytes, std::optional<std::uint64_t>(3950848ull * 4));
 
-  std::string text = cg::cli::render_model_summary(a, kCrate + "/config.json", "BF16");
+  std::string text = cg::query::render_model_summary(a, kCrate + "/config.json", "BF16");
   EXPECT_NE(text.find("Total params: 3,950,848"), std::string::npos) << text;
   EXPECT_NE(text.find("Params size (MB): 7.54 at BF16"), std::string::npos) << text;
   // Mult-adds per call from the dataflow (batch and sequence stay symbolic): 4 layers of
@@ -52,7 +52,7 @@ TEST(Summary, BoundConfigGivesCountsPerModuleAndTotals) {
 
 TEST(Summary, WithoutConfigCountsAreUnknownNotZero) {
   auto a = analyze(false);
-  std::string text = cg::cli::render_model_summary(a, "", "");
+  std::string text = cg::query::render_model_summary(a, "", "");
   EXPECT_NE(text.find("Total params: unknown (+ 12 parameters of symbolic shape)"),
             std::string::npos)
       << text;
@@ -63,8 +63,8 @@ TEST(Summary, WithoutConfigCountsAreUnknownNotZero) {
 
 TEST(Summary, DepthFoldsDeeperRowsIntoTheirAncestor) {
   auto a = analyze(true);
-  auto all = cg::cli::build_summary(a.ir, "F32");
-  auto top = cg::cli::build_summary(a.ir, "F32", 1);
+  auto all = cg::query::build_summary(a.ir, "F32");
+  auto top = cg::query::build_summary(a.ir, "F32", 1);
   EXPECT_LT(top.rows.size(), all.rows.size());
   for (const auto& r : top.rows)
     EXPECT_LE(r.depth, 2);
@@ -72,10 +72,10 @@ TEST(Summary, DepthFoldsDeeperRowsIntoTheirAncestor) {
 }
 
 TEST(Summary, TorchDtypeNames) {
-  EXPECT_EQ(cg::cli::dtype_from_torch("bfloat16"), "BF16");
-  EXPECT_EQ(cg::cli::dtype_from_torch("float32"), "F32");
-  EXPECT_EQ(cg::cli::dtype_bytes("BF16"), 2u);
-  EXPECT_EQ(cg::cli::dtype_bytes("nonsense"), 0u);
+  EXPECT_EQ(cg::query::dtype_from_torch("bfloat16"), "BF16");
+  EXPECT_EQ(cg::query::dtype_from_torch("float32"), "F32");
+  EXPECT_EQ(cg::query::dtype_bytes("BF16"), 2u);
+  EXPECT_EQ(cg::query::dtype_bytes("nonsense"), 0u);
 }
 
 }  // namespace

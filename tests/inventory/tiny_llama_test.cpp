@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "checkpoint/safetensors_writer.hpp"
-#include "cli/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace {
 
@@ -19,11 +19,11 @@ namespace fs = std::filesystem;
 const std::string kCrate = std::string(CG_SOURCE_DIR) + "/examples/tiny-llama";
 const std::string kConfig = kCrate + "/config.json";
 
-cg::cli::Analysis analyze_example() {
-  cg::cli::CrateOptions o;
+cg::pipeline::Analysis analyze_example() {
+  cg::pipeline::Options o;
   o.path = kCrate;
   o.config = kConfig;
-  return cg::cli::analyze(o);
+  return cg::pipeline::analyze(o);
 }
 
 struct Run {

@@ -15,7 +15,7 @@
 #include "checkpoint/checkpoint_source.hpp"
 #include "checkpoint/ir_adapter.hpp"
 #include "checkpoint/verify.hpp"
-#include "cli/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace {
 
@@ -66,11 +66,11 @@ TEST_P(WeightMaps, PredictsTheLoadAndLeavesUnclaimedOnlyUnreadKeys) {
     if (*c.config_key) cfg = cfg[c.config_key];
     std::ofstream(dir / "config.json") << simdjson::to_string(cfg);
   }
-  cg::cli::CrateOptions o;
+  cg::pipeline::Options o;
   o.path = crate.string();
   o.root = c.root;
   o.config = (dir / "config.json").string();
-  auto a = cg::cli::analyze(o);
+  auto a = cg::pipeline::analyze(o);
   auto ckpt = cg::checkpoint::load_checkpoint(dir / "model.safetensors.index.json");
   cg::checkpoint::VerifyOptions vo;
   vo.prefix = c.prefix;
@@ -78,7 +78,7 @@ TEST_P(WeightMaps, PredictsTheLoadAndLeavesUnclaimedOnlyUnreadKeys) {
   fs::remove_all(dir);
 
   EXPECT_TRUE(rep.will_load) << cg::checkpoint::report_text(rep);
-  EXPECT_EQ(rep.missing_count(cg::checkpoint::Certainty::certain), 0u);
+  EXPECT_EQ(rep.missing_count(cg::checkpoint::Certainty::proven), 0u);
   EXPECT_EQ(rep.missing_count(cg::checkpoint::Certainty::conditional), 0u)
       << "a bound config leaves no conditional leaf unresolved";
   EXPECT_EQ(rep.unclaimed.size(), c.unclaimed) << cg::checkpoint::report_text(rep);

@@ -112,3 +112,17 @@ TEST(McpBounds, AnOversizedMessageIsAnErrorAndTheNextOneIsServed) {
 }
 
 }  // namespace
+
+// JSON-RPC ids are any JSON number or string; the client matches answers by the exact id it sent.
+TEST(Mcp, IdsOfAnyMagnitudeAndSpellingAreEchoedExactly) {
+  cg::query::McpServer s(
+      {}, [](const cg::query::QueryRequest&) { return std::string("{}"); }, "0.1.0");
+  for (std::string id :
+       {"18446744073709551616", "-99999999999999999999999", "1.50", "1e400", "\"a\\u0041\"", "0"}) {
+    std::string reply = s.handle(R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":"ping"})");
+    EXPECT_EQ(reply, R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{}})") << id;
+  }
+  // Not a number token: still a parse error, answered with a null id.
+  EXPECT_NE(s.handle(R"({"jsonrpc":"2.0","id":01,"method":"ping"})").find("-32700"),
+            std::string::npos);
+}

@@ -1,9 +1,9 @@
-#include "cli/summary_table.hpp"
+#include "query/summary_table.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace cg::cli {
+namespace cg::query {
 
 std::string group_thousands(std::uint64_t n) {
   std::string digits = std::to_string(n);
@@ -108,4 +108,4 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   return out;
 }
 
-}  // namespace cg::cli
+}  // namespace cg::query

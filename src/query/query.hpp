@@ -1,6 +1,7 @@
 #pragma once
-// `candle-graph query KIND [SELECTOR]` and the MCP tools answer from the same function: a
-// `candle-graph/query/1` envelope over one computed analysis, paginated with --limit/--offset.
+// Every query kind, answered from one computed analysis: `candle-graph query KIND [SELECTOR]` and
+// the MCP tools both call `answer_query`, which returns a `candle-graph/query/1` envelope,
+// paginated with --limit/--offset.
 // Listings are compact and deterministic (natural order), each item with a `drill_down` command;
 // singular kinds (`parameter`, `operation`, …) return the full IR record and refuse an ambiguous
 // selector, listing the candidates.
@@ -8,14 +9,16 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "query/mcp.hpp"
 #include "query/request.hpp"
 
-namespace cg::cli {
+namespace cg::query {
+
+using pipeline::Analysis;
 
 // Canonical kinds in the order they are listed by --help and tools/list.
-const std::vector<query::ToolSpec>& query_kinds();
+const std::vector<ToolSpec>& query_kinds();
 
 // "operations", "Operations", "graph_infer": dashes and underscores are the same.
 // Throws cg::InputError listing the valid kinds for an unknown one.
@@ -28,10 +31,9 @@ struct QueryContext {
 };
 
 // The JSON envelope; throws cg::InputError for a missing, ambiguous or unmatched selector.
-std::string answer_query(const Analysis& a, const query::QueryRequest& req,
-                         const QueryContext& ctx = {});
+std::string answer_query(const Analysis& a, const QueryRequest& req, const QueryContext& ctx = {});
 // People's rendering of the same answer (`--format tree`): one line per item.
-std::string answer_query_tree(const Analysis& a, const query::QueryRequest& req,
+std::string answer_query_tree(const Analysis& a, const QueryRequest& req,
                               const QueryContext& ctx = {});
 
-}  // namespace cg::cli
+}  // namespace cg::query

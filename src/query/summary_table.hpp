@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace cg::cli {
+namespace cg::query {
 
 struct SummaryRow {
   int depth = 0;
@@ -34,4 +34,4 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
 // 1234567 → "1,234,567".
 std::string group_thousands(std::uint64_t n);
 
-}  // namespace cg::cli
+}  // namespace cg::query

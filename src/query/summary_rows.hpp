@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "cli/pipeline.hpp"
-#include "cli/summary_table.hpp"
 #include "ir/model.hpp"
+#include "pipeline/pipeline.hpp"
+#include "query/summary_table.hpp"
 
-namespace cg::cli {
+namespace cg::query {
+
+using pipeline::Analysis;
 
 struct SummaryModel {
   std::vector<SummaryRow> rows;
@@ -29,4 +31,4 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
 std::string render_model_summary(const Analysis& a, const std::string& config_path,
                                  std::string dtype, int max_depth = -1);
 
-}  // namespace cg::cli
+}  // namespace cg::query

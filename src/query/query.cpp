@@ -1,4 +1,4 @@
-#include "cli/query_command.hpp"
+#include "query/query.hpp"
 
 #include <simdjson.h>
 
@@ -6,20 +6,21 @@
 #include <cctype>
 #include <map>
 
-#include "cli/summary_rows.hpp"
 #include "ir/enums.hpp"
+#include "ir/record_json.hpp"
 #include "query/selector.hpp"
+#include "query/summary_rows.hpp"
 #include "runtime/merge_ir.hpp"
 #include "runtime/report_json.hpp"
 #include "util/error.hpp"
 #include "util/json_writer.hpp"
 
-namespace cg::cli {
+namespace cg::query {
 
 namespace {
 
 struct Item {
-  query::Selectable sel;
+  Selectable sel;
   std::string name;
   std::string detail;
   std::size_t index = 0;  // into the IR section
@@ -134,7 +135,7 @@ bool keep(const ir::ModelIr& ir, const std::string& kind, std::size_t i) {
   return true;
 }
 
-const query::ToolSpec& spec_of(const std::string& kind) {
+const ToolSpec& spec_of(const std::string& kind) {
   for (const auto& s : query_kinds())
     if (s.kind == kind) return s;
   throw InputError("query", "unknown kind '" + kind + "'");
@@ -162,12 +163,12 @@ struct Endpoint {
 };
 
 Endpoint endpoint(const ir::ModelIr& ir, const std::string& sel, const char* what) {
-  std::vector<query::Selectable> items;
+  std::vector<Selectable> items;
   for (const auto& o : ir.operations)
     items.push_back({o.id, {}, {o.name, o.source}});
   for (const auto& t : ir.tensors)
     items.push_back({t.id, {t.name}, {}});
-  auto s = query::select(items, sel);
+  auto s = select(items, sel);
   if (s.indices.empty())
     throw InputError("query path",
                      std::string(what) + " '" + sel + "' matches no operation or tensor");
@@ -185,7 +186,7 @@ Endpoint endpoint(const ir::ModelIr& ir, const std::string& sel, const char* wha
 }
 
 // Breadth-first over producer -> consumer edges (an operation's output feeding another's input).
-std::string answer_path(const Analysis& a, const query::QueryRequest& req) {
+std::string answer_path(const Analysis& a, const QueryRequest& req) {
   const ir::ModelIr& ir = a.ir;
   if (req.to.empty())
     throw InputError("query path", "needs --to: the operation or tensor to reach");
@@ -232,7 +233,7 @@ std::string answer_path(const Analysis& a, const query::QueryRequest& req) {
   JsonWriter w(2);
   head(w, a, "path", req.selector);
   w.field("to", req.to).field("found", found >= 0);
-  auto page = query::paginate(chain.size(), req.offset, req.limit);
+  auto page = paginate(chain.size(), req.offset, req.limit);
   w.field("total", static_cast<std::uint64_t>(chain.size()))
       .field("offset", static_cast<std::uint64_t>(page.offset))
       .field("returned", static_cast<std::uint64_t>(page.returned))
@@ -251,11 +252,200 @@ std::string answer_path(const Analysis& a, const query::QueryRequest& req) {
   return w.take() + "\n";
 }
 
+// What limits the analysis and what to do about it.
+void write_doctor(JsonWriter& w, const ir::ModelIr& ir,
+                  const std::map<std::string, std::uint64_t>& by_rule) {
+  std::uint64_t cond = 0, unknown = 0, symbolic = 0;
+  for (const auto& p : ir.parameters) {
+    if (p.confidence == ir::Confidence::conditional) ++cond;
+    if (p.confidence == ir::Confidence::unknown) ++unknown;
+    if (!p.shape) ++symbolic;
+  }
+  w.key("findings_by_rule").begin_object();
+  for (const auto& [k, v] : by_rule)
+    w.field(k, v);
+  w.end_object();
+  w.field("conditional_parameters", cond)
+      .field("unknown_parameters", unknown)
+      .field("symbolic_parameter_shapes", symbolic);
+  w.key("advice").begin_array();
+  if (ir.components.empty())
+    w.value("no component found: pass --root T for a type whose constructor takes a VarBuilder");
+  if (symbolic > 0) w.value("shapes are symbolic: pass --config config.json to bind them");
+  if (by_rule.count("structure-unresolved"))
+    w.value(
+        "constructor code was not understood: candle-graph query findings structure-unresolved");
+  if (by_rule.count("candle-semantics-version"))
+    w.value("candle is not the audited release (0.11.0): catalog rules are unknown");
+  if (!ir.runtime) w.value("no runtime trace merged: profile a run, pass --runtime-trace");
+  w.end_array();
+}
+
+// The records of a section that a kind reads, with a match for the selector (all of them for an
+// empty selector); throws when a selector matches nothing.
+struct Selected {
+  std::vector<Item> items;
+  std::vector<std::size_t> chosen;  // indices into `items`
+};
+
+Selected select_items(const ir::ModelIr& ir, const std::string& kind, const std::string& section,
+                      const std::string& selector) {
+  Selected out;
+  for (auto& it : collect(ir, section))
+    if (keep(ir, kind, it.index)) out.items.push_back(std::move(it));
+  std::vector<Selectable> sels;
+  sels.reserve(out.items.size());
+  for (const auto& it : out.items)
+    sels.push_back(it.sel);
+  out.chosen = select(sels, selector).indices;
+  if (!selector.empty() && out.chosen.empty())
+    throw InputError("query " + kind, "no " + kind + " match '" + selector + "' (" +
+                                          std::to_string(out.items.size()) +
+                                          " records; try an empty selector)");
+  return out;
+}
+
+// One record in full, compact, exactly as the IR writer writes it.
+std::string record_json(const ir::ModelIr& ir, const std::string& section, std::size_t i) {
+  JsonWriter w(0);
+  if (section == "components") ir::write_record(w, ir.components[i]);
+  if (section == "modules") ir::write_record(w, ir.modules[i]);
+  if (section == "parameters") ir::write_record(w, ir.parameters[i]);
+  if (section == "functions") ir::write_record(w, ir.functions[i]);
+  if (section == "tensors") ir::write_record(w, ir.tensors[i]);
+  if (section == "operations") ir::write_record(w, ir.operations[i]);
+  if (section == "findings") ir::write_record(w, ir.findings[i]);
+  if (section == "architecture_edges") ir::write_record(w, ir.architecture_edges[i]);
+  return w.take();
+}
+
+// A singular kind: exactly one record, in full; an ambiguous selector lists the candidates.
+void singular(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
+              const std::string& section, const std::string& selector) {
+  Selected s = select_items(ir, kind, section, selector);
+  std::vector<std::size_t>& chosen = s.chosen;
+  if (chosen.size() > 1) {
+    std::sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
+      return natural_less(s.items[x].sel.id, s.items[y].sel.id);
+    });
+    std::string c;
+    for (std::size_t k = 0; k < chosen.size() && k < 20; ++k)
+      c += "\n  " + s.items[chosen[k]].sel.id + "  (" + s.items[chosen[k]].name + ")";
+    if (chosen.size() > 20) c += "\n  … " + std::to_string(chosen.size() - 20) + " more";
+    throw InputError("query " + kind, "'" + selector +
+                                          "' is ambiguous: " + std::to_string(chosen.size()) +
+                                          " candidates; pass one stable id:" + c);
+  }
+  one_item_page(w);
+  w.key("items").begin_array().raw(record_json(ir, section, s.items[chosen[0]].index));
+  w.end_array().end_object();
+}
+
+// A plural kind: compact items in the kind's order, paginated, each with its drill-down.
+void listing(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
+             const std::string& section, const QueryRequest& req) {
+  Selected s = select_items(ir, kind, section, req.selector);
+  const std::vector<Item>& items = s.items;
+  std::vector<std::size_t>& chosen = s.chosen;
+  if (kind == "profile") {
+    std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
+      return ir.operations[items[x].index].timing->stats.total_ns >
+             ir.operations[items[y].index].timing->stats.total_ns;
+    });
+    w.key("report");
+    runtime::write_profile_report(w, runtime::profile_report(ir), req.limit);
+  } else if (kind == "findings") {
+    std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
+      int sx = static_cast<int>(ir.findings[items[x].index].severity);
+      int sy = static_cast<int>(ir.findings[items[y].index].severity);
+      if (sx != sy) return sx < sy;
+      return natural_less(items[x].sel.id, items[y].sel.id);
+    });
+  } else {
+    std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
+      return natural_less(items[x].sel.id, items[y].sel.id);
+    });
+  }
+  auto page = paginate(chosen.size(), req.offset, req.limit);
+  w.field("total", static_cast<std::uint64_t>(chosen.size()))
+      .field("offset", static_cast<std::uint64_t>(page.offset))
+      .field("returned", static_cast<std::uint64_t>(page.returned))
+      .field("truncated", page.truncated);
+  const std::string one = singular_of(section);
+  w.key("items").begin_array();
+  for (std::size_t i = 0; i < page.returned; ++i) {
+    const auto& it = items[chosen[page.offset + i]];
+    w.begin_object().field("id", it.sel.id).field("name", it.name).field("detail", it.detail);
+    if (!one.empty()) w.field("drill_down", "candle-graph query " + one + " '" + it.sel.id + "'");
+    w.end_object();
+  }
+  w.end_array().end_object();
+}
+
+// `summary` and `doctor`: counts, findings by severity (and by rule), advice.
+void write_overview(JsonWriter& w, const ir::ModelIr& ir, bool doctor) {
+  std::map<std::string, std::uint64_t> by_severity, by_rule;
+  for (const auto& f : ir.findings) {
+    ++by_severity[std::string(ir::to_string(f.severity))];
+    ++by_rule[f.rule];
+  }
+  w.begin_object();
+  w.key("counts").begin_object();
+  w.field("components", static_cast<std::uint64_t>(ir.components.size()));
+  w.field("modules", static_cast<std::uint64_t>(ir.modules.size()));
+  w.field("parameters", static_cast<std::uint64_t>(ir.parameters.size()));
+  w.field("functions", static_cast<std::uint64_t>(ir.functions.size()));
+  w.field("entrypoints", ir.coverage.entrypoints);
+  w.field("tensors", static_cast<std::uint64_t>(ir.tensors.size()));
+  w.field("operations", static_cast<std::uint64_t>(ir.operations.size()));
+  w.field("linked_parameter_uses", ir.coverage.linked_parameter_uses);
+  w.field("findings", static_cast<std::uint64_t>(ir.findings.size()));
+  w.end_object();
+  w.key("findings_by_severity").begin_object();
+  for (const auto& [k, v] : by_severity)
+    w.field(k, v);
+  w.end_object();
+  w.key("components").begin_array();
+  for (const auto& c : ir.components)
+    w.value(c.qualified_name);
+  w.end_array();
+  if (doctor) write_doctor(w, ir, by_rule);
+  w.end_object();
+}
+
+// The single-object kinds: one item that is not an IR record list.
+void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
+                   const QueryContext& ctx) {
+  const ir::ModelIr& ir = a.ir;
+  one_item_page(w);
+  w.key("items").begin_array();
+  if (kind == "summary" || kind == "doctor") {
+    write_overview(w, ir, kind == "doctor");
+  } else if (kind == "cargo") {
+    JsonWriter c(0);
+    ir::write_record(c, ir.cargo);
+    w.raw(c.str());
+  } else if (kind == "runtime") {
+    if (!ir.runtime)
+      throw InputError("query runtime", "no runtime trace merged: pass --runtime-trace FILE");
+    JsonWriter r(0);
+    ir::write_record(r, ir.runtime);
+    w.raw(r.str());
+  } else if (kind == "checkpoint") {
+    if (ctx.checkpoint_report.empty())
+      throw InputError("query checkpoint", "pass --checkpoint FILE to verify a checkpoint");
+    w.raw(ctx.checkpoint_report);
+  } else if (kind == "summary-table") {
+    w.begin_object().field("text", render_model_summary(a, ctx.config_path, "")).end_object();
+  }
+  w.end_array().end_object();
+}
+
 }  // namespace
 
-const std::vector<query::ToolSpec>& query_kinds() {
+const std::vector<ToolSpec>& query_kinds() {
   // {kind, description, takes_selector, requires_selector, takes_to, paginated}
-  static const std::vector<query::ToolSpec> kinds = {
+  static const std::vector<ToolSpec> kinds = {
       {"summary", "Counts of every record kind in the analysis, findings by severity", false, false,
        false, false},
       {"doctor", "What limits this analysis (gaps, symbolic shapes, unknowns) and what to do",
@@ -307,178 +497,28 @@ std::string canonical_kind(std::string_view kind) {
   throw InputError("query", "unknown kind '" + std::string(kind) + "'; valid kinds: " + valid);
 }
 
-std::string answer_query(const Analysis& a, const query::QueryRequest& req,
-                         const QueryContext& ctx) {
+std::string answer_query(const Analysis& a, const QueryRequest& req, const QueryContext& ctx) {
   const std::string kind = canonical_kind(req.kind);
-  const query::ToolSpec& spec = spec_of(kind);
+  const ToolSpec& spec = spec_of(kind);
   if (spec.requires_selector && req.selector.empty())
     throw InputError("query " + kind,
                      "needs a selector: a stable id, an exact name or a substring");
   if (!spec.takes_selector && !req.selector.empty())
     throw InputError("query " + kind, "takes no selector");
-  const ir::ModelIr& ir = a.ir;
   if (kind == "path") return answer_path(a, req);
   JsonWriter w(2);
   head(w, a, kind, req.selector);
   const std::string section = section_of(kind);
-
-  if (!section.empty()) {
-    auto all = collect(ir, section);
-    std::vector<Item> items;
-    for (auto& it : all)
-      if (keep(ir, kind, it.index)) items.push_back(std::move(it));
-    std::vector<query::Selectable> sels;
-    for (const auto& it : items)
-      sels.push_back(it.sel);
-    auto selection = query::select(sels, req.selector);
-    if (!req.selector.empty() && selection.indices.empty())
-      throw InputError("query " + kind, "no " + kind + " match '" + req.selector + "' (" +
-                                            std::to_string(items.size()) +
-                                            " records; try an empty selector)");
-    std::vector<std::size_t> chosen = selection.indices;
-    if (!spec.paginated) {
-      // A singular kind: exactly one record, in full.
-      if (chosen.size() > 1) {
-        std::sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
-          return query::natural_less(items[x].sel.id, items[y].sel.id);
-        });
-        std::string c;
-        for (std::size_t k = 0; k < chosen.size() && k < 20; ++k)
-          c += "\n  " + items[chosen[k]].sel.id + "  (" + items[chosen[k]].name + ")";
-        if (chosen.size() > 20) c += "\n  … " + std::to_string(chosen.size() - 20) + " more";
-        throw InputError("query " + kind, "'" + req.selector +
-                                              "' is ambiguous: " + std::to_string(chosen.size()) +
-                                              " candidates; pass one stable id:" + c);
-      }
-      std::string json = ir::write_model_ir(ir);
-      simdjson::dom::parser parser;
-      simdjson::dom::element doc = parser.parse(json);
-      simdjson::dom::array arr = doc[section].get_array();
-      one_item_page(w);
-      w.key("items").begin_array().raw(simdjson::to_string(arr.at(items[chosen[0]].index)));
-      w.end_array().end_object();
-      return w.take() + "\n";
-    }
-    if (kind == "profile") {
-      std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
-        return ir.operations[items[x].index].timing->stats.total_ns >
-               ir.operations[items[y].index].timing->stats.total_ns;
-      });
-      w.key("report");
-      runtime::write_profile_report(w, runtime::profile_report(ir), req.limit);
-    } else if (kind == "findings") {
-      std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
-        int sx = static_cast<int>(ir.findings[items[x].index].severity);
-        int sy = static_cast<int>(ir.findings[items[y].index].severity);
-        if (sx != sy) return sx < sy;
-        return query::natural_less(items[x].sel.id, items[y].sel.id);
-      });
-    } else {
-      std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) {
-        return query::natural_less(items[x].sel.id, items[y].sel.id);
-      });
-    }
-    auto page = query::paginate(chosen.size(), req.offset, req.limit);
-    w.field("total", static_cast<std::uint64_t>(chosen.size()))
-        .field("offset", static_cast<std::uint64_t>(page.offset))
-        .field("returned", static_cast<std::uint64_t>(page.returned))
-        .field("truncated", page.truncated);
-    const std::string singular = singular_of(section);
-    w.key("items").begin_array();
-    for (std::size_t i = 0; i < page.returned; ++i) {
-      const auto& it = items[chosen[page.offset + i]];
-      w.begin_object().field("id", it.sel.id).field("name", it.name).field("detail", it.detail);
-      if (!singular.empty())
-        w.field("drill_down", "candle-graph query " + singular + " '" + it.sel.id + "'");
-      w.end_object();
-    }
-    w.end_array().end_object();
-    return w.take() + "\n";
-  }
-
-  // Single-object kinds.
-  one_item_page(w);
-  w.key("items").begin_array();
-  std::map<std::string, std::uint64_t> by_severity, by_rule;
-  for (const auto& f : ir.findings) {
-    ++by_severity[std::string(ir::to_string(f.severity))];
-    ++by_rule[f.rule];
-  }
-  if (kind == "summary" || kind == "doctor") {
-    w.begin_object();
-    w.key("counts").begin_object();
-    w.field("components", static_cast<std::uint64_t>(ir.components.size()));
-    w.field("modules", static_cast<std::uint64_t>(ir.modules.size()));
-    w.field("parameters", static_cast<std::uint64_t>(ir.parameters.size()));
-    w.field("functions", static_cast<std::uint64_t>(ir.functions.size()));
-    w.field("entrypoints", ir.coverage.entrypoints);
-    w.field("tensors", static_cast<std::uint64_t>(ir.tensors.size()));
-    w.field("operations", static_cast<std::uint64_t>(ir.operations.size()));
-    w.field("linked_parameter_uses", ir.coverage.linked_parameter_uses);
-    w.field("findings", static_cast<std::uint64_t>(ir.findings.size()));
-    w.end_object();
-    w.key("findings_by_severity").begin_object();
-    for (const auto& [k, v] : by_severity)
-      w.field(k, v);
-    w.end_object();
-    w.key("components").begin_array();
-    for (const auto& c : ir.components)
-      w.value(c.qualified_name);
-    w.end_array();
-    if (kind == "doctor") {
-      std::uint64_t cond = 0, unknown = 0, symbolic = 0;
-      for (const auto& p : ir.parameters) {
-        if (p.confidence == ir::Confidence::conditional) ++cond;
-        if (p.confidence == ir::Confidence::unknown) ++unknown;
-        if (!p.shape) ++symbolic;
-      }
-      w.key("findings_by_rule").begin_object();
-      for (const auto& [k, v] : by_rule)
-        w.field(k, v);
-      w.end_object();
-      w.field("conditional_parameters", cond)
-          .field("unknown_parameters", unknown)
-          .field("symbolic_parameter_shapes", symbolic);
-      w.key("advice").begin_array();
-      if (ir.components.empty())
-        w.value(
-            "no component found: pass --root T for a type whose constructor takes a "
-            "VarBuilder");
-      if (symbolic > 0) w.value("shapes are symbolic: pass --config config.json to bind them");
-      if (by_rule.count("structure-unresolved"))
-        w.value(
-            "constructor code was not understood: candle-graph query findings "
-            "structure-unresolved");
-      if (by_rule.count("candle-semantics-version"))
-        w.value("candle is not the audited release (0.11.0): catalog rules are unknown");
-      if (!ir.runtime) w.value("no runtime trace merged: profile a run, pass --runtime-trace");
-      w.end_array();
-    }
-    w.end_object();
-  } else {
-    std::string json = ir::write_model_ir(ir);
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc = parser.parse(json);
-    if (kind == "cargo") {
-      w.raw(simdjson::to_string(doc["cargo"]));
-    } else if (kind == "runtime") {
-      if (!ir.runtime)
-        throw InputError("query runtime", "no runtime trace merged: pass --runtime-trace FILE");
-      w.raw(simdjson::to_string(doc["runtime"]));
-    } else if (kind == "checkpoint") {
-      if (ctx.checkpoint_report.empty())
-        throw InputError("query checkpoint", "pass --checkpoint FILE to verify a checkpoint");
-      w.raw(ctx.checkpoint_report);
-    } else if (kind == "summary-table") {
-      w.begin_object().field("text", render_model_summary(a, ctx.config_path, "")).end_object();
-    }
-  }
-  w.end_array().end_object();
+  if (section.empty())
+    single_object(w, a, kind, ctx);
+  else if (spec.paginated)
+    listing(w, a.ir, kind, section, req);
+  else
+    singular(w, a.ir, kind, section, req.selector);
   return w.take() + "\n";
 }
 
-std::string answer_query_tree(const Analysis& a, const query::QueryRequest& req,
-                              const QueryContext& ctx) {
+std::string answer_query_tree(const Analysis& a, const QueryRequest& req, const QueryContext& ctx) {
   const std::string kind = canonical_kind(req.kind);
   if (kind == "summary-table") return render_model_summary(a, ctx.config_path, "");
   std::string json = answer_query(a, req, ctx);
@@ -510,4 +550,4 @@ std::string answer_query_tree(const Analysis& a, const query::QueryRequest& req,
   return out;
 }
 
-}  // namespace cg::cli
+}  // namespace cg::query

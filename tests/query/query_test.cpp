@@ -1,4 +1,4 @@
-#include "cli/query_command.hpp"
+#include "query/query.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 
 namespace {
 
-cg::cli::Analysis sample() {
-  cg::cli::Analysis a;
+cg::pipeline::Analysis sample() {
+  cg::pipeline::Analysis a;
   a.ir.analysis_id = "analysis:test";
   for (int i : {10, 2, 1}) {
     cg::ir::Parameter p;
@@ -20,10 +20,10 @@ cg::cli::Analysis sample() {
 }
 
 TEST(QueryCommand, KindSpellingsAndUnknownKindListsChoices) {
-  EXPECT_EQ(cg::cli::canonical_kind("Parameters"), "parameters");
-  EXPECT_EQ(cg::cli::canonical_kind("FINDINGS"), "findings");
+  EXPECT_EQ(cg::query::canonical_kind("Parameters"), "parameters");
+  EXPECT_EQ(cg::query::canonical_kind("FINDINGS"), "findings");
   try {
-    cg::cli::canonical_kind("params");
+    cg::query::canonical_kind("params");
     FAIL() << "unknown kind accepted";
   } catch (const cg::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("valid kinds: summary, doctor, cargo, components"),
@@ -37,7 +37,7 @@ TEST(QueryCommand, NaturalOrderPaginationAndDrillDown) {
   cg::query::QueryRequest r;
   r.kind = "parameters";
   r.limit = 2;
-  std::string out = cg::cli::answer_query(a, r);
+  std::string out = cg::query::answer_query(a, r);
   EXPECT_NE(out.find("\"schema\": \"candle-graph/query/1\""), std::string::npos);
   EXPECT_NE(out.find("\"total\": 3"), std::string::npos) << out;
   EXPECT_NE(out.find("\"returned\": 2"), std::string::npos) << out;
@@ -53,7 +53,7 @@ TEST(QueryCommand, NaturalOrderPaginationAndDrillDown) {
       << out;
 
   r.offset = 2;
-  out = cg::cli::answer_query(a, r);
+  out = cg::query::answer_query(a, r);
   EXPECT_NE(out.find("layers.10.weight"), std::string::npos) << out;
   EXPECT_NE(out.find("\"truncated\": false"), std::string::npos) << out;
 }
@@ -63,10 +63,10 @@ TEST(QueryCommand, SelectByIdAndNoMatchIsAnInputError) {
   cg::query::QueryRequest r;
   r.kind = "parameters";
   r.selector = "parameter:layers.1.weight";
-  std::string out = cg::cli::answer_query(a, r);
+  std::string out = cg::query::answer_query(a, r);
   EXPECT_NE(out.find("\"total\": 1"), std::string::npos) << out;
   r.selector = "nothing-like-this";
-  EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError);
+  EXPECT_THROW(cg::query::answer_query(a, r), cg::InputError);
 }
 
 TEST(QueryCommand, SingularKindsReturnTheFullRecordOrListCandidates) {
@@ -74,12 +74,12 @@ TEST(QueryCommand, SingularKindsReturnTheFullRecordOrListCandidates) {
   cg::query::QueryRequest r;
   r.kind = "parameter";
   r.selector = "parameter:layers.10.weight";
-  std::string out = cg::cli::answer_query(a, r);
+  std::string out = cg::query::answer_query(a, r);
   EXPECT_NE(out.find("\"key\":\"model.layers.10.weight\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"total\": 1"), std::string::npos) << out;
   r.selector = "layers.1";  // a substring of layers.1 and layers.10
   try {
-    cg::cli::answer_query(a, r);
+    cg::query::answer_query(a, r);
     FAIL() << "an ambiguous singular query must not pick one";
   } catch (const cg::InputError& e) {
     std::string m = e.what();
@@ -87,10 +87,10 @@ TEST(QueryCommand, SingularKindsReturnTheFullRecordOrListCandidates) {
     EXPECT_NE(m.find("parameter:layers.10.weight"), std::string::npos) << m;
   }
   r.selector.clear();
-  EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError) << "a singular kind needs a selector";
+  EXPECT_THROW(cg::query::answer_query(a, r), cg::InputError) << "a singular kind needs a selector";
   r.kind = "summary";
   r.selector = "x";
-  EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError) << "summary takes no selector";
+  EXPECT_THROW(cg::query::answer_query(a, r), cg::InputError) << "summary takes no selector";
 }
 
 TEST(QueryCommand, TreeFormatIsOneLinePerItem) {
@@ -98,13 +98,13 @@ TEST(QueryCommand, TreeFormatIsOneLinePerItem) {
   cg::query::QueryRequest r;
   r.kind = "parameters";
   r.limit = 2;
-  std::string out = cg::cli::answer_query_tree(a, r);
+  std::string out = cg::query::answer_query_tree(a, r);
   EXPECT_EQ(out.rfind("parameters: 2 of 3 (next page: --offset 2)\n", 0), 0u) << out;
   EXPECT_NE(out.find("  model.layers.1.weight"), std::string::npos) << out;
 }
 
 TEST(QueryCommand, PathFollowsProducerToConsumer) {
-  cg::cli::Analysis a;
+  cg::pipeline::Analysis a;
   a.ir.analysis_id = "analysis:test";
   auto op = [&](const std::string& id, std::vector<std::string> in, const std::string& out) {
     cg::ir::Operation o;
@@ -122,16 +122,16 @@ TEST(QueryCommand, PathFollowsProducerToConsumer) {
   r.kind = "path";
   r.selector = "op:a";
   r.to = "op:c";
-  std::string out = cg::cli::answer_query(a, r);
+  std::string out = cg::query::answer_query(a, r);
   EXPECT_NE(out.find("\"found\": true"), std::string::npos) << out;
   EXPECT_NE(out.find("\"total\": 3"), std::string::npos) << out;
   EXPECT_LT(out.find("\"op:a\""), out.find("\"op:c\""));
   r.selector = "op:c";
   r.to = "op:a";  // against the flow
-  out = cg::cli::answer_query(a, r);
+  out = cg::query::answer_query(a, r);
   EXPECT_NE(out.find("\"found\": false"), std::string::npos) << out;
   r.to.clear();
-  EXPECT_THROW(cg::cli::answer_query(a, r), cg::InputError) << "path needs --to";
+  EXPECT_THROW(cg::query::answer_query(a, r), cg::InputError) << "path needs --to";
 }
 
 }  // namespace

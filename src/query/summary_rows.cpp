@@ -1,4 +1,4 @@
-#include "cli/summary_rows.hpp"
+#include "query/summary_rows.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 #include "analysis/config_values.hpp"
 #include "query/selector.hpp"
 
-namespace cg::cli {
+namespace cg::query {
 
 std::uint64_t dtype_bytes(const std::string& dtype) {
   if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
@@ -254,4 +254,4 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
   return out;
 }
 
-}  // namespace cg::cli
+}  // namespace cg::query

@@ -1,28 +1,28 @@
-#include "cli/summary_table.hpp"
+#include "query/summary_table.hpp"
 
 #include <gtest/gtest.h>
 
 namespace {
 
 TEST(SummaryTable, GroupsThousands) {
-  EXPECT_EQ(cg::cli::group_thousands(0), "0");
-  EXPECT_EQ(cg::cli::group_thousands(999), "999");
-  EXPECT_EQ(cg::cli::group_thousands(1000), "1,000");
-  EXPECT_EQ(cg::cli::group_thousands(1234567), "1,234,567");
+  EXPECT_EQ(cg::query::group_thousands(0), "0");
+  EXPECT_EQ(cg::query::group_thousands(999), "999");
+  EXPECT_EQ(cg::query::group_thousands(1000), "1,000");
+  EXPECT_EQ(cg::query::group_thousands(1234567), "1,234,567");
 }
 
 TEST(SummaryTable, TreeColumnsAndHonestTotals) {
-  std::vector<cg::cli::SummaryRow> rows = {
+  std::vector<cg::query::SummaryRow> rows = {
       {0, "TinyLlama", "TinyLlama", "", std::nullopt, "", "", ""},
       {1, "embed_tokens.weight", "Embedding", "[4096, 256]", 1048576, "?", "", ""},
       {1, "lm_head.weight", "Linear", "[vocab_size, hidden]", std::nullopt, "?", "conditional", ""},
   };
-  cg::cli::SummaryTotals t;
+  cg::query::SummaryTotals t;
   t.total = 1048576;
   t.unknown_leaves = 1;
   t.bytes = 1048576ull * 4;
   t.dtype = "F32";
-  std::string out = cg::cli::render_summary_table("tiny-llama", rows, t);
+  std::string out = cg::query::render_summary_table("tiny-llama", rows, t);
   EXPECT_NE(out.find("  └─embed_tokens.weight (Embedding)"), std::string::npos) << out;
   EXPECT_NE(out.find("1,048,576"), std::string::npos);
   EXPECT_NE(out.find("lm_head.weight (Linear) [conditional]"), std::string::npos);

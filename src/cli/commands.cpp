@@ -1,0 +1,436 @@
+#include "cli/commands.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include "checkpoint/checkpoint_source.hpp"
+#include "checkpoint/ir_adapter.hpp"
+#include "checkpoint/verify.hpp"
+#include "cli/baseline.hpp"
+#include "cli/checkpoint_view.hpp"
+#include "cli/diagnostics.hpp"
+#include "cli/output.hpp"
+#include "cli/summary_text.hpp"
+#include "pipeline/pipeline.hpp"
+#include "query/mcp.hpp"
+#include "query/query.hpp"
+#include "query/summary_rows.hpp"
+#include "runtime/chrome_export.hpp"
+#include "runtime/merge_ir.hpp"
+#include "runtime/report_json.hpp"
+#include "util/atomic_file.hpp"
+#include "util/json_writer.hpp"
+#include "viewer/payload.hpp"
+
+namespace cg::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using pipeline::Analysis;
+
+// ---- shared steps ---------------------------------------------------------------------------
+
+// The files a command reads, by the flag that named them.
+std::vector<NamedInput> inputs_of(const Args& args) {
+  std::vector<NamedInput> in;
+  std::error_code ec;
+  const fs::path crate(args.crate.path);
+  in.push_back(
+      {"crate manifest", (fs::is_directory(crate, ec) ? crate / "Cargo.toml" : crate).string()});
+  in.push_back({"--config", args.crate.config});
+  for (const auto& t : args.crate.runtime_traces)
+    in.push_back({"--runtime-trace", t});
+  in.push_back({"--check", args.out.check_baseline});
+  const fs::path ckpt(args.evidence.checkpoint);
+  if (ckpt.empty()) return in;
+  in.push_back({"--checkpoint", ckpt.string()});
+  // A checkpoint directory or an index reads the files beside it: shards and index.
+  const bool is_dir = fs::is_directory(ckpt, ec);
+  if (!is_dir && !ckpt.filename().string().ends_with(".index.json")) return in;
+  fs::path dir = is_dir ? ckpt : ckpt.parent_path();
+  if (dir.empty()) dir = ".";
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string ext = it->path().extension().string();
+    if (ext == ".safetensors" || ext == ".json")
+      in.push_back({"--checkpoint", it->path().string()});
+  }
+  return in;
+}
+
+// Refuses, before any work, to write an output that is one of the inputs.
+void refuse_overwriting(const Args& args, const std::vector<std::string>& outputs) {
+  const auto inputs = inputs_of(args);
+  for (const auto& o : outputs)
+    refuse_overwriting_inputs(o, inputs);
+}
+
+Analysis analyze(const Args& args) {
+  return pipeline::analyze(args.crate);
+}
+
+// --checkpoint verified against the analysis's parameter inventory (nothing without the flag).
+struct Verified {
+  checkpoint::Checkpoint checkpoint;
+  checkpoint::VerifyReport report;
+};
+
+std::optional<Verified> verify_checkpoint(const Analysis& a, const EvidenceOptions& evidence) {
+  if (evidence.checkpoint.empty()) return std::nullopt;
+  Verified v;
+  v.checkpoint = checkpoint::load_checkpoint(evidence.checkpoint);
+  checkpoint::VerifyOptions opts;
+  opts.prefix = evidence.prefix;
+  v.report = checkpoint::verify(checkpoint::inventory_from_ir(a.ir), v.checkpoint, opts);
+  return v;
+}
+
+RenderContext render_context(const Analysis& a, bool color) {
+  return {a.package_id, a.manifest_path, kVersion, color};
+}
+
+// Diagnostics go to stderr in the chosen format; the gate is applied after every output is
+// written.
+void emit_diagnostics(const Analysis& a, const OutputOptions& out) {
+  std::cerr << render_diagnostics(a.ir, out.message_format, render_context(a, ::isatty(2) != 0));
+}
+
+// A trace that was read but not merged (its identity is another build's) is said out loud.
+void warn_rejected_traces(const Analysis& a) {
+  for (const auto& path : a.rejected_traces)
+    std::cerr << "warning: runtime trace " << path
+              << " was not merged (identity mismatch: see the runtime-identity finding); no "
+                 "timings from it are shown\n";
+}
+
+// Baselines run after every other output is written: --update-baseline writes the fingerprint,
+// --check compares with one and prints the diff. Returns kExitGate on a change.
+int baselines(const Analysis& a, const OutputOptions& out) {
+  Baseline now = baseline_of(a.ir);
+  if (!out.update_baseline.empty()) {
+    write_file_atomic(out.update_baseline, write_baseline(now));
+    std::cerr << "wrote baseline " << out.update_baseline << "\n";
+  }
+  if (out.check_baseline.empty()) return kExitOk;
+  Baseline expected = parse_baseline(read_file(out.check_baseline), out.check_baseline);
+  std::string diff = diff_baselines(expected, now);
+  if (diff.empty()) {
+    std::cerr << "baseline " << out.check_baseline << ": unchanged\n";
+    return kExitOk;
+  }
+  std::cerr << "baseline " << out.check_baseline << " differs (- baseline, + now):\n" << diff;
+  return kExitGate;
+}
+
+int gate(const Analysis& a, const OutputOptions& out, bool strict) {
+  for (const auto& f : a.ir.findings) {
+    if (strict && f.severity == ir::Severity::error && f.confidence == ir::Confidence::proven)
+      return kExitGate;
+    for (const auto& rule : out.deny)
+      if (f.rule == rule) return kExitGate;
+  }
+  return kExitOk;
+}
+
+query::QueryContext query_context(const Analysis& a, const Args& args) {
+  query::QueryContext ctx;
+  ctx.config_path = args.crate.config;
+  if (auto v = verify_checkpoint(a, args.evidence))
+    ctx.checkpoint_report = checkpoint::report_json(v->report);
+  return ctx;
+}
+
+// The viewer page, with the checkpoint view when --checkpoint was verified.
+std::string viewer_page(const Analysis& a, const std::optional<Verified>& v) {
+  std::optional<viewer::CheckpointView> ck;
+  if (v) ck = checkpoint_view(v->report, v->checkpoint, a.ir);
+  viewer::ViewerOptions vo;
+  vo.title = a.package_id;
+  return viewer::render_viewer_html(a.ir, vo, ck ? &*ck : nullptr);
+}
+
+// ---- the commands ---------------------------------------------------------------------------
+
+void analysis_flags(CLI::App& cmd, Args& args) {
+  add_crate_options(cmd, args.crate);
+  add_evidence_options(cmd, args.crate, args.evidence);
+  add_output_options(cmd, args.out, true);
+}
+
+// check and report: the IR (or the tree) to stdout/-o, diagnostics to stderr, then the gates.
+int check_or_report(Args& args, bool is_check) {
+  const OutputOptions& out = args.out;
+  refuse_overwriting(args, {out.output, out.update_baseline});
+  Analysis a = analyze(args);
+  write_or_print(out.output, out.format == "tree" ? render_summary(a) : ir::write_model_ir(a.ir));
+  emit_diagnostics(a, out);
+  int b = baselines(a, out);
+  int g = gate(a, out, is_check || out.strict);
+  // --checkpoint: the verdict goes to stderr and a checkpoint that will not load fails the gate
+  // like a proven error finding (check always, report with --strict).
+  if (auto v = verify_checkpoint(a, args.evidence)) {
+    std::cerr << checkpoint::report_text(v->report, 5);
+    if (!v->report.will_load && (is_check || out.strict)) g = kExitGate;
+  }
+  return g != kExitOk ? g : b;
+}
+
+int run_check(Args& args) {
+  return check_or_report(args, true);
+}
+
+int run_report(Args& args) {
+  return check_or_report(args, false);
+}
+
+void audit_flags(CLI::App& cmd, Args& args) {
+  cmd.add_option("dir", args.audit_dir, "Output directory")->required();
+  add_crate_options(cmd, args.crate);
+  add_evidence_options(cmd, args.crate, args.evidence);
+  add_output_options(cmd, args.out, false);
+}
+
+int run_audit(Args& args) {
+  const fs::path dir(args.audit_dir);
+  const char* files[] = {"summary.txt", "model.json",        "findings.txt",   "findings.sarif",
+                         "model.html",  "model-summary.txt", "checkpoint.txt", "checkpoint.json"};
+  std::vector<std::string> outputs = {args.out.update_baseline};
+  for (const char* f : files)
+    outputs.push_back((dir / f).string());
+  refuse_overwriting(args, outputs);
+  Analysis a = analyze(args);
+  auto v = verify_checkpoint(a, args.evidence);
+  std::string summary = render_summary(a);
+  write_file_atomic(dir / "summary.txt", summary);
+  write_file_atomic(dir / "model.json", ir::write_model_ir(a.ir));
+  write_file_atomic(dir / "findings.txt",
+                    render_diagnostics(a.ir, "human", render_context(a, false)));
+  write_file_atomic(dir / "findings.sarif",
+                    render_diagnostics(a.ir, "sarif", render_context(a, false)));
+  write_file_atomic(dir / "model.html", viewer_page(a, v));
+  write_file_atomic(dir / "model-summary.txt",
+                    query::render_model_summary(a, args.crate.config, ""));
+  if (v) {
+    write_file_atomic(dir / "checkpoint.txt", checkpoint::report_text(v->report));
+    write_file_atomic(dir / "checkpoint.json", checkpoint::report_json(v->report));
+  }
+  std::cout << summary;
+  std::cout << "wrote " << (dir / "summary.txt").string() << ", model-summary.txt, model.json, "
+            << "findings.txt, findings.sarif, model.html"
+            << (v ? ", checkpoint.txt, checkpoint.json" : "") << "\n";
+  warn_rejected_traces(a);
+  int b = baselines(a, args.out);
+  int g = gate(a, args.out, args.out.strict);
+  return g != kExitOk ? g : b;
+}
+
+void view_flags(CLI::App& cmd, Args& args) {
+  add_crate_options(cmd, args.crate);
+  add_evidence_options(cmd, args.crate, args.evidence);
+  cmd.add_option("--output,-o", args.out.output, "HTML file to write (default: model.html)");
+}
+
+int run_view(Args& args) {
+  const std::string path = args.out.output.empty() ? "model.html" : args.out.output;
+  refuse_overwriting(args, {path});
+  Analysis a = analyze(args);
+  // With --checkpoint, the page's checkpoint view shows the verification.
+  write_file_atomic(path, viewer_page(a, verify_checkpoint(a, args.evidence)));
+  std::cerr << "wrote " << path << "\n";
+  warn_rejected_traces(a);
+  return kExitOk;
+}
+
+void profile_flags(CLI::App& cmd, Args& args) {
+  add_crate_options(cmd, args.crate);
+  cmd.add_option("--runtime-trace", args.crate.runtime_traces,
+                 "Runtime trace to merge (repeat for several runs or ranks)")
+      ->required();
+  cmd.add_flag("--lenient", args.crate.lenient, "Skip bad trace lines and count them");
+  cmd.add_option("--output,-o", args.out.output, "Write the report here instead of stdout");
+}
+
+int run_profile(Args& args) {
+  refuse_overwriting(args, {args.out.output});
+  Analysis a = analyze(args);
+  JsonWriter w(2);
+  w.begin_object().field("schema", "candle-graph/query/1").field("analysis_id", a.ir.analysis_id);
+  w.field("kind", "profile").key("traces").begin_array();
+  for (const auto& t : a.traces)
+    runtime::write_trace_info(w, t);
+  w.end_array().key("report");
+  runtime::write_profile_report(w, runtime::profile_report(a.ir), 50);
+  w.end_object();
+  write_or_print(args.out.output, w.take() + "\n");
+  emit_diagnostics(a, args.out);
+  if (!a.traces.empty() && a.rejected_traces.size() == a.traces.size()) {
+    std::cerr << "error: no runtime trace was merged (identity mismatch: see the "
+                 "runtime-identity findings); the report has no timings\n";
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+void verify_flags(CLI::App& cmd, Args& args) {
+  add_crate_options(cmd, args.crate);
+  cmd.add_option("--checkpoint", args.evidence.checkpoint,
+                 "safetensors file, *.index.json or checkpoint directory")
+      ->required();
+  cmd.add_option("--prefix", args.evidence.prefix,
+                 "Prefix a caller pushes before the root constructor");
+  cmd.add_option("--output,-o", args.out.output, "Write the JSON report here");
+}
+
+int run_verify(Args& args) {
+  refuse_overwriting(args, {args.out.output});
+  Analysis a = analyze(args);
+  auto v = verify_checkpoint(a, args.evidence);
+  std::cout << checkpoint::report_text(v->report);
+  if (!args.out.output.empty())
+    write_file_atomic(args.out.output, checkpoint::report_json(v->report));
+  return v->report.will_load ? kExitOk : kExitGate;
+}
+
+void summary_flags(CLI::App& cmd, Args& args) {
+  add_crate_options(cmd, args.crate);
+  cmd.add_option("--depth", args.summary_depth, "Show modules down to this depth (default: all)");
+  cmd.add_option("--dtype", args.summary_dtype,
+                 "Size the parameters at this dtype (default: config.json torch_dtype, else F32)");
+  cmd.add_option("--output,-o", args.out.output, "Write the table here instead of stdout");
+}
+
+int run_summary(Args& args) {
+  refuse_overwriting(args, {args.out.output});
+  Analysis a = analyze(args);
+  write_or_print(
+      args.out.output,
+      query::render_model_summary(a, args.crate.config, args.summary_dtype, args.summary_depth));
+  return kExitOk;
+}
+
+std::string kinds_list() {
+  std::string kinds;
+  for (const auto& spec : query::query_kinds())
+    kinds += (kinds.empty() ? "" : ", ") + spec.kind;
+  return kinds;
+}
+
+// A count that cannot be negative: `--offset -1` would wrap to a huge number.
+CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return v.find('-') == std::string::npos ? std::string() : "must be 0 or more, not " + v;
+      },
+      "N>=0");
+}
+
+void query_flags(CLI::App& cmd, Args& args) {
+  query::QueryRequest& q = args.query;
+  cmd.add_option("kind", q.kind, "What to list: " + kinds_list())->required();
+  cmd.add_option("selector", q.selector,
+                 "Exact id, then exact name, then case-insensitive substring");
+  add_crate_options(cmd, args.crate, false);
+  cmd.add_option("--path", args.crate.path, "Crate directory or Cargo.toml (default: .)");
+  cmd.add_option("--to", q.to, "path: the operation or tensor to reach");
+  cmd.add_option("--limit", q.limit, "Most records to return (default 100)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--offset", q.offset, "Records to skip (default 0)")->check(non_negative());
+  cmd.add_option("--output,-o", args.out.output, "Write the envelope here instead of stdout");
+  cmd.add_option("--format", args.out.format, "json (default) or tree (one line per item)")
+      ->check(CLI::IsMember({"json", "tree"}));
+  add_evidence_options(cmd, args.crate, args.evidence);
+}
+
+int run_query(Args& args) {
+  // An unknown kind is a usage error before any analysis work.
+  args.query.kind = query::canonical_kind(args.query.kind);
+  refuse_overwriting(args, {args.out.output});
+  Analysis a = analyze(args);
+  const query::QueryContext ctx = query_context(a, args);
+  write_or_print(args.out.output, args.out.format == "tree"
+                                      ? query::answer_query_tree(a, args.query, ctx)
+                                      : query::answer_query(a, args.query, ctx));
+  return kExitOk;
+}
+
+void mcp_flags(CLI::App& cmd, Args& args) {
+  add_crate_options(cmd, args.crate, false);
+  cmd.add_option("--path", args.crate.path, "Crate directory or Cargo.toml (default: .)");
+  add_evidence_options(cmd, args.crate, args.evidence);
+}
+
+int run_mcp(Args& args) {
+  Analysis a = analyze(args);
+  const query::QueryContext ctx = query_context(a, args);
+  query::McpServer server(
+      query::query_kinds(),
+      [&](const query::QueryRequest& r) { return query::answer_query(a, r, ctx); }, kVersion);
+  server.serve(std::cin, std::cout);
+  return kExitOk;
+}
+
+void export_flags(CLI::App& cmd, Args& args) {
+  cmd.add_option("--chrome", args.chrome_out, "Output file")->required();
+  cmd.add_option("--runtime-trace", args.crate.runtime_traces, "runtime/4 trace")
+      ->required()
+      ->expected(1);
+  cmd.add_flag("--lenient", args.crate.lenient, "Skip bad lines and count them");
+}
+
+int run_export(Args& args) {
+  refuse_overwriting_inputs(args.chrome_out,
+                            {{"--runtime-trace", args.crate.runtime_traces.front()}});
+  runtime::ReadOptions ro;
+  ro.lenient = args.crate.lenient;
+  auto r = runtime::export_chrome_trace(args.crate.runtime_traces.front(), args.chrome_out, ro);
+  std::cerr << "wrote " << args.chrome_out << ": " << r.events << " events on " << r.threads
+            << " threads";
+  if (r.trace.skipped_lines > 0)
+    std::cerr << " (" << r.trace.skipped_lines << " bad lines skipped)";
+  std::cerr << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"check",
+       "Analyze a crate: IR to stdout or --output, diagnostics to stderr; fails on proven errors",
+       "candle-graph check examples/tiny-llama --output model.json", analysis_flags, run_check},
+      {"report", "Like check, but fails only with --strict or --deny",
+       "candle-graph report . --format tree", analysis_flags, run_report},
+      {"audit", "Write a bundle: summary.txt, findings (all of them), model.json, model.html",
+       "candle-graph audit out/ examples/tiny-llama", audit_flags, run_audit},
+      {"view", "Write the offline interactive HTML viewer",
+       "candle-graph view examples/tiny-llama -o model.html [--runtime-trace run.jsonl] "
+       "[--checkpoint model.safetensors]",
+       view_flags, run_view},
+      {"profile", "Merge runtime traces into the analysis and print the timing report (JSON)",
+       "candle-graph profile examples/tiny-llama --runtime-trace run.jsonl", profile_flags,
+       run_profile},
+      {"verify", "Check a safetensors checkpoint (headers only) against the parameter inventory",
+       "candle-graph verify examples/tiny-llama --checkpoint model.safetensors", verify_flags,
+       run_verify},
+      {"summary", "Print the torchinfo-style table: module tree, parameter shapes, counts, size",
+       "candle-graph summary examples/tiny-llama --config examples/tiny-llama/config.json",
+       summary_flags, run_summary},
+      {"query",
+       "Answer one bounded query as a candle-graph/query/1 JSON envelope (kinds: " + kinds_list() +
+           ")",
+       "candle-graph query parameters embed --path examples/tiny-llama --limit 5", query_flags,
+       run_query},
+      {"mcp", "Serve the query kinds as MCP tools over stdio (JSON-RPC 2.0, one message a line)",
+       "candle-graph mcp --path examples/tiny-llama", mcp_flags, run_mcp},
+      {"export", "Export a runtime/4 trace as Chrome Trace Event JSON (opens in Perfetto)",
+       "candle-graph export --chrome trace.json --runtime-trace run.jsonl", export_flags,
+       run_export},
+  };
+  return table;
+}
+
+}  // namespace cg::cli

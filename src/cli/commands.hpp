@@ -1,0 +1,41 @@
+#pragma once
+// The commands of `candle-graph`, as a table: each has its flags (spelled once in cli/options)
+// and one short function that runs it. app.cpp builds the command line from this table.
+#include <string>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "query/request.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace cg::cli {
+
+// Everything any command's flags can set.
+struct Args {
+  CrateOptions crate;
+  EvidenceOptions evidence;
+  OutputOptions out;
+  std::string audit_dir;
+  std::string summary_dtype;
+  int summary_depth = -1;
+  query::QueryRequest query;
+  std::string chrome_out;
+};
+
+struct Command {
+  std::string name;
+  std::string description;
+  std::string example;  // the footer of `COMMAND --help`
+  void (*add_options)(CLI::App& cmd, Args& args);
+  int (*run)(Args& args);  // returns an exit code; throws cg::InputError for input errors
+};
+
+// In the order `--help` lists them.
+const std::vector<Command>& commands();
+
+inline constexpr const char* kVersion = "0.1.0";
+
+}  // namespace cg::cli

@@ -1,0 +1,207 @@
+#include "pipeline/pipeline.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+
+#include "analysis/config_values.hpp"
+#include "analysis/dataflow.hpp"
+#include "analysis/inventory.hpp"
+#include "analysis/layer_catalog.hpp"
+#include "analysis/op_catalog.hpp"
+#include "ir/stable_id.hpp"
+#include "runtime/merge_ir.hpp"
+#include "rust/crate.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace cg::pipeline {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+ir::Visibility visibility_of(rust::Visibility v) {
+  switch (v) {
+    case rust::Visibility::Public:
+      return ir::Visibility::public_;
+    case rust::Visibility::Crate:
+      return ir::Visibility::crate;
+    case rust::Visibility::Restricted:
+      return ir::Visibility::restricted;
+    case rust::Visibility::Private:
+      return ir::Visibility::private_;
+  }
+  return ir::Visibility::unknown;
+}
+
+// A tensor signature: `Tensor`, `&Tensor`, `Result<Tensor>`, `&Var` as whole tokens.
+bool mentions_tensor(const std::string& type_text) {
+  return contains_word(type_text, "Tensor") || contains_word(type_text, "Var");
+}
+
+}  // namespace
+
+std::vector<ir::Function> functions_of(const rust::Crate& crate) {
+  std::vector<ir::Function> out;
+  for (std::size_t i = 0; i < crate.items().size(); ++i) {
+    const rust::Item& item = crate.items()[i];
+    if (item.kind != rust::ItemKind::Function && item.kind != rust::ItemKind::Method) continue;
+    if (item.cfg.state == rust::Tri::False) continue;
+    ir::Function fn;
+    fn.id = ir::function_id(item.qualified, item.cfg.predicates);
+    fn.name = item.name;
+    fn.qualified_name = item.qualified;
+    std::string trait;
+    if (item.impl >= 0) {
+      const rust::Impl& impl = crate.impls()[static_cast<std::size_t>(item.impl)];
+      fn.owner_type = impl.module.empty() ? impl.self_base : impl.module + "::" + impl.self_base;
+      std::string_view leaf = last_path_segment(impl.trait);
+      trait = std::string(leaf.substr(0, leaf.find('<')));
+    }
+    fn.visibility = visibility_of(item.visibility);
+    bool tensor_sig = mentions_tensor(item.return_type);
+    for (const auto& p : item.params) {
+      fn.parameters.push_back({p.name, p.type_text});
+      tensor_sig = tensor_sig || mentions_tensor(p.type_text);
+    }
+    if (!item.return_type.empty() && item.return_type != "()") fn.return_type = item.return_type;
+    fn.cfg_predicates = item.cfg.predicates;
+    if (item.cfg.state == rust::Tri::True) fn.cfg_active = true;
+    fn.source = crate.source(i);
+    bool module_trait = (trait == "Module" || trait == "ModuleWithArgs") && item.name == "forward";
+    bool module_t = (trait == "ModuleT" || trait == "ModuleTWithArgs") && item.name == "forward_t";
+    fn.is_entrypoint =
+        module_trait || module_t || (item.visibility == rust::Visibility::Public && tensor_sig);
+    out.push_back(std::move(fn));
+  }
+
+  return out;
+}
+
+namespace {
+
+// Exact Candle versions the Cargo context resolved ("" when unresolved).
+struct CandleVersions {
+  std::string nn, core;
+};
+
+// The Cargo context as the IR records it, with the findings about how it was obtained.
+CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Options& opts,
+                                    Analysis& a) {
+  CandleVersions versions;
+  ir::ModelIr& ir = a.ir;
+  if (!loaded.cargo) {
+    a.package_id = fs::path(opts.path).filename().string();
+    ir.findings.push_back(ir::make_finding(
+        "cargo-context", ir::Severity::warning, ir::Confidence::proven,
+        "no Cargo.toml found; sources loaded from src/ without features or dependency renames",
+        ""));
+    return versions;
+  }
+  const cargo::CargoContext& c = *loaded.cargo;
+  a.package_id = c.package + " " + c.version;
+  a.manifest_path = fs::relative(c.manifest_path, c.package_dir).string();
+  ir::CargoSummary s;
+  s.build_id = c.build_id;
+  s.workspace_root = fs::relative(c.workspace_root, c.package_dir).string();
+  s.manifest_path = a.manifest_path;
+  s.package_name = c.package;
+  s.package_version = c.version;
+  s.selected_target = c.selected.kind + ":" + c.selected.name;
+  s.active_features = c.features;
+  s.active_cfg = c.cfgs;
+  for (const auto& v : c.candle_versions) {
+    s.candle_packages[v.package] = v.version + (v.exact ? "" : " (manifest requirement)");
+    if (v.package == "candle-nn" && v.exact) versions.nn = v.version;
+    if (v.package == "candle-core" && v.exact) versions.core = v.version;
+  }
+  ir.cargo = std::move(s);
+  if (!c.cfgs_from_rustc) {
+    ir.findings.push_back(
+        ir::make_finding("cargo-context", ir::Severity::information, ir::Confidence::proven,
+                         "rustc was not available; cfg evaluated with the documented host default "
+                         "(x86_64 Linux GNU)",
+                         a.manifest_path));
+  }
+  return versions;
+}
+
+// What the loader could not do (unreadable modules, syntax errors) and an unaudited Candle.
+void record_source_findings(const rust::Crate& crate, const CandleVersions& versions, Analysis& a) {
+  ir::ModelIr& ir = a.ir;
+  // Catalog claims hold for audited Candle releases only (DESIGN.md: honest uncertainty).
+  if (!analysis::LayerCatalog::for_version(versions.nn).audited()) {
+    std::string shown = versions.nn.empty() ? "an unresolved version" : versions.nn;
+    ir.findings.push_back(ir::make_finding(
+        "candle-semantics-version", ir::Severity::warning, ir::Confidence::proven,
+        "candle-nn resolves to " + shown +
+            ", which is not an audited release (audited: 0.11.0); operation and constructor "
+            "rules are unknown",
+        a.manifest_path));
+  }
+  for (const auto& d : crate.diagnostics()) {
+    std::string src = d.file.empty() ? "" : d.file + (d.line ? ":" + std::to_string(d.line) : "");
+    ir.findings.push_back(ir::make_finding(d.rule, ir::Severity::warning, ir::Confidence::unknown,
+                                           "incomplete source analysis: " + d.message, src));
+  }
+  for (const auto& f : crate.files())
+    if (!f->ok()) ++a.files_with_syntax_errors;
+}
+
+// Reads, validates and merges the runtime traces; a trace of another build is kept out.
+void merge_traces(const Options& opts, Analysis& a) {
+  if (opts.runtime_traces.empty()) return;
+  runtime::ReadOptions ro;
+  ro.lenient = opts.lenient;
+  std::vector<fs::path> paths(opts.runtime_traces.begin(), opts.runtime_traces.end());
+  auto traces = runtime::read_traces(paths, ro);
+  for (const auto& verdict : runtime::merge_runtime(a.ir, traces).traces)
+    if (!verdict.merged) a.rejected_traces.push_back(verdict.path);
+  for (auto& t : traces)
+    a.traces.push_back(std::move(t.info));
+}
+
+}  // namespace
+
+Analysis analyze(const Options& opts) {
+  std::error_code ec;
+  if (!fs::exists(opts.path, ec))
+    throw InputError(opts.path,
+                     "no such file or directory; expected a crate directory or its Cargo.toml");
+  cargo::Selection sel;
+  sel.features = opts.features;
+  sel.all_features = opts.all_features;
+  sel.no_default_features = opts.no_default_features;
+  sel.target_triple = opts.target;
+  sel.cargo_target = opts.cargo_target;
+  rust::LoadedCrate loaded = rust::load_crate(opts.path, sel);
+  const rust::Crate& crate = loaded.crate;
+
+  Analysis a;
+  a.ir.analysis_id = loaded.analysis_id;
+  a.files = crate.files().size();
+  a.items = crate.items().size();
+  const CandleVersions versions = record_cargo_context(loaded, opts, a);
+  record_source_findings(crate, versions, a);
+  a.ir.functions = functions_of(crate);
+
+  std::optional<analysis::ConfigValues> config;
+  if (!opts.config.empty()) config = analysis::read_config_values(opts.config);
+  analysis::InventoryOptions inv;
+  inv.candle_nn_version = versions.nn;
+  inv.config = config ? &*config : nullptr;
+  inv.root = opts.root;
+  analysis::build_inventory(crate, inv, a.ir);
+
+  analysis::DataflowOptions df;
+  df.candle_version = versions.core;
+  df.config = inv.config;
+  analysis::build_dataflow(crate, df, a.ir);
+
+  merge_traces(opts, a);
+  ir::normalize(a.ir);
+  return a;
+}
+
+}  // namespace cg::pipeline

@@ -1,0 +1,54 @@
+#pragma once
+// "Crate → IR": load (Cargo context, sources, symbols) → list functions and entrypoints → analyze
+// (inventory, dataflow) → merge runtime traces → normalize. Data flows one way; every stage
+// reports what it could not do as findings. The CLI, the tests and the benches call this one
+// pipeline; it knows nothing of command-line flags.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ir/model.hpp"
+#include "runtime/reader.hpp"
+
+namespace cg::rust {
+class Crate;
+}
+
+namespace cg::pipeline {
+
+// What to analyze: the crate, the Cargo selection, the component root, a config to bind, and
+// runtime traces to merge.
+struct Options {
+  std::string path = ".";  // crate directory or a Cargo.toml
+  std::vector<std::string> features;
+  bool all_features = false;
+  bool no_default_features = false;
+  std::string target;        // target triple for cfg
+  std::string cargo_target;  // lib / bin / example / test target name
+  std::string root;          // component root type
+  std::string config;        // config.json to bind
+  std::vector<std::string> runtime_traces;
+  bool lenient = false;  // skip bad trace lines and count them
+};
+
+struct Analysis {
+  ir::ModelIr ir;
+  std::string package_id;     // "tiny-llama 0.1.0", or the directory name without Cargo.toml
+  std::string manifest_path;  // crate-relative
+  std::size_t files = 0;
+  std::size_t files_with_syntax_errors = 0;
+  std::size_t items = 0;
+  std::vector<runtime::TraceInfo> traces;    // runtime traces read, in the order given
+  std::vector<std::string> rejected_traces;  // paths of traces not merged (identity mismatch)
+};
+
+// Throws cg::InputError for a path that is not a crate, a malformed manifest or config, a bad
+// trace. Traces are read (streaming), validated and merged into the IR.
+Analysis analyze(const Options& opts);
+
+// The crate's functions and methods (cfg-false items skipped) as IR records, with the entrypoint
+// rule applied: `Module(WithArgs)::forward`, `ModuleT(WithArgs)::forward_t`, or a public function
+// with `Tensor`/`Var` in its signature.
+std::vector<ir::Function> functions_of(const rust::Crate& crate);
+
+}  // namespace cg::pipeline
