@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "cli/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "util/error.hpp"
 
 namespace fs = std::filesystem;
@@ -33,9 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
   try {
-    cg::cli::CrateOptions opts;
+    cg::pipeline::Options opts;
     opts.path = dir.string();
-    auto a = cg::cli::analyze(opts);
+    auto a = cg::pipeline::analyze(opts);
     std::set<std::string> functions, tensors;
     for (const auto& f : a.ir.functions)
       functions.insert(f.id);
