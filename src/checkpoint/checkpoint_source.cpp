@@ -47,11 +47,12 @@ enum class ShardState : std::uint8_t { absent, present };
 // name-only case), a regular file (or a symlink to one, as the Hugging Face cache makes), or an
 // error naming the index and the shard for anything else — a directory, a FIFO, a device, a
 // dangling or looping symlink. Such a checkpoint will not load, so it is never "absent".
-ShardState shard_state(const std::string& origin, const std::string& file, const fs::path& shard) {
+ShardState shard_state(const std::string& origin, const std::string& file, const fs::path& shard,
+                       const char* role = "shard") {
   struct stat st {};
   if (::lstat(shard.c_str(), &st) != 0) {
     if (errno == ENOENT) return ShardState::absent;
-    throw InputError(origin, "shard \"" + file + "\" (" + shard.string() +
+    throw InputError(origin, std::string(role) + " \"" + file + "\" (" + shard.string() +
                                  ") cannot be examined: " + std::strerror(errno));
   }
   const bool link = S_ISLNK(st.st_mode);
@@ -62,8 +63,8 @@ ShardState shard_state(const std::string& origin, const std::string& file, const
         : err == ENOENT
             ? "is a dangling symlink (its target does not exist)"
             : std::string("is a symlink that cannot be followed (") + std::strerror(err) + ")";
-    throw InputError(origin, "shard \"" + file + "\" (" + shard.string() + ") " + what +
-                                 "; expected a safetensors file");
+    throw InputError(origin, std::string(role) + " \"" + file + "\" (" + shard.string() + ") " +
+                                 what + "; expected a safetensors file");
   }
   if (S_ISREG(st.st_mode)) return ShardState::present;
   const char* kind = S_ISDIR(st.st_mode)                          ? "a directory"
@@ -71,7 +72,7 @@ ShardState shard_state(const std::string& origin, const std::string& file, const
                      : S_ISSOCK(st.st_mode)                       ? "a socket"
                      : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
                                                                   : "not a regular file";
-  throw InputError(origin, "shard \"" + file + "\" (" + shard.string() + ") is " +
+  throw InputError(origin, std::string(role) + " \"" + file + "\" (" + shard.string() + ") is " +
                                (link ? std::string("a symlink to ") : std::string()) + kind +
                                ", expected a safetensors file");
 }
@@ -237,7 +238,10 @@ Checkpoint load_index(const fs::path& index_path, std::string_view text,
 Checkpoint load_checkpoint(const fs::path& path, const HeaderLimits& limits) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    if (fs::is_regular_file(path / "model.safetensors", ec)) {
+    // A model.safetensors that is there but is not a file (a directory, a FIFO, a broken link)
+    // is an error, not a reason to look for an index instead.
+    if (shard_state(path.string(), "model.safetensors", path / "model.safetensors", "checkpoint") ==
+        ShardState::present) {
       return load_checkpoint(path / "model.safetensors", limits);
     }
     std::vector<fs::path> indexes;

@@ -250,5 +250,16 @@ TEST(Source, UnlistedTensorInTwoShardsIsKeptOnceFromTheLaterShard) {
   EXPECT_EQ(c.shards[0].file, "a.safetensors");
 }
 
+TEST(Source, DirectoryWhoseModelSafetensorsIsNotAFileIsAnError) {
+  const auto dir = testing::scratch_dir();
+  write_text(dir / "model.safetensors.index.json", kOneShard);
+  ASSERT_EQ(::mkfifo((dir / "model.safetensors").c_str(), 0600), 0);
+  EXPECT_THAT(load_error(dir), HasSubstr("checkpoint \"model.safetensors\" ("));
+  EXPECT_THAT(load_error(dir), HasSubstr("is a FIFO, expected a safetensors file"));
+  std::filesystem::remove(dir / "model.safetensors");
+  std::filesystem::create_symlink("nowhere", dir / "model.safetensors");
+  EXPECT_THAT(load_error(dir), HasSubstr("is a dangling symlink"));
+}
+
 }  // namespace
 }  // namespace cg::checkpoint
