@@ -36,6 +36,11 @@ struct Checkpoint {
   const CheckpointTensor* find(std::string_view name) const;
 };
 
+// The largest index file read (those of the largest open models are around 10 MiB): a bigger one is
+// refused before it is read, so a hostile index cannot cost gigabytes of memory. Its weight_map
+// holds at most HeaderLimits::max_tensors entries.
+inline constexpr std::size_t kMaxIndexBytes = std::size_t{64} << 20;
+
 // A file ending in `.json` is an index; a directory is searched for `model.safetensors`, then for
 // exactly one `*.index.json` (or `model.safetensors.index.json` among several). Throws
 // cg::InputError naming the file and the rule.

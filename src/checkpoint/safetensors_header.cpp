@@ -1,9 +1,14 @@
 #include "checkpoint/safetensors_header.hpp"
 
+#include <fcntl.h>
 #include <simdjson.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <limits>
 
@@ -273,22 +278,47 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t
 SafetensorsHeader read_safetensors_header(const std::filesystem::path& path,
                                           const HeaderLimits& limits) {
   const std::string origin = path.string();
-  std::error_code ec;
-  const std::uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) fail(origin, "cannot read file (" + ec.message() + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(origin, "cannot open file");
+  // O_NONBLOCK: a FIFO under a checkpoint's name must not block the open; it is refused below,
+  // as is anything else that is not a regular file (a directory, a device).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(origin, std::string("cannot read file (") + std::strerror(errno) + ")");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    fail(origin, std::string("cannot read file (") + std::strerror(errno) + ")");
+  if (!S_ISREG(st.st_mode)) {
+    fail(origin, std::string("is ") +
+                     (S_ISDIR(st.st_mode)    ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                             : "not a regular file") +
+                     ", expected a safetensors file");
+  }
+  const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+  auto read_at = [&](char* to, std::uint64_t n, std::uint64_t at) {
+    while (n > 0) {
+      const ssize_t got = ::pread(fd, to, static_cast<std::size_t>(n), static_cast<off_t>(at));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      to += got;
+      at += static_cast<std::uint64_t>(got);
+      n -= static_cast<std::uint64_t>(got);
+    }
+    return true;
+  };
   std::string buf(8, '\0');
   if (size >= 8) {
-    in.read(buf.data(), 8);
-    if (!in) fail(origin, "cannot read the 8-byte header length");
+    if (!read_at(buf.data(), 8, 0)) fail(origin, "cannot read the 8-byte header length");
     const std::uint64_t n = read_le64(buf);
     // Only read the header when it is within both the cap and the file; otherwise the parser
     // reports the rule without us allocating N bytes.
     if (n <= limits.max_header_bytes && n <= size - 8) {
       buf.resize(static_cast<std::size_t>(8 + n));
-      in.read(buf.data() + 8, static_cast<std::streamsize>(n));
-      if (!in) fail(origin, "cannot read " + std::to_string(n) + " header bytes");
+      if (!read_at(buf.data() + 8, n, 8)) {
+        fail(origin, "cannot read " + std::to_string(n) + " header bytes");
+      }
     }
   } else {
     buf.clear();

@@ -1,6 +1,8 @@
 #include "runtime/aggregate.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <stdexcept>
 
 namespace cg::runtime {
 namespace {
@@ -40,6 +42,58 @@ void merge_facts(GradientStepFacts& into, const GradientStepFacts& from) {
 }
 
 }  // namespace
+
+void StepSet::check() const {
+  if (runs_.size() > kMaxStepRuns) {
+    throw std::length_error("trace has steps in more than " + std::to_string(kMaxStepRuns) +
+                            " separate runs (the reader's limit for counting distinct steps)");
+  }
+}
+
+void StepSet::insert(std::uint64_t step) {
+  auto next = runs_.upper_bound(step);  // first run starting after `step`
+  auto prev = next == runs_.begin() ? runs_.end() : std::prev(next);
+  if (prev != runs_.end() && prev->second >= step) return;  // already counted
+  const bool joins_prev = prev != runs_.end() && prev->second + 1 == step;
+  const bool joins_next =
+      next != runs_.end() && step != ~std::uint64_t{0} && next->first == step + 1;
+  if (joins_prev && joins_next) {
+    prev->second = next->second;
+    runs_.erase(next);
+  } else if (joins_prev) {
+    prev->second = step;
+  } else if (joins_next) {
+    const std::uint64_t last = next->second;
+    runs_.erase(next);
+    runs_.emplace(step, last);
+  } else {
+    runs_.emplace(step, step);
+  }
+  ++count_;
+  check();
+}
+
+void StepSet::insert(const StepSet& other) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> all(runs_.begin(), runs_.end());
+  all.insert(all.end(), other.runs_.begin(), other.runs_.end());
+  std::sort(all.begin(), all.end());
+  runs_.clear();
+  count_ = 0;
+  auto add = [this](std::uint64_t first, std::uint64_t last) {
+    runs_.emplace_hint(runs_.end(), first, last);
+    const std::uint64_t n = last - first;  // the run holds n + 1 steps; saturate at 2^64 - 1
+    constexpr std::uint64_t kMax = ~std::uint64_t{0};
+    count_ = (n == kMax || count_ > kMax - n - 1) ? kMax : count_ + n + 1;
+  };
+  std::size_t i = 0;
+  while (i < all.size()) {
+    std::uint64_t first = all[i].first, last = all[i].second;
+    for (++i; i < all.size() && (last == ~std::uint64_t{0} || all[i].first <= last + 1); ++i)
+      last = std::max(last, all[i].second);
+    add(first, last);
+  }
+  check();
+}
 
 void TraceAggregate::meta(const RunMeta& m) {
   phase_ = m.phase;
@@ -177,7 +231,7 @@ void TraceAggregate::merge(const TraceAggregate& other) {
   top_level_ns = (top_level_ns > ~std::uint64_t{0} - other.top_level_ns)
                      ? ~std::uint64_t{0}
                      : top_level_ns + other.top_level_ns;
-  steps.insert(other.steps.begin(), other.steps.end());
+  steps.insert(other.steps);
   if (other.first_non_finite_value_step) {
     first_non_finite_value_step =
         std::min(first_non_finite_value_step.value_or(*other.first_non_finite_value_step),

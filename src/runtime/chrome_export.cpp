@@ -1,6 +1,7 @@
 #include "runtime/chrome_export.hpp"
 
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "runtime/output_file.hpp"
@@ -18,7 +19,8 @@ std::string micros(std::uint64_t ns) {
 
 class ChromeSink : public RecordSink {
  public:
-  ChromeSink(const std::filesystem::path& trace, OutputFile& out) : trace_(trace), out_(out) {}
+  ChromeSink(const std::filesystem::path& trace, OutputFile& out, std::size_t max_threads)
+      : trace_(trace), out_(out), max_threads_(max_threads) {}
 
   void meta(const RunMeta& m) override {
     if (m.schema != Schema::v4) {
@@ -92,7 +94,11 @@ class ChromeSink : public RecordSink {
     first_ = false;
     out_.write(event);
     if (thread) {
-      threads_.insert(*thread);
+      if (threads_.insert(*thread).second && threads_.size() > max_threads_) {
+        // A limit, not a bad line: lenient mode stops here too (the reader adds file:line).
+        throw std::length_error("trace has more than " + std::to_string(max_threads_) +
+                                " distinct `thread` values (the Chrome export's limit)");
+      }
       ++events_;
     }
   }
@@ -102,6 +108,7 @@ class ChromeSink : public RecordSink {
   bool is_v4_ = false;
   bool first_ = true;
   std::string name_, phase_;
+  std::size_t max_threads_;
   std::set<std::uint64_t> threads_;
   std::uint64_t events_ = 0;
 };
@@ -109,9 +116,10 @@ class ChromeSink : public RecordSink {
 }  // namespace
 
 ChromeExport export_chrome_trace(const std::filesystem::path& trace,
-                                 const std::filesystem::path& output, const ReadOptions& options) {
+                                 const std::filesystem::path& output, const ReadOptions& options,
+                                 std::size_t max_threads) {
   OutputFile out(output);
-  ChromeSink sink(trace, out);
+  ChromeSink sink(trace, out, max_threads);
   ChromeExport result;
   result.trace = read_trace(trace, sink, options);
   result.events = sink.finish();

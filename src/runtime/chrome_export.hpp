@@ -4,6 +4,7 @@
 // in microseconds with ns precision, phase/step/static id/event id/parent in args; one instant
 // event per edge timing; process and thread names as metadata events. Written while the trace
 // streams, committed atomically only when the whole trace was read and validated.
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 
@@ -17,9 +18,14 @@ struct ChromeExport {
   std::uint64_t threads = 0;
 };
 
+// Distinct `thread` values one export names (a track and a name each, remembered to the end):
+// more is an error naming the line, not memory growing with every event.
+inline constexpr std::size_t kMaxChromeThreads = std::size_t{1} << 16;
+
 // Throws cg::InputError when the trace is not runtime/4 (it has no timeline) or is invalid.
 ChromeExport export_chrome_trace(const std::filesystem::path& trace,
                                  const std::filesystem::path& output,
-                                 const ReadOptions& options = {});
+                                 const ReadOptions& options = {},
+                                 std::size_t max_threads = kMaxChromeThreads);
 
 }  // namespace cg::runtime

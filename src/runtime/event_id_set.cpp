@@ -3,6 +3,8 @@
 #include <array>
 #include <bit>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 namespace cg::runtime {
 namespace {
@@ -91,7 +93,7 @@ struct EventIdSet::Prefix {
   }
 };
 
-EventIdSet::EventIdSet() : table_(1024, 0) {}
+EventIdSet::EventIdSet(Limits limits) : table_(1024, 0), limits_(limits) {}
 EventIdSet::~EventIdSet() = default;
 
 std::uint64_t EventIdSet::key_of(std::string_view id, bool* shaped) const {
@@ -124,14 +126,14 @@ void EventIdSet::insert(std::string_view id) {
     }
     if (p && p->page_of(s->counter, &page_budget_)) {
       if (p->test_and_set(s->counter)) {
-        suspects_.insert(
+        add_suspect(
             mix(s->counter ^ (static_cast<std::uint64_t>(index) << 58) ^ 0x9e3779b97f4a7c15ull));
       }
       return;
     }
   }
   std::uint64_t h = fingerprint(id) | 1;  // never 0, the empty marker
-  if ((table_used_ + 1) * 2 > table_.size()) {
+  if ((table_used_ + 1) * 2 > table_.size() && table_used_ < limits_.remembered) {
     std::vector<std::uint64_t> bigger(table_.size() * 2, 0);
     for (std::uint64_t v : table_) {
       if (!v) continue;
@@ -145,13 +147,31 @@ void EventIdSet::insert(std::string_view id) {
   std::size_t i = static_cast<std::size_t>(h) & (table_.size() - 1);
   while (table_[i]) {
     if (table_[i] == h) {
-      suspects_.insert(h);
+      add_suspect(h);
       return;
     }
     i = (i + 1) & (table_.size() - 1);
   }
+  if (table_used_ >= limits_.remembered) {
+    throw std::length_error(
+        "trace has more than " + std::to_string(limits_.remembered) +
+        " event ids that are not shaped like the profiler's `<phase>-op-<step>-<counter>` "
+        "(each is remembered to check uniqueness; the reader's limit is " +
+        std::to_string(limits_.remembered) + " such ids)");
+  }
   table_[i] = h;
   ++table_used_;
+}
+
+void EventIdSet::add_suspect(std::uint64_t key) {
+  if (suspects_.size() >= limits_.suspects && !suspects_.count(key)) {
+    throw std::length_error(
+        "trace has more than " + std::to_string(limits_.suspects) +
+        " event ids that may repeat an earlier one (repeated ids, or `<prefix>-<step>-<counter>` "
+        "ids whose counter restarts; each is compared in full; the reader's limit is " +
+        std::to_string(limits_.suspects) + ")");
+  }
+  suspects_.insert(key);
 }
 
 bool EventIdSet::is_suspect(std::string_view id) const {

@@ -14,6 +14,9 @@
 //   `train-op-2-5` share a counter; two ids may share a fingerprint). The reader then re-reads
 //   the file once and compares the full text of suspect ids only, so the verdict is exact and no
 //   collision rate has to be accepted. Suspects are rare, so the second pass almost never runs.
+// - Memory is bounded, never by dropping ids: past `Limits::remembered` fingerprints or
+//   `Limits::suspects` suspect keys, `insert` throws std::length_error saying which limit and the
+//   count (the reader turns it into an error naming the file and line, in lenient mode too).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,7 +29,16 @@ namespace cg::runtime {
 
 class EventIdSet {
  public:
-  EventIdSet();
+  struct Limits {
+    // Ids not shaped `<prefix>-<step>-<counter>` (or past the page budget), 8 bytes each in a
+    // table at most half full: 4 Mi ids ≈ 64 MiB.
+    std::size_t remembered = std::size_t{1} << 22;
+    // Distinct keys that repeated (true duplicates or shared counters), each compared in full by
+    // the reader's second pass.
+    std::size_t suspects = std::size_t{1} << 20;
+  };
+  EventIdSet() : EventIdSet(Limits{}) {}
+  explicit EventIdSet(Limits limits);
   ~EventIdSet();
   EventIdSet(const EventIdSet&) = delete;
   EventIdSet& operator=(const EventIdSet&) = delete;
@@ -36,6 +48,7 @@ class EventIdSet {
   // True when `id` may repeat an earlier one and must be compared in full (second pass).
   bool is_suspect(std::string_view id) const;
   std::size_t memory_bytes() const;
+  std::size_t remembered() const { return table_used_; }
 
  private:
   struct Prefix;
@@ -51,6 +64,9 @@ class EventIdSet {
   std::vector<std::uint64_t> table_;  // fingerprints of unshaped ids; 0 = empty slot
   std::size_t table_used_ = 0;
   std::unordered_set<std::uint64_t> suspects_;
+  Limits limits_;
+
+  void add_suspect(std::uint64_t key);
 };
 
 }  // namespace cg::runtime

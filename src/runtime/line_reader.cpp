@@ -119,7 +119,37 @@ bool LineReader::fill() {
   return true;
 }
 
+// Drops the rest of an over-long line already reported by `next`, up to its newline. A stream
+// that never brings one (/dev/zero, a pipe of binary data) cannot be skipped forever: past
+// kMaxSkipLines line limits it is an error, in lenient mode too.
+bool LineReader::skip_rest() {
+  constexpr std::uint64_t kMaxSkipLines = 64;
+  for (;;) {
+    const char* start = buf_.data() + begin_;
+    const void* nl = std::memchr(start, '\n', end_ - begin_);
+    if (nl) {
+      const auto len = static_cast<std::size_t>(static_cast<const char*>(nl) - start);
+      begin_ += len + 1;
+      skipping_ = false;
+      return true;
+    }
+    skipped_ += end_ - begin_;
+    begin_ = end_;
+    if (skipped_ > kMaxSkipLines * max_line_) {
+      throw InputError(path_.string() + ":" + std::to_string(number_),
+                       "no newline in the first " + std::to_string(kMaxSkipLines * max_line_) +
+                           " bytes of this line (the line limit is " + std::to_string(max_line_) +
+                           " bytes): not a line-oriented trace");
+    }
+    if (!fill()) {
+      skipping_ = false;
+      return false;
+    }
+  }
+}
+
 bool LineReader::next_block(Block& block) {
+  if (skipping_ && !skip_rest()) return false;
   for (;;) {
     std::size_t n = end_ - begin_;
     const char* start = buf_.data() + begin_;
@@ -136,8 +166,10 @@ bool LineReader::next_block(Block& block) {
   }
 }
 
+// An over-long line is reported as soon as it passes the limit, not at its newline: a stream with
+// no newline (/dev/zero) fails within the bound. Its rest is dropped by the next call.
 bool LineReader::next(Line& line) {
-  bool discarding = false;  // inside an oversized line, dropping bytes until its newline
+  if (skipping_ && !skip_rest()) return false;
   for (;;) {
     const char* start = buf_.data() + begin_;
     const void* nl = std::memchr(start, '\n', end_ - begin_);
@@ -145,7 +177,7 @@ bool LineReader::next(Line& line) {
       std::size_t len =
           nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - start) : end_ - begin_;
       begin_ += len + (nl ? 1 : 0);
-      if (discarding || len > max_line_) {
+      if (len > max_line_) {
         line = Line{{}, 0, ++number_, true};
         return true;
       }
@@ -155,16 +187,13 @@ bool LineReader::next(Line& line) {
       line.oversized = false;
       return true;
     }
-    if (eof_) {
-      if (discarding) {
-        line = Line{{}, 0, ++number_, true};
-        return true;
-      }
-      return false;
-    }
+    if (eof_) return false;
     if (end_ - begin_ > max_line_) {
-      discarding = true;
+      skipped_ = end_ - begin_;
       begin_ = end_;
+      skipping_ = true;
+      line = Line{{}, 0, ++number_, true};
+      return true;
     }
     fill();
   }

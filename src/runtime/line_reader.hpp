@@ -55,6 +55,7 @@ class LineReader {
  private:
   bool fill();
   bool fill_ahead();
+  bool skip_rest();
   void read_ahead();
 
   struct Chunk {
@@ -73,6 +74,8 @@ class LineReader {
   bool eof_ = false;
   std::uint64_t number_ = 0;
   std::uint64_t bytes_ = 0;
+  bool skipping_ = false;      // dropping the rest of an over-long line already reported
+  std::uint64_t skipped_ = 0;  // bytes of it dropped so far
   // Read-ahead (files over two chunks): the next chunk lands at spare_[max_line_, …).
   std::size_t chunk_ = 0;
   std::vector<char> spare_;

@@ -27,10 +27,17 @@ OutputFile::OutputFile(std::filesystem::path target) : target_(std::move(target)
     return;
   }
   if (target_.has_parent_path()) std::filesystem::create_directories(target_.parent_path(), ec);
-  temp_ = target_;
-  temp_ += ".tmp." + std::to_string(::getpid());
-  file_ = std::fopen(temp_.c_str(), "wb");
-  if (!file_) fail(target_, "cannot create output");
+  // A fresh name opened with O_EXCL|O_NOFOLLOW, keeping an existing output's permissions.
+  int fd = create_temp_beside(target_, temp_);
+  file_ = ::fdopen(fd, "wb");
+  if (!file_) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(temp_.c_str());
+    temp_.clear();
+    errno = err;
+    fail(target_, "cannot create output");
+  }
   buffer_.reserve(kFlushBytes + 4096);
 }
 

@@ -77,13 +77,28 @@ void verify_jsonl_ids(const std::filesystem::path& path, const ReadOptions& opti
     std::string_view id = importer.event_id_of(line.text, line.capacity);
     if (id.empty() || !ids.is_suspect(id)) continue;
     auto [it, fresh] = seen.emplace(std::string(id), line.number);
-    if (fresh) continue;
+    if (fresh) {
+      if (seen.size() > options.max_compared_event_ids) {
+        throw InputError(where(path, line.number),
+                         "trace has more than " + std::to_string(options.max_compared_event_ids) +
+                             " event ids to compare in full for uniqueness (`<prefix>-<step>-"
+                             "<counter>` ids whose counter restarts, or repeated ids); the "
+                             "reader's limit is " +
+                             std::to_string(options.max_compared_event_ids));
+      }
+      continue;
+    }
     if (!options.lenient) {
       throw InputError(where(path, line.number), "duplicate event_id `" + it->first +
                                                      "` (first on line " +
                                                      std::to_string(it->second) + ")");
     }
-    ++info.duplicate_event_ids;
+    if (++info.duplicate_event_ids > options.max_duplicate_event_ids) {
+      throw InputError(where(path, line.number),
+                       "trace has more than " + std::to_string(options.max_duplicate_event_ids) +
+                           " repeated event ids; lenient mode skips at most " +
+                           std::to_string(options.max_duplicate_event_ids));
+    }
     info.duplicate_lines.emplace(line.number, "duplicate event_id `" + it->first +
                                                   "` (first on line " + std::to_string(it->second) +
                                                   ")");

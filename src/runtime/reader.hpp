@@ -30,6 +30,15 @@ struct ReadOptions {
   // result (same records, errors, wording and line numbers); this is the reference it is held to
   // by tests and the fuzzer.
   bool line_at_a_time = false;
+  // Memory bounds of the uniqueness check (docs/runtime-4.md, "Limits"); past each the read fails
+  // with an error naming the limit and the count, in lenient mode too — never by dropping ids.
+  // Event ids not shaped `<prefix>-<step>-<counter>` (fingerprinted, 8-16 bytes each).
+  std::size_t max_unshaped_event_ids = std::size_t{1} << 22;
+  // Ids that may repeat an earlier one and are compared in full by a second pass (about 100
+  // bytes each): true repeats, and shaped ids whose counter restarts (per step, per thread).
+  std::size_t max_compared_event_ids = std::size_t{1} << 20;
+  // Lenient mode: repeated event ids it skips (each is listed by line for the re-read).
+  std::size_t max_duplicate_event_ids = std::size_t{1} << 16;
   // How much of a JSONL trace is read at a time; a block is the whole lines of one read. Tests and
   // the fuzzer make it small so that block edges fall everywhere.
   std::size_t chunk_bytes = std::size_t{4} << 20;

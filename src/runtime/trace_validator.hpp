@@ -21,7 +21,11 @@ class RecordError : public std::runtime_error {
 class TraceValidator {
  public:
   TraceValidator(RecordSink& sink, TraceInfo& info, const ReadOptions& options, TraceForm form)
-      : sink_(sink), info_(info), options_(options), form_(form) {}
+      : sink_(sink),
+        info_(info),
+        options_(options),
+        form_(form),
+        ids_(EventIdSet::Limits{options.max_unshaped_event_ids, options.max_compared_event_ids}) {}
 
   // `first_record` is true for the first non-empty line of a JSONL trace.
   void meta(RunMeta&& meta, bool first_record);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <fstream>
 #include <map>
 
 #include "trace_test_util.hpp"
@@ -83,6 +84,36 @@ TEST(ChromeExport, NonV4AndTruncatedTracesLeaveNoOutput) {
   for (const auto& entry : std::filesystem::directory_iterator(temp_dir())) {
     EXPECT_EQ(entry.path().filename().string().find("chrome_none.json.tmp"), std::string::npos);
   }
+}
+
+// Every distinct thread is remembered for its track name: past the limit the export fails with
+// the line and the count, and leaves no output.
+TEST(ChromeExport, DistinctThreadsPastTheLimitAreAnError) {
+  std::ifstream in(fixture("v4_two_threads.jsonl"));
+  std::string meta;
+  std::getline(in, meta);
+  std::string text = meta + "\n";
+  for (int t = 0; t < 5; ++t) {
+    text += R"({"kind":"operation","event_id":"infer-op-0-)" + std::to_string(t + 1) +
+            R"(","op":"matmul","inputs":[],"step":0,"duration_ns":1,"start_ns":1,"thread":)" +
+            std::to_string(t) + "}\n";
+  }
+  text += R"({"kind":"end","operations":5,"edge_timings":0,"dropped":0,"errors":0,)"
+          R"("open_operations":0,"threads":5,"duration_ns":5})"
+          "\n";
+  auto trace = testing::write_temp("threads.jsonl", text);
+  auto out = temp_dir() / "chrome_threads.json";
+  std::filesystem::remove(out);
+  EXPECT_EQ(export_chrome_trace(trace, out, {}, 5).threads, 5u);
+  std::filesystem::remove(out);
+  try {
+    export_chrome_trace(trace, out, {}, 4);
+    ADD_FAILURE() << "expected the limit";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(
+                              "threads.jsonl:6: trace has more than 4 distinct `thread` values"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

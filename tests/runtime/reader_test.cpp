@@ -2,6 +2,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 #include "runtime/record_log.hpp"
 #include "runtime/report_json.hpp"
@@ -218,6 +223,94 @@ TEST(Reader, OversizedLastLineWithoutNewline) {
   ReadOptions small;
   small.max_line_bytes = 1024;
   EXPECT_THAT(error_of([&] { load(p, small); }), HasSubstr("big_last.jsonl:2: line is longer"));
+}
+
+// A stream of NUL bytes with no newline (`--runtime-trace /dev/zero`) ran for minutes in
+// silence: the over-long line was only reported at its newline. It now fails within the bound,
+// naming the file, in lenient mode too (the rest of a line cannot be skipped forever).
+void read_dev_zero_and_exit(bool lenient) {
+  ::alarm(30);  // a hang ends the child with SIGALRM, which the predicate rejects
+  ReadOptions small;
+  small.max_line_bytes = 1024;
+  small.chunk_bytes = 4096;
+  small.lenient = lenient;
+  try {
+    load("/dev/zero", small);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::_Exit(3);
+  }
+  std::_Exit(0);
+}
+
+TEST(ReaderDeathTest, DevZeroFailsWithinTheLineBound) {
+  if (!std::filesystem::is_character_file("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
+  EXPECT_EXIT(read_dev_zero_and_exit(false), ::testing::ExitedWithCode(3),
+              "/dev/zero:1: line is longer than 1024 bytes");
+  EXPECT_EXIT(read_dev_zero_and_exit(true), ::testing::ExitedWithCode(3),
+              "/dev/zero:1: no newline in the first [0-9]+ bytes of this line");
+}
+
+TEST(Reader, OversizedLineInTheMiddleOfABlockIsSkippedWhenLenient) {
+  std::string text = kMetaV3;
+  text += op_line("a-op-0-1", "s", 1);
+  text += std::string(3000, 'z') + "\n";
+  text += op_line("a-op-0-2", "s", 2);
+  auto p = write_temp("mid.jsonl", text);
+  for (std::size_t chunk : {std::size_t{512}, std::size_t{4096}, std::size_t{1} << 20}) {
+    ReadOptions small;
+    small.max_line_bytes = 1024;
+    small.chunk_bytes = chunk;
+    EXPECT_THAT(error_of([&] { load(p, small); }), HasSubstr("mid.jsonl:3: line is longer"));
+    small.lenient = true;
+    auto l = load(p, small);
+    EXPECT_EQ(l.info.skipped_lines, 1u) << chunk;
+    EXPECT_EQ(l.info.operations, 2u) << chunk;
+    EXPECT_EQ(l.info.lines, 4u) << chunk;
+  }
+}
+
+// The uniqueness check's memory limits end the read with the count, in lenient mode too.
+TEST(Reader, FreeFormEventIdsPastTheLimitAreAnError) {
+  std::string text = kMetaV3;
+  for (int i = 0; i < 60; ++i)
+    text += op_line("ev" + std::to_string(i), "s", 1);
+  auto p = write_temp("freeform.jsonl", text);
+  ReadOptions o;
+  o.max_unshaped_event_ids = 50;
+  EXPECT_THAT(error_of([&] { load(p, o); }),
+              HasSubstr("freeform.jsonl:52: trace has more than 50 event ids that are not shaped"));
+  o.lenient = true;
+  EXPECT_THAT(error_of([&] { load(p, o); }), HasSubstr("more than 50 event ids"));
+  o.max_unshaped_event_ids = 60;
+  EXPECT_EQ(load(p, o).info.operations, 60u);
+}
+
+TEST(Reader, RestartingCountersPastTheCompareLimitAreAnError) {
+  std::string text = kMetaV3;
+  for (int step = 0; step < 5; ++step)
+    for (int n = 0; n < 10; ++n)
+      text += op_line("train-op-" + std::to_string(step) + "-" + std::to_string(n), "s", 1);
+  auto p = write_temp("restart.jsonl", text);
+  ReadOptions o;
+  EXPECT_EQ(load(p, o).info.operations, 50u);  // valid: every id differs
+  o.max_compared_event_ids = 20;
+  EXPECT_THAT(error_of([&] { load(p, o); }),
+              HasSubstr("restart.jsonl:22: trace has more than 20 event ids to compare in full"));
+}
+
+TEST(Reader, LenientDuplicatesPastTheLimitAreAnError) {
+  std::string text = kMetaV3;
+  for (int i = 0; i < 10; ++i)
+    text += op_line("d" + std::to_string(i % 4), "s", 1);
+  auto p = write_temp("dups.jsonl", text);
+  ReadOptions o;
+  o.lenient = true;
+  auto l = load(p, o);
+  EXPECT_EQ(l.info.duplicate_event_ids, 6u);
+  o.max_duplicate_event_ids = 5;
+  EXPECT_THAT(error_of([&] { load(p, o); }),
+              HasSubstr("dups.jsonl:11: trace has more than 5 repeated event ids"));
 }
 
 TEST(Reader, RecordLimitIsEnforcedEvenWhenLenient) {

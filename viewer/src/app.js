@@ -115,7 +115,21 @@
     var h = 'view=' + st.view + (st.sel ? '&sel=' + encodeURIComponent(st.sel) : '') + ($('q').value ? '&q=' + encodeURIComponent($('q').value) : '');
     history.replaceState(null, '', '#' + h);
   }
-  function readHash() { var o = {}; location.hash.replace(/^#/, '').split('&').forEach(function (kv) { var i = kv.indexOf('='); if (i > 0) o[kv.slice(0, i)] = decodeURIComponent(kv.slice(i + 1)); }); return o; }
+  // Deep links are input: only `view` (a known view), `sel` and `q` are read, a part that does not
+  // decode (`%E0%A4%A`) is ignored, and `__proto__` is a key like any other (null-prototype map).
+  function isView(v) { return VIEWS.some(function (x) { return x[0] === v; }); }
+  function readHash() {
+    var o = Object.create(null);
+    location.hash.replace(/^#/, '').split('&').forEach(function (kv) {
+      var i = kv.indexOf('='); if (i <= 0) return;
+      var k = kv.slice(0, i), v;
+      if (k !== 'view' && k !== 'sel' && k !== 'q') return;
+      try { v = decodeURIComponent(kv.slice(i + 1)); } catch (e) { return; }
+      if (k === 'view' && !isView(v)) return;
+      o[k] = v;
+    });
+    return o;
+  }
 
   // ---------- theme ----------
   var theme = null;
@@ -145,7 +159,7 @@
   });
   var inited = {};
   function showView(v) {
-    if (!available(v)) v = 'architecture';
+    if (!isView(v) || !available(v)) v = 'architecture';
     if ((v === 'architecture' || v === 'checkpoint') && !treeReady) { whenTree(function () { showView(v); }); return; }
     st.view = v;
     VIEWS.forEach(function (x) { $('view-' + x[0]).hidden = x[0] !== v; $('tab-' + x[0]).setAttribute('aria-selected', String(x[0] === v)); $('tab-' + x[0]).tabIndex = x[0] === v ? 0 : -1; });

@@ -130,6 +130,25 @@ async function main() {
     await page3.goto('file://' + gzFile + '#view=findings');
     await page3.waitForFunction(() => window.cg && cg.state.view === 'findings' && document.querySelectorAll('#fi-table .vrow').length === 3, null, { timeout: 10000 });
     check(await page3.evaluate(() => document.getElementById('cg-payload').textContent === '' && window.__pwned === undefined), 'gzip+base64 payload loads (findings deep link) and stays inert');
+    // Hostile or broken deep links are ignored, never a blank page: an unknown view, a view named
+    // like an Object.prototype member, a query that does not percent-decode (issue 22).
+    for (const h of ['#view=foo', '#view=__proto__', '#view=constructor', '#q=%E0%A4%A', '#__proto__=x&sel=%ZZ&view=findings']) {
+      const errs = [];
+      const pg = await browser.newPage({ viewport: { width: 1000, height: 700 } }); watchNetwork(pg, errs);
+      await pg.goto('file://' + file + h);
+      const ok = await pg.waitForFunction(() => window.cg && cg.state.view && !document.getElementById('view-' + cg.state.view).hidden, null, { timeout: 10000 }).then(() => true, () => false);
+      const v = ok ? await pg.evaluate(() => cg.state.view) : '(blank page)';
+      check(ok && ['architecture', 'dataflow', 'findings'].includes(v) && errs.length === 0,
+        `deep link ${h} is ignored where invalid and shows a view (${v})` + (errs.length ? ': ' + errs.join('; ') : ''));
+      if (ok) {  // the same hashes arriving later, by hashchange
+        await pg.evaluate(() => { location.hash = '#view=__proto__'; });
+        await pg.evaluate(() => { location.hash = '#q=%E0%A4%A&view=nope'; });
+        await pg.waitForTimeout(100);
+        const after = await pg.evaluate(() => cg.state.view);
+        check(errs.length === 0 && !!after && !(/__proto__|nope/.test(after)), `hashchange to invalid parts keeps the page (${after})` + (errs.length ? ': ' + errs.join('; ') : ''));
+      }
+      await pg.close();
+    }
     // The demo's own report, written by `candle-graph view` from the analyzed example crate (the
     // two-part page the C++ side emits), opens, draws its graph and answers in every view.
     if (process.env.CG_DEMO_HTML) {
