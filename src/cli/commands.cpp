@@ -239,12 +239,19 @@ int run_view(Args& args) {
   return kExitOk;
 }
 
+// --runtime-trace (required) and --lenient, for the commands that read traces.
+CLI::Option* trace_flags(CLI::App& cmd, Args& args, const std::string& trace_help,
+                         const std::string& lenient_help) {
+  CLI::Option* trace =
+      cmd.add_option("--runtime-trace", args.crate.runtime_traces, trace_help)->required();
+  cmd.add_flag("--lenient", args.crate.lenient, lenient_help);
+  return trace;
+}
+
 void profile_flags(CLI::App& cmd, Args& args) {
   add_crate_options(cmd, args.crate);
-  cmd.add_option("--runtime-trace", args.crate.runtime_traces,
-                 "Runtime trace to merge (repeat for several runs or ranks)")
-      ->required();
-  cmd.add_flag("--lenient", args.crate.lenient, "Skip bad trace lines and count them");
+  trace_flags(cmd, args, "Runtime trace to merge (repeat for several runs or ranks)",
+              "Skip bad trace lines and count them");
   cmd.add_option("--output,-o", args.out.output, "Write the report here instead of stdout");
 }
 
@@ -365,10 +372,7 @@ int run_mcp(Args& args) {
 
 void export_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--chrome", args.chrome_out, "Output file")->required();
-  cmd.add_option("--runtime-trace", args.crate.runtime_traces, "runtime/4 trace")
-      ->required()
-      ->expected(1);
-  cmd.add_flag("--lenient", args.crate.lenient, "Skip bad lines and count them");
+  trace_flags(cmd, args, "runtime/4 trace", "Skip bad lines and count them")->expected(1);
 }
 
 int run_export(Args& args) {
