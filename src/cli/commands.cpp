@@ -62,14 +62,11 @@ std::vector<NamedInput> inputs_of(const Args& args) {
   return in;
 }
 
-// Refuses, before any work, to write an output that is one of the inputs.
-void refuse_overwriting(const Args& args, const std::vector<std::string>& outputs) {
+// Analyzes the crate; first refuses, before any work, to write an output that is an input.
+Analysis analyze(const Args& args, const std::vector<std::string>& outputs) {
   const auto inputs = inputs_of(args);
   for (const auto& o : outputs)
     refuse_overwriting_inputs(o, inputs);
-}
-
-Analysis analyze(const Args& args) {
   return pipeline::analyze(args.crate);
 }
 
@@ -164,8 +161,7 @@ void analysis_flags(CLI::App& cmd, Args& args) {
 // check and report: the IR (or the tree) to stdout/-o, diagnostics to stderr, then the gates.
 int check_or_report(Args& args, bool is_check) {
   const OutputOptions& out = args.out;
-  refuse_overwriting(args, {out.output, out.update_baseline});
-  Analysis a = analyze(args);
+  Analysis a = analyze(args, {out.output, out.update_baseline});
   write_or_print(out.output, out.format == "tree" ? render_summary(a) : ir::write_model_ir(a.ir));
   emit_diagnostics(a, out);
   int b = baselines(a, out);
@@ -201,8 +197,7 @@ int run_audit(Args& args) {
   std::vector<std::string> outputs = {args.out.update_baseline};
   for (const char* f : files)
     outputs.push_back((dir / f).string());
-  refuse_overwriting(args, outputs);
-  Analysis a = analyze(args);
+  Analysis a = analyze(args, outputs);
   auto v = verify_checkpoint(a, args.evidence);
   std::string summary = render_summary(a);
   write_file_atomic(dir / "summary.txt", summary);
@@ -236,8 +231,7 @@ void view_flags(CLI::App& cmd, Args& args) {
 
 int run_view(Args& args) {
   const std::string path = args.out.output.empty() ? "model.html" : args.out.output;
-  refuse_overwriting(args, {path});
-  Analysis a = analyze(args);
+  Analysis a = analyze(args, {path});
   // With --checkpoint, the page's checkpoint view shows the verification.
   write_file_atomic(path, viewer_page(a, verify_checkpoint(a, args.evidence)));
   std::cerr << "wrote " << path << "\n";
@@ -245,18 +239,24 @@ int run_view(Args& args) {
   return kExitOk;
 }
 
+// --runtime-trace (required) and --lenient, for the commands that read traces.
+CLI::Option* trace_flags(CLI::App& cmd, Args& args, const std::string& trace_help,
+                         const std::string& lenient_help) {
+  CLI::Option* trace =
+      cmd.add_option("--runtime-trace", args.crate.runtime_traces, trace_help)->required();
+  cmd.add_flag("--lenient", args.crate.lenient, lenient_help);
+  return trace;
+}
+
 void profile_flags(CLI::App& cmd, Args& args) {
   add_crate_options(cmd, args.crate);
-  cmd.add_option("--runtime-trace", args.crate.runtime_traces,
-                 "Runtime trace to merge (repeat for several runs or ranks)")
-      ->required();
-  cmd.add_flag("--lenient", args.crate.lenient, "Skip bad trace lines and count them");
+  trace_flags(cmd, args, "Runtime trace to merge (repeat for several runs or ranks)",
+              "Skip bad trace lines and count them");
   cmd.add_option("--output,-o", args.out.output, "Write the report here instead of stdout");
 }
 
 int run_profile(Args& args) {
-  refuse_overwriting(args, {args.out.output});
-  Analysis a = analyze(args);
+  Analysis a = analyze(args, {args.out.output});
   JsonWriter w(2);
   w.begin_object().field("schema", "candle-graph/query/1").field("analysis_id", a.ir.analysis_id);
   w.field("kind", "profile").key("traces").begin_array();
@@ -286,8 +286,7 @@ void verify_flags(CLI::App& cmd, Args& args) {
 }
 
 int run_verify(Args& args) {
-  refuse_overwriting(args, {args.out.output});
-  Analysis a = analyze(args);
+  Analysis a = analyze(args, {args.out.output});
   auto v = verify_checkpoint(a, args.evidence);
   std::cout << checkpoint::report_text(v->report);
   if (!args.out.output.empty())
@@ -304,8 +303,7 @@ void summary_flags(CLI::App& cmd, Args& args) {
 }
 
 int run_summary(Args& args) {
-  refuse_overwriting(args, {args.out.output});
-  Analysis a = analyze(args);
+  Analysis a = analyze(args, {args.out.output});
   write_or_print(
       args.out.output,
       query::render_model_summary(a, args.crate.config, args.summary_dtype, args.summary_depth));
@@ -348,8 +346,7 @@ void query_flags(CLI::App& cmd, Args& args) {
 int run_query(Args& args) {
   // An unknown kind is a usage error before any analysis work.
   args.query.kind = query::canonical_kind(args.query.kind);
-  refuse_overwriting(args, {args.out.output});
-  Analysis a = analyze(args);
+  Analysis a = analyze(args, {args.out.output});
   const query::QueryContext ctx = query_context(a, args);
   write_or_print(args.out.output, args.out.format == "tree"
                                       ? query::answer_query_tree(a, args.query, ctx)
@@ -364,7 +361,7 @@ void mcp_flags(CLI::App& cmd, Args& args) {
 }
 
 int run_mcp(Args& args) {
-  Analysis a = analyze(args);
+  Analysis a = analyze(args, {});
   const query::QueryContext ctx = query_context(a, args);
   query::McpServer server(
       query::query_kinds(),
@@ -375,10 +372,7 @@ int run_mcp(Args& args) {
 
 void export_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--chrome", args.chrome_out, "Output file")->required();
-  cmd.add_option("--runtime-trace", args.crate.runtime_traces, "runtime/4 trace")
-      ->required()
-      ->expected(1);
-  cmd.add_flag("--lenient", args.crate.lenient, "Skip bad lines and count them");
+  trace_flags(cmd, args, "runtime/4 trace", "Skip bad lines and count them")->expected(1);
 }
 
 int run_export(Args& args) {

@@ -231,14 +231,16 @@ std::string render_sarif(const std::vector<Diagnostic>& diags, const std::string
 std::vector<Diagnostic> diagnostics_of(const ir::ModelIr& ir) {
   std::vector<Diagnostic> out;
   for (const auto& f : ir.findings) {
-    Diagnostic d;
-    d.id = f.id;
-    d.rule = f.rule;
-    d.severity = f.severity;
-    d.confidence = f.confidence;
-    d.message = f.message;
+    Diagnostic d{.id = f.id,
+                 .rule = f.rule,
+                 .severity = f.severity,
+                 .confidence = f.confidence,
+                 .message = f.message,
+                 .file = {},
+                 .line = 0,
+                 .column = 0,
+                 .related = f.related};
     if (f.source) parse_source_location(*f.source, d);
-    d.related = f.related;
     out.push_back(std::move(d));
   }
   std::stable_sort(out.begin(), out.end(), [](const Diagnostic& x, const Diagnostic& y) {
