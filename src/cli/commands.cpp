@@ -200,19 +200,19 @@ int run_audit(Args& args) {
   Analysis a = analyze(args, outputs);
   auto v = verify_checkpoint(a, args.evidence);
   std::string summary = render_summary(a);
-  write_file_atomic(dir / "summary.txt", summary);
-  write_file_atomic(dir / "model.json", ir::write_model_ir(a.ir));
-  write_file_atomic(dir / "findings.txt",
-                    render_diagnostics(a.ir, "human", render_context(a, false)));
-  write_file_atomic(dir / "findings.sarif",
-                    render_diagnostics(a.ir, "sarif", render_context(a, false)));
-  write_file_atomic(dir / "model.html", viewer_page(a, v));
-  write_file_atomic(dir / "model-summary.txt",
-                    query::render_model_summary(a, args.crate.config, ""));
+  // All or nothing: a full disk half-way leaves the previous bundle whole, never a mix.
+  AtomicDirectory bundle(dir);
+  bundle.add("summary.txt", summary);
+  bundle.add("model.json", ir::write_model_ir(a.ir));
+  bundle.add("findings.txt", render_diagnostics(a.ir, "human", render_context(a, false)));
+  bundle.add("findings.sarif", render_diagnostics(a.ir, "sarif", render_context(a, false)));
+  bundle.add("model.html", viewer_page(a, v));
+  bundle.add("model-summary.txt", query::render_model_summary(a, args.crate.config, ""));
   if (v) {
-    write_file_atomic(dir / "checkpoint.txt", checkpoint::report_text(v->report));
-    write_file_atomic(dir / "checkpoint.json", checkpoint::report_json(v->report));
+    bundle.add("checkpoint.txt", checkpoint::report_text(v->report));
+    bundle.add("checkpoint.json", checkpoint::report_json(v->report));
   }
+  bundle.commit();
   std::cout << summary;
   std::cout << "wrote " << (dir / "summary.txt").string() << ", model-summary.txt, model.json, "
             << "findings.txt, findings.sarif, model.html"
