@@ -61,7 +61,9 @@ if [ "$corpus" = "--corpus" ]; then
   ct="${CG_CANDLE_SRC:?set CG_CANDLE_SRC to a candle checkout}/candle-transformers"
   maps="$here/../shared/data/weight-maps"
   golden_crate ct "$ct"
-  tmp="$(mktemp -d)"
+  # A fixed directory: the config's path appears in findings, so it must not vary between runs.
+  tmp="${TMPDIR:-/tmp}/cg-golden-configs"
+  mkdir -p "$tmp"
   jq '.config' "$maps/qwen2__cogito-v1-preview-qwen-14B.json" >"$tmp/qwen2.json"
   jq '.config' "$maps/mixtral__dolphin-2.5-mixtral-8x7b.json" >"$tmp/mixtral.json"
   jq '.config' "$maps/gemma3__medgemma-27b-it-multimodal.json" >"$tmp/gemma3.json"
