@@ -21,6 +21,7 @@
 #include "analysis/op_catalog.hpp"
 #include "ir/stable_id.hpp"
 #include "util/deep_stack.hpp"
+#include "util/text.hpp"
 
 // Per-entrypoint expression dataflow (spec reference-static §4.4): an abstract interpreter over
 // the tree-sitter body of each entrypoint that inlines crate-local calls and applies the audited
@@ -59,8 +60,7 @@ bool mentions(const std::string& s, const char* w) {
 }
 
 std::string last_segment(const std::string& p) {
-  auto s = p.rfind("::");
-  return s == std::string::npos ? p : p.substr(s + 2);
+  return std::string(last_path_segment(p));
 }
 
 std::string first_segment(const std::string& p) {

@@ -36,7 +36,7 @@ constexpr int kMaxNesting = 400;              // syntax nesting the walk descend
 
 // Certainty of a leaf or instance; joins keep the least certain (the outer reason on a tie).
 struct Cert {
-  int level = 0;  // 0 certain, 1 conditional, 2 unknown
+  ir::Confidence level = ir::Confidence::proven;  // proven < conditional < unknown
   std::string reason;
 };
 
@@ -58,7 +58,7 @@ std::string one_line(const std::string& s) {
 }
 
 Cert conditional(const Cert& outer, std::string reason) {
-  return join(outer, Cert{1, one_line(reason)});
+  return join(outer, Cert{ir::Confidence::conditional, one_line(reason)});
 }
 
 struct Value {
@@ -165,8 +165,7 @@ std::string strip_generics(std::string path) {
 }
 
 std::string last_segment(const std::string& path) {
-  auto p = path.rfind("::");
-  return p == std::string::npos ? path : path.substr(p + 2);
+  return std::string(last_path_segment(path));
 }
 
 std::vector<std::string> split_key(const std::string& s) {
@@ -1499,7 +1498,8 @@ class Walker : public EvalContext {
     for (std::size_t i = 0; i < vb_arg; ++i)
       argv.push_back(value_of(args[i], 0));
     Cert base = join(frame().cert, b.cert);
-    if (!audited_) base = join(base, Cert{2, "candle-nn is not an audited release"});
+    if (!audited_)
+      base = join(base, Cert{ir::Confidence::unknown, "candle-nn is not an audited release"});
     Inst layer;
     layer.type_name = spec.layer_type;
     layer.qualified_type = "candle_nn::" + spec.layer_type;
@@ -1725,9 +1725,7 @@ class Walker : public EvalContext {
 };
 
 ir::Confidence confidence_of(const Cert& c) {
-  return c.level == 0   ? ir::Confidence::proven
-         : c.level == 1 ? ir::Confidence::conditional
-                        : ir::Confidence::unknown;
+  return c.level;
 }
 
 bool mentions_self_or(const std::string& ret, const std::string& type_name) {
@@ -1825,11 +1823,11 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
     std::string names;
     for (const auto& r : results)
       names += (names.empty() ? "" : ", ") + crate.items()[r.cand.type_item].qualified;
-    throw InputError("--root " + opts.root,
+    throw InputError("component root `" + opts.root + "`",
                      "ambiguous: " + names + " all match; pass a module-qualified name");
   }
   if (!opts.root.empty() && results.empty())
-    throw InputError("--root " + opts.root,
+    throw InputError("component root `" + opts.root + "`",
                      "no struct named `" + opts.root +
                          "` with a constructor taking a VarBuilder was found in the crate");
   std::erase_if(results, [&](const Result& r) {
@@ -1974,7 +1972,7 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
   if (opts.config != nullptr && results.size() > 1)
     add_finding("config-binding", ir::Severity::information, ir::Confidence::proven,
                 opts.config->origin + " is bound to each of the " + std::to_string(results.size()) +
-                    " component roots; pass --root to bind it to one model",
+                    " component roots; choose one root to bind it to one model",
                 "", {});
   for (const auto& d : binding.diagnostics())
     add_finding("config-binding", ir::Severity::warning, ir::Confidence::proven, d.message,

@@ -165,7 +165,7 @@ VerifyReport verify(const std::vector<ExpectedParameter>& expected, const Checkp
       for (const auto& n : roots)
         names += (names.empty() ? "" : ", ") + n;
       throw InputError("", "the model has builder roots " + names +
-                               "; a checkpoint serves one of them: choose it with --root");
+                               "; a checkpoint serves one of them: choose that component root");
     }
     if (!roots.empty()) r.root = *roots.begin();
   }
