@@ -9,6 +9,8 @@
 # and per component with each weight map's config (needs $CG_CANDLE_SRC, a candle checkout, and
 # ../shared/data/weight-maps). Compare two runs with `diff -r`.
 set -uo pipefail
+# Dependency sources are looked up under CARGO_HOME (doctor lists them): a fixed, empty one here.
+export CARGO_HOME="${TMPDIR:-/tmp}/cg-golden-no-cargo-home"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 out="$2"

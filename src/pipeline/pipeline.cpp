@@ -101,6 +101,7 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
   }
   const cargo::CargoContext& c = *loaded.cargo;
   a.package_id = c.package + " " + c.version;
+  a.dependencies = cargo::locate_dependency_sources(c);
   a.manifest_path = fs::relative(c.manifest_path, c.package_dir).string();
   ir::CargoSummary s;
   s.build_id = c.build_id;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cargo/sources.hpp"
 #include "ir/model.hpp"
 #include "runtime/reader.hpp"
 
@@ -40,6 +41,9 @@ struct Analysis {
   std::size_t items = 0;
   std::vector<runtime::TraceInfo> traces;    // runtime traces read, in the order given
   std::vector<std::string> rejected_traces;  // paths of traces not merged (identity mismatch)
+  // Where each dependency's source is on this machine (doctor lists them); not part of the IR,
+  // which stays the same on every machine.
+  std::vector<cargo::DependencySource> dependencies;
 };
 
 // Throws cg::InputError for a path that is not a crate, a malformed manifest or config, a bad

@@ -281,6 +281,34 @@ void write_doctor(JsonWriter& w, const ir::ModelIr& ir,
   w.end_array();
 }
 
+// Each dependency and where its source is on this machine, those that reach candle first.
+void write_dependencies(JsonWriter& w, const std::vector<cargo::DependencySource>& deps) {
+  std::vector<const cargo::DependencySource*> order;
+  for (const auto& d : deps)
+    order.push_back(&d);
+  std::stable_sort(order.begin(), order.end(), [](const auto* x, const auto* y) {
+    return x->reaches_candle > y->reaches_candle;
+  });
+  w.key("dependencies").begin_array();
+  for (const auto* d : order) {
+    w.begin_object()
+        .field("package", d->package)
+        .field("version", d->version)
+        .field("reaches_candle", d->reaches_candle)
+        .field("origin", std::string(cargo::to_string(d->origin)));
+    if (!d->dir.empty()) w.field("source_dir", d->dir.string());
+    if (!d->problem.empty()) w.field("problem", d->problem);
+    if (d->origin == cargo::SourceOrigin::missing) {
+      w.key("searched").begin_array();
+      for (const auto& s : d->searched)
+        w.value(s);
+      w.end_array();
+    }
+    w.end_object();
+  }
+  w.end_array();
+}
+
 // The records of a section that a kind reads, with a match for the selector (all of them for an
 // empty selector); throws when a selector matches nothing.
 struct Selected {
@@ -383,7 +411,8 @@ void listing(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
 }
 
 // `summary` and `doctor`: counts, findings by severity (and by rule), advice.
-void write_overview(JsonWriter& w, const ir::ModelIr& ir, bool doctor) {
+void write_overview(JsonWriter& w, const Analysis& a, bool doctor) {
+  const ir::ModelIr& ir = a.ir;
   std::map<std::string, std::uint64_t> by_severity, by_rule;
   for (const auto& f : ir.findings) {
     ++by_severity[std::string(ir::to_string(f.severity))];
@@ -409,7 +438,10 @@ void write_overview(JsonWriter& w, const ir::ModelIr& ir, bool doctor) {
   for (const auto& c : ir.components)
     w.value(c.qualified_name);
   w.end_array();
-  if (doctor) write_doctor(w, ir, by_rule);
+  if (doctor) {
+    write_doctor(w, ir, by_rule);
+    write_dependencies(w, a.dependencies);
+  }
   w.end_object();
 }
 
@@ -420,7 +452,7 @@ void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
   one_item_page(w);
   w.key("items").begin_array();
   if (kind == "summary" || kind == "doctor") {
-    write_overview(w, ir, kind == "doctor");
+    write_overview(w, a, kind == "doctor");
   } else if (kind == "cargo") {
     JsonWriter c(0);
     ir::write_record(c, ir.cargo);
