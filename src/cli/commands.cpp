@@ -386,6 +386,16 @@ int run_export(Args& args) {
   if (r.trace.skipped_lines > 0)
     std::cerr << " (" << r.trace.skipped_lines << " bad lines skipped)";
   std::cerr << "\n";
+  // --lenient reads a damaged trace; it never hides that it was damaged.
+  const std::string& path = args.crate.runtime_traces.front();
+  if (r.trace.truncated)
+    std::cerr << "warning: " << path
+              << ": trace is truncated (no end record); the export covers what was written\n";
+  if (r.trace.end_counts_disagree)
+    std::cerr << "warning: " << path << ": the end record's counts ("
+              << (r.trace.end ? r.trace.end->operations : 0)
+              << " operations) disagree with the trace (" << r.trace.operations
+              << "); the file was damaged\n";
   return kExitOk;
 }
 

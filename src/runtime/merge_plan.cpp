@@ -98,6 +98,13 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
       add(plan.findings, "runtime-truncated", Severity::warning, Confidence::proven,
           v.path + ": trace is truncated (no end record); timings cover what was written");
     }
+    if (t.info.end_counts_disagree) {
+      add(plan.findings, "runtime-truncated", Severity::warning, Confidence::proven,
+          v.path + ": the end record counts " +
+              std::to_string(t.info.end ? t.info.end->operations : 0) +
+              " operations but the trace has " + std::to_string(t.info.operations) +
+              " (the file was damaged; --lenient); timings cover what was read");
+    }
     plan.traces.push_back(std::move(v));
   }
 

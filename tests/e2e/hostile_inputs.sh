@@ -46,4 +46,15 @@ for pid in $(seq $$ $(($$ + 200))); do ln -s "$work/victim" "$work/ir.json.tmp.$
 [ "$(cat "$work/victim")" = secret ] || fail "a planted symlink was followed: victim overwritten"
 [ "$(stat -c %a "$work/ir.json")" = 600 ] || fail "mode became $(stat -c %a "$work/ir.json"), expected 600"
 grep -q '"schema"' "$work/ir.json" || fail "the report was written"
+# --lenient reads a damaged trace but says so: end counts that disagree with the file.
+cat >"$work/damaged.jsonl" <<'JSONL'
+{"kind":"meta","schema":"candle-graph/runtime/4","entrypoint":"m::M::forward","profile":"release","cargo_features":[],"cfg":[],"analysis_id":"analysis:x","phase":"infer","clock":"steady_clock","start_unix_ns":1,"pid":1,"backpressure":"block","buffer_records_per_thread":1024,"counter_block":64,"writer":"test"}
+{"kind":"operation","event_id":"infer-op-0-1","op":"matmul","static_id":"operation:f:matmul:0","inputs":[],"step":0,"duration_ns":10,"start_ns":5,"thread":0}
+{"kind":"end","operations":999,"edge_timings":0,"dropped":0,"errors":0,"open_operations":0,"threads":1,"duration_ns":100}
+JSONL
+"$cg" export --chrome "$work/chrome.json" --runtime-trace "$work/damaged.jsonl" --lenient 2>"$work/err" \
+  || fail "export --lenient of a damaged trace exited $?"
+grep -q "disagree" "$work/err" || fail "export --lenient is silent about the damaged end record"
+"$cg" export --chrome "$work/chrome.json" --runtime-trace "$work/damaged.jsonl" 2>/dev/null \
+  && fail "export without --lenient accepted a damaged end record"
 echo "hostile inputs: ok"
