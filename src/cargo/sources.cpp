@@ -260,12 +260,14 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
       e.name = d.package;
       lock.push_back(std::move(e));
     }
-    for (const auto& [name, where] : paths)
+    for (const auto& entry : paths) {
+      const std::string& name = entry.first;
       if (std::none_of(lock.begin(), lock.end(), [&](const auto& e) { return e.name == name; })) {
         LockEntry e;
         e.name = name;
         lock.push_back(std::move(e));
       }
+    }
   }
   for (const auto& e : lock) {
     if (e.name == ctx.package && (e.version.empty() || e.version == ctx.version) &&
