@@ -194,7 +194,10 @@ std::map<std::string, std::vector<std::string>> read_lock(const fs::path& lock) 
       for (const auto& n : *pkgs) {
         const toml::table* p = n.as_table();
         if (p == nullptr) continue;
-        out[str_or((*p)["name"])].push_back(str_or((*p)["version"]));
+        // A git source (maybe a fork) is not the release its version names: `0.9.1+git`.
+        std::string version = str_or((*p)["version"]);
+        if (str_or((*p)["source"]).rfind("git+", 0) == 0) version += "+git";
+        out[str_or((*p)["name"])].push_back(version);
       }
     }
   } catch (const toml::parse_error&) {

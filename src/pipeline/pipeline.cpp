@@ -132,13 +132,32 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
 void record_source_findings(const rust::Crate& crate, const CandleVersions& versions, Analysis& a) {
   ir::ModelIr& ir = a.ir;
   // Catalog claims hold for audited Candle releases only (DESIGN.md: honest uncertainty).
-  if (!analysis::LayerCatalog::for_version(versions.nn).audited()) {
-    std::string shown = versions.nn.empty() ? "an unresolved version" : versions.nn;
+  // Constructors are audited for candle-nn 0.8.0-0.11.0 (layer_catalog.cpp), tensor-op rules for
+  // candle-core 0.11.0 (op_catalog.cpp).
+  bool constructors = analysis::LayerCatalog::for_version(versions.nn).audited();
+  bool operations = analysis::OpCatalog::for_version(versions.core).audited();
+  auto shown = [](const std::string& v) { return v.empty() ? "an unresolved version" : v; };
+  if (!constructors && !operations) {
     ir.findings.push_back(ir::make_finding(
         "candle-semantics-version", ir::Severity::warning, ir::Confidence::proven,
-        "candle-nn resolves to " + shown +
-            ", which is not an audited release (audited: 0.11.0); operation and constructor "
-            "rules are unknown",
+        "candle-nn resolves to " + shown(versions.nn) +
+            ", which is not an audited release (audited: constructors 0.8.0-0.11.0, operations "
+            "0.11.0); operation and constructor rules are unknown",
+        a.manifest_path));
+  } else if (!constructors) {
+    ir.findings.push_back(ir::make_finding(
+        "candle-semantics-version", ir::Severity::warning, ir::Confidence::proven,
+        "candle-nn resolves to " + shown(versions.nn) +
+            ", whose constructors are not audited (audited: 0.8.0-0.11.0); parameter leaves are "
+            "unknown",
+        a.manifest_path));
+  } else if (!operations) {
+    ir.findings.push_back(ir::make_finding(
+        "candle-semantics-version", ir::Severity::warning, ir::Confidence::proven,
+        "candle-core resolves to " + shown(versions.core) +
+            ", whose tensor-op rules are not audited (audited: 0.11.0); dtype, gradient, shape "
+            "and numeric rules of operations are unknown (parameter leaves are exact: candle-nn " +
+            versions.nn + "'s constructors are audited)",
         a.manifest_path));
   }
   for (const auto& d : crate.diagnostics()) {

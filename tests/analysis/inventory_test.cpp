@@ -423,6 +423,21 @@ impl M {
   EXPECT_NE(r.param("a.weight")->reason->find("not an audited release"), std::string::npos);
 }
 
+TEST(Inventory, OlderAuditedCandleKeepsLeavesExact) {
+  // candle-nn 0.9.1's constructors ask for what 0.11.0's do: the leaves stay certain.
+  auto r = analyze("older", std::string(kPrelude) + R"(
+pub struct M { a: candle_nn::Linear }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> { Ok(Self { a: candle_nn::linear(2, 3, vb.pp("a"))? }) }
+}
+)",
+                   {}, "", "0.9.1");
+  ASSERT_TRUE(r.param("a.weight"));
+  EXPECT_EQ(r.param("a.weight")->confidence, Confidence::proven);
+  ASSERT_TRUE(r.param("a.bias"));
+  EXPECT_EQ(r.param("a.bias")->confidence, Confidence::proven);
+}
+
 TEST(Inventory, ConfigBindingUsesSerdeDefaultsRenamesAndMethods) {
   std::string lib = std::string(kPrelude) + R"(
 fn default_inter() -> usize { 64 }

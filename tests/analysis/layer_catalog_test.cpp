@@ -49,9 +49,21 @@ TEST(LayerCatalog, ConditionalLeavesNameTheirCondition) {
 }
 
 TEST(LayerCatalog, UnauditedVersionHasNoConstructors) {
-  EXPECT_FALSE(LayerCatalog::for_version("0.8.0").audited());
-  EXPECT_EQ(LayerCatalog::for_version("0.8.0").find("linear"), nullptr);
+  EXPECT_FALSE(LayerCatalog::for_version("0.7.2").audited());
+  EXPECT_EQ(LayerCatalog::for_version("0.7.2").find("linear"), nullptr);
   EXPECT_EQ(audited().find("frobnicate"), nullptr);
+}
+
+TEST(LayerCatalog, ConstructorsAuditedFromEightToEleven) {
+  // Reviewed at every tag 0.8.0-0.11.0: the same VarBuilder requests.
+  for (const char* v : {"0.8.0", "0.8.4", "0.9.0-alpha.1", "0.9.1", "0.10.2", "0.11.0"}) {
+    EXPECT_TRUE(LayerCatalog::for_version(v).audited()) << v;
+    EXPECT_NE(LayerCatalog::for_version(v).find("linear"), nullptr) << v;
+  }
+  // Outside the range, a git source (maybe a fork), several versions at once, or nonsense.
+  for (const char* v : {"0.7.2", "0.11.1", "0.12.0", "1.0.0", "0.11.0-alpha.1", "0.9.1+git",
+                        "0.9.1,0.11.0", "", "0.9", "x.y.z", "0.9.1junk"})
+    EXPECT_FALSE(LayerCatalog::for_version(v).audited()) << v;
 }
 
 TEST(LayerCatalog, SubstitutionKeepsUnknownPlaceholdersVisible) {
