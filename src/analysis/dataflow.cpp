@@ -50,6 +50,8 @@ struct Val {
 
 constexpr std::size_t kMaxDepth = 24;
 constexpr std::size_t kNodeBudget = 400000;
+// Expression nodes over all entrypoints of a crate (candle-transformers takes 0.34M).
+constexpr std::size_t kCrateNodeBudget = 4000000;
 // Syntax nesting one evaluation descends into (calls inlined included). Deeper code is a
 // `dataflow-bound` finding, never a stack overflow; the analysis runs on a deep stack
 // (util/deep_stack.hpp), so this bound, not the stack, decides, and it is the same in every build.
@@ -149,8 +151,16 @@ class Engine {
   }
 
   void run() {
+    std::size_t skipped = 0;
+    std::string first_skipped;
     for (std::size_t i = 0; i < ir_.functions.size(); ++i) {
       if (!ir_.functions[i].is_entrypoint) continue;
+      // A crate-wide budget as well as the per-entrypoint one: time and memory stay bounded on
+      // any crate (tens of thousands of entrypoints), and what was not analyzed is said.
+      if (total_nodes_ > kCrateNodeBudget) {
+        if (skipped++ == 0) first_skipped = ir_.functions[i].qualified_name;
+        continue;
+      }
       auto item = item_of(ir_.functions[i]);
       if (!item) {
         finding("dataflow-entrypoint", ir::Severity::information, ir::Confidence::proven,
@@ -161,6 +171,12 @@ class Engine {
       }
       analyze_entry(i, *item);
     }
+    if (skipped > 0)
+      finding("dataflow-bound", ir::Severity::warning, ir::Confidence::proven,
+              "dataflow stopped after " + std::to_string(kCrateNodeBudget) +
+                  " expression nodes over the crate; " + std::to_string(skipped) +
+                  " entrypoints were not analyzed, from `" + first_skipped + "` on",
+              "", {});
     // An operation reached by both a train and an infer graph has no single phase.
     for (std::size_t oi = 0; oi < op_phases_.size(); ++oi) {
       if (op_phases_[oi] == 1) ir_.operations[oi].execution_phase = ir::ExecutionPhase::train;
@@ -207,7 +223,8 @@ class Engine {
   std::vector<Frame*> frames_;
   Session* s_ = nullptr;
   std::set<std::string> emitted_;
-  int nesting_ = 0;  // eval() frames open
+  int nesting_ = 0;              // eval() frames open
+  std::size_t total_nodes_ = 0;  // expression nodes over every entrypoint so far
   std::unordered_map<std::size_t, std::unordered_set<std::string>> uses_seen_;  // per parameter
   std::map<std::string, std::size_t> numeric_at_;
   std::string dims_tid_;
@@ -661,6 +678,7 @@ class Engine {
         f.tensor_outputs.push_back(ret.tid);
     }
     finish_session(fn_index);
+    total_nodes_ += s.budget;
     s_ = nullptr;
   }
 

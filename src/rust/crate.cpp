@@ -19,6 +19,7 @@ namespace {
 
 constexpr std::uintmax_t kMaxFileBytes = 10u * 1024u * 1024u;
 constexpr int kMaxInlineDepth = 64;
+constexpr std::size_t kMaxCrateBytes = std::size_t{16} << 20;
 
 std::uint32_t line_of(TSNode n) {
   return ts_node_start_point(n).row + 1;
@@ -138,6 +139,19 @@ class CrateBuilder {
                                p.decl_line, errors[i]});
           continue;
         }
+        // A crate-wide budget on source bytes: analysis memory grows with the source, and real
+        // model crates are a few MB (candle-transformers: 3.2 MB). Counted in load order, so the
+        // same files are kept on every run.
+        std::size_t bytes = parsed[i]->text().size();
+        if (loaded_bytes_ + bytes > kMaxCrateBytes) {
+          c_.diags_.push_back(
+              {"source-load", p.decl_file.empty() ? rel(p.abs) : p.decl_file, p.decl_line,
+               rel(p.abs) + " is past the crate's source budget of " +
+                   std::to_string(kMaxCrateBytes >> 20) + " MiB (" + std::to_string(loaded_bytes_) +
+                   " bytes already loaded); skipped"});
+          continue;
+        }
+        loaded_bytes_ += bytes;
         std::size_t fi = c_.files_.size();
         c_.files_.push_back(std::move(parsed[i]));
         const ParsedFile& f = *c_.files_.back();
@@ -542,6 +556,7 @@ class CrateBuilder {
   Crate& c_;
   fs::path dir_;
   const CfgSet& cfg_;
+  std::size_t loaded_bytes_ = 0;  // source bytes kept so far
 };
 
 Crate Crate::load(const fs::path& crate_dir, const fs::path& root_file,

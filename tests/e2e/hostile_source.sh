@@ -58,6 +58,17 @@ check uses 20
 jq -e '[.parameters[] | select(.key == "l.weight") | .uses | length][0] == 3000' "$work/uses.json" >/dev/null \
   || fail "uses: l.weight should be used by 3000 operations"
 
+# Twenty entrypoints that each inline a million expression nodes: the per-entrypoint budget stops
+# each, and the crate-wide budget stops the rest with one finding that names where it stopped.
+{ echo 'use candle_core::{Result, Tensor};'
+  echo "fn h(x: &Tensor) -> Result<Tensor> { $(rep 'x.relu()?; ' 100) x.relu() }"
+  echo "fn g(x: &Tensor) -> Result<Tensor> { $(rep 'h(x)?; ' 100) h(x) }"
+  for ((i = 0; i < 20; i++)); do echo "pub fn e$i(x: &Tensor) -> Result<Tensor> { $(rep 'g(x)?; ' 100) g(x) }"; done
+} | crate budget
+check budget 60
+grep -q 'dataflow stopped after 4000000 expression nodes over the crate' "$work/budget.err" \
+  || fail "budget: no crate-wide budget finding ($(grep -c dataflow-bound "$work/budget.err") bound findings)"
+
 # Rust string escapes in prefixes are decoded as rustc decodes them.
 crate escapes <<'EOF'
 use candle_core::Result; use candle_nn::{linear, Linear, VarBuilder};
