@@ -131,9 +131,9 @@ int main(int argc, char** argv) {
       config = cg::analysis::read_config_values(argv[++i]);
   }
   const char* env = std::getenv("CG_CANDLE_SRC");
-  fs::path crate_dir = fs::path(env != nullptr ? env : "/work/candle-src") / "candle-transformers";
+  fs::path crate_dir = fs::path(env != nullptr ? env : "") / "candle-transformers";
   if (!fs::exists(crate_dir / "src/models/mod.rs")) {
-    std::printf("ROW|dataflow of all model entrypoints (s)|SKIPPED (no candle checkout)|||≤1 s|\n");
+    std::printf("ROW|dataflow of all model entrypoints (s)|SKIPPED (set CG_CANDLE_SRC to a candle checkout)|||≤1 s|\n");
     return 0;
   }
   auto ctx = cg::cargo::load_cargo_context(crate_dir, {});

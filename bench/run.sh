@@ -7,6 +7,8 @@
 # (and WORK_DIR/seed-trace.jsonl is the trace it wrote). It prints one line per figure:
 #   ROW|figure|ours|baseline|ratio|target|met
 # Any other output is passed through to stderr.
+# CG_CANDLE_SRC: a candle checkout (candle-transformers, candle-nn) for the rows measured on real
+# model code; those rows print SKIPPED without one.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$here/build/release}"

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
   const char* env = std::getenv("CG_CANDLE_SRC");
-  fs::path candle = env != nullptr ? env : "/work/candle-src";
+  fs::path candle = env != nullptr ? env : "";
   std::vector<fs::path> crates;
   for (int i = 1; i < argc; ++i)
     if (fs::is_regular_file(fs::path(argv[i]) / "Cargo.toml")) crates.emplace_back(argv[i]);

@@ -46,7 +46,7 @@ std::size_t resolve_everything(const cg::rust::Crate& c) {
 
 int main() {
   const char* env = std::getenv("CG_CANDLE_SRC");
-  fs::path crate_dir = fs::path(env != nullptr ? env : "/work/candle-src") / "candle-transformers";
+  fs::path crate_dir = fs::path(env != nullptr ? env : "") / "candle-transformers";
   fs::path root = crate_dir / "src/models/mod.rs";
   if (!fs::exists(root)) {
     std::printf("ROW|rust load+resolve models (s)|SKIPPED|||≤1.5x raw parse|\n");
