@@ -91,7 +91,9 @@ struct ProfileConfig {
   TraceFormat format = TraceFormat::runtime_v4;
   Backpressure backpressure = Backpressure::block;
   // Records each thread may buffer before backpressure applies (rounded up to a power of two;
-  // 80 bytes each). The default, 2^16, bounds memory to about 5 MiB per producing thread.
+  // 64 bytes each). The default, 2^16, bounds memory to 4 MiB per concurrently producing thread
+  // (a thread's buffer is reused by later threads once it exits). open() refuses more than
+  // kMaxBufferRecordsPerThread.
   std::size_t buffer_records_per_thread = std::size_t{1} << 16;
   TimerKind timer = TimerKind::automatic;
 
@@ -99,9 +101,12 @@ struct ProfileConfig {
   static ProfileConfig infer(std::string entrypoint);
 };
 
+class ProfileSession;
 namespace detail {
 class SessionState;
-}
+// For the C ABI in this library only.
+SessionState* session_state(ProfileSession& session) noexcept;
+}  // namespace detail
 
 // An interned operation (static id, op name, inputs). Cheap to copy; valid while its session is
 // alive and not finished. begin()/end() nest per thread like scopes: end() closes the innermost
@@ -131,6 +136,9 @@ class ScopedOperation {
  private:
   OpHandle handle_;
 };
+
+// The largest buffer_records_per_thread open() accepts: 2^22 records, 256 MiB per thread.
+inline constexpr std::size_t kMaxBufferRecordsPerThread = std::size_t{1} << 22;
 
 class ProfileSession {
  public:
@@ -176,6 +184,9 @@ class ProfileSession {
   const std::filesystem::path& path() const noexcept;
 
  private:
+  friend detail::SessionState* detail::session_state(ProfileSession& session) noexcept;
+  static Result<ProfileSession> open_checked(const std::filesystem::path& path,
+                                             ProfileConfig config);
   explicit ProfileSession(std::unique_ptr<detail::SessionState> state);
   std::unique_ptr<detail::SessionState> state_;
 };

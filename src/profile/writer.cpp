@@ -167,6 +167,20 @@ std::uint64_t SessionState::drain(std::vector<ThreadState*>& threads) {
   return drained;
 }
 
+void SessionState::recycle_retired(const std::vector<ThreadState*>& threads) {
+  if (retired_waiting_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  for (ThreadState* ts : threads) {
+    // Retired and fully written: a thread that starts later adopts it instead of a new ring.
+    if (!ts->retired.load(std::memory_order_acquire) ||
+        ts->tail.load(std::memory_order_relaxed) != ts->head.load(std::memory_order_acquire) ||
+        std::find(pool_.begin(), pool_.end(), ts) != pool_.end())
+      continue;
+    pool_.push_back(ts);
+    retired_waiting_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
 void SessionState::writer_main() {
   std::vector<ThreadState*> threads;
   auto last_calibration = std::chrono::steady_clock::now();
@@ -177,14 +191,17 @@ void SessionState::writer_main() {
       std::lock_guard<std::mutex> lock(writer_mu_);
       generation = flush_requested_;
       stop = stop_;
+      wake_ = false;
     }
     auto now = std::chrono::steady_clock::now();
-    if (now - last_calibration > std::chrono::milliseconds(100)) {
+    // Also right before the final drain, so the last records use the rate measured at finish.
+    if (stop || now - last_calibration > std::chrono::milliseconds(100)) {
       timer.recalibrate();
       last_calibration = now;
     }
     refresh_threads(threads);
     const std::uint64_t drained = drain(threads);
+    recycle_retired(threads);
     if (stop) {
       write_out();
       break;
@@ -199,15 +216,32 @@ void SessionState::writer_main() {
       continue;
     }
     if (drained >= kTailBatch) continue;
-    // Little or nothing to do: hand what we have to the OS, then sleep until woken (flush, finish,
-    // a full ring) or a moment passes. Draining in batches keeps the writer off the cache lines
-    // producers are writing; a ring holds far more than 200 us of records at any realistic rate.
     if (out_size_ != 0) write_out();
-    std::unique_lock<std::mutex> lock(writer_mu_);
-    writer_cv_.wait_for(lock, std::chrono::microseconds(drained != 0 ? 200 : 1000),
-                        [&] { return stop_ || flush_requested_ > flush_completed_; });
+    auto wake = [&] { return stop_ || wake_ || flush_requested_ > flush_completed_; };
+    if (drained != 0) {
+      // Producers are active: come back in a moment for the next batch without asking them to
+      // wake us (draining in batches keeps the writer off the cache lines they write; a ring
+      // holds far more than 1 ms of records at any realistic rate, and a full one wakes us).
+      std::unique_lock<std::mutex> lock(writer_mu_);
+      writer_cv_.wait_for(lock, std::chrono::milliseconds(1), wake);
+      continue;
+    }
+    // Idle: sleep until there is work. The first record published into an emptied ring, a
+    // flush, finish, a full ring or an exited thread wakes us. Announce the sleep, then look
+    // once more (a producer publishes, fences, then reads the flag; we store, fence, then read
+    // its head: one of the two sees the other).
+    writer_sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool pending = false;
+    for (ThreadState* ts : threads)
+      pending = pending || ts->head.load(std::memory_order_relaxed) !=
+                               ts->tail.load(std::memory_order_relaxed);
+    if (!pending && thread_count_.load(std::memory_order_acquire) == threads.size()) {
+      std::unique_lock<std::mutex> lock(writer_mu_);
+      writer_cv_.wait(lock, wake);
+    }
+    writer_sleeping_.store(false, std::memory_order_relaxed);
   }
-  timer.recalibrate();
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
     writer_exited_ = true;
