@@ -258,7 +258,7 @@ void SessionState::write_end_record(std::uint64_t open_operations) {
     std::lock_guard<std::mutex> lock(threads_mu_);
     for (auto& ts : threads_)
       dropped += ts->dropped.load(std::memory_order_relaxed);
-    thread_count = threads_.size();
+    thread_count = next_thread_index_;  // OS threads, not rings (exited threads' are reused)
   }
   std::string line = "{\"kind\":\"end\",\"operations\":";
   append_u64(line, operations_written_);
