@@ -53,7 +53,12 @@ std::uint64_t text_hash(std::string_view s) noexcept {
     for (char c : s)
       h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
   }
-  return h ^ (h >> 29);
+  // Murmur3's finalizer: every input bit reaches the low bits the cache index is taken from.
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 33);
 }
 
 bool same_op(const HandleInfo& h, std::string_view static_id, std::string_view op,
