@@ -28,7 +28,11 @@ enum class Phase : std::uint8_t { train, infer };
 // "train" / "infer", the spelling used in event ids and in `meta.phase`.
 std::string_view phase_name(Phase phase) noexcept;
 
-enum class TraceFormat : std::uint8_t { runtime_v4, runtime_v3 };
+// runtime_v4_compact writes the same records as runtime_v4 in a smaller encoding (schema
+// `candle-graph/runtime/4-compact/1`, docs/runtime-4.md): each static id, op name and inputs once
+// in a `def` record, then operations by number, leaving out fields that repeat per thread. Readers
+// of this project take all three.
+enum class TraceFormat : std::uint8_t { runtime_v4, runtime_v3, runtime_v4_compact };
 
 // What a producer does when its per-thread buffer is full because the writer fell behind.
 enum class Backpressure : std::uint8_t {

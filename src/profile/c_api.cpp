@@ -118,7 +118,9 @@ cgp_status cgp_session_open(cgp_str path, const cgp_config* config, cgp_session*
       cfg.analysis_id = std::string(view(config->analysis_id));
     if (config->build_id.ptr != nullptr) cfg.build_id = std::string(view(config->build_id));
     cfg.format = config->format == CGP_FORMAT_RUNTIME_V3 ? cgx::TraceFormat::runtime_v3
-                                                         : cgx::TraceFormat::runtime_v4;
+                 : config->format == CGP_FORMAT_RUNTIME_V4_COMPACT
+                     ? cgx::TraceFormat::runtime_v4_compact
+                     : cgx::TraceFormat::runtime_v4;
     cfg.backpressure = config->backpressure == CGP_BACKPRESSURE_DROP ? cgx::Backpressure::drop
                                                                      : cgx::Backpressure::block;
     if (config->buffer_records_per_thread != 0)

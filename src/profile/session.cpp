@@ -115,7 +115,8 @@ SessionState::SessionState(std::filesystem::path trace_path, ProfileConfig cfg, 
                  "-op-"),
       edge_prefix_("{\"kind\":\"edge_timing\",\"event_id\":\"" +
                    std::string(phase_name(config.phase)) + "-edge-"),
-      v4_(config.format == TraceFormat::runtime_v4),
+      v4_(config.format != TraceFormat::runtime_v3),
+      compact_(config.format == TraceFormat::runtime_v4_compact),
       ring_capacity_(round_up_pow2(config.buffer_records_per_thread)),
       fd_(fd) {
   register_session(id_, this);
@@ -142,7 +143,9 @@ void SessionState::fail(Errc code, std::string message) {
 
 Status SessionState::write_meta() {
   std::string line = "{\"kind\":\"meta\",\"schema\":";
-  append_json_string(line, v4_ ? "candle-graph/runtime/4" : "candle-graph/runtime/3");
+  append_json_string(line, compact_ ? "candle-graph/runtime/4-compact/1"
+                           : v4_    ? "candle-graph/runtime/4"
+                                    : "candle-graph/runtime/3");
   line += ",\"entrypoint\":";
   append_json_string(line, config.entrypoint);
   line += ",\"profile\":";

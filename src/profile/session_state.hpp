@@ -266,6 +266,9 @@ class SessionState {
   void writer_main();
   std::uint64_t drain(std::vector<ThreadState*>& threads);
   void format(const Record& r);
+  // runtime/4-compact/1: a `def` line the first time a handle is used, then the short record.
+  void format_compact(const Record& r, const std::optional<std::string>& output);
+  std::optional<std::string> take_output(const Record& r);
   // The writer's output block: records are formatted straight into it through a raw pointer.
   char* out_reserve(std::size_t bytes);
   void out_append(std::string_view text);
@@ -278,6 +281,7 @@ class SessionState {
   const std::string op_prefix_;    // {"kind":"operation","event_id":"train-op-
   const std::string edge_prefix_;  // {"kind":"edge_timing","event_id":"train-edge-
   const bool v4_;
+  const bool compact_;  // runtime/4-compact/1
   std::size_t ring_capacity_;
 
   std::mutex threads_mu_;
@@ -319,6 +323,15 @@ class SessionState {
   std::size_t out_size_ = 0;
   bool io_failed_ = false;
   CachedNumber step_text_;
+  // Compact encoding state: handles already defined in the file, and per timeline thread the
+  // last counter and id step written (fields equal to what they predict are left out).
+  struct CompactThread {
+    std::uint64_t counter = 0;
+    std::uint64_t id_step = 0;
+  };
+  std::vector<bool> defined_;
+  std::vector<CompactThread> compact_threads_;
+  std::uint32_t compact_last_thread_ = 0;
   std::uint64_t operations_written_ = 0;
   std::uint64_t edges_written_ = 0;
 };

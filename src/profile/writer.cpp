@@ -81,7 +81,84 @@ void SessionState::write_out() {
   out_size_ = 0;
 }
 
+std::optional<std::string> SessionState::take_output(const Record& r) {
+  if (r.kind != RecordKind::operation_ns_with_output) return std::nullopt;
+  std::lock_guard<std::mutex> lock(outputs_mu_);
+  auto it = outputs_.find(r.counter);
+  if (it == outputs_.end()) return std::nullopt;
+  std::string output = std::move(it->second);
+  outputs_.erase(it);
+  return output;
+}
+
+// One record of `candle-graph/runtime/4-compact/1` (docs/runtime-4.md, "Compact encoding"). Every
+// record kind goes through here, so a new kind (module scopes) adds one case and, if it names
+// strings, one `def` variant.
+void SessionState::format_compact(const Record& r, const std::optional<std::string>& output_text) {
+  const HandleInfo& h = handles_[r.handle];
+  if (r.handle >= defined_.size()) defined_.resize(std::max<std::size_t>(r.handle + 1, 1024));
+  if (!defined_[r.handle]) {
+    defined_[r.handle] = true;
+    char* const begin = out_reserve(h.body.size() + 64);
+    char* p = put(begin, "{\"kind\":\"def\",\"h\":");
+    p = put_u64(p, r.handle);
+    p = put(p, h.body);
+    p = put(p, "}\n");
+    out_size_ += static_cast<std::size_t>(p - begin);
+  }
+  if (r.thread >= compact_threads_.size()) compact_threads_.resize(r.thread + std::size_t{1});
+  CompactThread& t = compact_threads_[r.thread];
+  std::string output;
+  if (output_text) {
+    output = ",\"o\":";
+    append_json_string(output, *output_text);
+  }
+  char* const begin = out_reserve(output.size() + kRecordOverhead);
+  const bool edge = r.kind == RecordKind::edge;
+  char* p = put(begin, edge ? "{\"kind\":\"e\",\"h\":" : "{\"kind\":\"o\",\"h\":");
+  p = put_u64(p, r.handle);
+  if (r.thread != compact_last_thread_) {
+    p = put(p, ",\"th\":");
+    p = put_u64(p, r.thread);
+    compact_last_thread_ = r.thread;
+  }
+  if (r.counter != t.counter + 1) {
+    p = put(p, ",\"c\":");
+    p = put_u64(p, r.counter);
+  }
+  t.counter = r.counter;
+  if (r.id_step != t.id_step) {
+    p = put(p, ",\"s\":");
+    p = step_text_.put(p, r.id_step);
+    t.id_step = r.id_step;
+  }
+  if (r.step != r.id_step) {
+    p = put(p, ",\"e\":");
+    p = put_u64(p, r.step);
+  }
+  p = put(p, ",\"d\":");
+  p = put_u64(p, r.kind == RecordKind::operation ? timer.duration_ns(r.start, r.end) : r.end);
+  p = put(p, ",\"t\":");
+  p = put_u64(p, timer.since_origin_ns(r.start));
+  if (!edge && r.parent_counter != 0) {
+    p = put(p, ",\"p\":");
+    p = put_u64(p, r.counter - r.parent_counter);
+    if (r.parent_step != r.id_step) {
+      p = put(p, ",\"ps\":");
+      p = put_u64(p, r.parent_step);
+    }
+  }
+  p = put(p, output);
+  p = put(p, "}\n");
+  out_size_ += static_cast<std::size_t>(p - begin);
+  ++(edge ? edges_written_ : operations_written_);
+}
+
 void SessionState::format(const Record& r) {
+  if (compact_) {
+    format_compact(r, take_output(r));
+    return;
+  }
   const HandleInfo& h = handles_[r.handle];
   if (r.kind == RecordKind::edge) {
     char* const begin = out_reserve(edge_prefix_.size() + h.body.size() + kRecordOverhead);
@@ -108,12 +185,9 @@ void SessionState::format(const Record& r) {
   }
   std::string output;
   if (r.kind == RecordKind::operation_ns_with_output) {
-    std::lock_guard<std::mutex> lock(outputs_mu_);
-    auto it = outputs_.find(r.counter);
-    if (it != outputs_.end()) {
+    if (std::optional<std::string> text = take_output(r)) {
       output = ",\"output\":";
-      append_json_string(output, it->second);
-      outputs_.erase(it);
+      append_json_string(output, *text);
     }
   }
   char* const begin =

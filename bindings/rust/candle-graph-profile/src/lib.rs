@@ -128,6 +128,9 @@ pub enum TraceFormat {
     RuntimeV4,
     /// `candle-graph/runtime/3`, line for line what the seed writes.
     RuntimeV3,
+    /// `candle-graph/runtime/4-compact/1`: runtime/4's records with each static id written once
+    /// in a `def` record and repeated fields left out (under 60 bytes per operation).
+    RuntimeV4Compact,
 }
 
 /// What a thread does when its buffer is full because the writer fell behind.
@@ -286,6 +289,7 @@ impl ProfileSession {
             format: match config.format {
                 TraceFormat::RuntimeV4 => 0,
                 TraceFormat::RuntimeV3 => 1,
+                TraceFormat::RuntimeV4Compact => 2,
             },
             backpressure: match config.backpressure {
                 Backpressure::Block => 0,
