@@ -231,8 +231,7 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
                                               std::span<const std::string_view> inputs) {
   const auto address = reinterpret_cast<std::uintptr_t>(static_id.data());
   InternCacheEntry& by_address =
-      ts.intern_cache[((address >> 4) ^ (address >> 12) ^ static_id.size()) &
-                      (ThreadState::kInternCache - 1)];
+      ts.intern_cache[((address ^ static_id.size()) * 0x9E3779B97F4A7C15ull) >> 56];
   if (by_address.static_id == static_id.data() && by_address.length == static_id.size() &&
       same_op(handles_[by_address.handle], static_id, op, inputs)) [[likely]]
     return by_address.handle;
@@ -282,7 +281,7 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
   p += phase.size();
   std::memcpy(p, "-op-", 4);
   p += 4;
-  p = std::to_chars(p, id + kEventIdMax, frame.id_step).ptr;
+  p = ts.id_step_text.put(p, frame.id_step);
   *p++ = '-';
   p = std::to_chars(p, id + kEventIdMax, frame.counter).ptr;
   // Found from any thread by counter: this thread's slot for it, or the shared table when the

@@ -59,6 +59,23 @@ struct Frame {
   bool by_id;  // begun through begin_operation: ended by event id, possibly on another thread
 };
 
+// The decimal text of the last number written through it. Steps change every many records, so
+// the writer formats each step once instead of three times per record.
+struct CachedNumber {
+  std::uint64_t value = ~std::uint64_t{0};
+  std::size_t length = 0;
+  char text[24] = {};
+  char* put(char* out, std::uint64_t v) noexcept {
+    if (v != value || length == 0) {
+      value = v;
+      length = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text);
+    }
+    std::memcpy(out, text, length);
+    return out + length;
+  }
+};
+
+// A string-API operation whose thread's id slot was taken: found by counter under a mutex.
 // A string-API operation open on its beginning thread, findable by its counter from any thread.
 // `state` is 0 when free, the counter while open, kClaimed while an ender copies the frame out.
 struct IdSlot {
@@ -89,7 +106,7 @@ struct ThreadState {
               std::size_t capacity_records);
 
   static constexpr std::size_t kIdSlots = 256;
-  static constexpr std::size_t kInternCache = 64;
+  static constexpr std::size_t kInternCache = 256;  // indexed by the top 8 bits of a hash
   static constexpr std::size_t kContentCache = 512;
 
   // Owner thread only (an exited thread's state is adopted whole by a later thread).
@@ -103,6 +120,7 @@ struct ThreadState {
   std::uint64_t counter_limit = 0;
   std::vector<Frame> stack;
   InternCacheEntry intern_cache[kInternCache];
+  CachedNumber id_step_text;  // the string API's event ids: the step changes rarely
   ContentCacheEntry content_cache[kContentCache];
 
   // Shared with the writer (head, tail, dropped, retired) or with other callers (foreign_*,
@@ -163,23 +181,6 @@ class HandleTable {
   std::atomic<std::uint32_t> published_{0};
 };
 
-// The decimal text of the last number written through it. Steps change every many records, so
-// the writer formats each step once instead of three times per record.
-struct CachedNumber {
-  std::uint64_t value = ~std::uint64_t{0};
-  std::size_t length = 0;
-  char text[24] = {};
-  char* put(char* out, std::uint64_t v) noexcept {
-    if (v != value || length == 0) {
-      value = v;
-      length = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text);
-    }
-    std::memcpy(out, text, length);
-    return out + length;
-  }
-};
-
-// A string-API operation whose thread's id slot was taken: found by counter under a mutex.
 struct ActiveOp {
   Frame frame;
   ThreadState* thread;
