@@ -13,7 +13,7 @@ bool tsc_is_invariant() noexcept {
   // CPUID leaf 0x80000007, EDX bit 8: "invariant TSC" (constant rate through P-, C- and T-state
   // changes); Linux derives its `constant_tsc` and `nonstop_tsc` flags from the same bit.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
   if (!__get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx)) return false;
   return (edx & (1u << 8)) != 0;
 #else

@@ -60,7 +60,7 @@ cg::ProfileSession open_or_die(const fs::path& path, cg::ProfileConfig config) {
 
 bool cpu_has_invariant_tsc() {
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
   return __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8)) != 0;
 }
 
