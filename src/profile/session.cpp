@@ -283,7 +283,11 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
   p += 4;
   p = ts.id_step_text.put(p, frame.id_step);
   *p++ = '-';
-  p = std::to_chars(p, id + kEventIdMax, frame.counter).ptr;
+  p = ts.counter_text.put(p, frame.counter);
+  ts.last_id_length = static_cast<std::size_t>(p - id);
+  std::memcpy(ts.last_id, id, ts.last_id_length);
+  ts.last_id_step = frame.id_step;
+  ts.last_id_counter = frame.counter;
   // Found from any thread by counter: this thread's slot for it, or the shared table when the
   // slot is held by an older operation still open.
   IdSlot& slot = ts.id_slots[frame.counter & (ThreadState::kIdSlots - 1)];
@@ -358,7 +362,13 @@ Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id_text,
   Frame frame{};
   ThreadState* owner = nullptr;
   std::uint16_t owner_index = 0;
-  if (!parse_event_id(event_id_text, phase_name(config.phase), id_step, counter) ||
+  const bool known = event_id_text.size() == ts.last_id_length &&
+                     std::memcmp(event_id_text.data(), ts.last_id, ts.last_id_length) == 0;
+  if (known) {
+    id_step = ts.last_id_step;
+    counter = ts.last_id_counter;
+  }
+  if ((!known && !parse_event_id(event_id_text, phase_name(config.phase), id_step, counter)) ||
       !take_open(ts, counter, id_step, frame, owner, owner_index)) {
     count_error();
     return Status(Errc::unknown_operation,
