@@ -26,13 +26,29 @@ else
 fi
 
 rows="$work/rows.txt"; : > "$rows"
-for b in "$build"/bench/bench_*; do
-  [ -x "$b" ] || continue
-  echo "bench: running $(basename "$b")…" >&2
-  "$b" "$baselines" "$work/cg-baselines" | while IFS= read -r line; do
+run_bench() {
+  echo "bench: running $(basename "$1")…" >&2
+  "$@" "$baselines" "$work/cg-baselines" | while IFS= read -r line; do
     case "$line" in ROW\|*) echo "${line#ROW|}" >> "$rows" ;; *) echo "$line" >&2 ;; esac
   done
+}
+for b in "$build"/bench/bench_*; do
+  [ -x "$b" ] || continue
+  run_bench "$b"
 done
+# The Rust crate measured from Rust (its seed-compatible API is what Candle programs call). It has
+# no crate dependencies, so cargo builds it offline; skipped with a note where cargo is missing.
+crate="$here/bindings/rust/candle-graph-profile"
+if command -v cargo >/dev/null 2>&1 && [ -f "$crate/Cargo.toml" ]; then
+  if (cd "$crate" && CARGO_TARGET_DIR="$work/cargo-target" cargo build --release --offline --quiet \
+        --example profile_overhead >&2); then
+    run_bench "$work/cargo-target/release/examples/profile_overhead"
+  else
+    echo "bench: the Rust crate's benchmark did not build; its rows are missing" >&2
+  fi
+else
+  echo "bench: cargo not found; the Rust crate's rows are missing" >&2
+fi
 
 printf '\n%-44s %14s %14s %9s %12s %s\n' figure ours baseline ratio target met
 printf '%-44s %14s %14s %9s %12s %s\n' "$(printf -- '-%.0s' {1..44})" -------------- -------------- --------- ------------ ---

@@ -26,7 +26,11 @@ typedef enum cgp_status {
 } cgp_status;
 
 typedef enum cgp_phase { CGP_PHASE_TRAIN = 0, CGP_PHASE_INFER = 1 } cgp_phase;
-typedef enum cgp_format { CGP_FORMAT_RUNTIME_V4 = 0, CGP_FORMAT_RUNTIME_V3 = 1 } cgp_format;
+typedef enum cgp_format {
+  CGP_FORMAT_RUNTIME_V4 = 0,
+  CGP_FORMAT_RUNTIME_V3 = 1,
+  CGP_FORMAT_RUNTIME_V4_COMPACT = 2 /* candle-graph/runtime/4-compact/1 (docs/runtime-4.md) */
+} cgp_format;
 typedef enum cgp_backpressure {
   CGP_BACKPRESSURE_BLOCK = 0, /* wait for the writer: never lose an event (default) */
   CGP_BACKPRESSURE_DROP = 1   /* discard and count in the end record's `dropped` */

@@ -28,7 +28,11 @@ enum class Phase : std::uint8_t { train, infer };
 // "train" / "infer", the spelling used in event ids and in `meta.phase`.
 std::string_view phase_name(Phase phase) noexcept;
 
-enum class TraceFormat : std::uint8_t { runtime_v4, runtime_v3 };
+// runtime_v4_compact writes the same records as runtime_v4 in a smaller encoding (schema
+// `candle-graph/runtime/4-compact/1`, docs/runtime-4.md): each static id, op name and inputs once
+// in a `def` record, then operations by number, leaving out fields that repeat per thread. Readers
+// of this project take all three.
+enum class TraceFormat : std::uint8_t { runtime_v4, runtime_v3, runtime_v4_compact };
 
 // What a producer does when its per-thread buffer is full because the writer fell behind.
 enum class Backpressure : std::uint8_t {
@@ -91,7 +95,9 @@ struct ProfileConfig {
   TraceFormat format = TraceFormat::runtime_v4;
   Backpressure backpressure = Backpressure::block;
   // Records each thread may buffer before backpressure applies (rounded up to a power of two;
-  // 80 bytes each). The default, 2^16, bounds memory to about 5 MiB per producing thread.
+  // 64 bytes each). The default, 2^16, bounds memory to 4 MiB per concurrently producing thread
+  // (a thread's buffer is reused by later threads once it exits). open() refuses more than
+  // kMaxBufferRecordsPerThread.
   std::size_t buffer_records_per_thread = std::size_t{1} << 16;
   TimerKind timer = TimerKind::automatic;
 
@@ -99,9 +105,12 @@ struct ProfileConfig {
   static ProfileConfig infer(std::string entrypoint);
 };
 
+class ProfileSession;
 namespace detail {
 class SessionState;
-}
+// For the C ABI in this library only.
+SessionState* session_state(ProfileSession& session) noexcept;
+}  // namespace detail
 
 // An interned operation (static id, op name, inputs). Cheap to copy; valid while its session is
 // alive and not finished. begin()/end() nest per thread like scopes: end() closes the innermost
@@ -131,6 +140,9 @@ class ScopedOperation {
  private:
   OpHandle handle_;
 };
+
+// The largest buffer_records_per_thread open() accepts: 2^22 records, 256 MiB per thread.
+inline constexpr std::size_t kMaxBufferRecordsPerThread = std::size_t{1} << 22;
 
 class ProfileSession {
  public:
@@ -176,6 +188,9 @@ class ProfileSession {
   const std::filesystem::path& path() const noexcept;
 
  private:
+  friend detail::SessionState* detail::session_state(ProfileSession& session) noexcept;
+  static Result<ProfileSession> open_checked(const std::filesystem::path& path,
+                                             ProfileConfig config);
   explicit ProfileSession(std::unique_ptr<detail::SessionState> state);
   std::unique_ptr<detail::SessionState> state_;
 };

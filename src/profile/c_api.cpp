@@ -1,13 +1,17 @@
 // The C ABI: a thin translation of include/candle_graph_profile.h onto ProfileSession. No
 // exception crosses the boundary: allocation failures become CGP_ERR_IO with a message.
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "candle_graph/profile.hpp"
 #include "candle_graph_profile.h"
+#include "profile/session_state.hpp"
 
 struct cgp_session {
   candle_graph::ProfileSession session;
@@ -60,6 +64,22 @@ std::vector<std::string> strings(const cgp_str* items, std::size_t len) {
   return out;
 }
 
+// Runs `body` with the inputs as string_views, on the stack for the usual few: the string API's
+// hot path copies nothing.
+template <typename F>
+cgp_status with_views(const cgp_str* items, std::size_t len, F&& body) {
+  std::string_view small[8];
+  std::vector<std::string_view> large;
+  std::string_view* views = small;
+  if (len > std::size(small)) {
+    large.resize(len);
+    views = large.data();
+  }
+  for (std::size_t i = 0; i < len; ++i)
+    views[i] = view(items[i]);
+  return body(std::span<const std::string_view>(views, len));
+}
+
 template <typename F>
 cgp_status guarded(F&& body) noexcept {
   try {
@@ -98,7 +118,9 @@ cgp_status cgp_session_open(cgp_str path, const cgp_config* config, cgp_session*
       cfg.analysis_id = std::string(view(config->analysis_id));
     if (config->build_id.ptr != nullptr) cfg.build_id = std::string(view(config->build_id));
     cfg.format = config->format == CGP_FORMAT_RUNTIME_V3 ? cgx::TraceFormat::runtime_v3
-                                                         : cgx::TraceFormat::runtime_v4;
+                 : config->format == CGP_FORMAT_RUNTIME_V4_COMPACT
+                     ? cgx::TraceFormat::runtime_v4_compact
+                     : cgx::TraceFormat::runtime_v4;
     cfg.backpressure = config->backpressure == CGP_BACKPRESSURE_DROP ? cgx::Backpressure::drop
                                                                      : cgx::Backpressure::block;
     if (config->buffer_records_per_thread != 0)
@@ -127,10 +149,15 @@ cgp_status cgp_session_op(cgp_session* session, cgp_str static_id, cgp_str op,
   if (session == nullptr || out == nullptr || (inputs == nullptr && inputs_len != 0))
     return invalid("cgp_session_op: NULL argument");
   return guarded([&] {
-    auto handle = session->session.op(view(static_id), view(op), strings(inputs, inputs_len));
-    if (!handle) return report(handle.status());
-    *out = handle.value().index();
-    return CGP_OK;
+    return with_views(inputs, inputs_len, [&](std::span<const std::string_view> views) {
+      auto* state = cgx::detail::session_state(session->session);
+      if (state->finished.load(std::memory_order_acquire))
+        return report(cgx::Status(cgx::Errc::finished, "profile session is already finished"));
+      auto handle = state->intern_op(view(static_id), view(op), views);
+      if (!handle) return report(handle.status());
+      *out = handle.value();
+      return CGP_OK;
+    });
   });
 }
 
@@ -149,18 +176,21 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
   if (session == nullptr || id_buf == nullptr || (inputs == nullptr && inputs_len != 0))
     return invalid("cgp_begin_operation: NULL argument");
   return guarded([&] {
-    auto id =
-        session->session.begin_operation(view(static_id), view(op), strings(inputs, inputs_len));
-    if (!id) return report(id.status());
-    const std::string& text = id.value();
-    if (text.size() + 1 > id_buf_len) {
-      (void)session->session.end_operation(text);
-      return invalid("cgp_begin_operation: id_buf is smaller than the event id");
-    }
-    std::memcpy(id_buf, text.data(), text.size());
-    id_buf[text.size()] = '\0';
-    if (id_len != nullptr) *id_len = text.size();
-    return CGP_OK;
+    return with_views(inputs, inputs_len, [&](std::span<const std::string_view> views) {
+      char id[cgx::detail::SessionState::kEventIdMax + 1];
+      auto* state = cgx::detail::session_state(session->session);
+      auto length = state->begin_by_id(view(static_id), view(op), views, id);
+      if (!length) return report(length.status());
+      const std::size_t n = length.value();
+      if (n + 1 > id_buf_len) {
+        (void)state->end_by_id(std::string_view(id, n), std::nullopt);
+        return invalid("cgp_begin_operation: id_buf is smaller than the event id");
+      }
+      std::memcpy(id_buf, id, n);
+      id_buf[n] = '\0';
+      if (id_len != nullptr) *id_len = n;
+      return CGP_OK;
+    });
   });
 }
 
@@ -170,7 +200,7 @@ cgp_status cgp_end_operation(cgp_session* session, cgp_str event_id, const cgp_s
   return guarded([&] {
     std::optional<std::string_view> out;
     if (output != nullptr) out = view(*output);
-    auto duration = session->session.end_operation(view(event_id), out);
+    auto duration = cgx::detail::session_state(session->session)->end_by_id(view(event_id), out);
     if (!duration) return report(duration.status());
     if (duration_ns != nullptr) *duration_ns = duration.value();
     return CGP_OK;

@@ -3,7 +3,11 @@
 // formats text or touches the file.
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <string>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "profile/session_state.hpp"
 
@@ -20,34 +24,75 @@ struct ThreadCache {
 };
 thread_local ThreadCache tls_cache __attribute__((tls_model("initial-exec"))) = {0, nullptr};
 
-// Identifies an OS thread for the life of the process (std::thread::id values are reused after a
-// thread exits; a new thread must not inherit a dead thread's open scopes).
-thread_local std::uint64_t tls_thread_token __attribute__((tls_model("initial-exec"))) = 0;
-std::atomic<std::uint64_t> next_thread_token{1};
+// Live sessions by id, so that a thread's exit hook can hand its states back to sessions that
+// still exist. Leaked on purpose: thread exit hooks may run during static destruction.
+std::mutex& registry_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+std::unordered_map<std::uint64_t, SessionState*>& registry() {
+  static auto* map = new std::unordered_map<std::uint64_t, SessionState*>;
+  return *map;
+}
+
+// Every (session, state) this OS thread registered in; on thread exit each live session gets its
+// state back (`retire`), so a program that starts many short-lived threads reuses a few rings
+// instead of keeping one per thread it ever ran.
+struct ThreadSessions {
+  std::vector<std::pair<std::uint64_t, ThreadState*>> list;
+  ThreadSessions() = default;
+  ThreadSessions(const ThreadSessions&) = delete;
+  ThreadSessions& operator=(const ThreadSessions&) = delete;
+  ~ThreadSessions() {
+    if (list.empty()) return;
+    std::lock_guard<std::mutex> lock(registry_mu());
+    for (auto& [id, state] : list) {
+      if (auto it = registry().find(id); it != registry().end()) it->second->retire(*state);
+    }
+  }
+  // Forgets sessions that no longer exist (keeps the list short on threads that outlive many).
+  void prune() {
+    std::lock_guard<std::mutex> lock(registry_mu());
+    std::erase_if(list, [](const auto& entry) { return !registry().contains(entry.first); });
+  }
+};
+thread_local ThreadSessions tls_sessions;
 
 }  // namespace
 
 std::atomic<std::uint64_t> next_session_id{1};
 
-ThreadState::ThreadState(std::uint16_t thread_index, std::size_t capacity_records)
+void register_session(std::uint64_t id, SessionState* state) {
+  std::lock_guard<std::mutex> lock(registry_mu());
+  registry()[id] = state;
+}
+
+void unregister_session(std::uint64_t id) noexcept {
+  std::lock_guard<std::mutex> lock(registry_mu());
+  registry().erase(id);
+}
+
+ThreadState::ThreadState(std::uint16_t thread_index, std::unique_ptr<Record[]> ring_records,
+                         std::size_t capacity_records)
     : index(thread_index),
       capacity(capacity_records),
       mask(capacity_records - 1),
-      ring(new Record[capacity_records]) {
-  // Touch every page now: a fresh 5 MiB ring costs ~1,000 page faults, which would otherwise land
+      ring(std::move(ring_records)),
+      id_slots(new IdSlot[kIdSlots]) {
+  // Touch every page now: a fresh 4 MiB ring costs ~1,000 page faults, which would otherwise land
   // on the first lap of timed operations.
   std::memset(static_cast<void*>(ring.get()), 0, capacity * sizeof(Record));
   stack.reserve(64);
 }
 
-[[gnu::always_inline]] inline ThreadState& SessionState::thread_state_inline() noexcept {
+[[gnu::always_inline]] inline ThreadState* SessionState::thread_state_inline() noexcept {
   ThreadCache& cache = tls_cache;
   if (cache.session_id == id_) [[likely]]
-    return *cache.state;
+    return cache.state;
   return register_thread();
 }
 
-ThreadState& SessionState::thread_state() noexcept {
+ThreadState* SessionState::thread_state() noexcept {
   return thread_state_inline();
 }
 
@@ -58,33 +103,85 @@ ThreadState& SessionState::thread_state() noexcept {
   return &ts.ring[ts.head_local & ts.mask];
 }
 
-namespace {
-[[gnu::always_inline]] inline void publish(ThreadState& ts) noexcept {
-  ts.head.store(++ts.head_local, std::memory_order_release);
+[[gnu::always_inline]] inline void SessionState::publish(ThreadState& ts) noexcept {
+  const std::uint64_t before = ts.head_local++;
+  ts.head.store(ts.head_local, std::memory_order_release);
+  // The writer had emptied this ring: it may be asleep with nothing to do. Once per drain.
+  if (ts.tail.load(std::memory_order_relaxed) == before) [[unlikely]]
+    note_first_record();
 }
-}  // namespace
+
+void SessionState::note_first_record() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (writer_sleeping_.load(std::memory_order_relaxed)) wake_writer();
+}
+
+void SessionState::wake_writer() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    wake_ = true;
+  }
+  writer_cv_.notify_one();
+}
 
 bool SessionState::make_space(ThreadState& ts) noexcept {
   ts.tail_cache = ts.tail.load(std::memory_order_acquire);
   return ts.head_local - ts.tail_cache < ts.capacity || wait_for_space(ts);
 }
 
-[[gnu::noinline]] ThreadState& SessionState::register_thread() {
-  if (tls_thread_token == 0)
-    tls_thread_token = next_thread_token.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(threads_mu_);
-  ThreadState* state;
-  if (auto it = by_token_.find(tls_thread_token); it != by_token_.end()) {
-    state = it->second;
-  } else {
-    const auto index = static_cast<std::uint16_t>(std::min<std::size_t>(threads_.size(), 0xFFFF));
-    threads_.push_back(std::make_unique<ThreadState>(index, ring_capacity_));
-    state = threads_.back().get();
-    by_token_.emplace(tls_thread_token, state);
-    thread_count_.store(threads_.size(), std::memory_order_release);
+namespace {
+// A thread whose ring could not be allocated: every event it records is dropped and counted.
+ThreadState* no_memory_state() {
+  return nullptr;
+}
+}  // namespace
+
+[[gnu::noinline]] ThreadState* SessionState::register_thread() noexcept {
+  try {
+    for (auto& [id, state] : tls_sessions.list) {
+      if (id == id_) {
+        tls_cache = {id_, state};
+        return state;
+      }
+    }
+    if (tls_sessions.list.size() >= 16) tls_sessions.prune();
+    ThreadState* state = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(threads_mu_);
+      if (!pool_.empty()) {
+        state = pool_.back();
+        pool_.pop_back();
+        state->index =
+            static_cast<std::uint16_t>(std::min<std::size_t>(next_thread_index_, 0xFFFF));
+        ++next_thread_index_;
+        state->retired.store(false, std::memory_order_relaxed);
+      }
+    }
+    if (state == nullptr) {
+      // Allocated and touched outside the lock: the writer takes it to find new threads.
+      std::unique_ptr<Record[]> ring(new (std::nothrow) Record[ring_capacity_]);
+      if (!ring) {
+        fail(Errc::io_error, "out of memory for a profiling buffer of " +
+                                 std::to_string(ring_capacity_) + " records");
+        return no_memory_state();
+      }
+      auto owned = std::make_unique<ThreadState>(0, std::move(ring), ring_capacity_);
+      std::lock_guard<std::mutex> lock(threads_mu_);
+      threads_.reserve(threads_.size() + 1);
+      owned->index = static_cast<std::uint16_t>(std::min<std::size_t>(next_thread_index_, 0xFFFF));
+      ++next_thread_index_;
+      state = owned.get();
+      threads_.push_back(std::move(owned));
+      thread_count_.store(threads_.size(), std::memory_order_release);
+    }
+    tls_sessions.list.emplace_back(id_, state);
+    tls_cache = {id_, state};
+    return state;
+  } catch (...) {
+    // bad_alloc (or a failed lock): never thrown into the host program.
+    count_error();
+    return no_memory_state();
   }
-  tls_cache = {id_, state};
-  return *state;
 }
 
 void SessionState::prune_foreign(ThreadState& ts) {
@@ -101,8 +198,27 @@ void SessionState::prune_foreign(ThreadState& ts) {
   ts.foreign_pending.store(false, std::memory_order_relaxed);
 }
 
+namespace {
+// The scope stack grows past its reserved 64 frames only for deep nesting; an allocation failure
+// there drops the operation instead of escaping into the host program.
+bool push_frame(std::vector<Frame>& stack, const Frame& frame) noexcept {
+  if (stack.size() == stack.capacity()) [[unlikely]] {
+    try {
+      stack.reserve(stack.size() * 2);
+    } catch (...) {
+      return false;
+    }
+  }
+  stack.push_back(frame);
+  return true;
+}
+}  // namespace
+
 void SessionState::begin(std::uint32_t handle) noexcept {
-  ThreadState& ts = thread_state_inline();
+  ThreadState* tsp = thread_state_inline();
+  if (tsp == nullptr) [[unlikely]]
+    return;
+  ThreadState& ts = *tsp;
   if (ts.foreign_pending.load(std::memory_order_relaxed)) [[unlikely]]
     prune_foreign(ts);
   Frame frame{take_counter(ts), step.load(std::memory_order_relaxed), 0, 0, 0, handle, false};
@@ -110,14 +226,20 @@ void SessionState::begin(std::uint32_t handle) noexcept {
     frame.parent_counter = ts.stack.back().counter;
     frame.parent_step = ts.stack.back().id_step;
   }
-  ts.stack.push_back(frame);
+  if (!push_frame(ts.stack, frame)) [[unlikely]] {
+    count_error();
+    return;
+  }
   // Last, so that the bookkeeping above is not charged to the operation.
   ts.stack.back().start = timer.now();
 }
 
 void SessionState::end(std::uint32_t handle) noexcept {
   const std::uint64_t now = timer.now();
-  ThreadState& ts = thread_state_inline();
+  ThreadState* tsp = thread_state_inline();
+  if (tsp == nullptr) [[unlikely]]
+    return;
+  ThreadState& ts = *tsp;
   if (ts.stack.empty() || ts.stack.back().handle != handle || ts.stack.back().by_id) [[unlikely]] {
     end_slow(ts, handle, now);
     return;
@@ -152,8 +274,12 @@ void SessionState::end_slow(ThreadState& ts, std::uint32_t handle, std::uint64_t
       return;
     }
   }
-  fail(Errc::unbalanced,
-       "end of operation `" + handles_[handle].static_id + "` on a thread where it is not open");
+  try {
+    fail(Errc::unbalanced,
+         "end of operation `" + handles_[handle].static_id + "` on a thread where it is not open");
+  } catch (...) {
+    count_error();
+  }
 }
 
 void SessionState::push(ThreadState& ts, const Record& record) noexcept {
@@ -176,7 +302,7 @@ bool SessionState::wait_for_space(ThreadState& ts) noexcept {
     return false;
   }
   for (unsigned spins = 0;; ++spins) {
-    writer_cv_.notify_one();
+    wake_writer();
     if (spins < 64)
       std::this_thread::yield();
     else

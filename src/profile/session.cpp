@@ -3,7 +3,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <exception>
+#include <iterator>
+#include <new>
 #include <system_error>
 
 #include "profile/json_text.hpp"
@@ -31,20 +35,68 @@ void append_key_part(std::string& key, std::string_view part) {
   key.append(part);
 }
 
-std::string event_id(Phase phase, const char* kind, std::uint64_t step, std::uint64_t counter) {
-  std::string id(phase_name(phase));
-  id += kind;
-  append_u64(id, step);
-  id.push_back('-');
-  append_u64(id, counter);
-  return id;
+// A cheap hash of an id's text for the content cache: its length and three 8-byte windows
+// (static ids of one model differ mostly at their end). Collisions only cost a cache miss: every
+// hit is confirmed by comparing the full text.
+std::uint64_t text_hash(std::string_view s) noexcept {
+  std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
+  auto window = [&](std::size_t at) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, s.data() + at, 8);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+  };
+  if (s.size() >= 8) {
+    window(0);
+    window(s.size() / 2 - 4);
+    window(s.size() - 8);
+  } else {
+    for (char c : s)
+      h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+  }
+  // Murmur3's finalizer: every input bit reaches the low bits the cache index is taken from.
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 33);
+}
+
+bool same_op(const HandleInfo& h, std::string_view static_id, std::string_view op,
+             std::span<const std::string_view> inputs) noexcept {
+  if (h.is_edge || h.static_id != static_id || h.op != op || h.inputs.size() != inputs.size())
+    return false;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (h.inputs[i] != inputs[i]) return false;
+  }
+  return true;
+}
+
+// Parses `{phase}-op-{step}-{counter}` exactly as begin_by_id writes it (no leading zeros).
+bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& step,
+                    std::uint64_t& counter) noexcept {
+  if (id.size() < phase.size() + 4 || id.substr(0, phase.size()) != phase ||
+      id.substr(phase.size(), 4) != "-op-")
+    return false;
+  id.remove_prefix(phase.size() + 4);
+  auto number = [&](std::uint64_t& out) {
+    if (id.empty() || (id[0] == '0' && id.size() > 1 && id[1] >= '0' && id[1] <= '9')) return false;
+    auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), out);
+    if (ec != std::errc() || ptr == id.data()) return false;
+    id.remove_prefix(static_cast<std::size_t>(ptr - id.data()));
+    return true;
+  };
+  if (!number(step) || id.empty() || id[0] != '-') return false;
+  id.remove_prefix(1);
+  return number(counter) && id.empty();
 }
 
 }  // namespace
 
 Result<std::uint32_t> HandleTable::add(const std::string& key, HandleInfo info) {
-  if (count_ == kChunkSize * kMaxChunks)
-    return Status(Errc::invalid_argument, "too many distinct profiled operations and edges");
+  if (count_ == kMaxHandles)
+    return Status(Errc::invalid_argument,
+                  "too many distinct profiled operations and edges (the bound is " +
+                      std::to_string(kMaxHandles) + " per session)");
   std::uint32_t i = count_++;
   auto& chunk = chunks_[i >> kChunkBits];
   if (!chunk) chunk = std::make_unique<HandleInfo[]>(kChunkSize);
@@ -63,11 +115,15 @@ SessionState::SessionState(std::filesystem::path trace_path, ProfileConfig cfg, 
                  "-op-"),
       edge_prefix_("{\"kind\":\"edge_timing\",\"event_id\":\"" +
                    std::string(phase_name(config.phase)) + "-edge-"),
-      v4_(config.format == TraceFormat::runtime_v4),
+      v4_(config.format != TraceFormat::runtime_v3),
+      compact_(config.format == TraceFormat::runtime_v4_compact),
       ring_capacity_(round_up_pow2(config.buffer_records_per_thread)),
-      fd_(fd) {}
+      fd_(fd) {
+  register_session(id_, this);
+}
 
 SessionState::~SessionState() {
+  unregister_session(id_);
   if (writer_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(writer_mu_);
@@ -87,7 +143,9 @@ void SessionState::fail(Errc code, std::string message) {
 
 Status SessionState::write_meta() {
   std::string line = "{\"kind\":\"meta\",\"schema\":";
-  append_json_string(line, v4_ ? "candle-graph/runtime/4" : "candle-graph/runtime/3");
+  append_json_string(line, compact_ ? "candle-graph/runtime/4-compact/1"
+                           : v4_    ? "candle-graph/runtime/4"
+                                    : "candle-graph/runtime/3");
   line += ",\"entrypoint\":";
   append_json_string(line, config.entrypoint);
   line += ",\"profile\":";
@@ -142,7 +200,7 @@ void SessionState::start_writer() {
 }
 
 Result<std::uint32_t> SessionState::intern_op(std::string_view static_id, std::string_view op,
-                                              std::span<const std::string> inputs) {
+                                              std::span<const std::string_view> inputs) {
   std::string key = "o";
   append_key_part(key, static_id);
   append_key_part(key, op);
@@ -152,6 +210,8 @@ Result<std::uint32_t> SessionState::intern_op(std::string_view static_id, std::s
   return handles_.intern(key, [&] {
     HandleInfo info;
     info.static_id = std::string(static_id);
+    info.op = std::string(op);
+    info.inputs.assign(inputs.begin(), inputs.end());
     info.body = ",\"op\":";
     append_json_string(info.body, op);
     info.body += ",\"static_id\":";
@@ -166,13 +226,47 @@ Result<std::uint32_t> SessionState::intern_op(std::string_view static_id, std::s
   });
 }
 
-Result<std::string> SessionState::begin_by_id(std::string_view static_id, std::string_view op,
-                                              std::span<const std::string> inputs) {
+Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view static_id,
+                                              std::string_view op,
+                                              std::span<const std::string_view> inputs) {
+  const auto address = reinterpret_cast<std::uintptr_t>(static_id.data());
+  InternCacheEntry& by_address =
+      ts.intern_cache[((address ^ static_id.size()) * 0x9E3779B97F4A7C15ull) >> 56];
+  if (by_address.static_id == static_id.data() && by_address.length == static_id.size() &&
+      same_op(handles_[by_address.handle], static_id, op, inputs)) [[likely]]
+    return by_address.handle;
+  const std::uint64_t hash = text_hash(static_id) ^ (text_hash(op) << 1);
+  ContentCacheEntry& by_content = ts.content_cache[hash & (ThreadState::kContentCache - 1)];
+  std::uint32_t handle;
+  if (by_content.used && by_content.hash == hash &&
+      same_op(handles_[by_content.handle], static_id, op, inputs)) {
+    handle = by_content.handle;
+  } else {
+    auto interned = intern_op(static_id, op, inputs);
+    if (!interned) return interned;
+    handle = interned.value();
+    by_content = {hash, handle, true};
+  }
+  by_address = {static_id.data(), static_id.size(), handle};
+  return handle;
+}
+
+Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::string_view op,
+                                              std::span<const std::string_view> inputs, char* id) {
   if (finished.load(std::memory_order_acquire))
     return Status(Errc::finished, "profile session is already finished");
-  auto handle = intern_op(static_id, op, inputs);
-  if (!handle) return handle.status();
-  ThreadState& ts = thread_state();
+  ThreadState* tsp = thread_state();
+  if (tsp == nullptr) {
+    count_error();
+    return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
+  }
+  ThreadState& ts = *tsp;
+  auto handle = lookup_op(ts, static_id, op, inputs);
+  if (!handle) {
+    // Refused (past the bound of distinct ids): counted in `end.errors`, like every error.
+    count_error();
+    return handle.status();
+  }
   if (ts.foreign_pending.load(std::memory_order_relaxed)) prune_foreign(ts);
   Frame frame{
       take_counter(ts), step.load(std::memory_order_relaxed), 0, 0, 0, handle.value(), true};
@@ -180,15 +274,77 @@ Result<std::string> SessionState::begin_by_id(std::string_view static_id, std::s
     frame.parent_counter = ts.stack.back().counter;
     frame.parent_step = ts.stack.back().id_step;
   }
-  std::string id = event_id(config.phase, "-op-", frame.id_step, frame.counter);
-  frame.start = timer.now();
-  {
+  // The event id, as the seed formats it; the writer rebuilds it from the numbers.
+  char* p = id;
+  const std::string_view phase = phase_name(config.phase);
+  std::memcpy(p, phase.data(), phase.size());
+  p += phase.size();
+  std::memcpy(p, "-op-", 4);
+  p += 4;
+  p = ts.id_step_text.put(p, frame.id_step);
+  *p++ = '-';
+  p = ts.counter_text.put(p, frame.counter);
+  ts.last_id_length = static_cast<std::size_t>(p - id);
+  std::memcpy(ts.last_id, id, ts.last_id_length);
+  ts.last_id_step = frame.id_step;
+  ts.last_id_counter = frame.counter;
+  // Found from any thread by counter: this thread's slot for it, or the shared table when the
+  // slot is held by an older operation still open.
+  IdSlot& slot = ts.id_slots[frame.counter & (ThreadState::kIdSlots - 1)];
+  const bool in_slot = slot.state.load(std::memory_order_acquire) == 0;
+  if (!in_slot) {
     std::lock_guard<std::mutex> lock(active_mu_);
-    active_.emplace(id, ActiveOp{frame.handle, frame.counter, frame.id_step, frame.start,
-                                 frame.parent_counter, frame.parent_step, &ts});
+    active_.emplace(frame.counter, ActiveOp{frame, &ts, ts.index});
   }
   ts.stack.push_back(frame);
-  return id;
+  // Nobody can end the operation before its id is returned, so the start is filled in last.
+  const std::uint64_t start = timer.now();
+  ts.stack.back().start = start;
+  if (in_slot) {
+    slot.frame = frame;
+    slot.frame.start = start;
+    slot.thread = ts.index;
+    slot.state.store(frame.counter, std::memory_order_release);
+  } else {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    active_[frame.counter].frame.start = start;
+  }
+  return static_cast<std::size_t>(p - id);
+}
+
+bool SessionState::take_open(ThreadState& self, std::uint64_t counter, std::uint64_t id_step,
+                             Frame& frame, ThreadState*& owner, std::uint16_t& owner_index) {
+  auto from_slot = [&](ThreadState& t) {
+    IdSlot& slot = t.id_slots[counter & (ThreadState::kIdSlots - 1)];
+    std::uint64_t expected = counter;
+    if (slot.state.load(std::memory_order_relaxed) != counter ||
+        !slot.state.compare_exchange_strong(expected, IdSlot::kClaimed, std::memory_order_acquire))
+      return false;
+    if (slot.frame.id_step != id_step) {
+      slot.state.store(counter, std::memory_order_release);
+      return false;
+    }
+    frame = slot.frame;
+    owner = &t;
+    owner_index = slot.thread;
+    slot.state.store(0, std::memory_order_release);
+    return true;
+  };
+  if (from_slot(self)) return true;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    for (auto& t : threads_) {
+      if (t.get() != &self && from_slot(*t)) return true;
+    }
+  }
+  std::lock_guard<std::mutex> lock(active_mu_);
+  auto it = active_.find(counter);
+  if (it == active_.end() || it->second.frame.id_step != id_step) return false;
+  frame = it->second.frame;
+  owner = it->second.thread;
+  owner_index = it->second.thread_index;
+  active_.erase(it);
+  return true;
 }
 
 Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id_text,
@@ -196,40 +352,66 @@ Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id_text,
   const std::uint64_t now = timer.now();
   if (finished.load(std::memory_order_acquire))
     return Status(Errc::finished, "profile session is already finished");
-  ActiveOp op;
-  {
-    std::lock_guard<std::mutex> lock(active_mu_);
-    auto it = active_.find(std::string(event_id_text));
-    if (it == active_.end()) {
-      count_error();
-      return Status(Errc::unknown_operation,
-                    "unknown profile operation `" + std::string(event_id_text) + "`");
-    }
-    op = it->second;
-    active_.erase(it);
+  ThreadState* tsp = thread_state();
+  if (tsp == nullptr) {
+    count_error();
+    return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
   }
-  ThreadState& ts = thread_state();
-  if (op.thread == &ts) {
+  ThreadState& ts = *tsp;
+  std::uint64_t id_step = 0, counter = 0;
+  Frame frame{};
+  ThreadState* owner = nullptr;
+  std::uint16_t owner_index = 0;
+  const bool known = event_id_text.size() == ts.last_id_length &&
+                     std::memcmp(event_id_text.data(), ts.last_id, ts.last_id_length) == 0;
+  if (known) {
+    id_step = ts.last_id_step;
+    counter = ts.last_id_counter;
+  }
+  if ((!known && !parse_event_id(event_id_text, phase_name(config.phase), id_step, counter)) ||
+      !take_open(ts, counter, id_step, frame, owner, owner_index)) {
+    count_error();
+    return Status(Errc::unknown_operation,
+                  "unknown profile operation `" + std::string(event_id_text) + "`");
+  }
+  if (owner == &ts) {
     for (auto it = ts.stack.rbegin(); it != ts.stack.rend(); ++it) {
-      if (it->counter == op.counter) {
+      if (it->counter == counter) {
         ts.stack.erase(std::next(it).base());
         break;
       }
     }
   } else {
-    std::lock_guard<std::mutex> lock(op.thread->foreign_mu);
-    op.thread->foreign_ended.push_back(op.counter);
-    op.thread->foreign_pending.store(true, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(owner->foreign_mu);
+    owner->foreign_ended.push_back(counter);
+    owner->foreign_pending.store(true, std::memory_order_relaxed);
   }
-  const std::uint64_t duration = timer.duration_ns(op.start, now);
+  const std::uint64_t duration = timer.duration_ns(frame.start, now);
   if (output) {
     std::lock_guard<std::mutex> lock(outputs_mu_);
-    outputs_.insert_or_assign(op.counter, std::string(*output));
+    outputs_.insert_or_assign(counter, std::string(*output));
   }
-  push(ts, Record{op.counter, op.id_step, step.load(std::memory_order_relaxed), op.start, duration,
-                  op.parent_counter, op.parent_step, op.handle, op.thread->index,
+  push(ts, Record{counter, id_step, step.load(std::memory_order_relaxed), frame.start, duration,
+                  frame.parent_counter, frame.parent_step, frame.handle, owner_index,
                   output ? RecordKind::operation_ns_with_output : RecordKind::operation_ns, 0});
   return duration;
+}
+
+void SessionState::retire(ThreadState& ts) {
+  if (finished.load(std::memory_order_acquire)) return;
+  prune_foreign(ts);
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  for (const Frame& f : ts.stack) {
+    if (!f.by_id) ++retired_open_;  // string-API ones stay findable in their slot or table
+  }
+  ts.stack.clear();
+  ts.retired.store(true, std::memory_order_release);
+  if (ts.tail.load(std::memory_order_acquire) == ts.head_local) {
+    pool_.push_back(&ts);  // already drained: reusable at once
+  } else {
+    retired_waiting_.fetch_add(1, std::memory_order_release);
+    wake_writer();
+  }
 }
 
 Status SessionState::edge(std::string_view from, std::string_view to, std::uint64_t duration_ns) {
@@ -249,7 +431,12 @@ Status SessionState::edge(std::string_view from, std::string_view to, std::uint6
     return info;
   });
   if (!handle) return handle.status();
-  ThreadState& ts = thread_state();
+  ThreadState* tsp = thread_state();
+  if (tsp == nullptr) {
+    count_error();
+    return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
+  }
+  ThreadState& ts = *tsp;
   const std::uint64_t s = step.load(std::memory_order_relaxed);
   push(ts, Record{take_counter(ts), s, s, timer.now(), duration_ns, 0, 0, handle.value(), ts.index,
                   RecordKind::edge, 0});
@@ -273,6 +460,8 @@ Status SessionState::flush() {
 Result<std::filesystem::path> SessionState::finish() {
   if (finished.exchange(true, std::memory_order_acq_rel))
     return Status(Errc::finished, "profile session is already finished");
+  // No thread exit hands a state back from here on.
+  unregister_session(id_);
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
     stop_ = true;
@@ -280,13 +469,24 @@ Result<std::filesystem::path> SessionState::finish() {
   writer_cv_.notify_one();
   if (writer_.joinable()) writer_.join();
   // The seed silently loses operations begun but never ended (§1.7); we count them.
+  // Handle scopes on live threads' stacks and those exited threads left open, plus string-API
+  // operations still findable by id (wherever they began).
   std::uint64_t open_operations = 0;
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
+    open_operations += retired_open_;
     for (auto& ts : threads_) {
-      prune_foreign(*ts);
-      open_operations += ts->stack.size();
+      for (const Frame& f : ts->stack)
+        open_operations += f.by_id ? 0 : 1;
+      for (std::size_t i = 0; i < ThreadState::kIdSlots; ++i) {
+        const std::uint64_t state = ts->id_slots[i].state.load(std::memory_order_acquire);
+        if (state != 0 && state != IdSlot::kClaimed) ++open_operations;
+      }
     }
+  }
+  {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    open_operations += active_.size();
   }
   write_end_record(open_operations);
   if (fd_ >= 0 && ::close(fd_) != 0 && !io_failed_)
@@ -298,6 +498,39 @@ Result<std::filesystem::path> SessionState::finish() {
 }
 
 }  // namespace detail
+
+namespace {
+
+// Runs `body` with `inputs` as string_views (on the stack for the usual few inputs).
+template <typename F>
+auto with_views(std::span<const std::string> inputs, F&& body) {
+  std::string_view small[8];
+  std::vector<std::string_view> large;
+  std::span<const std::string_view> views;
+  if (inputs.size() <= std::size(small)) {
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      small[i] = inputs[i];
+    views = std::span<const std::string_view>(small, inputs.size());
+  } else {
+    large.assign(inputs.begin(), inputs.end());
+    views = large;
+  }
+  return body(views);
+}
+
+// No exception leaves the library: an allocation failure becomes an error value.
+template <typename R, typename F>
+R guarded(F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Status(Errc::io_error, "out of memory in the profiler");
+  } catch (const std::exception& e) {
+    return Status(Errc::io_error, std::string("profiler: ") + e.what());
+  }
+}
+
+}  // namespace
 
 std::string_view phase_name(Phase phase) noexcept {
   return phase == Phase::train ? "train" : "infer";
@@ -319,6 +552,17 @@ ProfileConfig ProfileConfig::infer(std::string entrypoint) {
 
 Result<ProfileSession> ProfileSession::open(const std::filesystem::path& path,
                                             ProfileConfig config) {
+  return guarded<Result<ProfileSession>>([&] { return open_checked(path, std::move(config)); });
+}
+
+Result<ProfileSession> ProfileSession::open_checked(const std::filesystem::path& path,
+                                                    ProfileConfig config) {
+  if (config.buffer_records_per_thread > kMaxBufferRecordsPerThread)
+    return Status(Errc::invalid_argument,
+                  "buffer_records_per_thread " + std::to_string(config.buffer_records_per_thread) +
+                      " is above the limit of " + std::to_string(kMaxBufferRecordsPerThread) +
+                      " records (" + std::to_string(kMaxBufferRecordsPerThread * 64 >> 20) +
+                      " MiB per thread)");
   if (path.has_parent_path()) {
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
@@ -360,29 +604,46 @@ void ProfileSession::set_step(std::uint64_t step) noexcept {
   state_->step.store(step, std::memory_order_relaxed);
 }
 
+namespace detail {
+SessionState* session_state(ProfileSession& session) noexcept {
+  return session.state_.get();
+}
+}  // namespace detail
+
 Result<std::string> ProfileSession::begin_operation(std::string_view static_id, std::string_view op,
                                                     std::span<const std::string> inputs) {
-  return state_->begin_by_id(static_id, op, inputs);
+  return guarded<Result<std::string>>([&]() -> Result<std::string> {
+    char id[detail::SessionState::kEventIdMax + 1];
+    auto length = with_views(inputs, [&](std::span<const std::string_view> views) {
+      return state_->begin_by_id(static_id, op, views, id);
+    });
+    if (!length) return length.status();
+    return std::string(id, length.value());
+  });
 }
 
 Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id,
                                                     std::optional<std::string_view> output) {
-  return state_->end_by_id(event_id, output);
+  return guarded<Result<std::uint64_t>>([&] { return state_->end_by_id(event_id, output); });
 }
 
 Status ProfileSession::record_edge_timing(std::string_view from_static_id,
                                           std::string_view to_static_id,
                                           std::uint64_t duration_ns) {
-  return state_->edge(from_static_id, to_static_id, duration_ns);
+  return guarded<Status>([&] { return state_->edge(from_static_id, to_static_id, duration_ns); });
 }
 
 Result<OpHandle> ProfileSession::op(std::string_view static_id, std::string_view op,
                                     std::span<const std::string> inputs) {
-  if (state_->finished.load(std::memory_order_acquire))
-    return Status(Errc::finished, "profile session is already finished");
-  auto handle = state_->intern_op(static_id, op, inputs);
-  if (!handle) return handle.status();
-  return OpHandle(state_.get(), handle.value());
+  return guarded<Result<OpHandle>>([&]() -> Result<OpHandle> {
+    if (state_->finished.load(std::memory_order_acquire))
+      return Status(Errc::finished, "profile session is already finished");
+    auto handle = with_views(inputs, [&](std::span<const std::string_view> views) {
+      return state_->intern_op(static_id, op, views);
+    });
+    if (!handle) return handle.status();
+    return OpHandle(state_.get(), handle.value());
+  });
 }
 
 OpHandle ProfileSession::handle(std::uint32_t index) const noexcept {
@@ -391,10 +652,10 @@ OpHandle ProfileSession::handle(std::uint32_t index) const noexcept {
 }
 
 Status ProfileSession::flush() {
-  return state_->flush();
+  return guarded<Status>([&] { return state_->flush(); });
 }
 Result<std::filesystem::path> ProfileSession::finish() {
-  return state_->finish();
+  return guarded<Result<std::filesystem::path>>([&] { return state_->finish(); });
 }
 const std::filesystem::path& ProfileSession::path() const noexcept {
   return state_->path;

@@ -10,7 +10,10 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -56,11 +59,76 @@ struct Frame {
   bool by_id;  // begun through begin_operation: ended by event id, possibly on another thread
 };
 
-struct ThreadState {
-  ThreadState(std::uint16_t thread_index, std::size_t capacity_records);
+// The decimal text of the last number written through it. Steps change every many records, so
+// the writer formats each step once instead of three times per record.
+struct CachedNumber {
+  std::uint64_t value = ~std::uint64_t{0};
+  std::size_t length = 0;
+  char text[24] = {};
+  char* put(char* out, std::uint64_t v) noexcept {
+    if (v != value || length == 0) {
+      value = v;
+      length = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text);
+    }
+    std::memcpy(out, text, length);
+    return out + length;
+  }
+};
 
-  // Owner thread only.
-  const std::uint16_t index;
+// A string-API operation whose thread's id slot was taken: found by counter under a mutex.
+// The decimal text of a counter that mostly goes up by one: incremented in place.
+struct CountingNumber {
+  std::uint64_t value = 0;
+  std::size_t length = 1;
+  char text[24] = {'0'};
+  char* put(char* out, std::uint64_t v) noexcept {
+    if (v == value + 1 && text[length - 1] != '9') {
+      ++text[length - 1];
+      value = v;
+    } else if (v != value) {
+      value = v;
+      length = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text);
+    }
+    std::memcpy(out, text, length);
+    return out + length;
+  }
+};
+
+// A string-API operation open on its beginning thread, findable by its counter from any thread.
+// `state` is 0 when free, the counter while open, kClaimed while an ender copies the frame out.
+struct IdSlot {
+  static constexpr std::uint64_t kClaimed = ~std::uint64_t{0};
+  std::atomic<std::uint64_t> state{0};
+  Frame frame{};
+  std::uint16_t thread = 0;  // index of the beginning thread, for the record's `thread`
+};
+
+// Caller-side cache of the string API's interned operations, keyed by the static id's address
+// and length; a hit is confirmed by comparing the text with the interned handle's, so a buffer
+// reused for another id can never be taken for the old one.
+struct InternCacheEntry {
+  const char* static_id = nullptr;
+  std::size_t length = 0;
+  std::uint32_t handle = 0;
+};
+// Second level, for callers that pass a fresh copy of the id each time (the seed's
+// `ids[i].clone()`): keyed by a cheap hash of the text, again confirmed by comparing it.
+struct ContentCacheEntry {
+  std::uint64_t hash = 0;
+  std::uint32_t handle = 0;
+  bool used = false;
+};
+
+struct ThreadState {
+  ThreadState(std::uint16_t thread_index, std::unique_ptr<Record[]> ring_records,
+              std::size_t capacity_records);
+
+  static constexpr std::size_t kIdSlots = 256;
+  static constexpr std::size_t kInternCache = 256;  // indexed by the top 8 bits of a hash
+  static constexpr std::size_t kContentCache = 512;
+
+  // Owner thread only (an exited thread's state is adopted whole by a later thread).
+  std::uint16_t index;  // `thread` of records begun here; new for each OS thread
   const std::uint64_t capacity;
   const std::uint64_t mask;
   std::unique_ptr<Record[]> ring;
@@ -69,20 +137,37 @@ struct ThreadState {
   std::uint64_t next_counter = 0;
   std::uint64_t counter_limit = 0;
   std::vector<Frame> stack;
+  InternCacheEntry intern_cache[kInternCache];
+  CachedNumber id_step_text;  // the string API's event ids: the step changes rarely
+  CountingNumber counter_text;
+  // The event id this thread's string API returned last: an end_operation with exactly that text
+  // (the usual begin-then-end) needs no parsing.
+  char last_id[64] = {};
+  std::size_t last_id_length = 0;
+  std::uint64_t last_id_step = 0;
+  std::uint64_t last_id_counter = 0;
+  ContentCacheEntry content_cache[kContentCache];
 
-  // Shared with the writer (head, tail, dropped) or with other callers (foreign_*).
+  // Shared with the writer (head, tail, dropped, retired) or with other callers (foreign_*,
+  // id_slots).
   alignas(64) std::atomic<std::uint64_t> head{0};
   alignas(64) std::atomic<std::uint64_t> tail{0};
   std::atomic<std::uint64_t> dropped{0};
+  // Its thread exited: once the writer has drained the ring, a new thread may adopt the state.
+  std::atomic<bool> retired{false};
   std::atomic<bool> foreign_pending{false};
   std::mutex foreign_mu;
   std::vector<std::uint64_t> foreign_ended;  // string-API ops begun here, ended elsewhere
+  std::unique_ptr<IdSlot[]> id_slots;
 };
 
 // Pre-rendered JSON for one interned operation or edge, so the writer copies instead of escaping.
 struct HandleInfo {
   bool is_edge = false;
   std::string static_id;
+  // Ops: the interned op name and inputs, to confirm a string-API cache hit by content.
+  std::string op;
+  std::vector<std::string> inputs;
   // Ops: `,"op":…,"static_id":…,"inputs":[…]`; edges: `,"from_static_id":…,"to_static_id":…`.
   std::string body;
 };
@@ -94,6 +179,8 @@ class HandleTable {
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
   static constexpr std::uint32_t kMaxChunks = 4096;
+  // Distinct operations and edges one session interns (4,194,304); later ones are refused.
+  static constexpr std::uint32_t kMaxHandles = kChunkSize * kMaxChunks;
 
   // Returns the handle for `key`, calling make_info() only the first time the key is seen.
   template <typename MakeInfo>
@@ -119,30 +206,10 @@ class HandleTable {
   std::atomic<std::uint32_t> published_{0};
 };
 
-// The decimal text of the last number written through it. Steps change every many records, so
-// the writer formats each step once instead of three times per record.
-struct CachedNumber {
-  std::uint64_t value = ~std::uint64_t{0};
-  std::size_t length = 0;
-  char text[24] = {};
-  char* put(char* out, std::uint64_t v) noexcept {
-    if (v != value || length == 0) {
-      value = v;
-      length = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text);
-    }
-    std::memcpy(out, text, length);
-    return out + length;
-  }
-};
-
 struct ActiveOp {
-  std::uint32_t handle;
-  std::uint64_t counter;
-  std::uint64_t id_step;
-  std::uint64_t start;
-  std::uint64_t parent_counter;
-  std::uint64_t parent_step;
+  Frame frame;
   ThreadState* thread;
+  std::uint16_t thread_index;
 };
 
 class SessionState {
@@ -163,14 +230,24 @@ class SessionState {
 
   // String API and interning (session.cpp).
   Result<std::uint32_t> intern_op(std::string_view static_id, std::string_view op,
-                                  std::span<const std::string> inputs);
-  Result<std::string> begin_by_id(std::string_view static_id, std::string_view op,
-                                  std::span<const std::string> inputs);
+                                  std::span<const std::string_view> inputs);
+  // Begins an operation by id and writes its event id (at most kEventIdMax bytes, no NUL) to
+  // `id`; returns the id's length.
+  static constexpr std::size_t kEventIdMax = 63;
+  Result<std::size_t> begin_by_id(std::string_view static_id, std::string_view op,
+                                  std::span<const std::string_view> inputs, char* id);
   Result<std::uint64_t> end_by_id(std::string_view event_id,
                                   std::optional<std::string_view> output);
   Status edge(std::string_view from, std::string_view to, std::uint64_t duration_ns);
   Status flush();
   Result<std::filesystem::path> finish();
+  // The calling thread exited (called from its thread-exit hook): its open handle scopes are
+  // counted, and its state goes back to the pool once the writer has drained it.
+  void retire(ThreadState& ts);
+  // Rings allocated so far (each `buffer_records_per_thread` records); for tests.
+  std::size_t rings_allocated() const noexcept {
+    return thread_count_.load(std::memory_order_acquire);
+  }
 
   // Errors: every one is counted for the `end` record; sticky ones are also returned by finish().
   void count_error() noexcept { errors_.fetch_add(1, std::memory_order_relaxed); }
@@ -184,47 +261,66 @@ class SessionState {
   HandleTable handles_;
 
  private:
-  ThreadState& thread_state() noexcept;
+  ThreadState* thread_state() noexcept;
   // The same, inlined: defined and used in hot_path.cpp only.
-  inline ThreadState& thread_state_inline() noexcept;
+  inline ThreadState* thread_state_inline() noexcept;
   // Free slot in the caller's ring (nullptr: dropped under the policy); publish() makes it
   // visible to the writer. Defined and used in hot_path.cpp only.
   inline Record* claim_slot(ThreadState& ts) noexcept;
+  inline void publish(ThreadState& ts) noexcept;
   bool make_space(ThreadState& ts) noexcept;
   // Also called when a thread interns a handle, so the ring's first-touch page faults are paid
-  // there and not inside the first timed operations.
-  ThreadState& register_thread();
+  // there and not inside the first timed operations. nullptr when no ring could be allocated:
+  // the thread's events are then counted as dropped.
+  ThreadState* register_thread() noexcept;
   std::uint64_t take_counter(ThreadState& ts) noexcept;
   void prune_foreign(ThreadState& ts);
   void push(ThreadState& ts, const Record& record) noexcept;
   bool wait_for_space(ThreadState& ts) noexcept;
   void end_slow(ThreadState& ts, std::uint32_t handle, std::uint64_t now) noexcept;
+  // The string API's handle for (static_id, op, inputs): the thread's cache, then the table.
+  Result<std::uint32_t> lookup_op(ThreadState& ts, std::string_view static_id, std::string_view op,
+                                  std::span<const std::string_view> inputs);
+  // Takes the open string-API operation `counter` begun at `id_step`, wherever it began.
+  bool take_open(ThreadState& self, std::uint64_t counter, std::uint64_t id_step, Frame& frame,
+                 ThreadState*& owner, std::uint16_t& owner_index);
+  void wake_writer() noexcept;
+  // After publishing a record into a ring the writer had emptied: wakes it if it sleeps.
+  void note_first_record() noexcept;
 
   // Writer thread (writer.cpp).
   void writer_main();
   std::uint64_t drain(std::vector<ThreadState*>& threads);
   void format(const Record& r);
+  // runtime/4-compact/1: a `def` line the first time a handle is used, then the short record.
+  void format_compact(const Record& r, const std::optional<std::string>& output);
+  std::optional<std::string> take_output(const Record& r);
   // The writer's output block: records are formatted straight into it through a raw pointer.
   char* out_reserve(std::size_t bytes);
   void out_append(std::string_view text);
   void write_out();
   void write_end_record(std::uint64_t open_operations);
   void refresh_threads(std::vector<ThreadState*>& threads);
+  void recycle_retired(const std::vector<ThreadState*>& threads);
 
   const std::uint64_t id_;
   const std::string op_prefix_;    // {"kind":"operation","event_id":"train-op-
   const std::string edge_prefix_;  // {"kind":"edge_timing","event_id":"train-edge-
   const bool v4_;
+  const bool compact_;  // runtime/4-compact/1
   std::size_t ring_capacity_;
 
   std::mutex threads_mu_;
   std::vector<std::unique_ptr<ThreadState>> threads_;
-  std::unordered_map<std::uint64_t, ThreadState*> by_token_;
+  std::vector<ThreadState*> pool_;     // drained states of exited threads, for adoption
+  std::size_t next_thread_index_ = 0;  // OS threads that used the session so far
+  std::uint64_t retired_open_ = 0;     // handle scopes left open by exited threads
   std::atomic<std::size_t> thread_count_{0};
   std::atomic<std::uint64_t> next_counter_block_{1};
+  std::atomic<std::uint64_t> retired_waiting_{0};  // retired states not yet back in the pool
 
   std::mutex active_mu_;
-  std::unordered_map<std::string, ActiveOp> active_;
+  std::unordered_map<std::uint64_t, ActiveOp> active_;  // by counter
   // Output ids of string-API operations, by counter: rare, so kept out of the 64-byte record.
   std::mutex outputs_mu_;
   std::unordered_map<std::uint64_t, std::string> outputs_;
@@ -242,16 +338,32 @@ class SessionState {
   std::uint64_t flush_requested_ = 0;
   std::uint64_t flush_completed_ = 0;
   bool stop_ = false;
+  bool wake_ = false;
   bool writer_exited_ = false;
+  // Set by the writer before it sleeps with every ring empty; a producer that publishes into an
+  // empty ring then wakes it (Dekker-style: both sides fence between their store and load).
+  std::atomic<bool> writer_sleeping_{false};
   std::atomic<bool> writer_gone_{false};
   std::unique_ptr<char[]> out_;
   std::size_t out_capacity_ = 0;
   std::size_t out_size_ = 0;
   bool io_failed_ = false;
   CachedNumber step_text_;
+  // Compact encoding state: handles already defined in the file, and per timeline thread the
+  // last counter and id step written (fields equal to what they predict are left out).
+  struct CompactThread {
+    std::uint64_t counter = 0;
+    std::uint64_t id_step = 0;
+  };
+  std::vector<bool> defined_;
+  std::vector<CompactThread> compact_threads_;
+  std::uint32_t compact_last_thread_ = 0;
   std::uint64_t operations_written_ = 0;
   std::uint64_t edges_written_ = 0;
 };
+
+void register_session(std::uint64_t id, SessionState* state);
+void unregister_session(std::uint64_t id) noexcept;
 
 inline std::uint64_t SessionState::take_counter(ThreadState& ts) noexcept {
   // Counters come in per-thread blocks: one thread sees 1, 2, 3, … exactly like the seed's single

@@ -1,24 +1,24 @@
 #include "profile/timer.hpp"
 
-#include <fstream>
-#include <string>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <thread>
 
 namespace candle_graph::detail {
 
 bool tsc_is_invariant() noexcept {
 #if defined(__x86_64__)
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    auto has = [&](const char* flag) {
-      return (" " + line + " ").find(std::string(" ") + flag + " ") != std::string::npos;
-    };
-    return has("constant_tsc") && has("nonstop_tsc");
-  }
-#endif
+  // CPUID leaf 0x80000007, EDX bit 8: "invariant TSC" (constant rate through P-, C- and T-state
+  // changes); Linux derives its `constant_tsc` and `nonstop_tsc` flags from the same bit.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
+  if (!__get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx)) return false;
+  return (edx & (1u << 8)) != 0;
+#else
   return false;
+#endif
 }
 
 namespace {

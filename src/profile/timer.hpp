@@ -20,9 +20,9 @@ inline std::uint64_t steady_now_ns() noexcept {
                                         .count());
 }
 
-// True when the CPU declares a TSC that ticks at a constant rate through frequency changes and
-// idle states (Linux's `constant_tsc` and `nonstop_tsc` flags). Without both, TSC deltas are not
-// time and we fall back to steady_clock.
+// True when the CPU declares (CPUID 0x80000007 EDX[8]) a TSC that ticks at a constant rate through
+// frequency changes and idle states (Linux's `constant_tsc` and `nonstop_tsc` flags come from the
+// same bit). Without it, TSC deltas are not time and we fall back to steady_clock.
 bool tsc_is_invariant() noexcept;
 
 class Timer {

@@ -81,7 +81,84 @@ void SessionState::write_out() {
   out_size_ = 0;
 }
 
+std::optional<std::string> SessionState::take_output(const Record& r) {
+  if (r.kind != RecordKind::operation_ns_with_output) return std::nullopt;
+  std::lock_guard<std::mutex> lock(outputs_mu_);
+  auto it = outputs_.find(r.counter);
+  if (it == outputs_.end()) return std::nullopt;
+  std::string output = std::move(it->second);
+  outputs_.erase(it);
+  return output;
+}
+
+// One record of `candle-graph/runtime/4-compact/1` (docs/runtime-4.md, "Compact encoding"). Every
+// record kind goes through here, so a new kind (module scopes) adds one case and, if it names
+// strings, one `def` variant.
+void SessionState::format_compact(const Record& r, const std::optional<std::string>& output_text) {
+  const HandleInfo& h = handles_[r.handle];
+  if (r.handle >= defined_.size()) defined_.resize(std::max<std::size_t>(r.handle + 1, 1024));
+  if (!defined_[r.handle]) {
+    defined_[r.handle] = true;
+    char* const begin = out_reserve(h.body.size() + 64);
+    char* p = put(begin, "{\"kind\":\"def\",\"h\":");
+    p = put_u64(p, r.handle);
+    p = put(p, h.body);
+    p = put(p, "}\n");
+    out_size_ += static_cast<std::size_t>(p - begin);
+  }
+  if (r.thread >= compact_threads_.size()) compact_threads_.resize(r.thread + std::size_t{1});
+  CompactThread& t = compact_threads_[r.thread];
+  std::string output;
+  if (output_text) {
+    output = ",\"o\":";
+    append_json_string(output, *output_text);
+  }
+  char* const begin = out_reserve(output.size() + kRecordOverhead);
+  const bool edge = r.kind == RecordKind::edge;
+  char* p = put(begin, edge ? "{\"kind\":\"e\",\"h\":" : "{\"kind\":\"o\",\"h\":");
+  p = put_u64(p, r.handle);
+  if (r.thread != compact_last_thread_) {
+    p = put(p, ",\"th\":");
+    p = put_u64(p, r.thread);
+    compact_last_thread_ = r.thread;
+  }
+  if (r.counter != t.counter + 1) {
+    p = put(p, ",\"c\":");
+    p = put_u64(p, r.counter);
+  }
+  t.counter = r.counter;
+  if (r.id_step != t.id_step) {
+    p = put(p, ",\"s\":");
+    p = step_text_.put(p, r.id_step);
+    t.id_step = r.id_step;
+  }
+  if (r.step != r.id_step) {
+    p = put(p, ",\"e\":");
+    p = put_u64(p, r.step);
+  }
+  p = put(p, ",\"d\":");
+  p = put_u64(p, r.kind == RecordKind::operation ? timer.duration_ns(r.start, r.end) : r.end);
+  p = put(p, ",\"t\":");
+  p = put_u64(p, timer.since_origin_ns(r.start));
+  if (!edge && r.parent_counter != 0) {
+    p = put(p, ",\"p\":");
+    p = put_u64(p, r.counter - r.parent_counter);
+    if (r.parent_step != r.id_step) {
+      p = put(p, ",\"ps\":");
+      p = put_u64(p, r.parent_step);
+    }
+  }
+  p = put(p, output);
+  p = put(p, "}\n");
+  out_size_ += static_cast<std::size_t>(p - begin);
+  ++(edge ? edges_written_ : operations_written_);
+}
+
 void SessionState::format(const Record& r) {
+  if (compact_) {
+    format_compact(r, take_output(r));
+    return;
+  }
   const HandleInfo& h = handles_[r.handle];
   if (r.kind == RecordKind::edge) {
     char* const begin = out_reserve(edge_prefix_.size() + h.body.size() + kRecordOverhead);
@@ -108,12 +185,9 @@ void SessionState::format(const Record& r) {
   }
   std::string output;
   if (r.kind == RecordKind::operation_ns_with_output) {
-    std::lock_guard<std::mutex> lock(outputs_mu_);
-    auto it = outputs_.find(r.counter);
-    if (it != outputs_.end()) {
+    if (std::optional<std::string> text = take_output(r)) {
       output = ",\"output\":";
-      append_json_string(output, it->second);
-      outputs_.erase(it);
+      append_json_string(output, *text);
     }
   }
   char* const begin =
@@ -167,6 +241,20 @@ std::uint64_t SessionState::drain(std::vector<ThreadState*>& threads) {
   return drained;
 }
 
+void SessionState::recycle_retired(const std::vector<ThreadState*>& threads) {
+  if (retired_waiting_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  for (ThreadState* ts : threads) {
+    // Retired and fully written: a thread that starts later adopts it instead of a new ring.
+    if (!ts->retired.load(std::memory_order_acquire) ||
+        ts->tail.load(std::memory_order_relaxed) != ts->head.load(std::memory_order_acquire) ||
+        std::find(pool_.begin(), pool_.end(), ts) != pool_.end())
+      continue;
+    pool_.push_back(ts);
+    retired_waiting_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
 void SessionState::writer_main() {
   std::vector<ThreadState*> threads;
   auto last_calibration = std::chrono::steady_clock::now();
@@ -177,14 +265,17 @@ void SessionState::writer_main() {
       std::lock_guard<std::mutex> lock(writer_mu_);
       generation = flush_requested_;
       stop = stop_;
+      wake_ = false;
     }
     auto now = std::chrono::steady_clock::now();
-    if (now - last_calibration > std::chrono::milliseconds(100)) {
+    // Also right before the final drain, so the last records use the rate measured at finish.
+    if (stop || now - last_calibration > std::chrono::milliseconds(100)) {
       timer.recalibrate();
       last_calibration = now;
     }
     refresh_threads(threads);
     const std::uint64_t drained = drain(threads);
+    recycle_retired(threads);
     if (stop) {
       write_out();
       break;
@@ -199,15 +290,32 @@ void SessionState::writer_main() {
       continue;
     }
     if (drained >= kTailBatch) continue;
-    // Little or nothing to do: hand what we have to the OS, then sleep until woken (flush, finish,
-    // a full ring) or a moment passes. Draining in batches keeps the writer off the cache lines
-    // producers are writing; a ring holds far more than 200 us of records at any realistic rate.
     if (out_size_ != 0) write_out();
-    std::unique_lock<std::mutex> lock(writer_mu_);
-    writer_cv_.wait_for(lock, std::chrono::microseconds(drained != 0 ? 200 : 1000),
-                        [&] { return stop_ || flush_requested_ > flush_completed_; });
+    auto wake = [&] { return stop_ || wake_ || flush_requested_ > flush_completed_; };
+    if (drained != 0) {
+      // Producers are active: come back in a moment for the next batch without asking them to
+      // wake us (draining in batches keeps the writer off the cache lines they write; a ring
+      // holds far more than 1 ms of records at any realistic rate, and a full one wakes us).
+      std::unique_lock<std::mutex> lock(writer_mu_);
+      writer_cv_.wait_for(lock, std::chrono::milliseconds(1), wake);
+      continue;
+    }
+    // Idle: sleep until there is work. The first record published into an emptied ring, a
+    // flush, finish, a full ring or an exited thread wakes us. Announce the sleep, then look
+    // once more (a producer publishes, fences, then reads the flag; we store, fence, then read
+    // its head: one of the two sees the other).
+    writer_sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool pending = false;
+    for (ThreadState* ts : threads)
+      pending = pending || ts->head.load(std::memory_order_relaxed) !=
+                               ts->tail.load(std::memory_order_relaxed);
+    if (!pending && thread_count_.load(std::memory_order_acquire) == threads.size()) {
+      std::unique_lock<std::mutex> lock(writer_mu_);
+      writer_cv_.wait(lock, wake);
+    }
+    writer_sleeping_.store(false, std::memory_order_relaxed);
   }
-  timer.recalibrate();
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
     writer_exited_ = true;
@@ -224,7 +332,7 @@ void SessionState::write_end_record(std::uint64_t open_operations) {
     std::lock_guard<std::mutex> lock(threads_mu_);
     for (auto& ts : threads_)
       dropped += ts->dropped.load(std::memory_order_relaxed);
-    thread_count = threads_.size();
+    thread_count = next_thread_index_;  // OS threads, not rings (exited threads' are reused)
   }
   std::string line = "{\"kind\":\"end\",\"operations\":";
   append_u64(line, operations_written_);

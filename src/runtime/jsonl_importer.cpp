@@ -384,9 +384,29 @@ bool is(std::string_view name, const char (&literal)[N]) {
   return name.size() == N - 1 && std::memcmp(name.data(), literal, N - 1) == 0;
 }
 
-enum class Kind { meta, tensor, operation, gradient, value, edge_timing, end };
+enum class Kind {
+  meta,
+  tensor,
+  operation,
+  gradient,
+  value,
+  edge_timing,
+  end,
+  compact_def,
+  compact_op,
+  compact_edge
+};
 
-Kind parse_kind(std::string_view k) {
+constexpr std::string_view kCompactSchema = "candle-graph/runtime/4-compact/1";
+// The writer's bound on distinct operations and edges per session (HandleTable::kMaxHandles).
+constexpr std::uint64_t kMaxCompactHandles = std::uint64_t{1} << 22;
+
+Kind parse_kind(std::string_view k, bool compact) {
+  if (compact) {
+    if (k == "o") return Kind::compact_op;
+    if (k == "def") return Kind::compact_def;
+    if (k == "e") return Kind::compact_edge;
+  }
   if (k == "operation") return Kind::operation;
   if (k == "edge_timing") return Kind::edge_timing;
   if (k == "meta") return Kind::meta;
@@ -394,6 +414,10 @@ Kind parse_kind(std::string_view k) {
   if (k == "gradient") return Kind::gradient;
   if (k == "value") return Kind::value;
   if (k == "end") return Kind::end;
+  if (compact) {
+    throw RecordError("unknown record kind `" + std::string(k) +
+                      "` (expected def, o, e, meta, operation, edge_timing or end)");
+  }
   throw RecordError("unknown record kind `" + std::string(k) +
                     "` (expected meta, tensor, operation, gradient, value, edge_timing or end)");
 }
@@ -473,16 +497,163 @@ void JsonlImporter::meta(Obj& obj, TraceValidator& validator, bool first_record,
   });
   done();
   if (!have_schema) missing("meta", "schema", "string");
-  auto schema = parse_schema(schema_text);
+  // The compact encoding carries runtime/4's records; everything past the importer sees /4.
+  const bool compact = schema_text == kCompactSchema;
+  auto schema = compact ? std::optional<Schema>(Schema::v4) : parse_schema(schema_text);
   if (!schema) {
     throw RecordError("unsupported schema `" + schema_text +
-                      "` (expected candle-graph/runtime/1, /2, /3 or /4)");
+                      "` (expected candle-graph/runtime/1, /2, /3, /4 or /4-compact/1)");
   }
+  if (compact && !meta.phase) missing("meta", "phase", "string");
   if (!have_entrypoint) missing("meta", "entrypoint", "string");
   if (!have_profile) missing("meta", "profile", "string");
   meta.schema = *schema;
+  if (compact) {
+    compact_ = true;
+    phase_ = *meta.phase;
+  }
   committing_ = true;
   validator.meta(std::move(meta), first_record);
+}
+
+template <typename Obj, typename Done>
+void JsonlImporter::compact_def(Obj& obj, Done&& done) {
+  std::optional<std::uint64_t> h;
+  std::optional<std::string_view> op, static_id, from, to, event_id;
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (is(name, "h")) {
+      h = u64(val, name);
+    } else if (is(name, "op")) {
+      op = str(val, name);
+    } else if (is(name, "static_id")) {
+      static_id = str(val, name);
+    } else if (is(name, "inputs")) {
+      check_strings(val, name);
+    } else if (is(name, "from_static_id")) {
+      from = str(val, name);
+    } else if (is(name, "to_static_id")) {
+      to = str(val, name);
+    }
+  });
+  done();
+  if (!h) missing("def", "h", "unsigned integer");
+  if (*h >= kMaxCompactHandles) {
+    throw RecordError("def `h` " + std::to_string(*h) + " is past the writer's bound of " +
+                      std::to_string(kMaxCompactHandles) + " distinct operations and edges");
+  }
+  CompactDef def;
+  if (static_id || op) {
+    if (!op) missing("def", "op", "string");
+    if (!static_id) missing("def", "static_id", "string");
+    if (from || to) throw RecordError("def has both an operation's and an edge's fields");
+    def.op = std::string(*op);
+    def.static_id = std::string(*static_id);
+  } else {
+    if (!from) missing("def", "from_static_id (or static_id and op)", "string");
+    if (!to) missing("def", "to_static_id", "string");
+    def.edge = true;
+    def.from = std::string(*from);
+    def.to = std::string(*to);
+  }
+  if (defs_.contains(*h)) throw RecordError("def `h` " + std::to_string(*h) + " is defined twice");
+  committing_ = true;
+  defs_.emplace(*h, std::move(def));
+}
+
+template <typename Obj, typename Done>
+void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, bool edge, Done&& done) {
+  const char* kind = edge ? "e" : "o";
+  std::optional<std::uint64_t> h, th, c, s, e, d, t, p, ps;
+  std::optional<std::string_view> output, event_id;
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (name.size() > 2) return;  // fields of a later version
+    if (is(name, "h")) {
+      h = u64(val, name);
+    } else if (is(name, "th")) {
+      th = u64(val, name);
+    } else if (is(name, "c")) {
+      c = u64(val, name);
+    } else if (is(name, "s")) {
+      s = u64(val, name);
+    } else if (is(name, "e")) {
+      e = u64(val, name);
+    } else if (is(name, "d")) {
+      d = u64(val, name);
+    } else if (is(name, "t")) {
+      t = u64(val, name);
+    } else if (is(name, "p") && !edge) {
+      p = u64(val, name);
+    } else if (is(name, "ps") && !edge) {
+      ps = u64(val, name);
+    } else if (is(name, "o") && !edge) {
+      output = str(val, name);
+    }
+  });
+  done();
+  if (!h) missing(kind, "h", "unsigned integer");
+  if (!d) missing(kind, "d", "unsigned integer");
+  if (!t) missing(kind, "t", "unsigned integer");
+  auto def = defs_.find(*h);
+  if (def == defs_.end()) {
+    throw RecordError(std::string("`") + kind + "` record refers to `h` " + std::to_string(*h) +
+                      ", which no earlier def record defines");
+  }
+  if (def->second.edge != edge) {
+    throw RecordError(
+        std::string("`") + kind + "` record refers to `h` " + std::to_string(*h) +
+        (edge ? ", which is defined as an operation" : ", which is defined as an edge"));
+  }
+  // Fields left out repeat (or, for the counter, continue) the thread's previous record.
+  const std::uint64_t thread = th.value_or(compact_last_thread_);
+  if (thread > 0xFFFF) {
+    throw RecordError(std::string("`") + kind + "` record's `th` " + std::to_string(thread) +
+                      " is past 65535, the writer's last thread number");
+  }
+  const CompactThread previous = compact_threads_[thread];
+  const std::uint64_t counter = c.value_or(previous.counter + 1);
+  const std::uint64_t id_step = s.value_or(previous.id_step);
+  if (counter == 0) throw RecordError(std::string("`") + kind + "` record has counter 0");
+  auto put_id = [&](std::string& out, const char* what, std::uint64_t step_of,
+                    std::uint64_t counter_of) {
+    out.assign(phase_);
+    out += what;
+    out += std::to_string(step_of);
+    out.push_back('-');
+    out += std::to_string(counter_of);
+  };
+  put_id(compact_id_, edge ? "-edge-" : "-op-", id_step, counter);
+  if (p && (*p == 0 || *p >= counter)) {
+    throw RecordError("`o` record's parent offset `p` " + std::to_string(*p) +
+                      " must be between 1 and the counter minus 1 (" + std::to_string(counter - 1) +
+                      ")");
+  }
+  if (p) put_id(compact_parent_, "-op-", ps.value_or(id_step), counter - *p);
+  committing_ = true;
+  compact_last_thread_ = thread;
+  compact_threads_[thread] = {counter, id_step};
+  if (edge) {
+    EdgeTimingRecord et;
+    et.event_id = compact_id_;
+    et.from_static_id = def->second.from;
+    et.to_static_id = def->second.to;
+    et.duration_ns = *d;
+    et.step = e.value_or(id_step);
+    et.at_ns = *t;
+    et.thread = thread;
+    validator.edge_timing(et);
+    return;
+  }
+  OperationRecord o;
+  o.event_id = compact_id_;
+  o.op = def->second.op;
+  o.static_id = std::string_view(def->second.static_id);
+  o.output = output;
+  o.step = e.value_or(id_step);
+  o.duration_ns = *d;
+  o.start_ns = *t;
+  o.thread = thread;
+  if (p) o.parent = std::string_view(compact_parent_);
+  validator.operation(o);
 }
 
 template <typename Obj, typename Done>
@@ -743,7 +914,7 @@ void JsonlImporter::record(Doc& doc, const char* line_end, const char* limit,
 template <typename Obj, typename Done>
 void JsonlImporter::dispatch(Obj& obj, std::string_view kind, TraceValidator& validator,
                              bool first_record, Done&& done) {
-  switch (parse_kind(kind)) {
+  switch (parse_kind(kind, compact_)) {
     case Kind::meta:
       return meta(obj, validator, first_record, done);
     case Kind::operation:
@@ -758,6 +929,12 @@ void JsonlImporter::dispatch(Obj& obj, std::string_view kind, TraceValidator& va
       return value(obj, validator, done);
     case Kind::end:
       return end(obj, validator, done);
+    case Kind::compact_def:
+      return compact_def(obj, done);
+    case Kind::compact_op:
+      return compact_event(obj, validator, false, done);
+    case Kind::compact_edge:
+      return compact_event(obj, validator, true, done);
   }
 }
 

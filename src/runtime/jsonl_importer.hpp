@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/trace_validator.hpp"
@@ -69,6 +70,12 @@ class JsonlImporter {
   void value(Obj& obj, TraceValidator& validator, Done&& done);
   template <typename Obj, typename Done>
   void end(Obj& obj, TraceValidator& validator, Done&& done);
+  // runtime/4-compact/1 (docs/runtime-4.md): `def`, then `o` / `e` records that refer to it,
+  // expanded here into the same operation and edge_timing records a runtime/4 line gives.
+  template <typename Obj, typename Done>
+  void compact_def(Obj& obj, Done&& done);
+  template <typename Obj, typename Done>
+  void compact_event(Obj& obj, TraceValidator& validator, bool edge, Done&& done);
 
   void start_stream(const char* from);
   bool at_line(std::string_view line);
@@ -77,6 +84,23 @@ class JsonlImporter {
 
   simdjson::ondemand::parser parser_;
   std::vector<std::uint64_t> shape_;
+
+  // Compact encoding: set by a `meta` naming candle-graph/runtime/4-compact/1.
+  struct CompactDef {
+    bool edge = false;
+    std::string op, static_id;  // operation
+    std::string from, to;       // edge
+  };
+  struct CompactThread {
+    std::uint64_t counter = 0;
+    std::uint64_t id_step = 0;
+  };
+  bool compact_ = false;
+  std::string phase_;
+  std::unordered_map<std::uint64_t, CompactDef> defs_;
+  std::unordered_map<std::uint64_t, CompactThread> compact_threads_;
+  std::uint64_t compact_last_thread_ = 0;
+  std::string compact_id_, compact_parent_;  // the current record's synthesized ids
   bool committing_ = false;  // the record parsed whole and is being handed to the validator
 
   simdjson::ondemand::parser stream_parser_;

@@ -20,7 +20,6 @@
 
 use std::ffi::CStr;
 use std::fmt;
-use std::os::raw::c_char;
 use std::path::{Path, PathBuf};
 
 mod ffi {
@@ -129,6 +128,9 @@ pub enum TraceFormat {
     RuntimeV4,
     /// `candle-graph/runtime/3`, line for line what the seed writes.
     RuntimeV3,
+    /// `candle-graph/runtime/4-compact/1`: runtime/4's records with each static id written once
+    /// in a `def` record and repeated fields left out (under 60 bytes per operation).
+    RuntimeV4Compact,
 }
 
 /// What a thread does when its buffer is full because the writer fell behind.
@@ -238,6 +240,19 @@ fn strs(items: &[String]) -> Vec<ffi::Str> {
     items.iter().map(|s| ffi::Str::of(s)).collect()
 }
 
+/// Calls `body` with `items` as C string views, on the stack for up to 8 (no allocation).
+fn with_strs<R>(items: &[String], body: impl FnOnce(&[ffi::Str]) -> R) -> R {
+    if items.len() <= 8 {
+        let mut views = [ffi::Str::NONE; 8];
+        for (view, item) in views.iter_mut().zip(items) {
+            *view = ffi::Str::of(item);
+        }
+        body(&views[..items.len()])
+    } else {
+        body(&strs(items))
+    }
+}
+
 /// Streaming profiler session (runtime/4 by default, or the seed's runtime/3).
 ///
 /// All methods take `&self` and are thread-safe; the seed's `&mut self` call sites compile
@@ -274,6 +289,7 @@ impl ProfileSession {
             format: match config.format {
                 TraceFormat::RuntimeV4 => 0,
                 TraceFormat::RuntimeV3 => 1,
+                TraceFormat::RuntimeV4Compact => 2,
             },
             backpressure: match config.backpressure {
                 Backpressure::Block => 0,
@@ -306,6 +322,9 @@ impl ProfileSession {
     }
 
     /// Begin timing an operation; returns an `event_id` for [`Self::end_operation`].
+    ///
+    /// The static id is interned once per session (the library caches it by address, then by
+    /// content), so a call copies nothing but the returned id.
     pub fn begin_operation(
         &self,
         static_id: impl Into<String>,
@@ -313,24 +332,26 @@ impl ProfileSession {
         inputs: &[String],
     ) -> Result<String> {
         let (static_id, op) = (static_id.into(), op.into());
-        let inputs = strs(inputs);
-        let mut buf = [0 as c_char; ffi::EVENT_ID_MAX];
-        let mut len = 0usize;
-        // SAFETY: buf has EVENT_ID_MAX bytes, which the header guarantees suffice.
-        check(unsafe {
-            ffi::cgp_begin_operation(
-                self.raw,
-                ffi::Str::of(&static_id),
-                ffi::Str::of(&op),
-                inputs.as_ptr(),
-                inputs.len(),
-                buf.as_mut_ptr(),
-                buf.len(),
-                &mut len,
-            )
-        })?;
-        let bytes: Vec<u8> = buf[..len].iter().map(|&c| c as u8).collect();
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        with_strs(inputs, |inputs| {
+            let mut buf = [0u8; ffi::EVENT_ID_MAX];
+            let mut len = 0usize;
+            // SAFETY: buf has EVENT_ID_MAX bytes, which the header guarantees suffice.
+            check(unsafe {
+                ffi::cgp_begin_operation(
+                    self.raw,
+                    ffi::Str::of(&static_id),
+                    ffi::Str::of(&op),
+                    inputs.as_ptr(),
+                    inputs.len(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    &mut len,
+                )
+            })?;
+            // Event ids are ASCII (`{phase}-op-{step}-{counter}`): one allocation, no re-coding.
+            Ok(String::from_utf8(buf[..len].to_vec())
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+        })
     }
 
     /// End a timed operation and emit its `operation` record; returns its duration in ns.

@@ -198,3 +198,42 @@ fn c_abi_compiles_as_c_and_behaves() {
         Some("infer-edge-2-3")
     );
 }
+
+#[test]
+fn seed_calls_into_the_compact_encoding_write_each_id_once() {
+    let path = scratch("compact.jsonl");
+    let mut config = ProfileConfig::train("model::train_step");
+    config.format = TraceFormat::RuntimeV4Compact;
+    let session = ProfileSession::open(&path, config).unwrap();
+    let inputs = vec!["tensor:a".to_string()];
+    let ids: Vec<String> = (0..4).map(|i| format!("operation:train:f:{i}")).collect();
+    for i in 0..400usize {
+        // The seed's call shape: a fresh String each time.
+        let id = session
+            .begin_operation(ids[i % 4].clone(), "matmul", &inputs)
+            .unwrap();
+        session.end_operation(&id, None).unwrap();
+    }
+    session.finish().unwrap();
+    let l = lines(&path);
+    assert!(
+        l[0].contains(r#""schema":"candle-graph/runtime/4-compact/1""#),
+        "{}",
+        l[0]
+    );
+    let defs: Vec<&String> = l
+        .iter()
+        .filter(|x| x.starts_with(r#"{"kind":"def""#))
+        .collect();
+    assert_eq!(defs.len(), 4, "{defs:?}");
+    assert_eq!(
+        defs[0],
+        r#"{"kind":"def","h":0,"op":"matmul","static_id":"operation:train:f:0","inputs":["tensor:a"]}"#
+    );
+    let ops = l.iter().filter(|x| x.starts_with(r#"{"kind":"o""#)).count();
+    assert_eq!(ops, 400);
+    assert_eq!(
+        field(l.last().unwrap(), "operations").as_deref(),
+        Some("400")
+    );
+}

@@ -1,0 +1,334 @@
+// What the profiler costs its host beyond the hot path: the clock it trusts, memory per thread,
+// a writer that sleeps when idle, refused configurations, and the string API's interning cache.
+#include <cpuid.h>
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "candle_graph/profile.hpp"
+#include "candle_graph_profile.h"
+
+namespace cg = candle_graph;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("cg-profile-res-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+std::optional<std::string> field(const std::string& line, const std::string& name) {
+  const std::string key = "\"" + name + "\":";
+  auto pos = line.find(key);
+  if (pos == std::string::npos) return std::nullopt;
+  pos += key.size();
+  if (line[pos] == '"') return line.substr(pos + 1, line.find('"', pos + 1) - pos - 1);
+  return line.substr(pos, line.find_first_of(",}", pos) - pos);
+}
+
+std::uint64_t number(const std::string& line, const std::string& name) {
+  auto value = field(line, name);
+  EXPECT_TRUE(value.has_value()) << name << " missing in " << line;
+  return value ? std::stoull(*value) : 0;
+}
+
+cg::ProfileSession open_or_die(const fs::path& path, cg::ProfileConfig config) {
+  auto session = cg::ProfileSession::open(path, std::move(config));
+  if (!session) throw std::runtime_error("open failed: " + session.status().message());
+  return std::move(session).value();
+}
+
+bool cpu_has_invariant_tsc() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
+  return __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8)) != 0;
+}
+
+std::uint64_t resident_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+std::set<std::string> task_ids() {
+  std::set<std::string> ids;
+  for (const auto& entry : fs::directory_iterator("/proc/self/task"))
+    ids.insert(entry.path().filename().string());
+  return ids;
+}
+
+std::uint64_t voluntary_switches(const std::string& task) {
+  std::ifstream status("/proc/self/task/" + task + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stoull(line.substr(24));
+  }
+  return 0;
+}
+
+}  // namespace
+
+// Durations read from the TSC and converted by the calibrated rate agree with steady_clock over
+// sleeps of known length: never shorter than the sleep, never longer than steady_clock measured
+// around the whole begin/end (plus 0.2% and 20 us for the calibration's documented bound).
+TEST(ProfileClock, TscDurationsAgreeWithSteadyClockOverKnownSleeps) {
+  for (cg::TimerKind kind : {cg::TimerKind::automatic, cg::TimerKind::steady_clock}) {
+    const fs::path path = scratch("clock.jsonl");
+    auto config = cg::ProfileConfig::train("main");
+    config.timer = kind;
+    auto session = open_or_die(path, config);
+    auto handle = session.op("operation:train:f:sleep", "sleep").value();
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> bounds;  // (sleep, steady around)
+    std::vector<std::uint64_t> returned;
+    for (int ms : {5, 20, 60, 120}) {
+      const auto sleep = std::chrono::milliseconds(ms);
+      auto t0 = std::chrono::steady_clock::now();
+      auto id = session.begin_operation("operation:train:f:sleep", "sleep").value();
+      std::this_thread::sleep_for(sleep);
+      returned.push_back(session.end_operation(id).value());
+      auto t1 = std::chrono::steady_clock::now();
+      handle.begin();
+      std::this_thread::sleep_for(sleep);
+      handle.end();
+      auto t2 = std::chrono::steady_clock::now();
+      const auto ns = [](auto d) {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+      };
+      bounds.emplace_back(ns(sleep), ns(t1 - t0));
+      bounds.emplace_back(ns(sleep), ns(t2 - t1));
+    }
+    ASSERT_TRUE(session.finish());
+    const std::vector<std::string> lines = read_lines(path);
+    const std::string expected_timer =
+        kind == cg::TimerKind::automatic && cpu_has_invariant_tsc() ? "tsc" : "steady_clock";
+    EXPECT_EQ(field(lines.front(), "timer"), expected_timer);
+    ASSERT_EQ(lines.size(), 2 + bounds.size());
+    for (std::size_t i = 0; i < bounds.size(); ++i) {
+      const std::uint64_t d = number(lines[1 + i], "duration_ns");
+      const auto [sleep_ns, around_ns] = bounds[i];
+      EXPECT_GE(d + 20'000, sleep_ns) << expected_timer << " record " << i;
+      EXPECT_LE(d, around_ns + around_ns / 500 + 20'000) << expected_timer << " record " << i;
+      // The string API returns the same duration it writes.
+      if (i % 2 == 0) {
+        EXPECT_EQ(d, returned[i / 2]);
+      }
+    }
+  }
+}
+
+// 1,000 short-lived threads, each timing one operation, keep a handful of rings (an exited
+// thread's ring is reused), not one per thread: with 1 MiB rings that would be ~1 GB resident.
+TEST(ProfileResources, ExitedThreadsHandTheirRingBack) {
+  const fs::path path = scratch("short-threads.jsonl");
+  auto config = cg::ProfileConfig::train("main");
+  config.buffer_records_per_thread = 1u << 14;  // 1 MiB per ring
+  auto session = open_or_die(path, config);
+  auto op = session.op("operation:train:f:0", "relu").value();
+  const std::uint64_t before = resident_kib();
+  constexpr int kThreads = 1000;
+  for (int batch = 0; batch < kThreads / 4; ++batch) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&] {
+        op.begin();
+        op.end();
+      });
+    for (auto& th : threads)
+      th.join();
+  }
+  const std::uint64_t grown_mib = (resident_kib() - std::min(before, resident_kib())) / 1024;
+  EXPECT_LT(grown_mib, 128u) << "resident memory grew by " << grown_mib << " MiB";
+  ASSERT_TRUE(session.finish());
+  const std::vector<std::string> lines = read_lines(path);
+  const std::string& end = lines.back();
+  EXPECT_EQ(number(end, "operations"), static_cast<std::uint64_t>(kThreads));
+  EXPECT_EQ(number(end, "open_operations"), 0u);
+  // Each OS thread still gets its own timeline track.
+  EXPECT_EQ(number(end, "threads"), static_cast<std::uint64_t>(kThreads + 1));
+  std::set<std::string> tracks;
+  for (std::size_t i = 1; i + 1 < lines.size(); ++i)
+    tracks.insert(*field(lines[i], "thread"));
+  EXPECT_EQ(tracks.size(), static_cast<std::size_t>(kThreads));
+}
+
+// A thread that exits with an operation open: counted at finish, not lost, not double counted.
+TEST(ProfileResources, ScopesLeftOpenByExitedThreadsAreCounted) {
+  const fs::path path = scratch("exit-open.jsonl");
+  auto session = open_or_die(path, cg::ProfileConfig::train("main"));
+  auto op = session.op("operation:train:f:0", "relu").value();
+  std::string by_id;
+  std::thread([&] {
+    op.begin();
+    by_id = session.begin_operation("operation:train:f:1", "gelu").value();
+  }).join();
+  std::thread([&] { ASSERT_TRUE(session.end_operation(by_id)); }).join();
+  std::thread([&] { (void)session.begin_operation("operation:train:f:2", "gelu").value(); }).join();
+  ASSERT_TRUE(session.finish());
+  const std::string end = read_lines(path).back();
+  EXPECT_EQ(number(end, "operations"), 1u);
+  EXPECT_EQ(number(end, "open_operations"), 2u);
+}
+
+// An idle session's writer sleeps until there is work instead of waking ~1,000 times a second.
+TEST(ProfileResources, IdleWriterSleeps) {
+  const fs::path path = scratch("idle.jsonl");
+  const std::set<std::string> before = task_ids();
+  auto session = open_or_die(path, cg::ProfileConfig::train("main"));
+  std::set<std::string> added;
+  for (const auto& id : task_ids()) {
+    if (!before.contains(id)) added.insert(id);
+  }
+  ASSERT_EQ(added.size(), 1u) << "expected exactly the writer thread to start";
+  const std::string writer = *added.begin();
+  auto op = session.op("operation:train:f:0", "relu").value();
+  op.begin();
+  op.end();
+  ASSERT_TRUE(session.flush());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::uint64_t s0 = voluntary_switches(writer);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::uint64_t idle_wakeups = voluntary_switches(writer) - s0;
+  EXPECT_LE(idle_wakeups, 5u) << "the idle writer woke " << idle_wakeups << " times in 0.5 s";
+  // And it still wakes for work: a record published now is written without flush().
+  op.begin();
+  op.end();
+  bool written = false;
+  for (int i = 0; i < 200 && !written; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    written = read_lines(path).size() == 3;
+  }
+  EXPECT_TRUE(written) << "a record published to an idle writer was not written within 1 s";
+  ASSERT_TRUE(session.finish());
+}
+
+// A huge per-thread buffer is refused at open with a clear error (it used to abort the host with
+// an uncaught bad_alloc when the first thread registered); through the C ABI as well.
+TEST(ProfileResources, HugeBufferIsRefusedAtOpen) {
+  const fs::path path = scratch("huge.jsonl");
+  auto config = cg::ProfileConfig::train("main");
+  config.buffer_records_per_thread = std::size_t{1} << 40;
+  auto session = cg::ProfileSession::open(path, config);
+  ASSERT_FALSE(session);
+  EXPECT_EQ(session.status().code(), cg::Errc::invalid_argument);
+  EXPECT_NE(session.status().message().find("buffer_records_per_thread 1099511627776 is above"),
+            std::string::npos)
+      << session.status().message();
+  EXPECT_FALSE(fs::exists(path));
+
+  cgp_config c{};
+  const std::string entry = "main", where = path.string();
+  cgp_config_init(&c, cgp_str{entry.data(), entry.size()}, CGP_PHASE_TRAIN);
+  c.buffer_records_per_thread = std::uint64_t{1} << 40;
+  cgp_session* raw = nullptr;
+  EXPECT_EQ(cgp_session_open(cgp_str{where.data(), where.size()}, &c, &raw),
+            CGP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(raw, nullptr);
+  EXPECT_NE(std::strstr(cgp_last_error(), "above the limit"), nullptr) << cgp_last_error();
+
+  // The limit itself is accepted.
+  config.buffer_records_per_thread = cg::kMaxBufferRecordsPerThread;
+  auto at_limit = cg::ProfileSession::open(path, config);
+  ASSERT_TRUE(at_limit) << at_limit.status().message();
+  ASSERT_TRUE(at_limit.value().finish());
+}
+
+// The string API caches interned ids by address: a buffer reused for another id of the same
+// length must not be taken for the old one, and fresh copies of an id hit by content.
+TEST(ProfileStringApi, ReusedBuffersAndFreshCopiesKeepExactIds) {
+  const fs::path path = scratch("string-cache.jsonl");
+  auto config = cg::ProfileConfig::train("main");
+  config.format = cg::TraceFormat::runtime_v3;
+  auto session = open_or_die(path, config);
+  char buffer[32];
+  const std::vector<std::string> inputs = {"tensor:a"};
+  for (const char* text : {"operation:train:f:1", "operation:train:f:2", "operation:train:f:1"}) {
+    std::memcpy(buffer, text, std::strlen(text));
+    const std::string_view id(buffer, std::strlen(text));
+    auto event = session.begin_operation(id, "matmul", inputs).value();
+    ASSERT_TRUE(session.end_operation(event));
+  }
+  // Same address and text, another op name or inputs: another operation.
+  (void)session.end_operation(session.begin_operation("operation:train:f:1", "softmax").value());
+  for (int i = 0; i < 3; ++i) {
+    const std::string copy = std::string("operation:train:f:") + std::to_string(3 + i % 2);
+    (void)session.end_operation(session.begin_operation(copy, "relu", inputs).value());
+  }
+  ASSERT_TRUE(session.finish());
+  const std::vector<std::string> lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 8u);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"operation:train:f:1", "matmul"}, {"operation:train:f:2", "matmul"},
+      {"operation:train:f:1", "matmul"}, {"operation:train:f:1", "softmax"},
+      {"operation:train:f:3", "relu"},   {"operation:train:f:4", "relu"},
+      {"operation:train:f:3", "relu"}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(field(lines[1 + i], "static_id"), expected[i].first) << lines[1 + i];
+    EXPECT_EQ(field(lines[1 + i], "op"), expected[i].second) << lines[1 + i];
+    EXPECT_EQ(field(lines[1 + i], "event_id"), "train-op-0-" + std::to_string(i + 1));
+  }
+  EXPECT_NE(lines[4].find("\"inputs\":[]"), std::string::npos) << lines[4];
+}
+
+// Ids that merely look like ours are refused exactly as the seed refuses unknown ids.
+TEST(ProfileStringApi, MalformedAndMismatchedIdsAreUnknown) {
+  const fs::path path = scratch("string-ids.jsonl");
+  auto session = open_or_die(path, cg::ProfileConfig::train("main"));
+  session.set_step(3);
+  auto id = session.begin_operation("operation:train:f:1", "matmul").value();
+  ASSERT_EQ(id, "train-op-3-1");
+  for (const char* bad : {"train-op-03-1", "train-op-2-1", "infer-op-3-1", "train-op-3-1x",
+                          "train-op-3-01", "train-op-3-", "train-op--1", ""}) {
+    auto r = session.end_operation(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.status().code(), cg::Errc::unknown_operation) << bad;
+  }
+  ASSERT_TRUE(session.end_operation(id));
+  ASSERT_TRUE(session.finish());
+  EXPECT_EQ(number(read_lines(path).back(), "errors"), 8u);
+}
+
+// More operations open at once than a thread has id slots (256): the rest are found through the
+// shared table, from this thread and from another.
+TEST(ProfileStringApi, ManyOpenIdsAreAllFound) {
+  const fs::path path = scratch("string-many.jsonl");
+  auto session = open_or_die(path, cg::ProfileConfig::train("main"));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2000; ++i)
+    ids.push_back(
+        session.begin_operation("operation:train:f:" + std::to_string(i % 7), "add").value());
+  std::thread([&] {
+    for (std::size_t i = 0; i < ids.size(); i += 2)
+      ASSERT_TRUE(session.end_operation(ids[i])) << ids[i];
+  }).join();
+  for (std::size_t i = ids.size(); i-- > 1;)
+    if (i % 2 == 1) {
+      ASSERT_TRUE(session.end_operation(ids[i])) << ids[i];
+    }
+  ASSERT_TRUE(session.finish());
+  const std::string end = read_lines(path).back();
+  EXPECT_EQ(number(end, "operations"), 2000u);
+  EXPECT_EQ(number(end, "open_operations"), 0u);
+  EXPECT_EQ(number(end, "errors"), 0u);
+}
