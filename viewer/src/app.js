@@ -204,7 +204,19 @@
     }
     return f;
   };
-  VTable.prototype.textW = function (text, cls) { measureCtx.font = this.font(cls || ''); return measureCtx.measureText(String(text)).width; };
+  // Text width as the sum of its characters' advances (each measured once per font): as wide as
+  // the browser lays it out or a little wider (kerning only narrows), and cheap enough for 100k
+  // rows; the widest rows of each column are then measured in the page itself.
+  var charW = Object.create(null);
+  VTable.prototype.textW = function (text, cls) {
+    var font = this.font(cls || ''), cw = charW[font] || (charW[font] = new Map()), t = String(text), w = 0;
+    for (var i = 0; i < t.length; i++) {
+      var ch = t[i], x = cw.get(ch);
+      if (x === undefined) { measureCtx.font = font; x = measureCtx.measureText(ch).width; cw.set(ch, x); }
+      w += x;
+    }
+    return w;
+  };
   function cellCls(c) { return (c.num ? 'num ' : '') + (c.cls || ''); }
   // Width of one cell's content (padding included) by canvas metrics.
   VTable.prototype.cellW = function (c, r, compact) {
@@ -266,13 +278,12 @@
     this.tops = null;
     if (wi < 0 || !this.widths) return;
     var c = this.cols[wi], width = this.widths[wi] - CELL_PAD - 2, n = this.rows.length, tops = new Float64Array(n + 1);
-    measureCtx.font = this.font(cellCls(c) + ' wrap');
-    var space = measureCtx.measureText(' ').width;
+    var font = cellCls(c) + ' wrap', space = this.textW(' ', font);
     for (var i = 0; i < n; i++) {
       var text = String(c.render.text(this.rows[i]) || ''), lines = 1, x = 0;
       text.split(/\s+/).forEach(function (word) {
         if (!word) return;
-        var w = measureCtx.measureText(word).width;
+        var w = self.textW(word, font);
         if (x > 0 && x + space + w <= width) { x += space + w; return; }
         if (x > 0) lines++;
         if (w > width) { lines += Math.ceil(w / width) - 1; x = w - (Math.ceil(w / width) - 1) * width; } else x = w;
@@ -415,12 +426,12 @@
           flagsOf(r).forEach(function (f) { d.appendChild(el('span', 'flag', f)); });
           d.title = r.o.prefix || r.o.key || '';
         } },
-      { key: 'type', label: 'Type', w: 160, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.dtype || '') : r.o.type || ''; }) , cls: 'mono' },
       { key: 'shape', label: 'Shape', w: 150, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? (r.o.shape ? shapeStr(r.o.shape) : (r.o.symbolic_shape ? shapeStr(r.o.symbolic_shape) : '?')) : ''; }) },
       { key: 'n', label: '#Params', w: 110, num: true, compact: true, render: txt(function (r, compact) { var n = rowParams(r); return n == null ? '?' : (compact ? fmtCompact(n) : fmtInt(n)) + (r.o._unk ? '+?' : ''); },
           function (r) { var n = rowParams(r); return n == null ? 'unknown' : fmtInt(n) + (r.o._unk ? ' + unknown' : '') + ' parameters'; }) },
       { key: 'share', label: 'Share', w: 110, measure: function (r, M) { var t = shareText(r); return t ? SHARE_BAR + 6 + M(t) : 0; },
         render: function (r, d) { var t = shareText(r); if (!t) return; var b = el('span', 'bar'); b.style.width = Math.max(1, Math.round(rowParams(r) / TOTAL * SHARE_BAR)) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode(t)); d.title = t + ' of ' + fmtInt(TOTAL) + ' parameters'; } },
+      { key: 'type', label: 'Type', w: 160, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.dtype || '') : r.o.type || ''; }) , cls: 'mono' },
       { key: 'prefix', label: 'Prefix / key', w: 220, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? r.o.key : r.o.prefix || ''; }) }
     ], { key: function (r) { return r.o.id; }, noSort: true, role: 'treeitem', click: function (r, ev) {
       if (r.has && (ev.target.classList.contains('tw') || ev.detail === 2 || r.kind === 'family' || !isOpen(r) && st.sel === r.o.id)) toggle(r);
@@ -896,7 +907,7 @@
         { key: 'key', label: 'Key', flex: true, cls: 'mono', sort: function (e) { return e.key; }, render: txt(function (e) { return e.key; }) },
         { key: 'exp', label: 'Expected (model)', w: 200, cls: 'mono', render: txt(function (e) { return e.expected ? shapeStr(e.expected) : ''; }) },
         { key: 'act', label: 'Checkpoint', w: 200, cls: 'mono', render: txt(function (e) { return e.actual ? shapeStr(e.actual) + (e.dtype ? ' ' + e.dtype : '') : ''; }) },
-        { key: 'note', label: 'Note', w: 260, sort: function (e) { return e.reason || ''; }, render: txt(function (e) { return e.reason || ''; }) }
+        { key: 'note', label: 'Note', w: 260, wrap: true, sort: function (e) { return e.reason || ''; }, render: txt(function (e) { return e.reason || ''; }) }
       ], { key: function (e) { return 'ck:' + e.status + ':' + e.key; }, click: function (e) { t.selKey = 'ck:' + e.status + ':' + e.key; t.paint(); inspect(e, 'checkpoint entry'); } });
       t.setRows(ck.entries.slice()); t.sortBy('status'); // problems first (by rank)
     },
@@ -1005,7 +1016,7 @@
     else if (kind === 'family') body.appendChild(dl({ prefix: o.prefix, type: o.type, instances: o.count, parameters: fmtInt(o._n) + (o._unk ? ' + unknown' : ''), members: o.members.map(function (x) { return x.prefix || x.id; }).join(', ') }));
     else body.appendChild(dl(o, ['source', 'timing']));
     if (o.timing) { body.appendChild(el('h3', null, 'Timing')); var t = o.timing, tt = {}; Object.keys(t).forEach(function (k) { tt[k] = /_ns$/.test(k) ? fmtNs(t[k]) : t[k]; }); body.appendChild(dl(tt)); }
-    if (kind === 'module' || kind === 'parameter') body.appendChild(el('p', 'muted', '#params: ' + fmtInt(kind === 'parameter' ? numel(o) : o._n) + (TOTAL ? ' (' + (100 * (kind === 'parameter' ? numel(o) || 0 : o._n) / TOTAL).toFixed(2) + '% of total)' : '')));
+    if (kind === 'module' || kind === 'parameter' || (kind === 'component' && o._n != null)) body.appendChild(el('p', 'muted', '#params: ' + fmtInt(kind === 'parameter' ? numel(o) : o._n) + (TOTAL ? ' (' + (100 * (kind === 'parameter' ? numel(o) || 0 : o._n) / TOTAL).toFixed(2) + '% of total)' : '')));
     var links = el('div', 'links');
     function link(t, fn) { var b = el('button', null, t); b.onclick = fn; b.title = t; links.appendChild(b); return b; }
     if (kind === 'operation') {
