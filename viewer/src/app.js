@@ -166,7 +166,8 @@
     VIEWS.forEach(function (x) { $('view-' + x[0]).hidden = x[0] !== v; $('tab-' + x[0]).setAttribute('aria-selected', String(x[0] === v)); $('tab-' + x[0]).tabIndex = x[0] === v ? 0 : -1; });
     if (!inited[v]) { inited[v] = true; INIT[v](); }
     if (v === 'dataflow') { resize(); }
-    if (v === 'architecture' && archTable) archTable.refresh();
+    // A table view re-fits its columns (and the width it asks of the inspector) when shown again.
+    var vt = $('view-' + v).querySelector('.vtable'); if (vt && vt._vt) vt._vt.paint();
     writeHash();
   }
   $('model-name').textContent = (P.model && P.model.name) || '';
@@ -189,7 +190,7 @@
       if (c.sort && !self.opts.noSort) h.onclick = function () { self.sortBy(c.key); };
       c._h = h; head.appendChild(h);
     });
-    this.head = head; this.body = el('div', 'vbody'); host.appendChild(head); host.appendChild(this.body);
+    this.head = head; this.body = el('div', 'vbody'); host.appendChild(head); host.appendChild(this.body); host._vt = this;
     this.fonts = Object.create(null); this.need = null; this.widths = null; this.compact = false; this.fitW = -1;
     host.addEventListener('scroll', function () { self.paint(); });
     window.addEventListener('resize', function () { self.paint(); });
