@@ -573,16 +573,19 @@
   // the op ("matmul").
   function label(n) { return n._kind === 'group' ? n.name : (n.name || n.op || n.id); }
   function nodeSize(n) {
-    if (n._kind === 'group') { var l = Math.max(n.name.length, 10); return [Math.min(280, 48 + l * 7.2), 44]; }
+    // A group's name may be clipped past 280 px, its figures (`10,029 ops · 1.20 ms`) never are.
+    if (n._kind === 'group') { var l = Math.max(n.name.length, 10); return [Math.max(Math.min(280, 48 + l * 7.2), Math.ceil(canvasW('11px system-ui,sans-serif', groupFigures(n))) + 26), 44]; }
     var s = String(label(n)); return [Math.min(220, Math.max(70, 22 + s.length * 6.8)), 30];
   }
+  function canvasW(font, t) { measureCtx.font = font; return measureCtx.measureText(t).width; }
+  function groupFigures(n) { return fmtInt(n.nOps) + ' ops' + (n.ns ? ' · ' + fmtNs(n.ns) : ''); }
   function specFor(g) {
     partition(g);
     var nodes = [], edges = [];
     g.kids.forEach(function (k) { var s = nodeSize(k); nodes.push(expanded[k.id] ? { id: k.id, sizeFrom: k.id } : { id: k.id, w: s[0], h: s[1] }); });
     g.ops.forEach(function (o) { var s = nodeSize(o); nodes.push({ id: o.id, w: s[0], h: s[1] }); });
     if (g.edges) g.edges.forEach(function (e) { edges.push([e.f, e.t]); });
-    return { id: g.id, nodes: nodes, edges: edges, minW: 90 + (g.name.length + String(g.nOps).length) * 7.5 };
+    return { id: g.id, nodes: nodes, edges: edges, minW: Math.ceil(canvasW('600 12px system-ui,sans-serif', '▾ ' + g.name + '  ·  ' + fmtInt(g.nOps) + ' ops')) + 26 };
   }
   // ---------- worker ----------
   var worker = null, jobs = {}, jobN = 0;
@@ -655,7 +658,7 @@
       if (!v.open || !inView(v)) return;
       roundRect(v.x, v.y, v.w, v.h, 10); ctx.fillStyle = C.grpfill; ctx.globalAlpha = 0.55; ctx.fill(); ctx.globalAlpha = 1;
       ctx.lineWidth = (st.sel === v.n.id ? 2.5 : 1.2) / Math.min(k, 1); ctx.strokeStyle = st.sel === v.n.id ? C.sel : C.grp; ctx.setLineDash([5, 4]); ctx.stroke(); ctx.setLineDash([]);
-      if (k > 0.25) { ctx.fillStyle = C.grp; ctx.font = '600 12px system-ui,sans-serif'; ctx.textBaseline = 'middle'; ctx.fillText(clip('▾ ' + v.n.name + '  ·  ' + fmtInt(v.n.nOps) + ' ops', v.w - 16), v.x + 10, v.y + 13); }
+      if (k > 0.25) { ctx.fillStyle = C.grp; ctx.font = '600 12px system-ui,sans-serif'; ctx.textBaseline = 'middle'; var tail = '  ·  ' + fmtInt(v.n.nOps) + ' ops'; ctx.fillText(clip('▾ ' + v.n.name, v.w - 16 - ctx.measureText(tail).width) + tail, v.x + 10, v.y + 13); }
     });
     // edges
     ctx.lineWidth = 1.2 / Math.min(k, 1);
@@ -692,7 +695,7 @@
       ctx.fillStyle = C.fg; ctx.textBaseline = 'middle';
       if (isG) {
         ctx.font = '600 12.5px system-ui,sans-serif'; ctx.fillText(clip('▸ ' + n.name, v.w - 16), v.x + 9, v.y + 15);
-        ctx.font = '11px system-ui,sans-serif'; ctx.fillStyle = C.muted; ctx.fillText(clip(fmtInt(n.nOps) + ' ops' + (n.ns ? ' · ' + fmtNs(n.ns) : ''), v.w - 16), v.x + 9, v.y + 32);
+        ctx.font = '11px system-ui,sans-serif'; ctx.fillStyle = C.muted; ctx.fillText(groupFigures(n), v.x + 9, v.y + 32);
       } else { ctx.font = '12px ui-monospace,monospace'; ctx.fillText(clip(String(label(n)), v.w - 14), v.x + 8, v.y + v.h / 2); }
     });
     $('z-pct').textContent = Math.round(k * 100) + '%';
