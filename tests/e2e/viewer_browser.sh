@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Browser test of the HTML viewer in headless Debian chromium (viewer/tests/browser.mjs) over
 # synthetic reports and the demo crate's own report written by `candle-graph view`: expand,
-# search, finding focus, view switches, XSS inertness, no network request. Screenshots are kept
+# search, finding focus, view switches, XSS inertness, no network request, no table cell cut at
+# 1280 px (also on an 8B-sized config of the demo crate). Screenshots are kept
 # in <build dir>/viewer-screenshots as test artifacts.
 # Usage: viewer_browser.sh <candle-graph binary> <repo root>
 set -euo pipefail
@@ -25,4 +26,11 @@ node "$root/tests/e2e/make_checkpoint.mjs" "$out/demo-ir.json" "$out/demo.safete
 "$1" view "$crate" --config "$crate/config.json" --checkpoint "$out/demo.safetensors" \
   -o "$out/demo-tiny-llama.html"
 export CG_DEMO_HTML="$out/demo-tiny-llama.html"
+# Large figures (issue 18): the same crate under an 8B-sized config (vocab 128256, hidden 4096,
+# 32 layers), whose counts run to billions; no table cell may be cut at 1280 px.
+printf '%s\n' '{"vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,' \
+  '"num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,' \
+  '"tie_word_embeddings": false}' > "$out/big-config.json"
+"$1" view "$crate" --config "$out/big-config.json" -o "$out/big-tiny-llama.html"
+export CG_BIG_HTML="$out/big-tiny-llama.html"
 exec node "$root/viewer/tests/browser.mjs" "$out"

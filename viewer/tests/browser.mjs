@@ -26,6 +26,23 @@ export function watchNetwork(page, bad) {
   page.on('console', (m) => { if (m.type() === 'error') bad.push('console error: ' + m.text()); });
 }
 
+// Issue 18: no table cell is cut. A cell is cut when its text overflows its box (sideways or, for
+// a wrapping cell, downwards) or ends in an ellipsis; a figure (a numeric cell) must also lie
+// inside the table's visible width, not past its right edge behind a sideways scroll.
+export async function cutCells(page, view) {
+  return page.evaluate((v) => {
+    const host = document.querySelector('#view-' + v + ' .vtable'), hr = host.getBoundingClientRect(), out = [];
+    host.querySelectorAll('.vhead > div, .vrow > div').forEach((d) => {
+      const t = d.textContent, r = d.getBoundingClientRect();
+      if (d.scrollWidth > d.clientWidth + 0.5) out.push(`overflows sideways (${d.scrollWidth} > ${d.clientWidth}): ${t}`);
+      else if (d.scrollHeight > d.clientHeight + 0.5) out.push(`overflows downwards (${d.scrollHeight} > ${d.clientHeight}): ${t}`);
+      else if (/…$/.test(t.trim())) out.push('ends in an ellipsis: ' + t);
+      else if (d.classList.contains('num') && t && r.right > hr.left + host.clientWidth + 0.5) out.push('figure off the visible width: ' + t);
+    });
+    return { cells: host.querySelectorAll('.vrow > div').length, cut: out };
+  }, view);
+}
+
 async function main() {
   const out = process.argv[2] || 'viewer-screenshots';
   mkdirSync(out, { recursive: true });
@@ -179,6 +196,48 @@ async function main() {
       check(/checkpoint entry/.test(await page4.textContent('#insp-title')), 'a checkpoint row opens in the inspector');
       await page4.screenshot({ path: join(out, '11-demo-checkpoint.png') });
     }
+    // Issue 18: at 1280 px no table cell is cut, on the synthetic report (every view, the profile
+    // included), the demo report and a model with billions of weights.
+    const p1280 = await browser.newPage({ viewport: { width: 1280, height: 800 } }); watchNetwork(p1280, bad);
+    const noCut = async (pg, what, v) => {
+      await pg.click('#tab-' + v); await pg.waitForFunction((x) => cg.state.view === x, v, { timeout: 10000 });
+      if (v === 'architecture') await pg.click('#arch-expand');
+      const r = await cutCells(pg, v);
+      check((r.cells > 0 || v === 'findings') && r.cut.length === 0, `${what} ${v} at 1280 px: no cut cell among ${r.cells}` + (r.cut.length ? ': ' + r.cut.slice(0, 5).join(' | ') : ''));
+      return r;
+    };
+    await p1280.goto('file://' + file);
+    await p1280.waitForFunction(() => window.cg && cg.ready, null, { timeout: 10000 });
+    for (const v of ['architecture', 'findings', 'checkpoint', 'profile']) await noCut(p1280, 'synthetic', v);
+    await p1280.click('#tab-findings');
+    check(await p1280.evaluate(() => Array.from(document.querySelectorAll('#fi-table .vrow')).some((r) => r.getBoundingClientRect().height > 30)),
+      'a long finding message wraps onto more lines (its row grows) instead of being cut');
+    if (process.env.CG_DEMO_HTML) {
+      await p1280.goto('file://' + process.env.CG_DEMO_HTML);
+      await p1280.waitForFunction(() => window.cg && cg.ready, null, { timeout: 20000 });
+      for (const v of ['architecture', 'findings', 'checkpoint']) await noCut(p1280, 'demo', v);
+      await p1280.screenshot({ path: join(out, '12-demo-checkpoint-1280.png') });
+    }
+    if (process.env.CG_BIG_HTML) {
+      // tiny-llama under an 8B-sized config: 8,030,261,248 weights.
+      await p1280.goto('file://' + process.env.CG_BIG_HTML + '#view=architecture');
+      await p1280.waitForFunction(() => window.cg && cg.ready, null, { timeout: 20000 });
+      await noCut(p1280, 'large-number', 'architecture');
+      await p1280.screenshot({ path: join(out, '13-large-architecture-1280.png') });
+      const total = (await p1280.textContent('#arch-stat')).match(/([\d,]+) weights/)[1];
+      const top = await p1280.evaluate(() => { const d = document.querySelector('#arch-tree .vrow .num'); return { text: d.textContent, title: d.title }; });
+      check(/^\d+(\.\d+)? [KMBT]$/.test(top.text) && top.title === total + ' parameters',
+        `where narrow, the total is compact (${top.text}) with the exact figure in its tooltip (${top.title})`);
+      await p1280.locator('#arch-tree .vrow').first().click();
+      check((await p1280.textContent('#insp-body')).includes('#params: ' + total), 'the inspector shows the exact figure ' + total);
+      // Wide enough, the same table shows exact figures.
+      await p1280.setViewportSize({ width: 1920, height: 900 });
+      await p1280.waitForTimeout(200);
+      const wide = await p1280.evaluate(() => document.querySelector('#arch-tree .vrow .num').textContent);
+      check(wide === total && (await cutCells(p1280, 'architecture')).cut.length === 0, `at 1920 px the total is exact (${wide}) and nothing is cut`);
+      await p1280.screenshot({ path: join(out, '14-large-architecture-1920.png') });
+    }
+    await p1280.close();
     // Hostile text stays text.
     const xss = await page.evaluate(() => ({ pwned: window.__pwned, imgs: document.querySelectorAll('img').length, title: document.title }));
     check(xss.pwned === undefined && xss.imgs === 0, 'XSS fixture is inert (no handler ran, no <img> element)');
