@@ -68,7 +68,8 @@ Count count_of(const ir::Parameter& p) {
 struct Family {
   bool is_template = false;
   Count count = Count::of(1);
-  std::string why;  // "over the expansion bound", ...
+  std::string why;         // "over the expansion bound", ...; "" when the count is symbolic
+  std::string count_text;  // the symbolic count ("cfg.num_hidden_layers") when not a number
 };
 
 std::optional<std::uint64_t> integer(const std::string& t) {
@@ -102,19 +103,29 @@ Family family_of(const ir::Module& m, const ir::Module* parent) {
   std::string range = r.substr(in + 4);
   auto dots = range.find("..");
   std::optional<std::uint64_t> lo, hi;
+  std::string lo_text, hi_text;
+  bool inclusive = false;
   if (dots != std::string::npos) {
-    bool inclusive = range.compare(dots, 3, "..=") == 0;
-    lo = integer(range.substr(0, dots));
-    hi = integer(range.substr(dots + (inclusive ? 3 : 2)));
+    inclusive = range.compare(dots, 3, "..=") == 0;
+    lo_text = range.substr(0, dots);
+    hi_text = range.substr(dots + (inclusive ? 3 : 2));
+    lo = integer(lo_text);
+    hi = integer(hi_text);
     if (hi && inclusive) ++*hi;
   }
   if (lo && hi) {
     if (f.is_template) f.count = Count::of(*hi > *lo ? *hi - *lo : 0);
     return f;  // concrete and unmarked: an expanded instance
   }
+  // A symbolic bound: the row names the count as the source states it (`cfg.num_hidden_layers`).
   f.is_template = true;
   f.count = {};
-  f.why = "its count is not known statically";
+  f.count_text = "?";
+  if (dots != std::string::npos && !hi_text.empty())
+    f.count_text = lo_text == "0" && !inclusive
+                       ? hi_text
+                       : "(" + hi_text + (inclusive ? " + 1" : "") +
+                             (lo_text.empty() || lo_text == "0" ? "" : " - " + lo_text) + ")";
   return f;
 }
 
@@ -272,14 +283,14 @@ struct Tree {
       r.name = m.field.value_or("same prefix");
     if (r.name.empty()) r.name = m.field.value_or(m.type_name);
     if (fam.is_template)
-      r.name += " × " + (fam.count.n ? group_thousands(*fam.count.n) : std::string("?"));
+      r.name += " × " + (fam.count.n ? group_thousands(*fam.count.n) : fam.count_text);
     r.type = m.type_name;
     Count c = mul(total(m), fam.count);
     r.params = c.n;
     r.params_overflow = c.overflow;
     r.trainable = "?";
     r.marker = marker_of(m.confidence);
-    if (fam.is_template)
+    if (!fam.why.empty())
       r.marker = (r.marker.empty() ? "" : r.marker + "; ") + "not expanded: " + fam.why;
     std::vector<const ir::Parameter*> leaves;
     std::vector<const ir::Module*> kids;

@@ -33,6 +33,13 @@ wn="$root/tests/fixtures/crates/wrapped_norm"
 "$cg" summary "$wn" --config "$wn/config.json" >"$work/wn" 2>/dev/null || fail "summary of wrapped_norm exited $?"
 grep -q 'layers.0.norm' "$work/wn" && fail "inner row named by its full path ($(cat "$work/wn"))"
 [ "$(grep -c '(RmsNorm)' "$work/wn")" -eq 4 ] || fail "one RmsNorm row per norm ($(cat "$work/wn"))"
+grep -q 'Total params: 12,596$' "$work/wn" || fail "wrapped_norm total ($(grep Total "$work/wn"))"
+# Without the config the gates family's count is symbolic: its fixed-size leaves are left out and
+# the total says it is a lower bound, naming the family, instead of counting one gate.
+"$cg" summary "$wn" >"$work/wn0" 2>/dev/null || fail "summary of wrapped_norm without config exited $?"
+grep -q 'Total params: at least 4 ' "$work/wn0" || fail "lower-bound total ($(grep Total "$work/wn0"))"
+grep -q 'lower bound: .*gates.{i}' "$work/wn0" || fail "the lower bound names the family ($(cat "$work/wn0"))"
+grep -q 'gates.{i} × cfg.num_hidden_layers (Linear)' "$work/wn0" || fail "the family row names its count"
 
 # The qkv-bias feature swaps in candle_nn::linear for q_proj: one bias leaf per layer (4 x 256).
 "$cg" summary "$crate" --config "$crate/config.json" --features qkv-bias >"$work/bias" 2>/dev/null \

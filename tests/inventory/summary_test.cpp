@@ -154,7 +154,7 @@ TEST(Summary, WrapperUnderTheSamePrefixFoldsIntoItsRow) {
   o.config = crate + "/config.json";
   auto a = cg::pipeline::analyze(o);
   auto m = cg::query::build_summary(a.ir, "F32");
-  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(3 * (64 + 64 * 64) + 64));
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(3 * (64 + 64 * 64 + 16) + 64 + 4));
   for (std::size_t i = 0; i < m.rows.size(); ++i) {
     EXPECT_EQ(m.rows[i].name.find("layers.0.norm"), std::string::npos) << m.rows[i].name;
     if (m.rows[i].type == "RmsNorm") {
