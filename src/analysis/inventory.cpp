@@ -1006,8 +1006,9 @@ class Walker : public EvalContext {
     bool simple = !ts_node_is_null(pat) && kind_of(pat) == "identifier";
     bool expanded = false;
     if (lo && hi && simple && *hi - *lo <= kMaxExpansion) {
-      expanded = expand_or_undo(var, *lo, *hi, body, iter);
-      if (!expanded) kept_as_template("over the instance bound");
+      std::string why = expand_or_undo(var, *lo, *hi, body, iter);
+      expanded = why.empty();
+      if (!expanded) kept_as_template(why);
     } else if (lo && hi && *hi > *lo) {
       if (*hi - *lo > kMaxExpansion) {
         diag(iter, "loop of " + std::to_string(*hi - *lo) +
@@ -1033,8 +1034,9 @@ class Walker : public EvalContext {
   // first iteration is walked, its cost measured, and when `hi - lo` iterations would not fit it
   // is undone (instances, leaves, messages and the scopes it changed), so a family is either
   // expanded in full or kept whole as a counted template, never cut part-way.
-  bool expand_or_undo(const std::string& var, std::int64_t lo, std::int64_t hi,
-                      const std::function<void()>& body, TSNode iter) {
+  // Returns "" when expanded, else the short reason the family's repeat text records.
+  std::string expand_or_undo(const std::string& var, std::int64_t lo, std::int64_t hi,
+                             const std::function<void()>& body, TSNode iter) {
     const std::size_t n_inst = insts.size(), n_leaf = leaves.size(), n_diag = diags.size();
     const std::size_t n_created = frame().created.size();
     const bool was_truncated = truncated;
@@ -1048,26 +1050,34 @@ class Walker : public EvalContext {
       if (i != lo) continue;
       const auto count = static_cast<std::size_t>(hi - lo);
       const std::size_t per_inst = insts.size() - n_inst, per_leaf = leaves.size() - n_leaf;
-      const bool fits = !truncated &&
-                        (per_inst == 0 || count <= (kMaxInstances - n_inst) / per_inst) &&
-                        (per_leaf == 0 || count <= (kMaxLeaves - n_leaf) / per_leaf);
-      if (fits) continue;
+      // Would `count` iterations of this cost fit what is left under `bound`?
+      auto fits = [count](std::size_t per, std::size_t used, std::size_t bound) {
+        return per == 0 || (used < bound && count <= (bound - used) / per);
+      };
+      const bool inst_ok = fits(per_inst, n_inst, kMaxInstances);
+      const bool leaf_ok = fits(per_leaf, n_leaf, kMaxLeaves);
+      if (!truncated && inst_ok && leaf_ok) continue;
       insts.resize(n_inst);
       leaves.resize(n_leaf);
       diags.resize(n_diag);
       frame().created.resize(n_created);
       frame().scopes = scopes;
+      const bool steps = truncated && inst_ok && leaf_ok;
       truncated = was_truncated;
-      diag(iter, "loop of " + std::to_string(count) +
-                     " iterations kept as a template (expanding "
-                     "it would create " +
-                     (per_inst ? std::to_string(per_inst) + " module instances"
-                               : std::to_string(per_leaf) + " parameters") +
-                     " per iteration, over the bound of " +
-                     std::to_string(per_inst ? kMaxInstances : kMaxLeaves) + ")");
-      return false;
+      std::string why = steps      ? "its first iteration ran past the analysis step bound"
+                        : !inst_ok ? "expanding it would create " + std::to_string(per_inst) +
+                                         " module instances per iteration, over the bound of " +
+                                         std::to_string(kMaxInstances)
+                                   : "expanding it would register " + std::to_string(per_leaf) +
+                                         " parameters per iteration, over the bound of " +
+                                         std::to_string(kMaxLeaves);
+      diag(iter,
+           "loop of " + std::to_string(count) + " iterations kept as a template (" + why + ")");
+      return steps      ? "over the step bound"
+             : !inst_ok ? "over the instance bound"
+                        : "over the leaf bound";
     }
-    return true;
+    return "";
   }
 
   // Walks `branch` under certainty `c`; returns the [leaf, instance] ranges it created.
