@@ -377,8 +377,11 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
   }
   if (!uncounted.empty()) {
     std::string names;
-    for (const auto& u : uncounted)
-      names += (names.empty() ? "" : ", ") + (u.empty() ? std::string("(root)") : u);
+    constexpr std::size_t kNamed = 8;  // the line stays readable on a crate of many models
+    for (std::size_t i = 0; i < uncounted.size() && i < kNamed; ++i)
+      names += (names.empty() ? "" : ", ") + (uncounted[i].empty() ? "(root)" : uncounted[i]);
+    if (uncounted.size() > kNamed)
+      names += " and " + std::to_string(uncounted.size() - kNamed) + " more";
     out.totals.lower_bound =
         "families repeated a number of times not known statically are not "
         "counted: " +
