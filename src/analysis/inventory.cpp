@@ -996,22 +996,30 @@ class Walker : public EvalContext {
                      (b.concrete() ? b.display() : b.text);
       }
     }
+    // A family of concrete count that is not expanded says so in its repeat text, so that every
+    // reader (summary totals, listings) multiplies it by its count instead of counting it once.
+    auto kept_as_template = [&](const std::string& why) {
+      frame().repeat.back() = var + " in " + bound_text + " (not expanded: " + why + ")";
+    };
     frame().repeat.push_back(var + " in " + bound_text);
     frame().scopes.emplace_back();
     bool simple = !ts_node_is_null(pat) && kind_of(pat) == "identifier";
+    bool expanded = false;
     if (lo && hi && simple && *hi - *lo <= kMaxExpansion) {
-      for (std::int64_t i = *lo; i < *hi && !truncated; ++i) {
-        Value v;
-        v.kind = Value::Kind::sym;
-        v.sym = SymValue::of_int(i);
-        bind(var, std::move(v));
-        body();
-      }
-    } else {
-      if (lo && hi && *hi - *lo > kMaxExpansion)
+      std::string why = expand_or_undo(var, *lo, *hi, body, iter);
+      expanded = why.empty();
+      if (!expanded) kept_as_template(why);
+    } else if (lo && hi && *hi > *lo) {
+      if (*hi - *lo > kMaxExpansion) {
         diag(iter, "loop of " + std::to_string(*hi - *lo) +
                        " iterations kept as a template (over " + std::to_string(kMaxExpansion) +
                        ")");
+        kept_as_template("over the expansion bound");
+      } else {
+        kept_as_template("pattern is not a plain variable");
+      }
+    }
+    if (!expanded) {
       if (!ts_node_is_null(pat)) shadow_pattern(pat);
       Value v;
       v.kind = Value::Kind::loop_var;
@@ -1020,6 +1028,56 @@ class Walker : public EvalContext {
     }
     frame().scopes.pop_back();
     frame().repeat.pop_back();
+  }
+
+  // Expands `for var in lo..hi` when the whole expansion fits the instance and leaf bounds. The
+  // first iteration is walked, its cost measured, and when `hi - lo` iterations would not fit it
+  // is undone (instances, leaves, messages and the scopes it changed), so a family is either
+  // expanded in full or kept whole as a counted template, never cut part-way.
+  // Returns "" when expanded, else the short reason the family's repeat text records.
+  std::string expand_or_undo(const std::string& var, std::int64_t lo, std::int64_t hi,
+                             const std::function<void()>& body, TSNode iter) {
+    const std::size_t n_inst = insts.size(), n_leaf = leaves.size(), n_diag = diags.size();
+    const std::size_t n_created = frame().created.size();
+    const bool was_truncated = truncated;
+    const auto scopes = frame().scopes;
+    for (std::int64_t i = lo; i < hi && !truncated; ++i) {
+      Value v;
+      v.kind = Value::Kind::sym;
+      v.sym = SymValue::of_int(i);
+      bind(var, std::move(v));
+      body();
+      if (i != lo) continue;
+      const auto count = static_cast<std::size_t>(hi - lo);
+      const std::size_t per_inst = insts.size() - n_inst, per_leaf = leaves.size() - n_leaf;
+      // Would `count` iterations of this cost fit what is left under `bound`?
+      auto fits = [count](std::size_t per, std::size_t used, std::size_t bound) {
+        return per == 0 || (used < bound && count <= (bound - used) / per);
+      };
+      const bool inst_ok = fits(per_inst, n_inst, kMaxInstances);
+      const bool leaf_ok = fits(per_leaf, n_leaf, kMaxLeaves);
+      if (!truncated && inst_ok && leaf_ok) continue;
+      insts.resize(n_inst);
+      leaves.resize(n_leaf);
+      diags.resize(n_diag);
+      frame().created.resize(n_created);
+      frame().scopes = scopes;
+      const bool steps = truncated && inst_ok && leaf_ok;
+      truncated = was_truncated;
+      std::string why = steps      ? "its first iteration ran past the analysis step bound"
+                        : !inst_ok ? "expanding it would create " + std::to_string(per_inst) +
+                                         " module instances per iteration, over the bound of " +
+                                         std::to_string(kMaxInstances)
+                                   : "expanding it would register " + std::to_string(per_leaf) +
+                                         " parameters per iteration, over the bound of " +
+                                         std::to_string(kMaxLeaves);
+      diag(iter,
+           "loop of " + std::to_string(count) + " iterations kept as a template (" + why + ")");
+      return steps      ? "over the step bound"
+             : !inst_ok ? "over the instance bound"
+                        : "over the leaf bound";
+    }
+    return "";
   }
 
   // Walks `branch` under certainty `c`; returns the [leaf, instance] ranges it created.

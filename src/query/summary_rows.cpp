@@ -27,12 +27,106 @@ std::string dtype_from_torch(const std::string& torch_dtype) {
 
 namespace {
 
-std::optional<std::uint64_t> count_of(const ir::Parameter& p) {
-  if (!p.shape) return std::nullopt;
-  std::uint64_t n = 1;
+// A count that may be unknown (symbolic) or past 64 bits; arithmetic is overflow-checked and an
+// overflow sticks (shown as such, never wrapped).
+struct Count {
+  std::optional<std::uint64_t> n;  // nullopt = unknown
+  bool overflow = false;
+  static Count of(std::uint64_t v) { return {v, false}; }
+  bool known() const { return n.has_value() || overflow; }
+};
+
+Count mul(Count a, Count b) {
+  if (a.n && *a.n == 0 && !a.overflow) return a;
+  if (b.n && *b.n == 0 && !b.overflow) return b;
+  if (!a.known() || !b.known()) return {};
+  if (a.overflow || b.overflow) return {std::nullopt, true};
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(*a.n, *b.n, &r)) return {std::nullopt, true};
+  return Count::of(r);
+}
+
+Count add(Count a, Count b) {
+  if (!a.known() || !b.known()) return {};
+  if (a.overflow || b.overflow) return {std::nullopt, true};
+  std::uint64_t r = 0;
+  if (__builtin_add_overflow(*a.n, *b.n, &r)) return {std::nullopt, true};
+  return Count::of(r);
+}
+
+Count count_of(const ir::Parameter& p) {
+  if (!p.shape) return {};
+  Count n = Count::of(1);
   for (auto d : *p.shape)
-    n *= d;
+    n = mul(n, Count::of(d));
   return n;
+}
+
+// How many instances a module record stands for. An expanded instance, or one outside any loop,
+// stands for itself (1); a family kept as a template ("i in 0..n" with a symbolic bound, or a
+// concrete one marked "(not expanded: why)") stands for its iteration count, unknown when symbolic.
+struct Family {
+  bool is_template = false;
+  Count count = Count::of(1);
+  std::string why;         // "over the expansion bound", ...; "" when the count is symbolic
+  std::string count_text;  // the symbolic count ("cfg.num_hidden_layers") when not a number
+};
+
+std::optional<std::uint64_t> integer(const std::string& t) {
+  if (t.empty() || t.size() > 19 ||
+      !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoull(t);
+}
+
+std::string loop_of(const std::optional<std::string>& repeat) {
+  if (!repeat) return "";
+  auto open = repeat->find(" (not expanded: ");
+  return open == std::string::npos ? *repeat : repeat->substr(0, open);
+}
+
+// `parent` is the module's parent record, if any: instances built inside a template's constructor
+// carry its loop too, and only the one built by the loop itself stands for the repetitions.
+Family family_of(const ir::Module& m, const ir::Module* parent) {
+  Family f;
+  if (!m.repeat) return f;
+  if (parent && loop_of(parent->repeat) == loop_of(m.repeat)) return f;
+  std::string r = *m.repeat;
+  auto open = r.find(" (not expanded: ");
+  if (open != std::string::npos && r.back() == ')') {
+    f.is_template = true;
+    f.why = r.substr(open + 16, r.size() - open - 17);
+    r = r.substr(0, open);
+  }
+  auto in = r.find(" in ");
+  if (in == std::string::npos) return f;
+  std::string range = r.substr(in + 4);
+  auto dots = range.find("..");
+  std::optional<std::uint64_t> lo, hi;
+  std::string lo_text, hi_text;
+  bool inclusive = false;
+  if (dots != std::string::npos) {
+    inclusive = range.compare(dots, 3, "..=") == 0;
+    lo_text = range.substr(0, dots);
+    hi_text = range.substr(dots + (inclusive ? 3 : 2));
+    lo = integer(lo_text);
+    hi = integer(hi_text);
+    if (hi && inclusive) ++*hi;
+  }
+  if (lo && hi) {
+    if (f.is_template) f.count = Count::of(*hi > *lo ? *hi - *lo : 0);
+    return f;  // concrete and unmarked: an expanded instance
+  }
+  // A symbolic bound: the row names the count as the source states it (`cfg.num_hidden_layers`).
+  f.is_template = true;
+  f.count = {};
+  f.count_text = "?";
+  if (dots != std::string::npos && !hi_text.empty())
+    f.count_text = lo_text == "0" && !inclusive
+                       ? hi_text
+                       : "(" + hi_text + (inclusive ? " + 1" : "") +
+                             (lo_text.empty() || lo_text == "0" ? "" : " - " + lo_text) + ")";
+  return f;
 }
 
 std::string shape_text(const ir::Parameter& p) {
@@ -94,11 +188,12 @@ std::optional<std::pair<std::string, std::uint64_t>> product_term(const std::str
 struct Tree {
   const ir::ModelIr& ir;
   std::map<std::string, const ir::Operation*> ops;  // id -> operation
-  std::map<std::string, std::uint64_t> mult_total;  // symbol product -> count
+  std::map<std::string, Count> mult_total;          // symbol product -> count
   bool mult_partial = false;
 
-  // The mult-adds of the operations that read this module's own parameters ("" if none known).
-  std::string module_mult_adds(const std::vector<const ir::Parameter*>& ps) {
+  // The mult-adds of the operations that read this module's own parameters ("" if none known);
+  // the per-forward total counts them once per instance the module stands for (`times`).
+  std::string module_mult_adds(const std::vector<const ir::Parameter*>& ps, Count times) {
     std::vector<std::string> seen;
     for (const auto* p : ps)
       for (const auto& u : p->uses) {
@@ -110,79 +205,129 @@ struct Tree {
     for (const auto& u : seen) {
       const std::string& m = *ops[u]->mult_adds;
       out += (out.empty() ? "" : " + ") + m;
-      if (auto t = product_term(m))
-        mult_total[t->first] += t->second;
-      else
+      auto t = product_term(m);
+      Count n = t ? mul(Count::of(t->second), times) : Count{};
+      if (t && n.n) {
+        auto [it, fresh] = mult_total.try_emplace(t->first, Count::of(0));
+        it->second = add(it->second, n);
+      } else {
         mult_partial = true;
+      }
     }
     return out;
   }
   std::map<std::string, std::vector<const ir::Module*>> children;   // parent id -> modules
   std::map<std::string, std::vector<const ir::Parameter*>> params;  // module id -> leaves
-  std::map<std::string, std::pair<std::optional<std::uint64_t>, std::size_t>> memo;
+  std::map<std::string, const ir::Module*> by_id;
+  std::map<std::string, Count> memo;
 
-  // Subtree count (nullopt when any leaf is symbolic) and the number of symbolic leaves.
-  std::pair<std::optional<std::uint64_t>, std::size_t> total(const ir::Module& m) {
+  Family fam(const ir::Module& m) {
+    const ir::Module* parent = nullptr;
+    if (m.parent)
+      if (auto it = by_id.find(*m.parent); it != by_id.end()) parent = it->second;
+    return family_of(m, parent);
+  }
+
+  // A child built under the same key prefix with the same type as its parent (a crate's
+  // `RmsNorm` wrapping candle_nn's) is the same module to a reader: its rows fold into the parent.
+  bool folds_into(const ir::Module& child, const ir::Module& parent) {
+    return child.prefix == parent.prefix && child.builder_root == parent.builder_root &&
+           child.type_name == parent.type_name && !fam(child).is_template;
+  }
+
+  // The leaves and non-folded children of `m` with everything folded into it.
+  void gather(const ir::Module& m, std::vector<const ir::Parameter*>& leaves,
+              std::vector<const ir::Module*>& kids) {
+    for (const auto* p : params[m.id])
+      leaves.push_back(p);
+    for (const auto* c : children[m.id]) {
+      if (folds_into(*c, m))
+        gather(*c, leaves, kids);
+      else
+        kids.push_back(c);
+    }
+  }
+
+  // Subtree count of one instance of `m` (unknown when any leaf or family count is symbolic).
+  Count total(const ir::Module& m) {
     auto it = memo.find(m.id);
     if (it != memo.end()) return it->second;
-    std::optional<std::uint64_t> sum = 0;
-    std::size_t unknown = 0;
-    for (const auto* p : params[m.id]) {
-      auto n = count_of(*p);
-      if (n && sum)
-        *sum += *n;
-      else {
-        sum = std::nullopt;
-        if (!n) ++unknown;
-      }
+    Count sum = Count::of(0);
+    for (const auto* p : params[m.id])
+      sum = add(sum, count_of(*p));
+    for (const auto* c : children[m.id])
+      sum = add(sum, mul(total(*c), fam(*c).count));
+    return memo[m.id] = sum;
+  }
+
+  // How many instances `m`'s record stands for, across its template ancestors.
+  Count times(const ir::Module& m) {
+    Count n = Count::of(1);
+    for (const ir::Module* x = &m; x;) {
+      n = mul(n, fam(*x).count);
+      if (!x->parent) break;
+      auto it = by_id.find(*x->parent);
+      x = it == by_id.end() ? nullptr : it->second;
     }
-    for (const auto* c : children[m.id]) {
-      auto [n, u] = total(*c);
-      unknown += u;
-      if (n && sum)
-        *sum += *n;
-      else
-        sum = std::nullopt;
-    }
-    return memo[m.id] = {sum, unknown};
+    return n;
   }
 
   void emit(const ir::Module& m, const std::string& parent_prefix, int depth, int max_depth,
             std::vector<SummaryRow>& rows) {
+    Family fam = this->fam(m);
     SummaryRow r;
     r.depth = depth;
     r.name = depth == 0 ? m.type_name : relative(m.prefix, parent_prefix);
+    // Built under its parent's own prefix: named by its field, never by the full path again.
+    if (depth > 0 && !m.prefix.empty() && m.prefix == parent_prefix)
+      r.name = m.field.value_or("same prefix");
     if (r.name.empty()) r.name = m.field.value_or(m.type_name);
+    if (fam.is_template)
+      r.name += " × " + (fam.count.n ? group_thousands(*fam.count.n) : fam.count_text);
     r.type = m.type_name;
-    r.params = total(m).first;
+    Count c = mul(total(m), fam.count);
+    r.params = c.n;
+    r.params_overflow = c.overflow;
     r.trainable = "?";
     r.marker = marker_of(m.confidence);
-    r.mult_adds = module_mult_adds(params[m.id]);
+    if (!fam.why.empty())
+      r.marker = (r.marker.empty() ? "" : r.marker + "; ") + "not expanded: " + fam.why;
+    std::vector<const ir::Parameter*> leaves;
+    std::vector<const ir::Module*> kids;
+    gather(m, leaves, kids);
+    std::stable_sort(leaves.begin(), leaves.end(),
+                     [](const ir::Parameter* a, const ir::Parameter* b) {
+                       return query::natural_less(a->key, b->key);
+                     });
+    r.mult_adds = module_mult_adds(leaves, times(m));
     rows.push_back(r);
     if (max_depth >= 0 && depth >= max_depth) return;
-    for (const auto* p : params[m.id]) {
+    for (const auto* p : leaves) {
       SummaryRow leaf;
       leaf.depth = depth + 1;
       leaf.name = relative(p->key, m.prefix);
       leaf.shape = shape_text(*p);
-      leaf.params = count_of(*p);
+      Count n = count_of(*p);
+      leaf.params = n.n;
+      leaf.params_overflow = n.overflow;
       leaf.trainable = p->role == ir::ParameterRole::running_state ? "no" : "?";
       leaf.marker = marker_of(p->confidence);
       rows.push_back(leaf);
     }
-    for (const auto* c : children[m.id])
-      emit(*c, m.prefix, depth + 1, max_depth, rows);
+    for (const auto* k : kids)
+      emit(*k, m.prefix, depth + 1, max_depth, rows);
   }
 };
 
 }  // namespace
 
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth) {
-  Tree t{ir, {}, {}, false, {}, {}, {}};
+  Tree t{ir, {}, {}, false, {}, {}, {}, {}};
   for (const auto& o : ir.operations)
     t.ops[o.id] = &o;
   std::vector<const ir::Module*> roots;
   for (const auto& m : ir.modules) {
+    t.by_id[m.id] = &m;
     if (m.parent)
       t.children[*m.parent].push_back(&m);
     else
@@ -197,36 +342,75 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     });
   for (const auto& p : ir.parameters)
     if (p.module) t.params[*p.module].push_back(&p);
-  for (auto& [id, ps] : t.params)
-    std::stable_sort(ps.begin(), ps.end(), [](const ir::Parameter* a, const ir::Parameter* b) {
-      return query::natural_less(a->key, b->key);
-    });
   SummaryModel out;
   for (const auto* r : roots)
     t.emit(*r, "", 0, max_depth, out.rows);
-  std::uint64_t total = 0;
+  // Each leaf counts once per instance its module stands for: a family kept as a template of
+  // known count multiplies; one of unknown count is left out and the total says so.
+  Count total = Count::of(0);
   bool any = false;
+  std::vector<std::string> uncounted;  // family prefixes of unknown count
   for (const auto& p : ir.parameters) {
-    if (auto n = count_of(p)) {
-      total += *n;
-      any = true;
-    } else {
+    Count n = count_of(p);
+    if (!n.known()) {
       ++out.totals.unknown_leaves;
+      continue;
     }
+    Count times = Count::of(1);
+    if (p.module)
+      if (auto it = t.by_id.find(*p.module); it != t.by_id.end()) times = t.times(*it->second);
+    if (!times.known()) {
+      for (const ir::Module* x = t.by_id[*p.module]; x;) {
+        if (t.fam(*x).is_template && !t.fam(*x).count.known() &&
+            std::find(uncounted.begin(), uncounted.end(), x->prefix) == uncounted.end())
+          uncounted.push_back(x->prefix);
+        x = x->parent && t.by_id.count(*x->parent) ? t.by_id[*x->parent] : nullptr;
+      }
+      continue;
+    }
+    total = add(total, mul(n, times));
+    any = true;
   }
-  if (any || ir.parameters.empty()) out.totals.total = total;
+  if (any || ir.parameters.empty()) {
+    out.totals.total = total.n;
+    out.totals.overflow = total.overflow;
+  }
+  if (!uncounted.empty()) {
+    std::string names;
+    constexpr std::size_t kNamed = 8;  // the line stays readable on a crate of many models
+    for (std::size_t i = 0; i < uncounted.size() && i < kNamed; ++i)
+      names += (names.empty() ? "" : ", ") + (uncounted[i].empty() ? "(root)" : uncounted[i]);
+    if (uncounted.size() > kNamed)
+      names += " and " + std::to_string(uncounted.size() - kNamed) + " more";
+    out.totals.lower_bound =
+        "families repeated a number of times not known statically are not "
+        "counted: " +
+        names;
+  }
+  for (const auto& f : ir.findings)
+    if (f.message.find("analysis truncated") != std::string::npos) {
+      out.totals.lower_bound =
+          (out.totals.lower_bound.empty() ? "" : out.totals.lower_bound + "; ") +
+          "the analysis was truncated (" + f.message + ")";
+      break;
+    }
+  // An unknown total says no more than that.
+  if (!out.totals.total && !out.totals.overflow) out.totals.lower_bound.clear();
   // Trainable stays unknown: trainability is decided where the VarBuilder is made.
   out.totals.dtype = dtype;
   if (!t.mult_total.empty() && max_depth < 0) {
     std::string total_text;
     for (const auto& [key, n] : t.mult_total)
-      total_text +=
-          (total_text.empty() ? "" : " + ") + (key.empty() ? "" : key + "*") + group_thousands(n);
+      total_text += (total_text.empty() ? "" : " + ") + (key.empty() ? "" : key + "*") +
+                    (n.n ? group_thousands(*n.n) : std::string("(over 64 bits)"));
     if (t.mult_partial) total_text += " + terms not summed";
     out.totals.mult_adds = total_text;
   }
-  if (std::uint64_t b = dtype_bytes(dtype); b > 0 && out.totals.total)
-    out.totals.bytes = *out.totals.total * b;
+  if (std::uint64_t b = dtype_bytes(dtype); b > 0 && (out.totals.total || out.totals.overflow)) {
+    Count bytes = mul(Count{out.totals.total, out.totals.overflow}, Count::of(b));
+    out.totals.bytes = bytes.n;
+    out.totals.bytes_overflow = bytes.overflow;
+  }
   return out;
 }
 

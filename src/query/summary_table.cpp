@@ -23,6 +23,8 @@ std::string group_thousands(std::uint64_t n) {
 
 namespace {
 
+constexpr const char* kOverflow = "over 2^64 (overflow)";
+
 // Display columns of UTF-8 text (the tree glyphs are 3 bytes, 1 column each).
 std::size_t columns(const std::string& s) {
   std::size_t n = 0;
@@ -67,7 +69,9 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     first.push_back(cell);
     w_name = std::max(w_name, columns(cell));
     w_shape = std::max(w_shape, r.shape.size());
-    w_params = std::max(w_params, r.params ? group_thousands(*r.params).size() : 1);
+    w_params = std::max(w_params, r.params_overflow ? std::string(kOverflow).size()
+                                  : r.params        ? group_thousands(*r.params).size()
+                                                    : 1);
   }
   const std::size_t w_train = std::string("Trainable").size();
   std::size_t width = w_name + 2 + w_shape + 2 + w_params + 2 + w_train + (w_mult ? w_mult + 2 : 0);
@@ -81,8 +85,9 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     // A module or leaf whose count is symbolic shows "?", never a blank or a zero.
-    std::string count =
-        r.params ? group_thousands(*r.params) : (r.shape.empty() && r.type.empty() ? "" : "?");
+    std::string count = r.params_overflow ? std::string(kOverflow)
+                        : r.params        ? group_thousands(*r.params)
+                                          : (r.shape.empty() && r.type.empty() ? "" : "?");
     out += pad(first[i], w_name) + "  " + pad(r.shape, w_shape) + "  " + pad_left(count, w_params) +
            "  " + (w_mult ? pad(r.mult_adds, w_mult) + "  " : "") + r.trainable + "\n";
   }
@@ -90,17 +95,25 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   auto total = [](const std::optional<std::uint64_t>& v) {
     return v ? group_thousands(*v) : std::string("unknown");
   };
-  out += "Total params: " + total(totals.total);
+  out += "Total params: ";
+  if (totals.overflow)
+    out += std::string(kOverflow);
+  else
+    out += (totals.lower_bound.empty() || !totals.total ? "" : "at least ") + total(totals.total);
   if (totals.unknown_leaves > 0)
     out += " (+ " + std::to_string(totals.unknown_leaves) + " parameters of symbolic shape)";
   out += "\n";
+  if (!totals.lower_bound.empty()) out += "  lower bound: " + totals.lower_bound + "\n";
   out += "Trainable params: " + total(totals.trainable) + "\n";
   if (totals.total && totals.trainable && *totals.total >= *totals.trainable)
     out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
   if (!totals.mult_adds.empty())
     out += "Mult-adds per forward pass (counted layers): " + totals.mult_adds + "\n";
-  if (totals.bytes) {
-    out += "Params size (MB): " + megabytes(*totals.bytes);
+  if (totals.bytes || totals.bytes_overflow) {
+    out += "Params size (MB): " +
+           (totals.bytes_overflow
+                ? std::string(kOverflow)
+                : (totals.lower_bound.empty() ? "" : "at least ") + megabytes(*totals.bytes));
     if (!totals.dtype.empty()) out += " at " + totals.dtype;
     out += "\n";
   }

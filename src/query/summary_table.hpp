@@ -13,19 +13,23 @@ struct SummaryRow {
   std::string name;   // module field / key segment, e.g. "self_attn" or "q_proj.weight"
   std::string type;   // "Attention", "Linear", "Embedding", "" for a parameter leaf
   std::string shape;  // "[256, 256]" or symbolic "[hidden_size, vocab_size]"
-  std::optional<std::uint64_t> params;  // nullopt = not computable (symbolic shape)
+  std::optional<std::uint64_t> params;  // nullopt = not computable (symbolic shape) or overflow
   std::string trainable;                // "yes" | "no" | "?"
   std::string marker;                   // "", "conditional", "unknown"
   std::string mult_adds;                // per call, e.g. "b*t*65536"; "" when not known
+  bool params_overflow = false;         // the count does not fit 64 bits (`params` is nullopt)
 };
 
 struct SummaryTotals {
   std::optional<std::uint64_t> total;
+  bool overflow = false;    // the total does not fit 64 bits (then `total` is nullopt)
+  std::string lower_bound;  // non-empty: `total` is a lower bound, for this reason
   std::optional<std::uint64_t> trainable;
   std::uint64_t unknown_leaves = 0;    // leaves whose count is symbolic
   std::optional<std::uint64_t> bytes;  // at the stated dtype
-  std::string dtype;                   // e.g. "F32"; empty if unknown
-  std::string mult_adds;               // total per forward pass of the counted layers, or ""
+  bool bytes_overflow = false;
+  std::string dtype;      // e.g. "F32"; empty if unknown
+  std::string mult_adds;  // total per forward pass of the counted layers, or ""
 };
 
 std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& rows,

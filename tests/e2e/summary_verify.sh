@@ -14,6 +14,33 @@ grep -q 'Total params: 3,950,848' "$work/out" || fail "total params ($(cat "$wor
 grep -q 'model.layers.3 (Block)' "$work/out" || fail "families expand under the config"
 grep -q 'Params size (MB): 15.07 at F32' "$work/out" || fail "size at F32"
 
+# A family too large to expand multiplies in every total and says on the same screen that it was
+# not expanded; 4,096 layers (over the instance bound, not the loop bound) are never cut part-way.
+sed 's/"num_hidden_layers": 4,/"num_hidden_layers": 1000000000,/' "$crate/config.json" >"$work/big.json"
+"$cg" summary "$crate" --config "$work/big.json" >"$work/big" 2>/dev/null || fail "summary of 1e9 layers exited $?"
+grep -q 'Total params: 725,504,001,048,832$' "$work/big" || fail "1e9 layers total ($(grep Total "$work/big"))"
+grep -q 'layers.{layer_idx} × 1,000,000,000 (Block) \[not expanded: over the expansion bound\]' "$work/big" \
+  || fail "the template row says it was not expanded ($(cat "$work/big"))"
+sed 's/"num_hidden_layers": 4,/"num_hidden_layers": 4096,/' "$crate/config.json" >"$work/4096.json"
+"$cg" summary "$crate" --config "$work/4096.json" >"$work/4096" 2>/dev/null || fail "summary of 4096 layers exited $?"
+grep -q 'Total params: 2,972,713,216$' "$work/4096" || fail "4096 layers total ($(grep Total "$work/4096"))"
+grep -q '× 4,096 (Block) \[not expanded: over the instance bound\]' "$work/4096" || fail "4096-layer family row"
+sed 's/"num_hidden_layers": 4,/"num_hidden_layers": 1000000000000000,/' "$crate/config.json" >"$work/huge.json"
+"$cg" summary "$crate" --config "$work/huge.json" >"$work/huge" 2>/dev/null || fail "summary of 1e15 layers exited $?"
+grep -q 'Total params: over 2^64 (overflow)' "$work/huge" || fail "overflowing total ($(grep Total "$work/huge"))"
+# A crate RmsNorm wrapping candle_nn's under the same prefix is one row, never nested in itself.
+wn="$root/tests/fixtures/crates/wrapped_norm"
+"$cg" summary "$wn" --config "$wn/config.json" >"$work/wn" 2>/dev/null || fail "summary of wrapped_norm exited $?"
+grep -q 'layers.0.norm' "$work/wn" && fail "inner row named by its full path ($(cat "$work/wn"))"
+[ "$(grep -c '(RmsNorm)' "$work/wn")" -eq 4 ] || fail "one RmsNorm row per norm ($(cat "$work/wn"))"
+grep -q 'Total params: 12,596$' "$work/wn" || fail "wrapped_norm total ($(grep Total "$work/wn"))"
+# Without the config the gates family's count is symbolic: its fixed-size leaves are left out and
+# the total says it is a lower bound, naming the family, instead of counting one gate.
+"$cg" summary "$wn" >"$work/wn0" 2>/dev/null || fail "summary of wrapped_norm without config exited $?"
+grep -q 'Total params: at least 4 ' "$work/wn0" || fail "lower-bound total ($(grep Total "$work/wn0"))"
+grep -q 'lower bound: .*gates.{i}' "$work/wn0" || fail "the lower bound names the family ($(cat "$work/wn0"))"
+grep -q 'gates.{i} × cfg.num_hidden_layers (Linear)' "$work/wn0" || fail "the family row names its count"
+
 # The qkv-bias feature swaps in candle_nn::linear for q_proj: one bias leaf per layer (4 x 256).
 "$cg" summary "$crate" --config "$crate/config.json" --features qkv-bias >"$work/bias" 2>/dev/null \
   || fail "summary --features qkv-bias exited $?"

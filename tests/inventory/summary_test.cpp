@@ -1,5 +1,10 @@
 // `candle-graph summary` on the bundled example: the torchinfo-style table a user reads.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
 
 #include "pipeline/pipeline.hpp"
 #include "query/summary_rows.hpp"
@@ -69,6 +74,96 @@ TEST(Summary, DepthFoldsDeeperRowsIntoTheirAncestor) {
   for (const auto& r : top.rows)
     EXPECT_LE(r.depth, 2);
   EXPECT_EQ(top.totals.total, all.totals.total);
+}
+
+// tiny-llama's config.json with `num_hidden_layers` replaced, in a file of its own.
+std::string config_with_layers(const std::string& layers) {
+  std::ifstream in(kCrate + "/config.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text = std::regex_replace(text, std::regex("\"num_hidden_layers\": 4,"),
+                            "\"num_hidden_layers\": " + layers + ",");
+  auto path = std::filesystem::temp_directory_path() /
+              ("cg-summary-layers-" + layers + "-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+cg::pipeline::Analysis analyze_with(const std::string& config) {
+  cg::pipeline::Options o;
+  o.path = kCrate;
+  o.config = config;
+  return cg::pipeline::analyze(o);
+}
+
+// One layer holds 725,504 parameters; embedding (tied head) and final norm 1,048,832.
+constexpr std::uint64_t kLayer = 725504, kRest = 1048832;
+
+// Over the expansion bound the family stays one template row, but every total counts all of it and
+// the row says it was not expanded (it used to count one layer: 1,774,336).
+TEST(Summary, FamilyOverTheExpansionBoundMultipliesInTotals) {
+  std::string cfg = config_with_layers("1000000000");
+  auto a = analyze_with(cfg);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(kRest + 1000000000ull * kLayer));
+  EXPECT_TRUE(m.totals.lower_bound.empty()) << m.totals.lower_bound;
+  EXPECT_EQ(m.rows[0].params, m.totals.total);
+  std::string text = cg::query::render_model_summary(a, cfg, "");
+  EXPECT_NE(text.find("Total params: 725,504,001,048,832\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("model.layers.{layer_idx} × 1,000,000,000 (Block) [not expanded: over the "
+                      "expansion bound]"),
+            std::string::npos)
+      << text;
+  std::filesystem::remove(cfg);
+}
+
+// 4,096 layers fit the loop bound but not the 20,000-instance bound: the family is kept whole as a
+// counted template instead of being cut after layer 1,666 (which gave 1,209,869,568).
+TEST(Summary, FamilyOverTheInstanceBoundIsNotCutSilently) {
+  std::string cfg = config_with_layers("4096");
+  auto a = analyze_with(cfg);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(2972713216ull));
+  EXPECT_EQ(kRest + 4096 * kLayer, 2972713216ull);
+  EXPECT_TRUE(m.totals.lower_bound.empty()) << m.totals.lower_bound;
+  std::string text = cg::query::render_model_summary(a, cfg, "");
+  EXPECT_NE(text.find("× 4,096 (Block) [not expanded: over the instance bound]"), std::string::npos)
+      << text;
+  // Nothing half-expanded: no layer instance of the family is listed.
+  EXPECT_EQ(text.find("model.layers.0 (Block)"), std::string::npos) << text;
+  std::filesystem::remove(cfg);
+}
+
+// A total past 64 bits is shown as an overflow, never a wrapped number.
+TEST(Summary, TotalPast64BitsIsAnOverflow) {
+  std::string cfg = config_with_layers("1000000000000000");
+  auto a = analyze_with(cfg);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_FALSE(m.totals.total.has_value());
+  EXPECT_TRUE(m.totals.overflow);
+  std::string text = cg::query::render_model_summary(a, cfg, "");
+  EXPECT_NE(text.find("Total params: over 2^64 (overflow)"), std::string::npos) << text;
+  std::filesystem::remove(cfg);
+}
+
+// A crate RmsNorm wrapping candle_nn's under the same prefix is one row, not itself nested in
+// itself with its full path.
+TEST(Summary, WrapperUnderTheSamePrefixFoldsIntoItsRow) {
+  const std::string crate = std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates/wrapped_norm";
+  cg::pipeline::Options o;
+  o.path = crate;
+  o.config = crate + "/config.json";
+  auto a = cg::pipeline::analyze(o);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(3 * (64 + 64 * 64 + 16) + 64 + 4));
+  for (std::size_t i = 0; i < m.rows.size(); ++i) {
+    EXPECT_EQ(m.rows[i].name.find("layers.0.norm"), std::string::npos) << m.rows[i].name;
+    if (m.rows[i].type == "RmsNorm") {
+      ASSERT_LT(i + 1, m.rows.size());
+      EXPECT_EQ(m.rows[i + 1].name, "weight");  // the leaf directly, no inner RmsNorm row
+      EXPECT_EQ(m.rows[i + 1].depth, m.rows[i].depth + 1);
+      EXPECT_EQ(m.rows[i].params, std::optional<std::uint64_t>(64));
+    }
+  }
 }
 
 TEST(Summary, TorchDtypeNames) {

@@ -34,3 +34,35 @@ TEST(SummaryTable, TreeColumnsAndHonestTotals) {
 }
 
 }  // namespace
+
+namespace {
+
+// A total past 64 bits says so (never a wrapped number); a lower bound says why on the same screen.
+TEST(SummaryTable, OverflowAndLowerBoundAreShownNotWrapped) {
+  std::vector<cg::query::SummaryRow> rows = {{0, "M", "M", "", std::nullopt, "?", "", ""}};
+  rows[0].params_overflow = true;
+  cg::query::SummaryTotals t;
+  t.overflow = true;
+  t.bytes_overflow = true;
+  t.dtype = "F32";
+  std::string out = cg::query::render_summary_table("m", rows, t);
+  EXPECT_NE(out.find("Total params: over 2^64 (overflow)"), std::string::npos) << out;
+  EXPECT_NE(out.find("Params size (MB): over 2^64 (overflow)"), std::string::npos) << out;
+  auto row = out.find("\nM (M)");
+  ASSERT_NE(row, std::string::npos) << out;
+  EXPECT_NE(out.substr(row, out.find('\n', row + 1) - row).find("over 2^64 (overflow)"),
+            std::string::npos)
+      << out;
+
+  cg::query::SummaryTotals lb;
+  lb.total = 1000;
+  lb.bytes = 4000;
+  lb.lower_bound = "the analysis was truncated";
+  out = cg::query::render_summary_table("m", {}, lb);
+  EXPECT_NE(out.find("Total params: at least 1,000\n  lower bound: the analysis was truncated"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Params size (MB): at least 0.00"), std::string::npos) << out;
+}
+
+}  // namespace
