@@ -63,7 +63,9 @@ int main(int argc, char** argv) {
   const char* env = std::getenv("CG_CANDLE_SRC");
   fs::path crate_dir = fs::path(env != nullptr ? env : "") / "candle-transformers";
   if (!fs::exists(crate_dir / "src/models/mod.rs")) {
-    std::printf("ROW|inventory of all models (s)|SKIPPED (set CG_CANDLE_SRC to a candle checkout)|||≤0.5 s|\n");
+    std::printf(
+        "ROW|inventory of all models (s)|SKIPPED (set CG_CANDLE_SRC to a candle checkout)|||≤0.5 "
+        "s|\n");
     return 0;
   }
   auto ctx = cg::cargo::load_cargo_context(crate_dir, {});
