@@ -50,8 +50,6 @@ struct Val {
 
 constexpr std::size_t kMaxDepth = 24;
 constexpr std::size_t kNodeBudget = 400000;
-// Expression nodes over all entrypoints of a crate (candle-transformers takes 0.34M).
-constexpr std::size_t kCrateNodeBudget = 4000000;
 // Syntax nesting one evaluation descends into (calls inlined included). Deeper code is a
 // `dataflow-bound` finding, never a stack overflow; the analysis runs on a deep stack
 // (util/deep_stack.hpp), so this bound, not the stack, decides, and it is the same in every build.
@@ -138,7 +136,10 @@ struct PendingNumeric {
 class Engine {
  public:
   Engine(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir)
-      : crate_(crate), cat_(OpCatalog::for_version(opts.candle_version)), ir_(ir) {
+      : crate_(crate),
+        cat_(OpCatalog::for_version(opts.candle_version)),
+        ir_(ir),
+        crate_budget_(opts.crate_node_budget) {
     if (opts.config) binding_.emplace(crate, opts.config);
     for (std::size_t i = 0; i < ir_.functions.size(); ++i)
       fn_index_[ir_.functions[i].id] = i;
@@ -157,7 +158,7 @@ class Engine {
       if (!ir_.functions[i].is_entrypoint) continue;
       // A crate-wide budget as well as the per-entrypoint one: time and memory stay bounded on
       // any crate (tens of thousands of entrypoints), and what was not analyzed is said.
-      if (total_nodes_ > kCrateNodeBudget) {
+      if (total_nodes_ > crate_budget_) {
         if (skipped++ == 0) first_skipped = ir_.functions[i].qualified_name;
         continue;
       }
@@ -173,7 +174,7 @@ class Engine {
     }
     if (skipped > 0)
       finding("dataflow-bound", ir::Severity::warning, ir::Confidence::proven,
-              "dataflow stopped after " + std::to_string(kCrateNodeBudget) +
+              "dataflow stopped after " + std::to_string(crate_budget_) +
                   " expression nodes over the crate; " + std::to_string(skipped) +
                   " entrypoints were not analyzed, from `" + first_skipped + "` on",
               "", {});
@@ -225,6 +226,7 @@ class Engine {
   std::set<std::string> emitted_;
   int nesting_ = 0;              // eval() frames open
   std::size_t total_nodes_ = 0;  // expression nodes over every entrypoint so far
+  std::size_t crate_budget_;
   std::unordered_map<std::size_t, std::unordered_set<std::string>> uses_seen_;  // per parameter
   std::map<std::string, std::size_t> numeric_at_;
   std::string dims_tid_;

@@ -2,6 +2,7 @@
 // Tensor contracts and per-entrypoint dataflow (spec reference-static §4.3–4.6, §5): operations
 // with edit-stable ids, tensors with shape/dtype/device facts, gradient state, phases, and the
 // finding passes over them.
+#include <cstddef>
 #include <string>
 
 #include "analysis/config_values.hpp"
@@ -13,6 +14,9 @@ namespace cg::analysis {
 struct DataflowOptions {
   std::string candle_version;            // exact candle-core version; empty when unresolved
   const ConfigValues* config = nullptr;  // bound config.json, if any
+  // Expression nodes over all entrypoints of the crate; past it the remaining entrypoints are
+  // named in one `dataflow-bound` finding (candle-transformers takes 0.34M).
+  std::size_t crate_node_budget = 4'000'000;
 };
 
 // Runs after ir.functions and the parameter inventory are filled. Adds ir.tensors and

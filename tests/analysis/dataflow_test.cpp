@@ -26,7 +26,8 @@ using cg::ir::Confidence;
 using cg::ir::Severity;
 
 cg::ir::ModelIr analyze_dir(const fs::path& dir, bool with_inventory = false,
-                            const cg::analysis::ConfigValues* config = nullptr) {
+                            const cg::analysis::ConfigValues* config = nullptr,
+                            std::size_t crate_node_budget = 4'000'000) {
   cg::cargo::Selection sel;
   auto loaded = cg::rust::load_crate(dir, sel);
   const auto& crate = loaded.crate;
@@ -41,6 +42,7 @@ cg::ir::ModelIr analyze_dir(const fs::path& dir, bool with_inventory = false,
   cg::analysis::DataflowOptions opts;
   opts.candle_version = "0.11.0";
   opts.config = config;
+  opts.crate_node_budget = crate_node_budget;
   cg::analysis::build_dataflow(crate, opts, ir);
   return ir;
 }
@@ -413,6 +415,36 @@ TEST(Dataflow, HostDataTypesFromLocalsAndParameters) {
   EXPECT_EQ(tensor(ir, o->output)->dtype, "Unknown")
       << "`n as u32` is an argument, not the element";
   EXPECT_TRUE(findings(ir, "dtype-risk").empty()) << all_findings(ir);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Dataflow, CrateWideBudgetNamesTheEntrypointsItDidNotReach) {
+  fs::path dir = fs::temp_directory_path() / ("cg-dataflow-budget-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "src");
+  std::ofstream(dir / "Cargo.toml") << "[package]\nname = \"b\"\nversion = \"0.1.0\"\n";
+  std::string lib = "use candle::{Result, Tensor};\n";
+  for (int i = 0; i < 6; ++i)
+    lib += "pub fn e" + std::to_string(i) +
+           "(x: &Tensor) -> Result<Tensor> { x.relu()?.exp()?.sqrt()?.relu() }\n";
+  std::ofstream(dir / "src/lib.rs") << lib;
+  auto full = analyze_dir(dir);
+  auto cut = analyze_dir(dir, false, nullptr, 20);
+  fs::remove_all(dir);
+  EXPECT_TRUE(findings(full, "dataflow-bound").empty()) << all_findings(full);
+  auto f = findings(cut, "dataflow-bound");
+  ASSERT_EQ(f.size(), 1u) << all_findings(cut);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_NE(f[0]->message.find("dataflow stopped after 20 expression nodes over the crate"),
+            std::string::npos)
+      << f[0]->message;
+  EXPECT_NE(f[0]->message.find("entrypoints were not analyzed, from `e"), std::string::npos)
+      << f[0]->message;
+  EXPECT_LT(cut.operations.size(), full.operations.size());
+  EXPECT_FALSE(cut.operations.empty()) << "the entrypoints before the budget are analyzed";
 }
 
 }  // namespace
