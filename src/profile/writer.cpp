@@ -1,6 +1,5 @@
 // The writer thread: drains every thread's ring, formats JSONL from pre-rendered handle text and
 // writes it in large blocks. It is the only code that touches the file after `meta`.
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -257,10 +256,6 @@ void SessionState::recycle_retired(const std::vector<ThreadState*>& threads) {
 }
 
 void SessionState::writer_main() {
-  // Named so a user sees it in top/gdb/perf (and a test can tell it from a sanitizer's threads).
-#ifdef __linux__
-  pthread_setname_np(pthread_self(), "cg-profile-wr");
-#endif
   std::vector<ThreadState*> threads;
   auto last_calibration = std::chrono::steady_clock::now();
   for (;;) {
