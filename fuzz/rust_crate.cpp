@@ -18,8 +18,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace fs = std::filesystem;
   static const fs::path dir = [] {
-    fs::path src =
-        fs::path(__FILE__).parent_path().parent_path() / "examples" / "tiny-llama" / "src";
+    fs::path src = fs::path(CG_SOURCE_DIR) / "examples" / "tiny-llama" / "src";
     fs::path d = fs::temp_directory_path() / ("cg-fuzz-crate-" + std::to_string(::getpid()));
     std::error_code ec;
     fs::remove_all(d, ec);
