@@ -257,7 +257,6 @@ void SessionState::recycle_retired(const std::vector<ThreadState*>& threads) {
 
 void SessionState::writer_main() {
   std::vector<ThreadState*> threads;
-  auto last_calibration = std::chrono::steady_clock::now();
   for (;;) {
     std::uint64_t generation;
     bool stop;
@@ -267,12 +266,10 @@ void SessionState::writer_main() {
       stop = stop_;
       wake_ = false;
     }
-    auto now = std::chrono::steady_clock::now();
-    // Also right before the final drain, so the last records use the rate measured at finish.
-    if (stop || now - last_calibration > std::chrono::milliseconds(100)) {
-      timer.recalibrate();
-      last_calibration = now;
-    }
+    // The TSC rate is not refined while records stream: records are converted as threads hand
+    // them over, so a rate changed between an inner and its enclosing operation's conversion
+    // would break their nesting. One linear map per session (the opening calibration) keeps every
+    // converted instant monotone.
     refresh_threads(threads);
     const std::uint64_t drained = drain(threads);
     recycle_retired(threads);
