@@ -72,14 +72,4 @@ Timer::Timer(TimerKind requested) noexcept {
                        std::memory_order_relaxed);
 }
 
-void Timer::recalibrate() noexcept {
-  if (!tsc_) return;
-  ClockPair now = read_pair();
-  // Below 10 ms the pair's jitter would dominate the slope; keep the opening estimate.
-  if (now.steady <= origin_steady_ + 10'000'000 || now.tsc <= origin_raw_) return;
-  ns_per_tick_.store(
-      static_cast<double>(now.steady - origin_steady_) / static_cast<double>(now.tsc - origin_raw_),
-      std::memory_order_relaxed);
-}
-
 }  // namespace candle_graph::detail

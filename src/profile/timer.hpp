@@ -38,13 +38,10 @@ class Timer {
     return steady_now_ns();
   }
 
-  // Nanoseconds since session start for a raw reading. The TSC scale is refined from a fresh
-  // (tsc, steady) pair at each call of `recalibrate` (writer thread only): the error of a
-  // converted instant stays within the jitter of one clock-pair read, and durations get the
-  // relative error jitter / elapsed.
+  // Nanoseconds since session start for a raw reading, with the one TSC scale measured at open
+  // (docs/runtime-4.md: error bound).
   std::uint64_t since_origin_ns(std::uint64_t raw) const noexcept;
   std::uint64_t duration_ns(std::uint64_t start_raw, std::uint64_t end_raw) const noexcept;
-  void recalibrate() noexcept;
 
  private:
   bool tsc_ = false;
