@@ -15,23 +15,17 @@
 #include <unordered_set>
 #include <vector>
 
+#include "profile/trace_files.hpp"
+
 namespace cg = candle_graph;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("cg-profile-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
-}
+using profile_test::read_lines;
 
-std::vector<std::string> read_lines(const fs::path& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
+fs::path scratch(const std::string& name) {
+  return profile_test::scratch_file("cg-profile-test", name);
 }
 
 std::string mask_durations(const std::string& line) {
