@@ -90,6 +90,18 @@ struct EdgeTimingRecord {
   std::optional<std::uint64_t> thread;  // runtime/4
 };
 
+// runtime/4 `module` (docs/runtime-4.md, Additions): one closed module scope, keyed by the
+// module's VarBuilder path. Also what the tracing-chrome importer produces from `tracing` spans.
+struct ModuleScopeRecord {
+  std::string_view event_id;
+  std::string_view path;  // "model.layers.3.self_attn"
+  std::optional<std::uint64_t> step;
+  std::uint64_t duration_ns = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t thread = 0;
+  std::optional<std::string_view> parent;  // event_id of the enclosing module scope, same thread
+};
+
 // runtime/4 `end`: counts the writer claims; the reader checks them against what it read.
 struct EndRecord {
   std::uint64_t operations = 0;
@@ -99,6 +111,9 @@ struct EndRecord {
   std::uint64_t open_operations = 0;
   std::uint64_t threads = 0;
   std::uint64_t duration_ns = 0;
+  // Present only when the session began a module scope (absent reads as 0).
+  std::uint64_t modules = 0;
+  std::uint64_t open_modules = 0;
 };
 
 // Receives validated records in file order. `meta` may arrive after other records in /1–/3 JSONL
@@ -112,6 +127,7 @@ class RecordSink {
   virtual void gradient(const GradientRecord&) {}
   virtual void value(const ValueRecord&) {}
   virtual void edge_timing(const EdgeTimingRecord&) {}
+  virtual void module_scope(const ModuleScopeRecord&) {}
   virtual void end(const EndRecord&) {}
 };
 
