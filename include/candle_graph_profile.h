@@ -55,11 +55,19 @@ typedef struct cgp_config {
   cgp_format format;
   cgp_backpressure backpressure;
   uint64_t buffer_records_per_thread; /* 0: the default (65,536) */
+  /* Optional device synchronisation (CUDA/Metal, where a host timestamp measures only a kernel's
+   * launch): when not NULL it is called with device_sync_user before the clock read at every
+   * module scope's begin and end, and `meta` ends with "device_sync":true. NULL: module durations
+   * are host-side and meta has no such field. */
+  void (*device_sync)(void* user);
+  void* device_sync_user;
 } cgp_config;
 
 typedef struct cgp_session cgp_session;
 /* An interned operation: valid for the session that returned it. */
 typedef uint32_t cgp_op;
+/* An open module scope (its event counter); 0 is a scope that records nothing. */
+typedef uint64_t cgp_module_scope;
 
 /* Fills `config` with the seed's defaults for `entrypoint` and `phase`. */
 void cgp_config_init(cgp_config* config, cgp_str entrypoint, cgp_phase phase);
@@ -78,6 +86,17 @@ cgp_status cgp_session_op(cgp_session* session, cgp_str static_id, cgp_str op,
 void cgp_op_begin(cgp_session* session, cgp_op op);
 void cgp_op_end(cgp_session* session, cgp_op op);
 
+/* Module scopes keyed by VarBuilder path (`vb.prefix()`, e.g. "model.layers.3.self_attn"): one
+ * `module` record per closed scope (docs/runtime-4.md, "Additions: module scopes"). The path is
+ * interned once per session (cached per thread by address and length, then by content), so
+ * begin/end cost a clock read and a store. Scopes nest per thread; end a scope on the thread that
+ * began it, innermost first: anything else is a counted error (ending on another thread is also
+ * sticky, returned by finish), never a crash. Writes *out = 0 and returns CGP_OK in runtime/3
+ * sessions (module scopes are not part of the seed's format); CGP_ERR_FINISHED after finish.
+ * cgp_module_end with 0 does nothing. */
+cgp_status cgp_module_begin(cgp_session* session, cgp_str path, cgp_module_scope* out);
+void cgp_module_end(cgp_session* session, cgp_module_scope scope);
+
 /* The seed's string API. The event id is written to id_buf (NUL-terminated; CGP_EVENT_ID_MAX
  * bytes always suffice) and its length to *id_len. */
 cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str op,
@@ -92,6 +111,11 @@ cgp_status cgp_record_edge_timing(cgp_session* session, cgp_str from_static_id,
 cgp_status cgp_session_flush(cgp_session* session);
 /* Drains, writes the end record, closes the file and frees the session (also on error). */
 cgp_status cgp_session_finish(cgp_session* session);
+/* Finishes the session like cgp_session_finish but does not free it: for sessions that live until
+ * the process exits (an atexit hook). Idempotent: later calls return the first call's status (and
+ * message). Afterwards scopes and handles record nothing and the string API returns
+ * CGP_ERR_FINISHED; free it with cgp_session_free (or never, for a process-lifetime session). */
+cgp_status cgp_session_close(cgp_session* session);
 /* Frees a session that was not finished, finishing it and ignoring errors. NULL is allowed. */
 void cgp_session_free(cgp_session* session);
 

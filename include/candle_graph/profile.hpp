@@ -14,6 +14,7 @@
 // docs/runtime-4.md.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -100,6 +101,12 @@ struct ProfileConfig {
   // kMaxBufferRecordsPerThread.
   std::size_t buffer_records_per_thread = std::size_t{1} << 16;
   TimerKind timer = TimerKind::automatic;
+  // Optional device synchronisation (CUDA/Metal: a host timestamp around a kernel measures only
+  // its launch). When set, it is called before the clock read at every module scope's begin and
+  // end, and `meta` ends with `"device_sync":true`; when empty, module durations are host-side
+  // and `meta` has no such field. Called on the thread that opens or closes the scope; it must
+  // not throw. Operations (handles, string API) never call it.
+  std::function<void()> device_synchronize;
 
   static ProfileConfig train(std::string entrypoint);
   static ProfileConfig infer(std::string entrypoint);
@@ -141,6 +148,44 @@ class ScopedOperation {
   OpHandle handle_;
 };
 
+// A module scope: times one module instance under its VarBuilder path (`vb.prefix()`, e.g.
+// `model.layers.3.self_attn`) and writes a `module` record when it closes (docs/runtime-4.md,
+// "Additions: module scopes"). Begins on construction, ends on destruction or end(). Scopes nest
+// per thread (a scope's `parent` is the innermost module scope open on its thread at begin); they
+// do not change any operation's parent. Close it on the thread that opened it: a scope closed on
+// another thread, or one closed while a scope it encloses is still open, is a counted error (the
+// former also sticky, returned by finish()), never a crash. In runtime/3 (seed parity) sessions,
+// after finish(), and on a default-constructed scope, it does nothing.
+class ModuleScope {
+ public:
+  ModuleScope() = default;
+  ModuleScope(ModuleScope&& other) noexcept
+      : state_(std::exchange(other.state_, nullptr)), token_(std::exchange(other.token_, 0)) {}
+  ModuleScope& operator=(ModuleScope&& other) noexcept {
+    if (this != &other) {
+      end();
+      state_ = std::exchange(other.state_, nullptr);
+      token_ = std::exchange(other.token_, 0);
+    }
+    return *this;
+  }
+  ModuleScope(const ModuleScope&) = delete;
+  ModuleScope& operator=(const ModuleScope&) = delete;
+  ~ModuleScope() { end(); }
+  // Closes the scope now (idempotent).
+  void end() noexcept;
+  // False when the scope records nothing (runtime/3, finished session, no buffer memory).
+  bool active() const noexcept { return token_ != 0; }
+  // The scope's event counter (its `event_id` is `{phase}-mod-{step}-{token}`); 0 when inactive.
+  std::uint64_t token() const noexcept { return token_; }
+
+ private:
+  friend class ProfileSession;
+  ModuleScope(detail::SessionState* state, std::uint64_t token) : state_(state), token_(token) {}
+  detail::SessionState* state_ = nullptr;
+  std::uint64_t token_ = 0;
+};
+
 // The largest buffer_records_per_thread open() accepts: 2^22 records, 256 MiB per thread.
 inline constexpr std::size_t kMaxBufferRecordsPerThread = std::size_t{1} << 22;
 
@@ -178,6 +223,18 @@ class ProfileSession {
   // The handle whose index() is `index` (for bindings that pass handles as integers); an index
   // this session never returned gives a handle whose begin()/end() do nothing.
   OpHandle handle(std::uint32_t index) const noexcept;
+
+  // Module scopes keyed by VarBuilder path. The path is interned once per session (each thread
+  // caches it by address and length, then by content, every hit confirmed by comparing the
+  // text); the scope's begin and end are then a clock read and a store into the thread's buffer.
+  [[nodiscard]] ModuleScope module_scope(std::string_view path) noexcept;
+  // Runs f() inside module_scope(path) and returns its value (`time_module("model.layers.0",
+  // [&] { return layer.forward(x); })`).
+  template <typename F>
+  decltype(auto) time_module(std::string_view path, F&& f) {
+    ModuleScope scope = module_scope(path);
+    return std::forward<F>(f)();
+  }
 
   // Waits until every record pushed before this call is written to the file.
   Status flush();

@@ -2,6 +2,7 @@
 // exception crosses the boundary: allocation failures become CGP_ERR_IO with a message.
 #include <cstring>
 #include <iterator>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <span>
@@ -15,6 +16,11 @@
 
 struct cgp_session {
   candle_graph::ProfileSession session;
+  // cgp_session_close: done once, its status and message kept for later calls.
+  std::mutex close_mu;
+  bool closed = false;
+  cgp_status close_status = CGP_OK;
+  std::string close_error;
 };
 
 namespace {
@@ -123,11 +129,16 @@ cgp_status cgp_session_open(cgp_str path, const cgp_config* config, cgp_session*
                      : cgx::TraceFormat::runtime_v4;
     cfg.backpressure = config->backpressure == CGP_BACKPRESSURE_DROP ? cgx::Backpressure::drop
                                                                      : cgx::Backpressure::block;
+    if (config->device_sync != nullptr) {
+      auto* sync = config->device_sync;
+      void* user = config->device_sync_user;
+      cfg.device_synchronize = [sync, user] { sync(user); };
+    }
     if (config->buffer_records_per_thread != 0)
       cfg.buffer_records_per_thread = static_cast<std::size_t>(config->buffer_records_per_thread);
     auto session = cgx::ProfileSession::open(std::string(view(path)), std::move(cfg));
     if (!session) return report(session.status());
-    *out = new cgp_session{std::move(session).value()};
+    *out = new cgp_session{std::move(session).value(), {}, false, CGP_OK, {}};
     return CGP_OK;
   });
 }
@@ -168,6 +179,20 @@ void cgp_op_begin(cgp_session* session, cgp_op op) {
 
 void cgp_op_end(cgp_session* session, cgp_op op) {
   session->session.handle(op).end();
+}
+
+cgp_status cgp_module_begin(cgp_session* session, cgp_str path, cgp_module_scope* out) {
+  if (session == nullptr || out == nullptr) return invalid("cgp_module_begin: NULL argument");
+  auto* state = cgx::detail::session_state(session->session);
+  *out = state->module_begin(view(path));
+  if (*out == 0 && state->finished.load(std::memory_order_relaxed))
+    return report(cgx::Status(cgx::Errc::finished, "profile session is already finished"));
+  return CGP_OK;
+}
+
+void cgp_module_end(cgp_session* session, cgp_module_scope scope) {
+  if (session == nullptr || scope == 0) return;
+  cgx::detail::session_state(session->session)->module_end(scope);
 }
 
 cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str op,
@@ -221,12 +246,24 @@ cgp_status cgp_session_flush(cgp_session* session) {
   return guarded([&] { return report(session->session.flush()); });
 }
 
+cgp_status cgp_session_close(cgp_session* session) {
+  if (session == nullptr) return invalid("cgp_session_close: NULL session");
+  return guarded([&] {
+    std::lock_guard<std::mutex> lock(session->close_mu);
+    if (!session->closed) {
+      session->closed = true;
+      auto done = session->session.finish();
+      session->close_status = done ? CGP_OK : report(done.status());
+      if (!done) session->close_error = done.status().message();
+    }
+    if (session->close_status != CGP_OK) last_error = session->close_error;
+    return session->close_status;
+  });
+}
+
 cgp_status cgp_session_finish(cgp_session* session) {
   if (session == nullptr) return invalid("cgp_session_finish: NULL session");
-  cgp_status status = guarded([&] {
-    auto done = session->session.finish();
-    return done ? CGP_OK : report(done.status());
-  });
+  cgp_status status = cgp_session_close(session);
   delete session;
   return status;
 }

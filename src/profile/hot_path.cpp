@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "profile/session_state.hpp"
@@ -295,6 +296,105 @@ void SessionState::push(ThreadState& ts, const Record& record) noexcept {
   publish(ts);
 }
 
+// Module scopes. The path is found in the thread's cache by address and length (confirmed by
+// comparing the text: a reused buffer is never taken for another path); the rest is what a
+// handle's begin and end cost, plus the optional device synchronisation.
+[[gnu::always_inline]] inline std::uint32_t SessionState::lookup_module(
+    ThreadState& ts, std::string_view module_path) noexcept {
+  const auto address = reinterpret_cast<std::uintptr_t>(module_path.data());
+  const InternCacheEntry& e =
+      ts.module_cache[((address ^ module_path.size()) * 0x9E3779B97F4A7C15ull) >> 56];
+  if (e.static_id == module_path.data() && e.length == module_path.size() && e.length != 0)
+      [[likely]] {
+    const std::string& interned = handles_[e.handle].static_id;
+    if (std::memcmp(interned.data(), module_path.data(), module_path.size()) == 0) [[likely]]
+      return e.handle;
+  }
+  return lookup_module_slow(ts, module_path);
+}
+
+std::uint64_t SessionState::module_begin(std::string_view module_path) noexcept {
+  // runtime/3 is the seed's format byte for byte: module scopes are neither written nor drawn
+  // from the event counter there.
+  if (!v4_ || finished.load(std::memory_order_relaxed)) [[unlikely]]
+    return 0;
+  ThreadState* tsp = thread_state_inline();
+  if (tsp == nullptr) [[unlikely]]
+    return 0;
+  ThreadState& ts = *tsp;
+  const std::uint32_t handle = lookup_module(ts, module_path);
+  if (handle == kNoHandle) [[unlikely]]
+    return 0;
+  Frame frame{take_counter(ts), step.load(std::memory_order_relaxed), 0, 0, 0, handle, false};
+  if (!ts.module_stack.empty()) {
+    frame.parent_counter = ts.module_stack.back().counter;
+    frame.parent_step = ts.module_stack.back().id_step;
+  }
+  if (!push_frame(ts.module_stack, frame)) [[unlikely]] {
+    count_error();
+    return 0;
+  }
+  if (!modules_used_.load(std::memory_order_relaxed)) [[unlikely]]
+    modules_used_.store(true, std::memory_order_relaxed);
+  if (device_sync_) config.device_synchronize();
+  ts.module_stack.back().start = timer.now();
+  return frame.counter;
+}
+
+void SessionState::module_end(std::uint64_t token) noexcept {
+  if (token == 0) return;
+  if (device_sync_) config.device_synchronize();
+  const std::uint64_t now = timer.now();
+  ThreadState* tsp = thread_state_inline();
+  if (tsp == nullptr) [[unlikely]]
+    return;
+  ThreadState& ts = *tsp;
+  if (ts.module_stack.empty() || ts.module_stack.back().counter != token) [[unlikely]] {
+    module_end_slow(ts, token, now);
+    return;
+  }
+  const Frame& f = ts.module_stack.back();
+  if (Record* r = claim_slot(ts)) [[likely]] {
+    *r = Record{f.counter,
+                f.id_step,
+                step.load(std::memory_order_relaxed),
+                f.start,
+                now,
+                f.parent_counter,
+                f.parent_step,
+                f.handle,
+                ts.index,
+                RecordKind::module,
+                0};
+    publish(ts);
+  }
+  ts.module_stack.pop_back();
+}
+
+void SessionState::module_end_slow(ThreadState& ts, std::uint64_t token,
+                                   std::uint64_t now) noexcept {
+  // Closed while a scope it encloses is still open: written (its interval is right), counted as
+  // an error. Not open on this thread at all: a sticky error, as for a handle.
+  for (auto it = ts.module_stack.rbegin(); it != ts.module_stack.rend(); ++it) {
+    if (it->counter == token) {
+      const Frame f = *it;
+      ts.module_stack.erase(std::next(it).base());
+      count_error();
+      push(ts, Record{f.counter, f.id_step, step.load(std::memory_order_relaxed), f.start, now,
+                      f.parent_counter, f.parent_step, f.handle, ts.index, RecordKind::module, 0});
+      return;
+    }
+  }
+  if (finished.load(std::memory_order_acquire)) return;  // begun before finish: nothing to do
+  try {
+    fail(Errc::unbalanced, "end of module scope " + std::to_string(token) +
+                               " on a thread where it is not open (close a scope on the thread "
+                               "that opened it)");
+  } catch (...) {
+    count_error();
+  }
+}
+
 bool SessionState::wait_for_space(ThreadState& ts) noexcept {
   if (config.backpressure == Backpressure::drop || writer_gone_.load(std::memory_order_acquire)) {
     // Only the owner writes `dropped`; the atomic is for the writer's final read.
@@ -327,6 +427,16 @@ void OpHandle::begin() const noexcept {
 
 void OpHandle::end() const noexcept {
   if (state_) state_->end(index_);
+}
+
+ModuleScope ProfileSession::module_scope(std::string_view path) noexcept {
+  detail::SessionState* state = state_.get();
+  if (state == nullptr) return ModuleScope();
+  return ModuleScope(state, state->module_begin(path));
+}
+
+void ModuleScope::end() noexcept {
+  if (token_ != 0) state_->module_end(std::exchange(token_, 0));
 }
 
 }  // namespace candle_graph

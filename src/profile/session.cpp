@@ -118,8 +118,11 @@ SessionState::SessionState(std::filesystem::path trace_path, ProfileConfig cfg, 
                    std::string(phase_name(config.phase)) + "-edge-"),
       v4_(config.format != TraceFormat::runtime_v3),
       compact_(config.format == TraceFormat::runtime_v4_compact),
+      device_sync_(static_cast<bool>(config.device_synchronize)),
       ring_capacity_(round_up_pow2(config.buffer_records_per_thread)),
-      fd_(fd) {
+      fd_(fd),
+      mod_prefix_("{\"kind\":\"module\",\"event_id\":\"" + std::string(phase_name(config.phase)) +
+                  "-mod-") {
   register_session(id_, this);
 }
 
@@ -184,7 +187,9 @@ Status SessionState::write_meta() {
     append_u64(line, ring_capacity_);
     line += ",\"counter_block\":";
     append_u64(line, kCounterBlock);
-    line += ",\"writer\":\"candle-graph-profile/0.1.0\"";
+    line += ",\"writer\":\"candle-graph-profile/0.2.0\"";
+    // Module durations include the device's work only with a synchronisation callback.
+    if (device_sync_) line += ",\"device_sync\":true";
   }
   line += "}\n";
   out_append(line);
@@ -255,6 +260,51 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
   }
   by_address = {static_id.data(), static_id.size(), handle};
   return handle;
+}
+
+Result<std::uint32_t> SessionState::intern_module(std::string_view module_path) {
+  std::string key = "m";
+  append_key_part(key, module_path);
+  return handles_.intern(key, [&] {
+    HandleInfo info;
+    info.is_module = true;
+    info.static_id = std::string(module_path);
+    info.body = ",\"path\":";
+    append_json_string(info.body, module_path);
+    return info;
+  });
+}
+
+std::uint32_t SessionState::lookup_module_slow(ThreadState& ts,
+                                               std::string_view module_path) noexcept {
+  try {
+    const std::uint64_t hash = text_hash(module_path);
+    ContentCacheEntry& by_content = ts.module_content_cache[hash & (ThreadState::kInternCache - 1)];
+    std::uint32_t handle;
+    if (by_content.used && by_content.hash == hash && handles_[by_content.handle].is_module &&
+        handles_[by_content.handle].static_id == module_path) {
+      handle = by_content.handle;
+    } else {
+      auto interned = intern_module(module_path);
+      if (!interned) {
+        // Past the bound of distinct ids: counted in `end.errors`, the scope records nothing.
+        count_error();
+        return kNoHandle;
+      }
+      handle = interned.value();
+      by_content = {hash, handle, true};
+    }
+    // An empty path has no address worth caching (every empty view may share one).
+    if (!module_path.empty()) {
+      const auto address = reinterpret_cast<std::uintptr_t>(module_path.data());
+      ts.module_cache[((address ^ module_path.size()) * 0x9E3779B97F4A7C15ull) >> 56] = {
+          module_path.data(), module_path.size(), handle};
+    }
+    return handle;
+  } catch (...) {
+    count_error();
+    return kNoHandle;
+  }
 }
 
 Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::string_view op,
@@ -411,6 +461,8 @@ void SessionState::retire(ThreadState& ts) {
     if (!f.by_id) ++retired_open_;  // string-API ones stay findable in their slot or table
   }
   ts.stack.clear();
+  retired_open_modules_ += ts.module_stack.size();
+  ts.module_stack.clear();
   ts.retired.store(true, std::memory_order_release);
   if (ts.tail.load(std::memory_order_acquire) == ts.head_local) {
     pool_.push_back(&ts);  // already drained: reusable at once
@@ -478,10 +530,13 @@ Result<std::filesystem::path> SessionState::finish() {
   // Handle scopes on live threads' stacks and those exited threads left open, plus string-API
   // operations still findable by id (wherever they began).
   std::uint64_t open_operations = 0;
+  std::uint64_t open_modules = 0;
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
     open_operations += retired_open_;
+    open_modules += retired_open_modules_;
     for (auto& ts : threads_) {
+      open_modules += ts->module_stack.size();
       for (const Frame& f : ts->stack)
         open_operations += f.by_id ? 0 : 1;
       for (std::size_t i = 0; i < ThreadState::kIdSlots; ++i) {
@@ -494,7 +549,7 @@ Result<std::filesystem::path> SessionState::finish() {
     std::lock_guard<std::mutex> lock(active_mu_);
     open_operations += active_.size();
   }
-  write_end_record(open_operations);
+  write_end_record(open_operations, open_modules);
   if (fd_ >= 0 && ::close(fd_) != 0 && !io_failed_)
     fail(Errc::io_error, "close profile trace " + path.string() + ": " + std::strerror(errno));
   fd_ = -1;

@@ -28,6 +28,8 @@ enum class RecordKind : std::uint8_t {
   operation_ns,  // `end` is the duration in ns, already returned to a string-API caller
   edge,          // `end` is the caller's duration in ns, `start` the time it was recorded
   operation_ns_with_output,  // as operation_ns; the output id waits in SessionState::outputs_
+  module,  // a module scope: `handle` names its path, `end` is a raw timer reading and the
+           // parent fields name the enclosing module scope
 };
 
 // One finished event exactly as the caller stores it: raw numbers, no text. One cache line, so
@@ -137,7 +139,10 @@ struct ThreadState {
   std::uint64_t next_counter = 0;
   std::uint64_t counter_limit = 0;
   std::vector<Frame> stack;
+  std::vector<Frame> module_stack;  // open module scopes (counter = the scope's token)
   InternCacheEntry intern_cache[kInternCache];
+  InternCacheEntry module_cache[kInternCache];           // module paths by address and length
+  ContentCacheEntry module_content_cache[kInternCache];  // and by a hash of their text
   CachedNumber id_step_text;  // the string API's event ids: the step changes rarely
   CountingNumber counter_text;
   // The event id this thread's string API returned last: an end_operation with exactly that text
@@ -164,6 +169,7 @@ struct ThreadState {
 // Pre-rendered JSON for one interned operation or edge, so the writer copies instead of escaping.
 struct HandleInfo {
   bool is_edge = false;
+  bool is_module = false;  // a module path (`static_id` holds it; body `,"path":…`)
   std::string static_id;
   // Ops: the interned op name and inputs, to confirm a string-API cache hit by content.
   std::string op;
@@ -191,7 +197,8 @@ class HandleTable {
   }
   // True for an index intern() returned for an operation (not an edge).
   bool is_op(std::uint32_t i) const noexcept {
-    return i < published_.load(std::memory_order_acquire) && !(*this)[i].is_edge;
+    return i < published_.load(std::memory_order_acquire) && !(*this)[i].is_edge &&
+           !(*this)[i].is_module;
   }
   const HandleInfo& operator[](std::uint32_t i) const {
     return chunks_[i >> kChunkBits][i & (kChunkSize - 1)];
@@ -215,6 +222,7 @@ struct ActiveOp {
 class SessionState {
  public:
   static constexpr std::uint64_t kCounterBlock = 4096;
+  static constexpr std::uint32_t kNoHandle = ~std::uint32_t{0};
 
   SessionState(std::filesystem::path trace_path, ProfileConfig cfg, int fd);
   ~SessionState();
@@ -239,6 +247,11 @@ class SessionState {
   Result<std::uint64_t> end_by_id(std::string_view event_id,
                                   std::optional<std::string_view> output);
   Status edge(std::string_view from, std::string_view to, std::uint64_t duration_ns);
+  // Module scopes (hot_path.cpp): begin returns the scope's token (its counter; 0 when nothing
+  // is recorded), end closes it on the calling thread.
+  std::uint64_t module_begin(std::string_view module_path) noexcept;
+  void module_end(std::uint64_t token) noexcept;
+  Result<std::uint32_t> intern_module(std::string_view module_path);
   Status flush();
   Result<std::filesystem::path> finish();
   // The calling thread exited (called from its thread-exit hook): its open handle scopes are
@@ -278,6 +291,10 @@ class SessionState {
   void push(ThreadState& ts, const Record& record) noexcept;
   bool wait_for_space(ThreadState& ts) noexcept;
   void end_slow(ThreadState& ts, std::uint32_t handle, std::uint64_t now) noexcept;
+  void module_end_slow(ThreadState& ts, std::uint64_t token, std::uint64_t now) noexcept;
+  // The module handle for `module_path`: the thread's caches, then the table (0xFFFFFFFF: refused).
+  std::uint32_t lookup_module(ThreadState& ts, std::string_view module_path) noexcept;
+  std::uint32_t lookup_module_slow(ThreadState& ts, std::string_view module_path) noexcept;
   // The string API's handle for (static_id, op, inputs): the thread's cache, then the table.
   Result<std::uint32_t> lookup_op(ThreadState& ts, std::string_view static_id, std::string_view op,
                                   std::span<const std::string_view> inputs);
@@ -299,7 +316,8 @@ class SessionState {
   char* out_reserve(std::size_t bytes);
   void out_append(std::string_view text);
   void write_out();
-  void write_end_record(std::uint64_t open_operations);
+  void write_end_record(std::uint64_t open_operations, std::uint64_t open_modules);
+  void format_module(const Record& r);
   void refresh_threads(std::vector<ThreadState*>& threads);
   void recycle_retired(const std::vector<ThreadState*>& threads);
 
@@ -307,14 +325,19 @@ class SessionState {
   const std::string op_prefix_;    // {"kind":"operation","event_id":"train-op-
   const std::string edge_prefix_;  // {"kind":"edge_timing","event_id":"train-edge-
   const bool v4_;
-  const bool compact_;  // runtime/4-compact/1
+  const bool compact_;      // runtime/4-compact/1
+  const bool device_sync_;  // config.device_synchronize is set
   std::size_t ring_capacity_;
 
   std::mutex threads_mu_;
   std::vector<std::unique_ptr<ThreadState>> threads_;
-  std::vector<ThreadState*> pool_;     // drained states of exited threads, for adoption
-  std::size_t next_thread_index_ = 0;  // OS threads that used the session so far
-  std::uint64_t retired_open_ = 0;     // handle scopes left open by exited threads
+  std::vector<ThreadState*> pool_;          // drained states of exited threads, for adoption
+  std::size_t next_thread_index_ = 0;       // OS threads that used the session so far
+  std::uint64_t retired_open_ = 0;          // handle scopes left open by exited threads
+  std::uint64_t retired_open_modules_ = 0;  // module scopes left open by exited threads
+  // A module scope was begun: `end` then carries `modules` and `open_modules` (traces of programs
+  // without module scopes stay byte for byte what they were).
+  std::atomic<bool> modules_used_{false};
   std::atomic<std::size_t> thread_count_{0};
   std::atomic<std::uint64_t> next_counter_block_{1};
   std::atomic<std::uint64_t> retired_waiting_{0};  // retired states not yet back in the pool
@@ -360,6 +383,8 @@ class SessionState {
   std::uint32_t compact_last_thread_ = 0;
   std::uint64_t operations_written_ = 0;
   std::uint64_t edges_written_ = 0;
+  std::uint64_t modules_written_ = 0;
+  std::string mod_prefix_;  // {"kind":"module","event_id":"train-mod-
 };
 
 void register_session(std::uint64_t id, SessionState* state);

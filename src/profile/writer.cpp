@@ -115,7 +115,10 @@ void SessionState::format_compact(const Record& r, const std::optional<std::stri
   }
   char* const begin = out_reserve(output.size() + kRecordOverhead);
   const bool edge = r.kind == RecordKind::edge;
-  char* p = put(begin, edge ? "{\"kind\":\"e\",\"h\":" : "{\"kind\":\"o\",\"h\":");
+  const bool module = r.kind == RecordKind::module;
+  char* p = put(begin, edge     ? "{\"kind\":\"e\",\"h\":"
+                       : module ? "{\"kind\":\"m\",\"h\":"
+                                : "{\"kind\":\"o\",\"h\":");
   p = put_u64(p, r.handle);
   if (r.thread != compact_last_thread_) {
     p = put(p, ",\"th\":");
@@ -137,7 +140,8 @@ void SessionState::format_compact(const Record& r, const std::optional<std::stri
     p = put_u64(p, r.step);
   }
   p = put(p, ",\"d\":");
-  p = put_u64(p, r.kind == RecordKind::operation ? timer.duration_ns(r.start, r.end) : r.end);
+  p = put_u64(
+      p, r.kind == RecordKind::operation || module ? timer.duration_ns(r.start, r.end) : r.end);
   p = put(p, ",\"t\":");
   p = put_u64(p, timer.since_origin_ns(r.start));
   if (!edge && r.parent_counter != 0) {
@@ -151,12 +155,48 @@ void SessionState::format_compact(const Record& r, const std::optional<std::stri
   p = put(p, output);
   p = put(p, "}\n");
   out_size_ += static_cast<std::size_t>(p - begin);
-  ++(edge ? edges_written_ : operations_written_);
+  ++(edge ? edges_written_ : module ? modules_written_ : operations_written_);
+}
+
+// runtime/4 `module` line (docs/runtime-4.md, "Additions: module scopes").
+void SessionState::format_module(const Record& r) {
+  const HandleInfo& h = handles_[r.handle];
+  char* const begin = out_reserve(mod_prefix_.size() * 2 + h.body.size() + kRecordOverhead);
+  char* p = put(begin, mod_prefix_);
+  p = step_text_.put(p, r.id_step);
+  *p++ = '-';
+  p = put_u64(p, r.counter);
+  *p++ = '"';
+  p = put(p, h.body);
+  p = put(p, ",\"step\":");
+  p = step_text_.put(p, r.step);
+  p = put(p, ",\"duration_ns\":");
+  p = put_u64(p, timer.duration_ns(r.start, r.end));
+  p = put(p, ",\"start_ns\":");
+  p = put_u64(p, timer.since_origin_ns(r.start));
+  p = put(p, ",\"thread\":");
+  p = put_u64(p, r.thread);
+  if (r.parent_counter != 0) {
+    p = put(p, ",\"parent\":\"");
+    p = put(p, phase_name(config.phase));
+    p = put(p, "-mod-");
+    p = step_text_.put(p, r.parent_step);
+    *p++ = '-';
+    p = put_u64(p, r.parent_counter);
+    *p++ = '"';
+  }
+  p = put(p, "}\n");
+  out_size_ += static_cast<std::size_t>(p - begin);
+  ++modules_written_;
 }
 
 void SessionState::format(const Record& r) {
   if (compact_) {
     format_compact(r, take_output(r));
+    return;
+  }
+  if (r.kind == RecordKind::module) {
+    format_module(r);
     return;
   }
   const HandleInfo& h = handles_[r.handle];
@@ -321,7 +361,7 @@ void SessionState::writer_main() {
   flushed_cv_.notify_all();
 }
 
-void SessionState::write_end_record(std::uint64_t open_operations) {
+void SessionState::write_end_record(std::uint64_t open_operations, std::uint64_t open_modules) {
   if (!v4_) return;
   std::uint64_t dropped = 0;
   std::size_t thread_count = 0;
@@ -345,6 +385,12 @@ void SessionState::write_end_record(std::uint64_t open_operations) {
   append_u64(line, thread_count);
   line += ",\"duration_ns\":";
   append_u64(line, timer.since_origin_ns(timer.now()));
+  if (modules_used_.load(std::memory_order_relaxed)) {
+    line += ",\"modules\":";
+    append_u64(line, modules_written_);
+    line += ",\"open_modules\":";
+    append_u64(line, open_modules);
+  }
   line += "}\n";
   out_append(line);
   write_out();
