@@ -42,6 +42,14 @@ int cgp_test_c_abi_smoke(const char* path) {
   if (cgp_record_edge_timing(session, s("operation:infer:c:0"), s("operation:infer:c:1"), 9) !=
       CGP_OK)
     return 9;
+  /* Module scopes in a runtime/3 session record nothing (token 0) and are not an error. */
+  {
+    cgp_module_scope scope = 1;
+    if (cgp_module_begin(session, s("model.layers.0"), &scope) != CGP_OK || scope != 0) return 11;
+    cgp_module_end(session, scope);
+  }
+  if (cgp_session_close(session) != CGP_OK) return 12;
+  if (cgp_session_close(session) != CGP_OK) return 13; /* idempotent */
   if (cgp_session_finish(session) != CGP_OK) return 10;
   return 0;
 }

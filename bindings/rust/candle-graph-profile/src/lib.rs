@@ -17,10 +17,39 @@
 //!
 //! Traces are `candle-graph/runtime/4` JSONL by default (`runtime/3`, the seed's format, on
 //! request); see `docs/runtime-4.md` in the repository.
+//!
+//! # Module scopes and the global session
+//!
+//! A Candle module's constructor knows its VarBuilder path (`vb.prefix()`, e.g.
+//! `model.layers.3.self_attn`); the model IR's module tree is built from the same strings. Time
+//! each module instance under that path:
+//!
+//! ```no_run
+//! use candle_graph_profile::{install_global, module_scope, ProfileConfig};
+//! // Once, at the start of main (an exit hook finishes the trace, also after process::exit):
+//! install_global("target/trace.jsonl", ProfileConfig::infer("model::forward"))?;
+//!
+//! struct Attention { cg_path: String /* vb.prefix() in `new` */ }
+//! impl Attention {
+//!     fn forward(&self) {
+//!         let _cg_scope = candle_graph_profile::module_scope(&self.cg_path); // None, free, without a global session
+//!         // ... tensor ops ...
+//!     }
+//! }
+//! # Ok::<(), candle_graph_profile::Error>(())
+//! ```
+//!
+//! With a session at hand, `session.module_scope(&path)` gives the same guard and
+//! `session.time_module(&path, || self.attn.forward(x))` wraps a call in place and returns its
+//! value. Durations are host-side unless the config has a device-synchronise callback
+//! ([`ProfileConfig::device_synchronize`], for CUDA/Metal).
 
 use std::ffi::CStr;
 use std::fmt;
+use std::marker::PhantomData;
+use std::os::raw::c_void;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 mod ffi {
     use std::os::raw::{c_char, c_int};
@@ -57,6 +86,8 @@ mod ffi {
         pub format: c_int,
         pub backpressure: c_int,
         pub buffer_records_per_thread: u64,
+        pub device_sync: Option<unsafe extern "C" fn(*mut std::ffi::c_void)>,
+        pub device_sync_user: *mut std::ffi::c_void,
     }
 
     #[repr(C)]
@@ -98,7 +129,10 @@ mod ffi {
         ) -> c_int;
         pub fn cgp_record_edge_timing(session: *mut Session, from: Str, to: Str, ns: u64) -> c_int;
         pub fn cgp_session_flush(session: *mut Session) -> c_int;
-        pub fn cgp_session_finish(session: *mut Session) -> c_int;
+        pub fn cgp_session_close(session: *mut Session) -> c_int;
+        pub fn cgp_module_begin(session: *mut Session, path: Str, out: *mut u64) -> c_int;
+        pub fn cgp_module_end(session: *mut Session, scope: u64);
+        pub fn atexit(callback: extern "C" fn()) -> c_int;
         pub fn cgp_session_free(session: *mut Session);
         pub fn cgp_last_error() -> *const c_char;
     }
@@ -143,6 +177,23 @@ pub enum Backpressure {
     Drop,
 }
 
+/// A device-synchronise callback (e.g. `move || device.synchronize().unwrap()`), run before the
+/// clock read at every module scope's begin and end so that durations include the device's work.
+#[derive(Clone)]
+pub struct DeviceSync(pub Arc<dyn Fn() + Send + Sync>);
+
+impl DeviceSync {
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for DeviceSync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DeviceSync(..)")
+    }
+}
+
 /// Configuration for a profiling session started alongside train or inference.
 #[derive(Debug, Clone)]
 pub struct ProfileConfig {
@@ -156,6 +207,10 @@ pub struct ProfileConfig {
     pub backpressure: Backpressure,
     /// 0: the library default (65,536 records of 64 bytes per producing thread).
     pub buffer_records_per_thread: usize,
+    /// Called before the clock read at each module scope's begin and end (CUDA/Metal: a host
+    /// timestamp measures only a kernel's launch); `meta` then ends with `"device_sync":true`.
+    /// `None`: module durations are host-side.
+    pub device_synchronize: Option<DeviceSync>,
 }
 
 impl ProfileConfig {
@@ -170,7 +225,14 @@ impl ProfileConfig {
             format: TraceFormat::default(),
             backpressure: Backpressure::default(),
             buffer_records_per_thread: 0,
+            device_synchronize: None,
         }
+    }
+
+    /// Sets [`Self::device_synchronize`].
+    pub fn with_device_sync(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.device_synchronize = Some(DeviceSync::new(f));
+        self
     }
 
     pub fn train(entrypoint: impl Into<String>) -> Self {
@@ -261,6 +323,21 @@ pub struct ProfileSession {
     raw: *mut ffi::Session,
     path: PathBuf,
     phase: ExecutionPhase,
+    // The device-sync callback the library calls through `sync_trampoline` (boxed: its address is
+    // the callback's user pointer and must not move).
+    _sync: Option<Box<Arc<dyn Fn() + Send + Sync>>>,
+    // finish(): done once, its result kept for later calls.
+    finished: Mutex<Option<Result<PathBuf>>>,
+}
+
+/// The name the module-scope documentation uses.
+pub type Session = ProfileSession;
+
+unsafe extern "C" fn sync_trampoline(user: *mut c_void) {
+    // SAFETY: user is the address of the session's boxed Arc, alive as long as the session.
+    let f = unsafe { &*(user as *const Arc<dyn Fn() + Send + Sync>) };
+    // A panic must not unwind into C++.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f()));
 }
 
 // SAFETY: the C++ session is internally synchronized: every entry point may be called from any
@@ -296,7 +373,18 @@ impl ProfileSession {
                 Backpressure::Drop => 1,
             },
             buffer_records_per_thread: config.buffer_records_per_thread as u64,
+            device_sync: None,
+            device_sync_user: std::ptr::null_mut(),
         };
+        let mut raw_config = raw_config;
+        let sync: Option<Box<Arc<dyn Fn() + Send + Sync>>> = config
+            .device_synchronize
+            .as_ref()
+            .map(|d| Box::new(d.0.clone()));
+        if let Some(f) = &sync {
+            raw_config.device_sync = Some(sync_trampoline);
+            raw_config.device_sync_user = &**f as *const Arc<dyn Fn() + Send + Sync> as *mut c_void;
+        }
         let mut raw = std::ptr::null_mut();
         // SAFETY: every pointer in raw_config borrows data that outlives the call.
         check(unsafe { ffi::cgp_session_open(ffi::Str::of(&path_text), &raw_config, &mut raw) })?;
@@ -304,6 +392,8 @@ impl ProfileSession {
             raw,
             path,
             phase: config.phase,
+            _sync: sync,
+            finished: Mutex::new(None),
         })
     }
 
@@ -412,12 +502,48 @@ impl ProfileSession {
     }
 
     /// Drain, write the `end` record (runtime/4), close the file; returns its path or the first
-    /// sticky error (I/O, or a handle ended where it was not open).
-    pub fn finish(mut self) -> Result<PathBuf> {
-        let raw = std::mem::replace(&mut self.raw, std::ptr::null_mut());
-        // SAFETY: raw is live; cgp_session_finish frees it in every case.
-        check(unsafe { ffi::cgp_session_finish(raw) })?;
-        Ok(std::mem::take(&mut self.path))
+    /// sticky error (I/O, or a handle or scope ended where it was not open).
+    ///
+    /// Idempotent: later calls return the first call's result. Takes `&self`, so a session kept
+    /// in a `static` (see [`install_global`]) can be finished; afterwards scopes and handles
+    /// record nothing and the string API returns [`ErrorKind::Finished`]. Call it after other
+    /// threads have stopped using the session.
+    pub fn finish(&self) -> Result<PathBuf> {
+        let mut done = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(result) = done.as_ref() {
+            return result.clone();
+        }
+        // SAFETY: raw is live until drop; cgp_session_close does not free it.
+        let result = check(unsafe { ffi::cgp_session_close(self.raw) }).map(|()| self.path.clone());
+        *done = Some(result.clone());
+        result
+    }
+
+    /// Time a module instance under its VarBuilder path (`vb.prefix()`, e.g.
+    /// `model.layers.3.self_attn`) until the guard is dropped: one `module` record. The path is
+    /// interned once per session (cached per thread by address, then by content), so a scope costs
+    /// a clock read and a store at each end. Scopes nest per thread; drop them innermost first on
+    /// the thread that opened them (the guard is not `Send`). Records nothing in runtime/3
+    /// sessions and after `finish`.
+    #[inline]
+    pub fn module_scope(&self, path: &str) -> ModuleScope<'_> {
+        let mut token = 0u64;
+        // SAFETY: raw is live while self is borrowed; path outlives the call. A failure (finished
+        // session) leaves token 0, a guard that records nothing.
+        unsafe { ffi::cgp_module_begin(self.raw, ffi::Str::of(path), &mut token) };
+        ModuleScope {
+            session: self,
+            token,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Runs `f` inside [`Self::module_scope`]`(path)` and returns its value:
+    /// `session.time_module(&self.cg_path, || self.attn.forward(x))`.
+    #[inline]
+    pub fn time_module<R>(&self, path: &str, f: impl FnOnce() -> R) -> R {
+        let _scope = self.module_scope(path);
+        f()
     }
 
     pub fn path(&self) -> &Path {
@@ -468,6 +594,82 @@ impl Drop for OpScope<'_> {
     fn drop(&mut self) {
         self.handle.end();
     }
+}
+
+/// An open module scope ([`ProfileSession::module_scope`], [`module_scope`]): closed when
+/// dropped. Not `Send`: a scope must end on the thread that began it.
+pub struct ModuleScope<'s> {
+    session: &'s ProfileSession,
+    token: u64,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl ModuleScope<'_> {
+    /// False when the scope records nothing (runtime/3 session, finished session).
+    pub fn is_active(&self) -> bool {
+        self.token != 0
+    }
+}
+
+impl Drop for ModuleScope<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.token != 0 {
+            // SAFETY: the borrow keeps the session alive.
+            unsafe { ffi::cgp_module_end(self.session.raw, self.token) }
+        }
+    }
+}
+
+static GLOBAL: OnceLock<ProfileSession> = OnceLock::new();
+
+extern "C" fn finish_global_at_exit() {
+    if let Some(session) = GLOBAL.get() {
+        let _ = session.finish();
+    }
+}
+
+/// Opens the process-wide session that [`module_scope`] and [`global`] use, and registers an exit
+/// hook (libc `atexit`) that finishes it, so a normal return from `main` and
+/// `std::process::exit` both leave a complete trace with its `end` record (scopes still open at
+/// exit are counted in `end.open_modules`). Fails if a global session is already installed.
+/// Threads still recording while the process exits may lose their last records.
+pub fn install_global(
+    path: impl AsRef<Path>,
+    config: ProfileConfig,
+) -> Result<&'static ProfileSession> {
+    static INSTALL: Mutex<()> = Mutex::new(());
+    let _guard = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    if GLOBAL.get().is_some() {
+        return Err(Error {
+            kind: ErrorKind::InvalidArgument,
+            message: "a global profile session is already installed".into(),
+        });
+    }
+    let session = ProfileSession::open(path, config)?;
+    let session = GLOBAL.get_or_init(|| session);
+    // SAFETY: registers a plain extern "C" function; it only reads the static.
+    if unsafe { ffi::atexit(finish_global_at_exit) } != 0 {
+        return Err(Error {
+            kind: ErrorKind::Io,
+            message: "cannot register the profiler's exit hook (atexit failed)".into(),
+        });
+    }
+    Ok(session)
+}
+
+/// The session [`install_global`] opened, if any.
+#[inline]
+pub fn global() -> Option<&'static ProfileSession> {
+    GLOBAL.get()
+}
+
+/// A module scope on the global session: `let _cg_scope =
+/// candle_graph_profile::module_scope(&self.cg_path);` in a module's `forward`. Without a global
+/// session it returns `None` at the cost of one atomic load.
+#[inline]
+pub fn module_scope(path: &str) -> Option<ModuleScope<'static>> {
+    GLOBAL.get().map(|session| session.module_scope(path))
 }
 
 /// Convenience RAII guard for [`ProfileSession::begin_operation`] /

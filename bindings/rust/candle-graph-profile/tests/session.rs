@@ -237,3 +237,35 @@ fn seed_calls_into_the_compact_encoding_write_each_id_once() {
         Some("400")
     );
 }
+
+#[test]
+fn module_scopes_time_module_and_idempotent_finish() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let path = scratch("modules.jsonl");
+    let syncs = Arc::new(AtomicUsize::new(0));
+    let counted = syncs.clone();
+    let config = ProfileConfig::infer("model::forward").with_device_sync(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+    });
+    let session = ProfileSession::open(&path, config).unwrap();
+    let prefix = String::from("model.layers.0");
+    let out = {
+        let _layer = session.module_scope(&prefix);
+        session.time_module(&format!("{prefix}.self_attn"), || 7 * 6)
+    };
+    assert_eq!(out, 42);
+    assert_eq!(syncs.load(Ordering::Relaxed), 4);
+    let first = session.finish().unwrap();
+    assert_eq!(session.finish().unwrap(), first, "finish is idempotent");
+    assert!(!session.module_scope("model").is_active());
+    let l = lines(&path);
+    assert_eq!(field(&l[0], "device_sync").as_deref(), Some("true"));
+    assert_eq!(
+        field(&l[1], "path").as_deref(),
+        Some("model.layers.0.self_attn")
+    );
+    assert_eq!(field(&l[1], "parent").as_deref(), Some("infer-mod-0-1"));
+    assert_eq!(field(&l[2], "event_id").as_deref(), Some("infer-mod-0-1"));
+    assert_eq!(field(l.last().unwrap(), "modules").as_deref(), Some("2"));
+}
