@@ -70,7 +70,7 @@ std::uint64_t field_value(const std::string& line, const std::string& name) {
   return std::strtoull(line.c_str() + pos + name.size() + 3, nullptr, 10);
 }
 
-TraceCheck check_trace(const fs::path& path) {
+TraceCheck check_trace(const fs::path& path, bool modules) {
   TraceCheck check;
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return check;
@@ -78,6 +78,7 @@ TraceCheck check_trace(const fs::path& path) {
   // without holding the multi-GB file in memory.
   const std::string_view op_prefix = "{\"kind\":\"operation\"";
   const std::string_view compact_prefix = "{\"kind\":\"o\"";
+  const std::string_view module_prefix = "{\"kind\":\"module\"";
   std::vector<char> buf(1 << 22);
   std::size_t carry = 0;  // bytes of an unfinished line kept at the front of buf
   std::size_t n;
@@ -86,7 +87,9 @@ TraceCheck check_trace(const fs::path& path) {
     std::size_t line = 0;
     for (std::size_t nl; (nl = block.find('\n', line)) != std::string_view::npos; line = nl + 1) {
       const std::string_view text = block.substr(line, nl - line);
-      if (text.starts_with(op_prefix) || text.starts_with(compact_prefix)) ++check.operation_lines;
+      if (modules ? text.starts_with(module_prefix)
+                  : text.starts_with(op_prefix) || text.starts_with(compact_prefix))
+        ++check.operation_lines;
     }
     carry = block.size() - line;
     if (carry == buf.size()) carry = 0;  // a line longer than the buffer: not ours
@@ -103,7 +106,7 @@ TraceCheck check_trace(const fs::path& path) {
   if (pos != std::string::npos) {
     check.has_end = true;
     std::string line = end.substr(pos);
-    check.end_operations = field_value(line, "operations");
+    check.end_operations = field_value(line, modules ? "modules" : "operations");
     check.end_dropped = field_value(line, "dropped");
   }
   return check;
@@ -143,8 +146,10 @@ std::vector<std::string> static_ids() {
 // them, which isolates what the calling thread itself pays.
 const fs::path kNullSink = "/dev/null";
 
+// modules: module scopes (64 VarBuilder paths, `model.layers.N.self_attn`) instead of interned
+// operations, same loop (interned must be true).
 Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t chunk = 0,
-             cg::TraceFormat format = cg::TraceFormat::runtime_v4) {
+             cg::TraceFormat format = cg::TraceFormat::runtime_v4, bool modules = false) {
   using clock = std::chrono::steady_clock;
   const std::vector<std::string> ids = static_ids();
   const std::vector<std::string> inputs = {"tensor:a"};
@@ -160,6 +165,9 @@ Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t
   std::vector<cg::OpHandle> handles;
   for (const auto& id : ids)
     handles.push_back(session.op(id, "matmul", inputs).value());
+  std::vector<std::string> paths;
+  for (int i = 0; i < 64; ++i)
+    paths.push_back("model.layers." + std::to_string(i) + ".self_attn");
 
   auto t0 = clock::now();
   const double c0 = thread_cpu_ns();
@@ -168,7 +176,12 @@ Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t
   if (chunk > 0) {
     for (std::uint64_t i = 0; i < n;) {
       const std::uint64_t stop = std::min(n, i + chunk);
-      if (interned) {
+      if (modules) {
+        for (; i < stop; ++i) {
+          if (i % 64 == 0) session.set_step(i / 64);
+          cg::ModuleScope scope = session.module_scope(paths[i % 64]);
+        }
+      } else if (interned) {
         for (; i < stop; ++i) {
           if (i % 64 == 0) session.set_step(i / 64);
           const cg::OpHandle& h = handles[i % 64];
@@ -219,7 +232,7 @@ Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t
   run.end_to_end_ns = std::chrono::duration<double, std::nano>(t2 - t0).count() / dn;
   // The formatting-bound regime writes to /dev/null: nothing to check, and never remove it.
   if (path == kNullSink) return run;
-  TraceCheck check = check_trace(path);
+  TraceCheck check = check_trace(path, modules);
   const std::uint64_t seen = std::min(check.operation_lines, check.end_operations);
   run.lost = check.has_end && check.end_dropped == 0 && seen <= n ? n - seen : n;
   run.trace_bytes = fs::file_size(path);
@@ -387,7 +400,7 @@ int main(int argc, char** argv) {
   }
   const std::uint64_t string_n = n / 10;
   std::vector<double> string_burst_cpu, burst_cpu, string_total_cpu, null_total_cpu,
-      string_file_cpu;
+      string_file_cpu, module_burst_cpu;
   for (int r = 0; r < std::max(1, reps / 2); ++r) {
     Run run = run_once(work / "profile-bench-string.jsonl", string_n, false);
     string_caller.push_back(run.caller_ns);
@@ -399,6 +412,10 @@ int main(int argc, char** argv) {
     note("string API, bursts of 32768", r, run);
     run = run_once(work / "profile-bench.jsonl", string_n, true, 32768);
     burst_cpu.push_back(run.caller_cpu_ns);
+    run = run_once(work / "profile-bench-modules.jsonl", string_n, true, 32768,
+                   cg::TraceFormat::runtime_v4, true);
+    module_burst_cpu.push_back(run.caller_cpu_ns);
+    note("module scopes, bursts of 32768", r, run);
     // Everything the profiler costs the process per pair, caller and writer together (the
     // writer formats every record and hands it to the kernel; /dev/null keeps the page cache out).
     run = run_once(kNullSink, string_n, true);
@@ -482,6 +499,11 @@ int main(int argc, char** argv) {
   const double string_cpu = median(string_burst_cpu), interned_cpu = median(burst_cpu);
   row("string API pair vs interned pair, caller CPU", string_cpu, interned_cpu,
       string_cpu / interned_cpu, "<=2x", string_cpu <= 2 * interned_cpu);
+  // A module scope (path looked up in the thread's cache, then what a handle costs) against an
+  // interned operation pair, same run, same loop.
+  const double module_cpu = median(module_burst_cpu);
+  row("module scope pair vs interned operation pair, caller CPU", module_cpu, interned_cpu,
+      module_cpu / interned_cpu, "<=1.5x", module_cpu <= 1.5 * interned_cpu);
   row("interned pair, caller CPU vs two-rdtsc floor (CPU, same process)", interned_cpu,
       tsc_floor_cpu, interned_cpu / tsc_floor_cpu, "<=1.5x", interned_cpu <= 1.5 * tsc_floor_cpu);
   if (seed_cpu.cpu_ns > 0) {

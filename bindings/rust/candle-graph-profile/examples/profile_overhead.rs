@@ -41,7 +41,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// ns of the calling thread's CPU per pair, in bursts that fit the ring with an untimed flush
 /// between them (what the caller pays), and wall ns per pair including finish (all written).
-fn run(path: &std::path::Path, n: u64, string_api: bool) -> (f64, f64) {
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    StringApi,
+    Interned,
+    /// `session.module_scope(&path)` on 64 VarBuilder paths, as instrumented Candle code does.
+    Module,
+}
+
+fn run(path: &std::path::Path, n: u64, mode: Mode) -> (f64, f64) {
     let ids: Vec<String> = (0..64)
         .map(|i| format!("operation:train:function%3Amodel%253A%253AModel%253A%253Aforward%3A:{i}"))
         .collect();
@@ -50,6 +58,9 @@ fn run(path: &std::path::Path, n: u64, string_api: bool) -> (f64, f64) {
     let handles: Vec<_> = ids
         .iter()
         .map(|id| s.op(id, "matmul", &inputs).unwrap())
+        .collect();
+    let paths: Vec<String> = (0..64)
+        .map(|i| format!("model.layers.{i}.self_attn"))
         .collect();
     let t0 = Instant::now();
     let c0 = thread_cpu_ns();
@@ -61,15 +72,21 @@ fn run(path: &std::path::Path, n: u64, string_api: bool) -> (f64, f64) {
             if i % 64 == 0 {
                 s.set_step(i / 64);
             }
-            if string_api {
-                let id = s
-                    .begin_operation(ids[(i % 64) as usize].clone(), "matmul", &inputs)
-                    .unwrap();
-                s.end_operation(&id, None).unwrap();
-            } else {
-                let h = &handles[(i % 64) as usize];
-                h.begin();
-                h.end();
+            match mode {
+                Mode::StringApi => {
+                    let id = s
+                        .begin_operation(ids[(i % 64) as usize].clone(), "matmul", &inputs)
+                        .unwrap();
+                    s.end_operation(&id, None).unwrap();
+                }
+                Mode::Interned => {
+                    let h = &handles[(i % 64) as usize];
+                    h.begin();
+                    h.end();
+                }
+                Mode::Module => {
+                    let _scope = s.module_scope(&paths[(i % 64) as usize]);
+                }
             }
             i += 1;
         }
@@ -102,15 +119,19 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2_000_000);
     let path = work.join("profile-bench-rust.jsonl");
-    let (mut string_caller, mut string_total, mut interned) = (vec![], vec![], vec![]);
+    let (mut string_caller, mut string_total, mut interned, mut modules) =
+        (vec![], vec![], vec![], vec![]);
     for rep in 0..5 {
-        let (c, t) = run(&path, n, true);
+        let (c, t) = run(&path, n, Mode::StringApi);
         string_caller.push(c);
         string_total.push(t);
-        let (h, _) = run(&path, n, false);
+        let (h, _) = run(&path, n, Mode::Interned);
         interned.push(h);
-        eprintln!("profile_overhead (Rust) rep {rep}: string API {c:.1} ns/pair on caller, {t:.1} incl. finish; interned {h:.1}");
+        let (m, _) = run(&path, n, Mode::Module);
+        modules.push(m);
+        eprintln!("profile_overhead (Rust) rep {rep}: string API {c:.1} ns/pair on caller, {t:.1} incl. finish; interned {h:.1}; module scope {m:.1}");
     }
+    let mc = median(modules);
     let _ = std::fs::remove_file(&path);
     let (sc, st, ih) = (
         median(string_caller),
@@ -130,6 +151,14 @@ fn main() {
         sc / ih,
         "<=2x",
         sc <= 2.0 * ih,
+    );
+    row(
+        "Rust: module scope pair vs interned operation pair, caller CPU",
+        mc,
+        ih,
+        mc / ih,
+        "<=1.5x",
+        mc <= 1.5 * ih,
     );
     if let Some(seed) = seed_cpu {
         row(
