@@ -11,6 +11,13 @@
 // (hidden_size, intermediate_size, num_attention_heads, num_key_value_heads, vocab_size), a
 // stand-in for a Candle run so that the demo needs no Rust toolchain and no weights.
 //
+// It also times every module instance of the IR's `modules` under its VarBuilder path (the
+// `prefix` field, e.g. `model.layers.0.self_attn`) with module scopes, nested as the paths nest,
+// so the trace has per-layer `module` lines. A family module's prefix is a template
+// (`model.layers.{layer_idx}`) with `repeat` `layer_idx in 0..BOUND`; BOUND is a number or
+// `cfg.NAME`, read from CONFIG_JSON (a bound that cannot be resolved leaves that family untimed,
+// said on stdout). Leaf modules do stand-in work by type (Linear: a matmul; others: elementwise).
+//
 // Exit status: 0 when the trace was written, and also when the IR holds no inference operations
 // (nothing to time: the message says so and no trace is written); 2 on bad arguments or input
 // (unreadable or malformed JSON, a missing field); 1 when the profiler fails.
@@ -36,6 +43,14 @@ struct Operation {
   std::string id;
   std::string name;
   std::string function;
+};
+
+// One module instance to time: its concrete VarBuilder path and type, and its children (the
+// instances whose path extends it by dotted segments, nearest first).
+struct ModuleNode {
+  std::string path;
+  std::string type_name;
+  std::vector<std::size_t> children;
 };
 
 struct Shapes {
@@ -99,6 +114,110 @@ std::vector<Operation> inference_operations(const std::string& path, std::string
     std::erase_if(out, [&](const Operation& o) { return o.function != first; });
   }
   return out;
+}
+
+// `{var}` templates expanded over `var in A..B`; B a number or `cfg.NAME` / `NAME` from the config.
+std::vector<std::string> expand_prefix(const std::string& prefix, std::string_view repeat,
+                                       simdjson::dom::element config, std::string& note) {
+  const auto open = prefix.find('{');
+  if (open == std::string::npos) return {prefix};
+  const auto close = prefix.find('}', open);
+  const std::string var = prefix.substr(open + 1, close - open - 1);
+  const auto in = repeat.find(" in ");
+  const auto dots = repeat.find("..");
+  if (close == std::string::npos || in == std::string_view::npos ||
+      dots == std::string_view::npos || repeat.substr(0, in) != var) {
+    note = "`" + prefix + "`: repeat `" + std::string(repeat) + "` is not `" + var + " in A..B`";
+    return {};
+  }
+  auto bound = [&](std::string_view text, std::uint64_t& out) {
+    while (!text.empty() && text.front() == ' ')
+      text.remove_prefix(1);
+    while (!text.empty() && text.back() == ' ')
+      text.remove_suffix(1);
+    if (std::from_chars(text.data(), text.data() + text.size(), out).ptr ==
+        text.data() + text.size())
+      return !text.empty();
+    const auto dot = text.rfind('.');
+    const std::string name(dot == std::string_view::npos ? text : text.substr(dot + 1));
+    return !config[name].get(out);
+  };
+  std::uint64_t from = 0, to = 0;
+  if (!bound(repeat.substr(in + 4, dots - in - 4), from) || !bound(repeat.substr(dots + 2), to) ||
+      to > 4096) {
+    note = "`" + prefix + "`: bound of `" + std::string(repeat) + "` not found in the config";
+    return {};
+  }
+  std::vector<std::string> out;
+  for (std::uint64_t i = from; i < to; ++i)
+    out.push_back(prefix.substr(0, open) + std::to_string(i) + prefix.substr(close + 1));
+  return out;
+}
+
+// The IR's module instances as a forest of concrete paths (an IR without `modules` gives none).
+std::vector<ModuleNode> module_tree(const std::string& ir_path, const std::string& config_path,
+                                    std::vector<std::string>& notes) {
+  simdjson::dom::parser parser, config_parser;
+  simdjson::dom::element doc, config;
+  if (parser.load(ir_path).get(doc) || config_parser.load(config_path).get(config)) return {};
+  simdjson::dom::array modules;
+  if (doc["modules"].get(modules)) return {};
+  std::vector<ModuleNode> nodes;
+  std::vector<std::string> seen;
+  for (simdjson::dom::element m : modules) {
+    std::string_view prefix, type_name, repeat;
+    if (m["prefix"].get(prefix) || prefix.empty()) continue;  // the root has no path
+    if (m["type_name"].get(type_name)) type_name = "";
+    if (m["repeat"].get(repeat)) repeat = "";
+    std::string note;
+    for (std::string& p : expand_prefix(std::string(prefix), repeat, config, note)) {
+      if (std::find(seen.begin(), seen.end(), p) != seen.end()) continue;
+      seen.push_back(p);
+      nodes.push_back({std::move(p), std::string(type_name), {}});
+    }
+    if (!note.empty()) notes.push_back(note);
+  }
+  // Parent: the longest other path that is a dotted prefix of this one.
+  std::sort(nodes.begin(), nodes.end(),
+            [](const ModuleNode& a, const ModuleNode& b) { return a.path < b.path; });
+  std::vector<bool> has_parent(nodes.size(), false);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    std::size_t best = nodes.size();
+    for (std::size_t j = 0; j < nodes.size(); ++j) {
+      const std::string& q = nodes[j].path;
+      if (j != i && nodes[i].path.size() > q.size() && nodes[i].path.starts_with(q) &&
+          nodes[i].path[q.size()] == '.' &&
+          (best == nodes.size() || q.size() > nodes[best].path.size()))
+        best = j;
+    }
+    if (best != nodes.size()) {
+      nodes[best].children.push_back(i);
+      has_parent[i] = true;
+    }
+  }
+  // Roots go last in a synthetic list: index nodes.size() holds them.
+  ModuleNode roots{"", "", {}};
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (!has_parent[i]) roots.children.push_back(i);
+  // Siblings by path, numbered ones numerically (model.layers.10 after model.layers.9).
+  auto numeric_less = [&](std::size_t a, std::size_t b) {
+    const std::string &x = nodes[a].path, &y = nodes[b].path;
+    const std::string_view xs = std::string_view(x).substr(x.find_last_of('.') + 1);
+    const std::string_view ys = std::string_view(y).substr(y.find_last_of('.') + 1);
+    auto digits = [](std::string_view t) {
+      return !t.empty() &&
+             std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (x.size() - xs.size() == y.size() - ys.size() && digits(xs) && digits(ys) &&
+        xs.size() != ys.size())
+      return xs.size() < ys.size();
+    return x < y;
+  };
+  for (auto& n : nodes)
+    std::sort(n.children.begin(), n.children.end(), numeric_less);
+  std::sort(roots.children.begin(), roots.children.end(), numeric_less);
+  nodes.push_back(std::move(roots));
+  return nodes;
 }
 
 Shapes read_shapes(const std::string& path) {
@@ -209,6 +328,15 @@ struct Workload {
         scores[i * s.seq + j] = -INFINITY;
   }
 
+  // A leaf module's stand-in: a projection for Linear, elementwise work for the rest.
+  void module_leaf(std::string_view type_name) {
+    if (type_name == "Linear") {
+      matmul(x, wq, attn, s.seq, s.hidden, s.hidden);
+    } else {
+      elementwise();
+    }
+  }
+
   void elementwise() {
     for (float& value : x)
       value = value * 0.5f + 0.25f;
@@ -228,6 +356,17 @@ struct Workload {
   Shapes s;
   std::vector<float> x, wq, wkv, wup, wdown, lm_head, q, k, v, scores, attn, up, out;
 };
+
+// Times `node` and everything under it as the program's forward pass would: a scope per module.
+void run_module(cg::ProfileSession& session, Workload& work, const std::vector<ModuleNode>& nodes,
+                std::size_t index, std::size_t& timed) {
+  const ModuleNode& node = nodes[index];
+  cg::ModuleScope scope = session.module_scope(node.path);
+  ++timed;
+  if (node.children.empty()) work.module_leaf(node.type_name);
+  for (std::size_t child : node.children)
+    run_module(session, work, nodes, child, timed);
+}
 
 }  // namespace
 
@@ -273,12 +412,23 @@ int main(int argc, char** argv) {
     handles.push_back(handle.value());
   }
 
+  std::vector<std::string> notes;
+  const std::vector<ModuleNode> modules = module_tree(argv[1], argv[2], notes);
+  for (const std::string& note : notes)
+    std::printf("profile-demo: module family not timed: %s\n", note.c_str());
+
   Workload work(shapes);
+  std::size_t module_scopes = 0;
   for (std::size_t step = 0; step < steps; ++step) {
     session.value().set_step(step);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       cg::ScopedOperation timed(handles[i]);
       work.run(ops[i].name);
+    }
+    // The module tree's forward pass, one scope per module instance under its VarBuilder path.
+    if (!modules.empty()) {
+      for (std::size_t root : modules.back().children)
+        run_module(session.value(), work, modules, root, module_scopes);
     }
   }
   auto path = session.value().finish();
@@ -287,9 +437,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf(
-      "profile-demo: timed %zu operations of %s x %zu steps (stand-in workload: hidden %zu, "
-      "intermediate %zu, heads %zu/%zu, vocab %zu, seq %zu) -> %s\n",
-      ops.size(), entrypoint.c_str(), steps, shapes.hidden, shapes.intermediate, shapes.heads,
-      shapes.kv_heads, shapes.vocab, shapes.seq, path.value().c_str());
+      "profile-demo: timed %zu operations of %s x %zu steps and %zu module scopes (%zu module "
+      "instances of the IR) -> %s\n"
+      "profile-demo: the timed work is a STAND-IN, not the model: plain C++ matrix products and "
+      "elementwise loops with the config's shapes (hidden %zu, intermediate %zu, heads %zu/%zu, "
+      "vocab %zu, seq %zu), host-side timings\n",
+      ops.size(), entrypoint.c_str(), steps, module_scopes,
+      modules.empty() ? std::size_t{0} : modules.size() - 1, path.value().c_str(), shapes.hidden,
+      shapes.intermediate, shapes.heads, shapes.kv_heads, shapes.vocab, shapes.seq);
   return 0;
 }

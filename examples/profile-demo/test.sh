@@ -18,7 +18,14 @@ cat >"$tmp/ir.json" <<'JSON'
   "execution_phase":"train"},
  {"id":"operation:f%3Amodel%253A%253AM%253A%253Aforward%3A:softmax:0","name":"softmax",
   "function":"function:model%3A%3AM%3A%3Aforward:","execution_phase":"infer"},
- {"id":"operation:helper:add:0","name":"add","function":"function:helper:","execution_phase":null}]}
+ {"id":"operation:helper:add:0","name":"add","function":"function:helper:","execution_phase":null}],
+ "modules":[
+ {"prefix":"","repeat":null,"type_name":"M"},
+ {"prefix":"model.layers.{i}","repeat":"i in 0..cfg.num_hidden_layers","type_name":"Block"},
+ {"prefix":"model.layers.{i}.self_attn","repeat":"i in 0..cfg.num_hidden_layers","type_name":"Attention"},
+ {"prefix":"model.layers.{i}.self_attn.q_proj","repeat":"i in 0..cfg.num_hidden_layers","type_name":"Linear"},
+ {"prefix":"model.norm","repeat":null,"type_name":"RmsNorm"},
+ {"prefix":"extra.{j}","repeat":"j in 0..cfg.no_such_field","type_name":"Linear"}]}
 JSON
 "$demo" "$tmp/ir.json" "$config" "$tmp/t.jsonl" 3 >"$tmp/stdout"
 grep -q '"schema":"candle-graph/runtime/4"' "$tmp/t.jsonl" || fail "no runtime/4 meta"
@@ -30,6 +37,18 @@ m=$(grep -c '"static_id":"operation:f%3Amodel%253A%253AM%253A%253Aforward%3A:sof
 [[ "$m" == 3 ]] || fail "softmax id timed $m times, expected 3"
 ! grep -q 'cross_entropy\|helper:add' "$tmp/t.jsonl" || fail "timed an operation outside inference"
 grep -q '"kind":"end","operations":6,.*"dropped":0' "$tmp/t.jsonl" || fail "end record"
+# Module scopes: every module instance of the IR (templates expanded with the config's
+# num_hidden_layers = 4) once per step under its VarBuilder path, nested as the paths nest.
+mods=$(grep -c '"kind":"module"' "$tmp/t.jsonl")
+[[ "$mods" == 39 ]] || fail "expected (4 layers x 3 + model.norm) x 3 steps = 39 module lines, got $mods"
+[[ $(grep -c '"path":"model.layers.3.self_attn"' "$tmp/t.jsonl") == 3 ]] || fail "layer 3 attention not timed per step"
+attn=$(grep -m1 '"path":"model.layers.2.self_attn",' "$tmp/t.jsonl")
+parent=$(sed -E 's/.*"parent":"([^"]+)".*/\1/' <<<"$attn")
+grep -q "\"event_id\":\"$parent\",\"path\":\"model.layers.2\"" "$tmp/t.jsonl" \
+  || fail "self_attn's parent is not its layer's scope: $attn"
+grep -q '"modules":39,"open_modules":0}' "$tmp/t.jsonl" || fail "end record without module counts"
+grep -q 'STAND-IN' "$tmp/stdout" || fail "the demo must say its work is a stand-in"
+grep -q 'module family not timed: `extra.{j}`' "$tmp/stdout" || fail "unresolved family not reported"
 
 # No inference operations (e.g. an IR from before the dataflow filled `operations`).
 echo '{"analysis_id":"a","operations":[]}' >"$tmp/empty.json"
