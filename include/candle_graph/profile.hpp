@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,6 +85,45 @@ class [[nodiscard]] Result {
  private:
   std::optional<T> value_;
   Status status_;
+};
+
+// An event id as the string API returns it (`{phase}-op-{step}-{counter}`), held inline: returning
+// one allocates nothing, whatever its length (a std::string would allocate past 15 characters,
+// i.e. for most ids of a long run). Converts to std::string_view (end_operation takes one) and to
+// std::string.
+class EventId {
+ public:
+  static constexpr std::size_t kMax = 63;
+  EventId() noexcept { text_[0] = '\0'; }
+  EventId(const EventId& other) noexcept { assign(other.text_, other.size_); }
+  EventId& operator=(const EventId& other) noexcept {
+    assign(other.text_, other.size_);
+    return *this;
+  }
+  std::string_view view() const noexcept { return {text_, size_}; }
+  operator std::string_view() const noexcept {
+    return view();
+  }  // NOLINT(google-explicit-constructor)
+  operator std::string() const {
+    return std::string(view());
+  }  // NOLINT(google-explicit-constructor)
+  std::string str() const { return std::string(view()); }
+  const char* data() const noexcept { return text_; }
+  const char* c_str() const noexcept { return text_; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  friend bool operator==(const EventId& a, std::string_view b) noexcept { return a.view() == b; }
+  friend std::ostream& operator<<(std::ostream& os, const EventId& id) { return os << id.view(); }
+
+ private:
+  friend class ProfileSession;
+  void assign(const char* text, std::size_t size) noexcept {
+    __builtin_memcpy(text_, text, size);
+    text_[size] = '\0';
+    size_ = static_cast<std::uint8_t>(size);
+  }
+  char text_[kMax + 1];
+  std::uint8_t size_ = 0;
 };
 
 struct ProfileConfig {
@@ -209,8 +249,8 @@ class ProfileSession {
   void set_step(std::uint64_t step) noexcept;
 
   // Seed API. Returns the event id `{phase}-op-{step}-{counter}`.
-  Result<std::string> begin_operation(std::string_view static_id, std::string_view op,
-                                      std::span<const std::string> inputs = {});
+  Result<EventId> begin_operation(std::string_view static_id, std::string_view op,
+                                  std::span<const std::string> inputs = {});
   // Ends an operation begun with begin_operation (on any thread) and returns its duration.
   Result<std::uint64_t> end_operation(std::string_view event_id,
                                       std::optional<std::string_view> output = std::nullopt);
@@ -260,18 +300,18 @@ class TimedOperation {
                                       std::string_view op,
                                       std::span<const std::string> inputs = {});
   TimedOperation(TimedOperation&& other) noexcept
-      : session_(std::exchange(other.session_, nullptr)), event_id_(std::move(other.event_id_)) {}
+      : session_(std::exchange(other.session_, nullptr)), event_id_(other.event_id_) {}
   TimedOperation& operator=(TimedOperation&&) = delete;
   TimedOperation(const TimedOperation&) = delete;
   TimedOperation& operator=(const TimedOperation&) = delete;
   ~TimedOperation();
-  const std::string& event_id() const noexcept { return event_id_; }
+  const EventId& event_id() const noexcept { return event_id_; }
 
  private:
-  TimedOperation(ProfileSession* session, std::string event_id)
-      : session_(session), event_id_(std::move(event_id)) {}
+  TimedOperation(ProfileSession* session, const EventId& event_id)
+      : session_(session), event_id_(event_id) {}
   ProfileSession* session_;
-  std::string event_id_;
+  EventId event_id_;
 };
 
 }  // namespace candle_graph

@@ -240,12 +240,18 @@ Result<std::uint32_t> SessionState::intern_op(std::string_view static_id, std::s
 Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view static_id,
                                               std::string_view op,
                                               std::span<const std::string_view> inputs) {
+  // Two-way: an address is looked for in its slot and the slot's neighbour, so the few ids of a
+  // model whose addresses share a slot do not evict each other on every lap.
   const auto address = reinterpret_cast<std::uintptr_t>(static_id.data());
-  InternCacheEntry& by_address =
-      ts.intern_cache[((address ^ static_id.size()) * 0x9E3779B97F4A7C15ull) >> 56];
+  const std::size_t slot = ((address ^ static_id.size()) * 0x9E3779B97F4A7C15ull) >> 56;
+  InternCacheEntry& by_address = ts.intern_cache[slot];
   if (by_address.static_id == static_id.data() && by_address.length == static_id.size() &&
       same_op(handles_[by_address.handle], static_id, op, inputs)) [[likely]]
     return by_address.handle;
+  InternCacheEntry& neighbour = ts.intern_cache[slot ^ 1];
+  if (neighbour.static_id == static_id.data() && neighbour.length == static_id.size() &&
+      same_op(handles_[neighbour.handle], static_id, op, inputs))
+    return neighbour.handle;
   const std::uint64_t hash = text_hash(static_id) ^ (text_hash(op) << 1);
   ContentCacheEntry& by_content = ts.content_cache[hash & (ThreadState::kContentCache - 1)];
   std::uint32_t handle;
@@ -258,6 +264,7 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
     handle = interned.value();
     by_content = {hash, handle, true};
   }
+  if (by_address.static_id != nullptr) neighbour = by_address;  // keep the older one nearby
   by_address = {static_id.data(), static_id.size(), handle};
   return handle;
 }
@@ -330,20 +337,34 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
     frame.parent_counter = ts.stack.back().counter;
     frame.parent_step = ts.stack.back().id_step;
   }
-  // The event id, as the seed formats it; the writer rebuilds it from the numbers.
-  char* p = id;
-  const std::string_view phase = phase_name(config.phase);
-  std::memcpy(p, phase.data(), phase.size());
-  p += phase.size();
-  std::memcpy(p, "-op-", 4);
-  p += 4;
-  p = ts.id_step_text.put(p, frame.id_step);
-  *p++ = '-';
-  p = ts.counter_text.put(p, frame.counter);
-  ts.last_id_length = static_cast<std::size_t>(p - id);
-  std::memcpy(ts.last_id, id, ts.last_id_length);
+  // The event id, as the seed formats it; the writer rebuilds it from the numbers. The thread
+  // keeps its last id as text: `{phase}-op-{step}-` is rebuilt only when the step changes, the
+  // counter's digits are incremented in place, and the caller gets one fixed-size copy.
+  if (frame.id_step != ts.last_id_step || ts.id_prefix_length == 0) {
+    const std::string_view phase = phase_name(config.phase);
+    char* q = ts.last_id;
+    std::memcpy(q, phase.data(), phase.size());
+    q += phase.size();
+    std::memcpy(q, "-op-", 4);
+    q = std::to_chars(q + 4, ts.last_id + sizeof ts.last_id, frame.id_step).ptr;
+    *q++ = '-';
+    ts.id_prefix_length = static_cast<std::size_t>(q - ts.last_id);
+    ts.last_id_length = 0;  // no counter text yet
+  }
+  char* const digits = ts.last_id + ts.id_prefix_length;
+  const std::size_t counter_length = ts.last_id_length - ts.id_prefix_length;
+  if (ts.last_id_length != 0 && frame.counter == ts.last_id_counter + 1 &&
+      digits[counter_length - 1] != '9') {
+    ++digits[counter_length - 1];
+  } else {
+    ts.last_id_length = static_cast<std::size_t>(
+        std::to_chars(digits, ts.last_id + sizeof ts.last_id, frame.counter).ptr - ts.last_id);
+  }
   ts.last_id_step = frame.id_step;
   ts.last_id_counter = frame.counter;
+  static_assert(sizeof ts.last_id == kEventIdMax + 1);
+  std::memcpy(id, ts.last_id, sizeof ts.last_id);  // constant size: a few vector moves
+  char* const p = id + ts.last_id_length;
   // Found from any thread by counter: this thread's slot for it, or the shared table when the
   // slot is held by an older operation still open.
   IdSlot& slot = ts.id_slots[frame.counter & (ThreadState::kIdSlots - 1)];
@@ -565,13 +586,17 @@ namespace {
 // Runs `body` with `inputs` as string_views (on the stack for the usual few inputs).
 template <typename F>
 auto with_views(std::span<const std::string> inputs, F&& body) {
-  std::string_view small[8];
+  // Uninitialized on purpose: zeroing eight views cost more than the usual one input.
+  union Small {
+    Small() {}
+    std::string_view items[8];
+  } small;
   std::vector<std::string_view> large;
   std::span<const std::string_view> views;
-  if (inputs.size() <= std::size(small)) {
+  if (inputs.size() <= std::size(small.items)) {
     for (std::size_t i = 0; i < inputs.size(); ++i)
-      small[i] = inputs[i];
-    views = std::span<const std::string_view>(small, inputs.size());
+      new (&small.items[i]) std::string_view(inputs[i]);
+    views = std::span<const std::string_view>(small.items, inputs.size());
   } else {
     large.assign(inputs.begin(), inputs.end());
     views = large;
@@ -671,15 +696,18 @@ SessionState* session_state(ProfileSession& session) noexcept {
 }
 }  // namespace detail
 
-Result<std::string> ProfileSession::begin_operation(std::string_view static_id, std::string_view op,
-                                                    std::span<const std::string> inputs) {
-  return guarded<Result<std::string>>([&]() -> Result<std::string> {
-    char id[detail::SessionState::kEventIdMax + 1];
+Result<EventId> ProfileSession::begin_operation(std::string_view static_id, std::string_view op,
+                                                std::span<const std::string> inputs) {
+  static_assert(EventId::kMax == detail::SessionState::kEventIdMax);
+  return guarded<Result<EventId>>([&]() -> Result<EventId> {
+    EventId id;
     auto length = with_views(inputs, [&](std::span<const std::string_view> views) {
-      return state_->begin_by_id(static_id, op, views, id);
+      return state_->begin_by_id(static_id, op, views, id.text_);
     });
     if (!length) return length.status();
-    return std::string(id, length.value());
+    id.text_[length.value()] = '\0';
+    id.size_ = static_cast<std::uint8_t>(length.value());
+    return id;
   });
 }
 

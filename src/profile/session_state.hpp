@@ -77,25 +77,6 @@ struct CachedNumber {
   }
 };
 
-// A string-API operation whose thread's id slot was taken: found by counter under a mutex.
-// The decimal text of a counter that mostly goes up by one: incremented in place.
-struct CountingNumber {
-  std::uint64_t value = 0;
-  std::size_t length = 1;
-  char text[24] = {'0'};
-  char* put(char* out, std::uint64_t v) noexcept {
-    if (v == value + 1 && text[length - 1] != '9') {
-      ++text[length - 1];
-      value = v;
-    } else if (v != value) {
-      value = v;
-      length = static_cast<std::size_t>(std::to_chars(text, text + sizeof text, v).ptr - text);
-    }
-    std::memcpy(out, text, length);
-    return out + length;
-  }
-};
-
 // A string-API operation open on its beginning thread, findable by its counter from any thread.
 // `state` is 0 when free, the counter while open, kClaimed while an ender copies the frame out.
 struct IdSlot {
@@ -143,12 +124,12 @@ struct ThreadState {
   InternCacheEntry intern_cache[kInternCache];
   InternCacheEntry module_cache[kInternCache];           // module paths by address and length
   ContentCacheEntry module_content_cache[kInternCache];  // and by a hash of their text
-  CachedNumber id_step_text;  // the string API's event ids: the step changes rarely
-  CountingNumber counter_text;
   // The event id this thread's string API returned last: an end_operation with exactly that text
-  // (the usual begin-then-end) needs no parsing.
+  // (the usual begin-then-end) needs no parsing. Its `{phase}-op-{step}-` prefix is kept across
+  // operations of one step (id_prefix_length bytes; 0: not built yet).
   char last_id[64] = {};
   std::size_t last_id_length = 0;
+  std::size_t id_prefix_length = 0;
   std::uint64_t last_id_step = 0;
   std::uint64_t last_id_counter = 0;
   ContentCacheEntry content_cache[kContentCache];
