@@ -47,6 +47,9 @@ enum Mode {
     Interned,
     /// `session.module_scope(&path)` on 64 VarBuilder paths, as instrumented Candle code does.
     Module,
+    /// No profiler call: only what the seed's API makes any implementation allocate per pair
+    /// (the caller's `ids[i].clone()` and a returned event-id `String` of the same length).
+    AllocOnly,
 }
 
 fn run(path: &std::path::Path, n: u64, mode: Mode) -> (f64, f64) {
@@ -87,6 +90,14 @@ fn run(path: &std::path::Path, n: u64, mode: Mode) -> (f64, f64) {
                 Mode::Module => {
                     let _scope = s.module_scope(&paths[(i % 64) as usize]);
                 }
+                Mode::AllocOnly => {
+                    let id = std::hint::black_box(ids[(i % 64) as usize].clone());
+                    let event = std::hint::black_box(String::from_utf8_lossy(
+                        &id.as_bytes()[..22.min(id.len())],
+                    ))
+                    .into_owned();
+                    std::hint::black_box((id, event));
+                }
             }
             i += 1;
         }
@@ -119,8 +130,8 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2_000_000);
     let path = work.join("profile-bench-rust.jsonl");
-    let (mut string_caller, mut string_total, mut interned, mut modules) =
-        (vec![], vec![], vec![], vec![]);
+    let (mut string_caller, mut string_total, mut interned, mut modules, mut allocs) =
+        (vec![], vec![], vec![], vec![], vec![]);
     for rep in 0..5 {
         let (c, t) = run(&path, n, Mode::StringApi);
         string_caller.push(c);
@@ -129,9 +140,12 @@ fn main() {
         interned.push(h);
         let (m, _) = run(&path, n, Mode::Module);
         modules.push(m);
+        let (a, _) = run(&path, n, Mode::AllocOnly);
+        allocs.push(a);
         eprintln!("profile_overhead (Rust) rep {rep}: string API {c:.1} ns/pair on caller, {t:.1} incl. finish; interned {h:.1}; module scope {m:.1}");
     }
     let mc = median(modules);
+    let ac = median(allocs);
     let _ = std::fs::remove_file(&path);
     let (sc, st, ih) = (
         median(string_caller),
@@ -151,6 +165,16 @@ fn main() {
         sc / ih,
         "<=2x",
         sc <= 2.0 * ih,
+    );
+    // How much of the string API's figure the seed's API shape itself costs (two allocations and
+    // frees per pair, whoever implements it), and the ratio without it.
+    row(
+        "Rust: string API minus its two unavoidable allocs vs interned",
+        sc - ac,
+        ih,
+        (sc - ac) / ih,
+        "info",
+        true,
     );
     row(
         "Rust: module scope pair vs interned operation pair, caller CPU",

@@ -304,6 +304,11 @@ fn strs(items: &[String]) -> Vec<ffi::Str> {
 
 /// Calls `body` with `items` as C string views, on the stack for up to 8 (no allocation).
 fn with_strs<R>(items: &[String], body: impl FnOnce(&[ffi::Str]) -> R) -> R {
+    match items {
+        [] => return body(&[]),
+        [one] => return body(&[ffi::Str::of(one)]),
+        _ => {}
+    }
     if items.len() <= 8 {
         let mut views = [ffi::Str::NONE; 8];
         for (view, item) in views.iter_mut().zip(items) {
@@ -414,14 +419,16 @@ impl ProfileSession {
     /// Begin timing an operation; returns an `event_id` for [`Self::end_operation`].
     ///
     /// The static id is interned once per session (the library caches it by address, then by
-    /// content), so a call copies nothing but the returned id.
+    /// content), so a call copies nothing but the returned id. `static_id` and `op` take anything
+    /// the seed's `impl Into<String>` took in practice (`String`, `&str`, `&String`, `Cow<str>`)
+    /// but are only borrowed: passing `"matmul"` allocates nothing.
     pub fn begin_operation(
         &self,
-        static_id: impl Into<String>,
-        op: impl Into<String>,
+        static_id: impl AsRef<str>,
+        op: impl AsRef<str>,
         inputs: &[String],
     ) -> Result<String> {
-        let (static_id, op) = (static_id.into(), op.into());
+        let (static_id, op) = (static_id.as_ref(), op.as_ref());
         with_strs(inputs, |inputs| {
             let mut buf = [0u8; ffi::EVENT_ID_MAX];
             let mut len = 0usize;
@@ -429,8 +436,8 @@ impl ProfileSession {
             check(unsafe {
                 ffi::cgp_begin_operation(
                     self.raw,
-                    ffi::Str::of(&static_id),
-                    ffi::Str::of(&op),
+                    ffi::Str::of(static_id),
+                    ffi::Str::of(op),
                     inputs.as_ptr(),
                     inputs.len(),
                     buf.as_mut_ptr().cast(),
@@ -438,9 +445,9 @@ impl ProfileSession {
                     &mut len,
                 )
             })?;
-            // Event ids are ASCII (`{phase}-op-{step}-{counter}`): one allocation, no re-coding.
-            Ok(String::from_utf8(buf[..len].to_vec())
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+            // Event ids are ASCII (`{phase}-op-{step}-{counter}`): one allocation of exactly the
+            // id's length, no re-coding.
+            Ok(String::from_utf8_lossy(&buf[..len]).into_owned())
         })
     }
 
@@ -461,19 +468,14 @@ impl ProfileSession {
     /// Record an edge timing between two static tensor/operation ids.
     pub fn record_edge_timing(
         &self,
-        from_static_id: impl Into<String>,
-        to_static_id: impl Into<String>,
+        from_static_id: impl AsRef<str>,
+        to_static_id: impl AsRef<str>,
         duration_ns: u64,
     ) -> Result<()> {
-        let (from, to) = (from_static_id.into(), to_static_id.into());
+        let (from, to) = (from_static_id.as_ref(), to_static_id.as_ref());
         // SAFETY: both strings outlive the call.
         check(unsafe {
-            ffi::cgp_record_edge_timing(
-                self.raw,
-                ffi::Str::of(&from),
-                ffi::Str::of(&to),
-                duration_ns,
-            )
+            ffi::cgp_record_edge_timing(self.raw, ffi::Str::of(from), ffi::Str::of(to), duration_ns)
         })
     }
 
@@ -682,8 +684,8 @@ pub struct TimedOperation<'a> {
 impl<'a> TimedOperation<'a> {
     pub fn begin(
         session: &'a ProfileSession,
-        static_id: impl Into<String>,
-        op: impl Into<String>,
+        static_id: impl AsRef<str>,
+        op: impl AsRef<str>,
         inputs: &[String],
     ) -> Result<Self> {
         let event_id = session.begin_operation(static_id, op, inputs)?;
