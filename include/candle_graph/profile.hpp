@@ -8,6 +8,8 @@
 //   * interned handles (`session.op(static_id, op)` once, then `handle.begin()` / `handle.end()`),
 //     whose hot path is a clock read and a store into a per-thread ring; a background thread
 //     formats JSONL. No allocation, I/O or formatting on the calling thread.
+// Module instances are timed by VarBuilder path with `session.module_scope(path)` /
+// `time_module(path, f)` (same cost as a handle: the path is interned once per session).
 // Errors are values (`Status`, `Result<T>`), never exceptions. Errors that cannot be returned at
 // the call site (the writer's I/O, a handle ended where it is not open) are sticky: they are
 // counted in the trace's `end` record and returned by `finish()`. The format is documented in
