@@ -433,10 +433,12 @@ int run_instrument(Args& args) {
             << " fields, " << r.literals << " struct literals, " << r.captures
             << " constructor captures, " << r.scopes << " forward scopes in " << r.files.size()
             << " files, behind feature `candle-graph-profile`\n";
-  if (!args.out.output.empty())
+  if (!args.out.output.empty()) {
+    const std::string abs = fs::absolute(args.out.output).lexically_normal().string();
     std::cerr << "wrote " << args.out.output
-              << "; apply it in the crate directory with `patch -p1 < " << args.out.output
-              << "` or `git apply`\n";
+              << "; apply it in the crate directory with `patch -p1 < " << abs << "` or `git apply "
+              << abs << "`\n";
+  }
   return kExitOk;
 }
 
