@@ -54,6 +54,55 @@ for crate in "$root/examples/tiny-llama" "$root/tests/fixtures/crates/instrument
   grep -q 'nothing to do' "$work/$name.third.err" || fail "$name: re-run should say nothing to do"
 done
 
+# The patched fixture compiles with and without the feature, against stand-ins for candle and the
+# profiler crate (no network), and each module's scope carries the path the analysis gives it.
+if command -v cargo >/dev/null 2>&1; then
+  stubs="$root/tests/fixtures/crates/instrument_stubs"
+  c0="$work/cargo-unpatched" c="$work/cargo-patched"
+  fresh_copy "$root/tests/fixtures/crates/instrument_cases" "$c0"
+  fresh_copy "$root/tests/fixtures/crates/instrument_cases" "$c"
+  point_at_stubs() {
+    sed -i -e "s|^candle = { package = \"candle-core\", version = \"0.11.0\" }|candle = { package = \"candle-core\", path = \"$stubs/candle-core\" }|" \
+      -e "s|^candle-nn = \"0.11.0\"|candle-nn = { path = \"$stubs/candle-nn\" }|" \
+      -e "s|^candle-graph-profile = { version = \"0.2\", optional = true }|candle-graph-profile = { path = \"$stubs/candle-graph-profile\", optional = true }|" \
+      "$1/Cargo.toml"
+  }
+  point_at_stubs "$c0"
+  export CARGO_TARGET_DIR="$work/cargo-target"
+  (cd "$c0" && cargo check --offline -q 2>"$work/cargo.err") \
+    || fail "the unpatched fixture does not build against the stubs: $(cat "$work/cargo.err")"
+  (cd "$c" && patch -p1 -s <"$work/instrument_cases.diff") || fail "patch on the cargo copy"
+  point_at_stubs "$c"
+  grep -q "candle-graph-profile = { path = " "$c/Cargo.toml" || fail "stub path not set: $(cat "$c/Cargo.toml")"
+  (cd "$c" && cargo check --offline -q 2>"$work/cargo.err") \
+    || fail "patched fixture, feature off, does not build: $(cat "$work/cargo.err")"
+  mkdir -p "$c/tests"
+  cat >"$c/tests/paths.rs" <<'RS'
+use candle::Tensor;
+use candle_nn::VarBuilder;
+
+#[test]
+fn scopes_carry_module_paths() {
+    let model = instrument_cases::Model::new(VarBuilder::default()).unwrap();
+    model.forward(&Tensor).unwrap();
+    assert_eq!(
+        candle_graph_profile::opened(),
+        ["", "model.shorthand", "model.multi", "model.moved", "model.shadowed"]
+    );
+}
+RS
+  (cd "$c" && cargo test --offline -q --features candle-graph-profile >"$work/cargo.out" 2>&1) \
+    || fail "patched fixture, feature on: build or path test failed: $(tail -30 "$work/cargo.out")"
+  # The analysis gives those modules the same prefixes.
+  for p in model.shorthand model.multi model.moved model.shadowed; do
+    "$cg" query modules --path "$root/tests/fixtures/crates/instrument_cases" --limit 1000 --format tree \
+      2>/dev/null | grep -q "^  $p  " || fail "the analysis has no module with prefix $p"
+  done
+  unset CARGO_TARGET_DIR
+else
+  echo "note: cargo not found; the compile check of the patched fixture was skipped"
+fi
+
 # Skips are named with file:line and why.
 grep -q '^skipped src/blocks.rs:[0-9]*: struct `blocks::Pair`: tuple struct' \
   "$work/instrument_cases.err" || fail "tuple struct skip not reported: $(cat "$work/instrument_cases.err")"

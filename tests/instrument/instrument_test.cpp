@@ -250,8 +250,8 @@ TEST_F(Scratch, FixtureConstructsAreInstrumentedOrSkippedWithAReason) {
       << "shorthand literal on one line";
   EXPECT_THAT(r.diff,
               HasSubstr("-            proj\n+            proj,\n+            #[cfg(feature = "
-                        "\"candle-graph-profile\")]\n+            cg_path: vb.prefix(),\n"))
-      << "a comma after the last field, then the field (`mut vb` named `vb`)";
+                        "\"candle-graph-profile\")]\n+            cg_path: builder.prefix(),\n"))
+      << "a comma after the last field, then the field, from the builder's own name";
   EXPECT_THAT(r.diff,
               HasSubstr("        #![allow(clippy::let_and_return)]\n+        #[cfg(feature = "
                         "\"candle-graph-profile\")]\n+        let _cg_scope = "
