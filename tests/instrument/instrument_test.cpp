@@ -18,6 +18,7 @@
 #include "instrument/unified_diff.hpp"
 #include "pipeline/pipeline.hpp"
 #include "rust/crate.hpp"
+#include "rust/instrument_sites.hpp"
 #include "util/error.hpp"
 
 namespace cg::instrument {
@@ -344,6 +345,36 @@ TEST_F(Scratch, RootSelectsOneComponent) {
   EXPECT_EQ(r.scopes, 1u);
   o.root = "NoSuchType";
   EXPECT_THROW(instrument_crate(o), InputError);
+}
+
+// Which uses of the builder before a literal make `vb.prefix()` there wrong or uncompilable.
+TEST_F(Scratch, BuilderMovesAndBorrowsAreTold) {
+  write(dir_ / "b/Cargo.toml", "[package]\nname = \"b\"\nversion = \"0.1.0\"\n");
+  write(
+      dir_ / "b/src/lib.rs",
+      "use candle_nn::VarBuilder;\n"
+      "pub fn borrows(vb: VarBuilder) { let a = vb.pp(\"x\"); let b = &vb; f(vb.clone()); END; }\n"
+      "pub fn moves(vb: VarBuilder) { let a = vb.pp(\"x\"); g(vb); END; }\n"
+      "pub fn rebinds(vb: VarBuilder) { let vb = vb.pp(\"x\"); END; }\n"
+      "pub fn closure(vb: VarBuilder) { let f = move |n: &str| vb.pp(n); END; }\n"
+      "pub fn renames(vb: VarBuilder) { let r = vb.rename_f(h); END; }\n"
+      "pub fn after(vb: VarBuilder) { END; g(vb); }\n");
+  rust::LoadedCrate l = rust::load_crate(dir_ / "b", {});
+  const auto& c = l.crate;
+  auto disturbed = [&](const std::string& fn) -> std::string {
+    const auto items = c.find(fn);
+    if (items.size() != 1) return "not found";
+    const std::string& text = c.files()[c.items()[items[0]].file]->text();
+    const std::size_t line = text.find("pub fn " + fn);
+    const auto end = static_cast<std::uint32_t>(text.find("END", line));
+    return rust::builder_disturbed(c, items[0], "vb", end).value_or("");
+  };
+  EXPECT_EQ(disturbed("borrows"), "");
+  EXPECT_THAT(disturbed("moves"), HasSubstr("used by value or rebound at src/lib.rs:3"));
+  EXPECT_THAT(disturbed("rebinds"), HasSubstr("used by value or rebound at src/lib.rs:4"));
+  EXPECT_THAT(disturbed("closure"), HasSubstr("`move` closure"));
+  EXPECT_THAT(disturbed("renames"), HasSubstr("consumed by `.rename_f`"));
+  EXPECT_EQ(disturbed("after"), "") << "a move after the literal does not matter";
 }
 
 TEST_F(Scratch, CrateThatDoesNotParseIsRefusedWithItsLocation) {
