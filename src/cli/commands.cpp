@@ -15,6 +15,7 @@
 #include "cli/diagnostics.hpp"
 #include "cli/output.hpp"
 #include "cli/summary_text.hpp"
+#include "instrument/instrument.hpp"
 #include "pipeline/pipeline.hpp"
 #include "query/mcp.hpp"
 #include "query/query.hpp"
@@ -399,6 +400,48 @@ int run_export(Args& args) {
   return kExitOk;
 }
 
+void instrument_flags(CLI::App& cmd, Args& args) {
+  add_crate_options(cmd, args.crate);
+  cmd.add_option("--output,-o", args.out.output,
+                 "Write the diff here (atomically) instead of stdout");
+}
+
+// The diff to stdout (or -o), what was skipped and why to stderr. Nothing instrumented is an
+// error, except when everything already is.
+int run_instrument(Args& args) {
+  refuse_overwriting_inputs(args.out.output, inputs_of(args));
+  const instrument::Report r = instrument::instrument_crate(args.crate);
+  for (const auto& n : r.notes)
+    std::cerr << "note: " << n << "\n";
+  for (const auto& s : r.skipped)
+    std::cerr << "skipped " << s.where << ": " << s.what << ": " << s.why << "\n";
+  if (r.instrumented.empty()) {
+    if (r.already_instrumented) {
+      std::cerr << "nothing to do: the crate is already instrumented (module types with a `"
+                << instrument::kFieldName << "` field are left alone)\n";
+      return kExitOk;
+    }
+    std::cerr << "error: nothing to instrument: every module type was skipped (reasons above)\n";
+    return kExitUsage;
+  }
+  write_or_print(args.out.output, r.diff);
+  std::string names;
+  for (const auto& t : r.instrumented)
+    names += (names.empty() ? "" : ", ") + t;
+  std::cerr << "instrumented " << r.instrumented.size() << " module type"
+            << (r.instrumented.size() == 1 ? "" : "s") << " (" << names << "): " << r.fields
+            << " fields, " << r.literals << " struct literals, " << r.captures
+            << " constructor captures, " << r.scopes << " forward scopes in " << r.files.size()
+            << " files, behind feature `candle-graph-profile`\n";
+  if (!args.out.output.empty()) {
+    const std::string abs = fs::absolute(args.out.output).lexically_normal().string();
+    std::cerr << "wrote " << args.out.output
+              << "; apply it in the crate directory with `patch -p1 < " << abs << "` or `git apply "
+              << abs << "`\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 const std::vector<Command>& commands() {
@@ -430,6 +473,12 @@ const std::vector<Command>& commands() {
        run_query},
       {"mcp", "Serve the query kinds as MCP tools over stdio (JSON-RPC 2.0, one message a line)",
        "candle-graph mcp --path examples/tiny-llama", mcp_flags, run_mcp},
+      {"instrument",
+       "Print a unified diff adding per-module profiler scopes behind the Cargo feature "
+       "candle-graph-profile",
+       "candle-graph instrument examples/tiny-llama -o profile.diff && (cd examples/tiny-llama "
+       "&& patch -p1 < ../../profile.diff)",
+       instrument_flags, run_instrument},
       {"export", "Export a runtime/4 trace as Chrome Trace Event JSON (opens in Perfetto)",
        "candle-graph export --chrome trace.json --runtime-trace run.jsonl", export_flags,
        run_export},

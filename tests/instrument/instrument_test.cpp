@@ -1,0 +1,409 @@
+// `candle-graph instrument`: the diff writer, the Cargo.toml edit, and the whole rewrite on the
+// fixture crate (every construct it handles or skips) and on examples/tiny-llama. The crate tests
+// apply the diff with patch(1) to a fresh copy and check that the copy parses and analyzes to the
+// same modules and parameters: what a user relies on when they apply it.
+#include "instrument/instrument.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "instrument/manifest.hpp"
+#include "instrument/unified_diff.hpp"
+#include "pipeline/pipeline.hpp"
+#include "rust/crate.hpp"
+#include "rust/instrument_sites.hpp"
+#include "util/error.hpp"
+
+namespace cg::instrument {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t k = text.find(what); k != std::string::npos; k = text.find(what, k + 1))
+    ++n;
+  return n;
+}
+
+// ---- unified diff -----------------------------------------------------------------------------
+
+TEST(UnifiedDiff, InsertedLinesAreAdditionsWithContext) {
+  const std::string text = "a\nb\nc\nd\ne\nf\ng\n";
+  // A line inserted before `e` (line 5).
+  std::string d = unified_diff("src/x.rs", text, {{8, "new\n"}});
+  EXPECT_EQ(d, "--- a/src/x.rs\n+++ b/src/x.rs\n@@ -2,6 +2,7 @@\n b\n c\n d\n+new\n e\n f\n g\n");
+}
+
+TEST(UnifiedDiff, InsertionInsideALineReplacesThatLine) {
+  std::string d = unified_diff("f.rs", "x { a }\n", {{5, ", b"}});
+  EXPECT_EQ(d, "--- a/f.rs\n+++ b/f.rs\n@@ -1 +1 @@\n-x { a }\n+x { a, b }\n");
+}
+
+TEST(UnifiedDiff, SecondHunkIsNumberedAfterTheFirstHunksAdditions) {
+  std::string text;
+  for (int i = 1; i <= 30; ++i)
+    text += "l" + std::to_string(i) + "\n";
+  // Two lines before l2, one before l25.
+  const auto at = [&](const std::string& l) {
+    return static_cast<std::uint32_t>(text.find(l + "\n"));
+  };
+  std::string d = unified_diff("f", text, {{at("l25"), "Z\n"}, {at("l2"), "X\nY\n"}});
+  EXPECT_THAT(d, HasSubstr("@@ -1,4 +1,6 @@\n l1\n+X\n+Y\n l2\n"));
+  EXPECT_THAT(d, HasSubstr("@@ -22,6 +24,7 @@\n l22\n l23\n l24\n+Z\n l25\n"));
+  EXPECT_LT(d.find("+X"), d.find("+Z")) << "hunks in line order whatever the insertion order";
+}
+
+TEST(UnifiedDiff, MissingFinalNewlineIsMarked) {
+  std::string d = unified_diff("Cargo.toml", "[a]\nx = 1", {{9, "\n[b]\n"}});
+  EXPECT_EQ(
+      d,
+      "--- a/Cargo.toml\n+++ b/Cargo.toml\n@@ -1,2 +1,3 @@\n [a]\n-x = 1\n\\ No newline at end "
+      "of file\n+x = 1\n+[b]\n");
+}
+
+TEST(UnifiedDiff, NoChangeNoSection) {
+  EXPECT_EQ(unified_diff("f", "abc\n", {}), "");
+  EXPECT_EQ(unified_diff("f", "abc\n", {{1, ""}}), "");
+}
+
+// ---- Cargo.toml -------------------------------------------------------------------------------
+
+TEST(Manifest, ExistingFeatureTableIsExtendedNotRepeated) {
+  const std::string text =
+      "[package]\nname = \"x\"\n\n[features]\ndefault = []\ncuda = [\n  \"a\",\n]\n\n# deps\n"
+      "[dependencies]\nserde = \"1\"\n";
+  ManifestEdit e = manifest_insertions(text, "Cargo.toml");
+  std::string out = apply_insertions(text, e.insertions);
+  EXPECT_EQ(count(out, "[features]"), 1u);
+  EXPECT_THAT(out, HasSubstr("cuda = [\n  \"a\",\n]\ncandle-graph-profile = "
+                             "[\"dep:candle-graph-profile\"]\n\n# deps\n"));
+  EXPECT_THAT(out, HasSubstr("serde = \"1\"\n# Added by `candle-graph instrument`; point it at a "
+                             "path or git source as you prefer.\ncandle-graph-profile = { version "
+                             "= \"0.2\", optional = true }\n"));
+}
+
+TEST(Manifest, MissingTablesAreAppended) {
+  const std::string text = "[package]\nname = \"x\"";  // no final newline either
+  std::string out = apply_insertions(text, manifest_insertions(text, "Cargo.toml").insertions);
+  EXPECT_THAT(out, HasSubstr("name = \"x\"\n\n[features]\ncandle-graph-profile = "
+                             "[\"dep:candle-graph-profile\"]\n\n[dependencies]\n"));
+}
+
+TEST(Manifest, RequiredDependencyGetsAPlainFeatureAndIsLeftAlone) {
+  const std::string text =
+      "[package]\nname = \"x\"\n[dependencies]\ncandle-graph-profile = { path = \"../p\" }\n";
+  ManifestEdit e = manifest_insertions(text, "Cargo.toml");
+  std::string out = apply_insertions(text, e.insertions);
+  EXPECT_THAT(out, HasSubstr("candle-graph-profile = []\n"));
+  EXPECT_EQ(count(out, "candle-graph-profile = {"), 1u);
+  ASSERT_EQ(e.notes.size(), 1u);
+  EXPECT_THAT(e.notes[0], HasSubstr("already declared"));
+}
+
+TEST(Manifest, InlineFeatureTableAndMalformedManifestAreErrors) {
+  EXPECT_THROW(manifest_insertions("features = { a = [] }\n", "Cargo.toml"), InputError);
+  try {
+    manifest_insertions("[package]\nname = \n", "Cargo.toml");
+    FAIL() << "a malformed manifest must be refused";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Cargo.toml:2"));
+  }
+}
+
+// ---- whole crates -----------------------------------------------------------------------------
+
+fs::path source_dir() {
+  return fs::path(CG_SOURCE_DIR);
+}
+
+class Scratch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("cg_instrument_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A fresh copy of `crate` (manifest, lockfile, sources) under the scratch directory.
+  fs::path copy_of(const fs::path& crate, const std::string& name) {
+    fs::path to = dir_ / name;
+    fs::create_directories(to);
+    fs::copy(crate / "Cargo.toml", to / "Cargo.toml");
+    if (fs::exists(crate / "Cargo.lock")) fs::copy(crate / "Cargo.lock", to / "Cargo.lock");
+    fs::copy(crate / "src", to / "src", fs::copy_options::recursive);
+    return to;
+  }
+
+  // Applies `diff` with `patch -p1` inside `crate`; the exit status of patch.
+  int patch(const fs::path& crate, const std::string& diff) {
+    write(dir_ / "change.diff", diff);
+    std::string cmd = "cd '" + crate.string() + "' && patch -p1 -s --no-backup-if-mismatch < '" +
+                      (dir_ / "change.diff").string() + "'";
+    return std::system(cmd.c_str());
+  }
+
+  fs::path dir_;
+};
+
+pipeline::Analysis analyze(const fs::path& crate, const std::string& root = "") {
+  pipeline::Options o;
+  o.path = crate.string();
+  o.root = root;
+  return pipeline::analyze(o);
+}
+
+// Modules and parameters as a user compares them: ids, prefixes, keys, shapes.
+std::vector<std::string> inventory_of(const pipeline::Analysis& a) {
+  std::vector<std::string> out;
+  for (const auto& m : a.ir.modules)
+    out.push_back("module " + m.id + " " + m.type_name + " " + m.prefix);
+  for (const auto& p : a.ir.parameters) {
+    std::string shape;
+    for (const auto& d : p.symbolic_shape.value_or(std::vector<std::string>{}))
+      shape += d + ",";
+    out.push_back("param " + p.id + " " + p.key + " [" + shape + "] " +
+                  std::to_string(static_cast<int>(p.confidence)));
+  }
+  return out;
+}
+
+// Every file of the crate parses with no error or missing node.
+void expect_parses(const fs::path& crate) {
+  rust::LoadedCrate l = rust::load_crate(crate, {});
+  ASSERT_FALSE(l.crate.files().empty());
+  for (const auto& f : l.crate.files())
+    EXPECT_TRUE(f->ok()) << f->path() << ": "
+                         << (f->problems().empty() ? "" : f->problems().front().what);
+}
+
+bool has_field(const rust::Crate& c, const std::string& qualified, const std::string& field) {
+  for (std::size_t i : c.find(qualified))
+    for (const auto& f : c.items()[i].fields)
+      if (f.name == field) return true;
+  return false;
+}
+
+const Skip* skipped(const Report& r, const std::string& what) {
+  for (const auto& s : r.skipped)
+    if (s.what == what) return &s;
+  return nullptr;
+}
+
+fs::path cases() {
+  return source_dir() / "tests/fixtures/crates/instrument_cases";
+}
+
+TEST_F(Scratch, FixtureConstructsAreInstrumentedOrSkippedWithAReason) {
+  pipeline::Options o;
+  o.path = cases().string();
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"blocks::Moved", "blocks::Shadowed",
+                                                      "Shorthand", "Multi", "Model"}));
+  EXPECT_EQ(r.fields, 5u);
+  EXPECT_EQ(r.literals, 5u);
+  EXPECT_EQ(r.captures, 2u) << "Moved (vb moved into a helper) and Shadowed (vb rebound)";
+  EXPECT_EQ(r.scopes, 5u);
+  EXPECT_EQ(r.files, (std::vector<std::string>{"Cargo.toml", "src/blocks.rs", "src/lib.rs"}));
+
+  const Skip* pair = skipped(r, "struct `blocks::Pair`");
+  ASSERT_NE(pair, nullptr);
+  EXPECT_EQ(pair->where, "src/blocks.rs:48");
+  EXPECT_THAT(pair->why, HasSubstr("tuple struct"));
+  const Skip* generic = skipped(r, "forward `blocks::GenericForward::forward`");
+  ASSERT_NE(generic, nullptr);
+  EXPECT_THAT(generic->why, HasSubstr("generic forward (over X: std::borrow::Borrow<Tensor>)"));
+  ASSERT_NE(skipped(r, "struct `blocks::GenericForward`"), nullptr);
+  const Skip* built = skipped(r, "struct `blocks::Built`");
+  ASSERT_NE(built, nullptr);
+  EXPECT_THAT(built->why, HasSubstr("struct literal at src/blocks.rs:"));
+  EXPECT_THAT(built->why, HasSubstr("`blocks::Built::from_layer`"));
+
+  // The edits, as a reviewer reads them.
+  EXPECT_THAT(r.diff, HasSubstr("-        Ok(Self { a, b })\n+        Ok(Self { a, b, "
+                                "#[cfg(feature = \"candle-graph-profile\")] cg_path: "
+                                "vb.prefix() })\n"))
+      << "shorthand literal on one line";
+  EXPECT_THAT(r.diff,
+              HasSubstr("-            proj\n+            proj,\n+            #[cfg(feature = "
+                        "\"candle-graph-profile\")]\n+            cg_path: builder.prefix(),\n"))
+      << "a comma after the last field, then the field, from the builder's own name";
+  EXPECT_THAT(r.diff,
+              HasSubstr("        #![allow(clippy::let_and_return)]\n+        #[cfg(feature = "
+                        "\"candle-graph-profile\")]\n+        let _cg_scope = "
+                        "candle_graph_profile::module_scope(&self.cg_path);\n"))
+      << "the scope goes after inner attributes";
+  EXPECT_THAT(r.diff,
+              HasSubstr("     pub fn new(vb: VarBuilder) -> Result<Self> {\n+        "
+                        "#[cfg(feature = \"candle-graph-profile\")]\n+        let cg_path = "
+                        "vb.prefix();\n         let inner"))
+      << "a moved builder: the path is captured first";
+  EXPECT_THAT(r.diff,
+              HasSubstr("Ok(Self { inner, outer, #[cfg(feature = \"candle-graph-profile\")] "
+                        "cg_path })"));
+  EXPECT_THAT(r.diff, Not(HasSubstr("pub struct Pair(Linear")));
+  EXPECT_THAT(r.diff, Not(HasSubstr("Ok(Self(linear")));
+  EXPECT_THAT(r.diff, Not(HasSubstr("from_layer")));
+  EXPECT_EQ(count(r.diff, "+cuda"), 0u);
+  EXPECT_EQ(count(r.diff, "[features]"), 0u) << "the existing table is extended";
+
+  // Applied to a fresh copy: it parses, analyzes the same, and a second run has nothing to do.
+  fs::path copy = copy_of(cases(), "cases");
+  ASSERT_EQ(patch(copy, r.diff), 0) << r.diff;
+  expect_parses(copy);
+  EXPECT_EQ(inventory_of(analyze(copy)), inventory_of(analyze(cases())));
+  rust::LoadedCrate patched = rust::load_crate(copy, {});
+  for (const auto& t : r.instrumented)
+    EXPECT_TRUE(has_field(patched.crate, t, "cg_path")) << t;
+  EXPECT_FALSE(has_field(patched.crate, "blocks::Pair", "cg_path"));
+  o.path = copy.string();
+  Report again = instrument_crate(o);
+  EXPECT_TRUE(again.instrumented.empty());
+  EXPECT_EQ(again.diff, "");
+  EXPECT_THAT(read(copy / "Cargo.toml"),
+              HasSubstr("cuda = [\"candle-nn/cuda\"]\ncandle-graph-profile = "
+                        "[\"dep:candle-graph-profile\"]\n"));
+}
+
+TEST_F(Scratch, TinyLlamaEveryModuleGetsItsPathAndScope) {
+  const fs::path crate = source_dir() / "examples/tiny-llama";
+  pipeline::Options o;
+  o.path = crate.string();
+  Report r = instrument_crate(o);
+  // Structure, not bytes: the example changes under other work.
+  const pipeline::Analysis before = analyze(crate);
+  std::vector<std::string> local;
+  for (const auto& m : before.ir.modules)
+    if (m.qualified_type && !m.qualified_type->starts_with("candle_nn::") &&
+        std::find(local.begin(), local.end(), *m.qualified_type) == local.end())
+      local.push_back(*m.qualified_type);
+  std::sort(local.begin(), local.end());
+  std::vector<std::string> got = r.instrumented;
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, local) << "every crate-local module type of the component";
+  EXPECT_TRUE(r.skipped.empty()) << r.skipped.front().what << ": " << r.skipped.front().why;
+  EXPECT_EQ(r.fields, local.size());
+  EXPECT_EQ(r.literals, local.size());
+  std::size_t forwards = 0;
+  for (const auto& f : before.ir.functions)
+    if (f.is_entrypoint && f.owner_type &&
+        std::find(local.begin(), local.end(), *f.owner_type) != local.end())
+      ++forwards;
+  EXPECT_EQ(r.scopes, forwards);
+  EXPECT_EQ(count(r.diff, "+    cg_path: String,\n"), local.size());
+  EXPECT_EQ(count(r.diff, "module_scope(&self.cg_path);"), forwards);
+  EXPECT_EQ(count(r.diff, "--- a/"), r.files.size());
+  EXPECT_EQ(r.files.front(), "Cargo.toml");
+
+  // Deterministic.
+  EXPECT_EQ(instrument_crate(o).diff, r.diff);
+
+  fs::path copy = copy_of(crate, "tiny-llama");
+  ASSERT_EQ(patch(copy, r.diff), 0) << r.diff;
+  expect_parses(copy);
+  const pipeline::Analysis after = analyze(copy);
+  EXPECT_EQ(inventory_of(after), inventory_of(before));
+  EXPECT_FALSE(inventory_of(after).empty());
+  // Under the feature too: the cfg'd field and statements change no module or parameter.
+  pipeline::Options with;
+  with.path = copy.string();
+  with.features = {"candle-graph-profile"};
+  EXPECT_EQ(inventory_of(pipeline::analyze(with)), inventory_of(before));
+}
+
+TEST_F(Scratch, RootSelectsOneComponent) {
+  pipeline::Options o;
+  o.path = (source_dir() / "examples/tiny-llama").string();
+  o.root = "Mlp";
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"model::Mlp"}));
+  EXPECT_EQ(r.scopes, 1u);
+  o.root = "NoSuchType";
+  EXPECT_THROW(instrument_crate(o), InputError);
+}
+
+// Which uses of the builder before a literal make `vb.prefix()` there wrong or uncompilable.
+TEST_F(Scratch, BuilderMovesAndBorrowsAreTold) {
+  write(dir_ / "b/Cargo.toml", "[package]\nname = \"b\"\nversion = \"0.1.0\"\n");
+  write(
+      dir_ / "b/src/lib.rs",
+      "use candle_nn::VarBuilder;\n"
+      "pub fn borrows(vb: VarBuilder) { let a = vb.pp(\"x\"); let b = &vb; f(vb.clone()); END; }\n"
+      "pub fn moves(vb: VarBuilder) { let a = vb.pp(\"x\"); g(vb); END; }\n"
+      "pub fn rebinds(vb: VarBuilder) { let vb = vb.pp(\"x\"); END; }\n"
+      "pub fn closure(vb: VarBuilder) { let f = move |n: &str| vb.pp(n); END; }\n"
+      "pub fn renames(vb: VarBuilder) { let r = vb.rename_f(h); END; }\n"
+      "pub fn after(vb: VarBuilder) { END; g(vb); }\n");
+  rust::LoadedCrate l = rust::load_crate(dir_ / "b", {});
+  const auto& c = l.crate;
+  auto disturbed = [&](const std::string& fn) -> std::string {
+    const auto items = c.find(fn);
+    if (items.size() != 1) return "not found";
+    const std::string& text = c.files()[c.items()[items[0]].file]->text();
+    const std::size_t line = text.find("pub fn " + fn);
+    const auto end = static_cast<std::uint32_t>(text.find("END", line));
+    return rust::builder_disturbed(c, items[0], "vb", end).value_or("");
+  };
+  EXPECT_EQ(disturbed("borrows"), "");
+  EXPECT_THAT(disturbed("moves"), HasSubstr("used by value or rebound at src/lib.rs:3"));
+  EXPECT_THAT(disturbed("rebinds"), HasSubstr("used by value or rebound at src/lib.rs:4"));
+  EXPECT_THAT(disturbed("closure"), HasSubstr("`move` closure"));
+  EXPECT_THAT(disturbed("renames"), HasSubstr("consumed by `.rename_f`"));
+  EXPECT_EQ(disturbed("after"), "") << "a move after the literal does not matter";
+}
+
+TEST_F(Scratch, CrateThatDoesNotParseIsRefusedWithItsLocation) {
+  write(dir_ / "bad/Cargo.toml", "[package]\nname = \"bad\"\nversion = \"0.1.0\"\n");
+  write(dir_ / "bad/src/lib.rs",
+        "use candle_nn::VarBuilder;\npub struct M { a: u8 }\nimpl M {\n  pub fn new(vb: "
+        "VarBuilder) -> Self {\n    Self { a: 1 \n  }\n");
+  pipeline::Options o;
+  o.path = (dir_ / "bad").string();
+  try {
+    instrument_crate(o);
+    FAIL() << "a crate that does not parse must be refused";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("src/lib.rs:"), HasSubstr("parses")));
+  }
+}
+
+TEST_F(Scratch, CrateWithoutModulesIsAnError) {
+  write(dir_ / "plain/Cargo.toml", "[package]\nname = \"plain\"\nversion = \"0.1.0\"\n");
+  write(dir_ / "plain/src/lib.rs", "pub fn add(a: u32, b: u32) -> u32 { a + b }\n");
+  pipeline::Options o;
+  o.path = (dir_ / "plain").string();
+  try {
+    instrument_crate(o);
+    FAIL() << "nothing to instrument must be an error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no module to instrument"));
+  }
+}
+
+}  // namespace
+}  // namespace cg::instrument
