@@ -10,6 +10,8 @@
 #include <set>
 #include <system_error>
 
+#include "cargo/lockfile.hpp"
+
 namespace cg::cargo {
 namespace fs = std::filesystem;
 
@@ -86,36 +88,6 @@ Manifest read_manifest(const fs::path& dir) {
     }
   }
   return m;
-}
-
-struct LockEntry {
-  std::string name, version, source;
-  std::vector<std::string> deps;
-};
-
-std::vector<LockEntry> read_lock(const CargoContext& ctx) {
-  std::vector<LockEntry> out;
-  for (const fs::path& lock : {ctx.workspace_root / "Cargo.lock", ctx.package_dir / "Cargo.lock"}) {
-    std::string error;
-    auto t = parse_toml(lock, error);
-    if (!t) continue;
-    if (const toml::array* pkgs = (*t)["package"].as_array()) {
-      for (const auto& n : *pkgs) {
-        const toml::table* p = n.as_table();
-        if (p == nullptr) continue;
-        LockEntry e;
-        e.name = str((*p)["name"]);
-        e.version = str((*p)["version"]);
-        e.source = str((*p)["source"]);
-        if (const toml::array* deps = (*p)["dependencies"].as_array())
-          for (const auto& d : *deps)
-            if (auto s = d.value<std::string>()) e.deps.push_back(s->substr(0, s->find(' ')));
-        if (!e.name.empty()) out.push_back(std::move(e));
-      }
-    }
-    break;
-  }
-  return out;
 }
 
 // Directories of the packages reachable by path from the analysed one: workspace members and
@@ -238,7 +210,7 @@ std::optional<std::pair<fs::path, std::string>> highest_version(const fs::path& 
 std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
                                                         const SourceOptions& opts) {
   fs::path home = opts.cargo_home.empty() ? default_cargo_home() : opts.cargo_home;
-  auto lock = read_lock(ctx);
+  std::vector<LockPackage> lock = read_lockfile(ctx.workspace_root, ctx.package_dir).packages;
   auto paths = path_packages(ctx, opts.max_entries);
   auto vendor = vendor_dir(ctx);
   // Registry index directories (`registry/src/index.crates.io-…`): a handful.
@@ -256,14 +228,14 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
   if (lock.empty()) {
     // No lock: the manifest's own dependencies, each at the highest version on disk.
     for (const auto& d : ctx.dependencies) {
-      LockEntry e;
+      LockPackage e;
       e.name = d.package;
       lock.push_back(std::move(e));
     }
     for (const auto& entry : paths) {
       const std::string& name = entry.first;
       if (std::none_of(lock.begin(), lock.end(), [&](const auto& e) { return e.name == name; })) {
-        LockEntry e;
+        LockPackage e;
         e.name = name;
         lock.push_back(std::move(e));
       }
@@ -277,7 +249,7 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
     s.package = e.name;
     s.version = e.version;
     s.source = e.source;
-    s.depends_on = e.deps;
+    s.depends_on = e.dependency_names();
     auto found = [&](fs::path dir, SourceOrigin origin) {
       s.dir = std::move(dir);
       s.origin = origin;
