@@ -604,7 +604,19 @@ CargoContext load_cargo_context(const fs::path& path, const Selection& selection
   if (fs::exists(ctx.root_file, ec)) ctx.root_file = fs::canonical(ctx.root_file);
 
   // Candle versions: every other `candle-*` package this one depends on.
-  auto lock = locked_versions(read_lockfile(ctx.workspace_root, ctx.package_dir));
+  const Lockfile lockfile = read_lockfile(ctx.workspace_root, ctx.package_dir);
+  if (!lockfile.broken.empty()) {
+    std::error_code rec;
+    fs::path rel = fs::relative(lockfile.broken, ctx.package_dir, rec);
+    ctx.lock_problem = (rec || rel.empty() ? lockfile.broken.filename() : rel).generic_string() +
+                       ": " + lockfile.error;
+  }
+  auto lock = locked_versions(lockfile);
+  // The analysed package's own lock entry: with several versions of a package locked, it names
+  // the one this package depends on ("candle-nn 0.9.1").
+  const LockPackage* own = nullptr;
+  for (const auto& p : lockfile.packages)
+    if (p.name == ctx.package && p.version == ctx.version && p.source.empty()) own = &p;
   for (const auto& d : ctx.dependencies) {
     if (d.package.rfind("candle-", 0) != 0 || d.package == ctx.package) continue;
     CandleVersion v{d.package, d.requirement, false};
@@ -612,6 +624,11 @@ CargoContext load_cargo_context(const fs::path& path, const Selection& selection
     if (it != lock.end()) {
       v.version = join(it->second, ",");
       v.exact = true;
+      std::string mine = own != nullptr ? own->dependency_version(d.package) : "";
+      if (it->second.size() > 1 && !mine.empty()) {
+        for (const auto& locked : it->second)
+          if (locked == mine || locked == mine + "+git") v.version = locked;
+      }
     } else if (!d.path.empty()) {
       // A path dependency is exactly the version its own manifest declares (or inherits).
       std::error_code pec;

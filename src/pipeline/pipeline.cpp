@@ -118,6 +118,15 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
     if (v.package == "candle-core" && v.exact) versions.core = v.version;
   }
   ir.cargo = std::move(s);
+  // Where dependency sources are missing or unusable: notes, and the analysis goes on.
+  if (!c.lock_problem.empty())
+    ir.findings.push_back(ir::make_finding(
+        "dependency-source", ir::Severity::warning, ir::Confidence::proven,
+        c.lock_problem + "; Cargo.lock is not used (Candle versions fall back to requirements)",
+        a.manifest_path));
+  for (const auto& note : cargo::dependency_notes(a.dependencies))
+    ir.findings.push_back(ir::make_finding("dependency-source", ir::Severity::information,
+                                           ir::Confidence::proven, note, a.manifest_path));
   if (!c.cfgs_from_rustc) {
     ir.findings.push_back(
         ir::make_finding("cargo-context", ir::Severity::information, ir::Confidence::proven,
