@@ -1,7 +1,8 @@
 #include "analysis/layer_catalog.hpp"
 
 #include <algorithm>
-#include <cctype>
+
+#include "analysis/op_catalog.hpp"
 
 namespace cg::analysis {
 
@@ -159,31 +160,13 @@ LayerCatalog::LayerCatalog(bool audited, std::vector<ConstructorSpec> c)
 // rnn.rs and activation.rs at every tag from 0.8.0 to 0.11.0 (pre-releases included): the
 // `vb.get*` calls and shapes are identical; later releases only add accessors (`eps()`,
 // `weight()`), and `layer_norm_no_bias` exists from 0.8.3 (code calling it does not build
-// against an older release). A version with build metadata (`0.9.1+git`: a git source, maybe a
-// fork) or several versions at once is not audited.
-namespace {
-
-bool constructors_audited(std::string_view v) {
-  if (v.empty() || v.find_first_of("+, ") != std::string_view::npos) return false;
-  int part[3] = {0, 0, 0};
-  std::size_t i = 0;
-  for (int k = 0; k < 3; ++k) {
-    if (i >= v.size() || !std::isdigit(static_cast<unsigned char>(v[i]))) return false;
-    while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])))
-      part[k] = part[k] * 10 + (v[i++] - '0');
-    if (k < 2 && (i >= v.size() || v[i++] != '.')) return false;
-  }
-  if (i < v.size() && v[i] != '-') return false;  // only a pre-release may follow
-  if (part[0] != 0 || part[1] > 1000 || part[2] > 1000) return false;
-  return part[1] >= 8 && (part[1] < 11 || (part[1] == 11 && part[2] == 0 && i == v.size()));
-}
-
-}  // namespace
-
+// against an older release). Exactly those tags are audited (candle_tag_index, shared with the op
+// catalog): a version with build metadata (`0.9.1+git`: a git source, maybe a fork), several
+// versions at once, or a release outside the reviewed tags is not.
 const LayerCatalog& LayerCatalog::for_version(std::string_view candle_nn_version) {
   static const LayerCatalog audited(true, constructors_0_11_0());
   static const LayerCatalog unaudited(false, {});
-  return constructors_audited(candle_nn_version) ? audited : unaudited;
+  return candle_tag_index(candle_nn_version) >= 0 ? audited : unaudited;
 }
 
 const ConstructorSpec* LayerCatalog::find(std::string_view call_path) const {

@@ -1,6 +1,7 @@
 #include "analysis/op_catalog.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <mutex>
 
@@ -27,9 +28,61 @@ struct Row {
   int checked = 0;
 };
 
-// Audited against candle-core and candle-nn 0.11.0 sources (tensor.rs, backprop.rs, candle-nn
-// ops.rs, rotary_emb.rs, layer_norm.rs, loss.rs). A `*_no_bwd` kernel registers no backward, so
-// gradients stop there although the maths is differentiable.
+// Candle's release tags from 0.8.0 to 0.11.0 in release (semver) order, pre-releases included.
+constexpr std::string_view kTags[] = {
+    "0.8.0",         "0.8.1",         "0.8.2",         "0.8.3",  "0.8.4", "0.9.0-alpha.1",
+    "0.9.0-alpha.2", "0.9.0-alpha.3", "0.9.0-alpha.4", "0.9.0",  "0.9.1", "0.9.2-alpha.1",
+    "0.9.2-alpha.2", "0.10.0",        "0.10.1",        "0.10.2", "0.11.0"};
+
+int tag_index(std::string_view v) {
+  for (std::size_t i = 0; i < std::size(kTags); ++i)
+    if (kTags[i] == v) return static_cast<int>(i);
+  return -1;
+}
+
+// Catalog ops a release before this one does not have (every other op exists in every reviewed
+// release): a crate on an older release calling it does not build, so its rule there is unknown.
+struct Added {
+  std::string_view op, release;
+};
+constexpr Added kAdded[] = {
+    {"huber", "0.10.0"},                      // candle-nn loss.rs, #3252
+    {"run_flash_attn_cpu", "0.10.0"},         // candle-nn cpu_flash_attention.rs
+    {"flash_attn_varlen_cpu", "0.11.0"},      // candle-nn attention/cpu_flash/varlen.rs
+    {"flash_attn_varlen_unfused", "0.11.0"},  // candle-nn attention/varlen.rs
+};
+
+// What differs between releases for an op whose rule (dtype, gradient, shape, domain) does not:
+// appended to the rule's note for releases in [from, until) ("" = open end).
+struct ReleaseNote {
+  std::string_view op, from, until, text;
+};
+constexpr ReleaseNote kReleaseNotes[] = {
+    {"from_vec", "0.9.0", "", "from 0.9.0 the shape may hold one `()` hole (#2905)"},
+    {"from_vec", "", "0.9.0", "before 0.9.0 the shape must name every dimension"},
+    {"from_slice", "0.9.0", "", "from 0.9.0 the shape may hold one `()` hole (#2905)"},
+    {"from_slice", "", "0.9.0", "before 0.9.0 the shape must name every dimension"},
+    {"to_dtype", "0.10.0", "", "F8E4M3 and the F6E2M3/F6E3M2/F4/F8E8M0 dtypes exist from 0.10.0"},
+    {"to_dtype", "", "0.10.0", "no F8E4M3/F6/F4 dtypes before 0.10.0"},
+    {"gelu_erf", "0.10.0", "", "erf from libm from 0.10.0 (precision only)"},
+    {"erf", "0.10.0", "", "erf from libm from 0.10.0 (precision only)"},
+    {"rope", "0.9.1", "", "cos/sin are (seq, d/2) or, from 0.9.1, (batch, seq, d/2)"},
+    {"rope", "", "0.9.1", "cos/sin must be (seq, d/2) before 0.9.1"},
+    {"rope_thd", "0.9.1", "", "cos/sin are (seq, d/2) or, from 0.9.1, (batch, seq, d/2)"},
+    {"rope_thd", "", "0.9.1", "cos/sin must be (seq, d/2) before 0.9.1"},
+    {"rope_i", "0.9.1", "", "cos/sin are (seq, d/2) or, from 0.9.1, (batch, seq, d/2)"},
+    {"rope_i", "", "0.9.1",
+     "cos/sin must be (seq, d/2) before 0.9.1, and only cos's shape is checked (sin's is not)"},
+    {"sdpa", "0.10.0", "", "sdpa(q, k, v, mask, do_causal, scale, softcapping) from 0.10.0"},
+    {"sdpa", "", "0.10.0", "sdpa(q, k, v, scale, softcapping) before 0.10.0: no mask"},
+    {"PReLU::forward", "0.9.0", "", "from 0.9.0 a weight of the input's shape is elementwise"},
+};
+
+// Reviewed against candle-core and candle-nn sources at every release tag from 0.8.0 to 0.11.0
+// (tensor.rs, tensor_cat.rs, backprop.rs, op.rs, shape.rs, candle-nn ops.rs, rotary_emb.rs,
+// layer_norm.rs, loss.rs, activation.rs; docs/dataflow.md has the op-by-op review). The rows are
+// 0.11.0's rules; kAdded and kReleaseNotes say where an older release differs. A `*_no_bwd`
+// kernel registers no backward, so gradients stop there although the maths is differentiable.
 std::vector<OpRule> rules_0_11_0() {
   const std::vector<Row> rows = {
       {{"to_dtype"}, D::explicit_arg, G::propagates, S::preserve},
@@ -327,8 +380,48 @@ std::vector<OpRule> rules_0_11_0() {
 
 }  // namespace
 
-OpCatalog::OpCatalog(std::string version, bool audited, std::vector<OpRule> rules)
-    : version_(std::move(version)), audited_(audited), rules_(std::move(rules)) {
+int candle_tag_index(std::string_view version) {
+  return tag_index(version);
+}
+
+bool candle_tag_is_prerelease(std::string_view version) {
+  return tag_index(version) >= 0 && version.find('-') != std::string_view::npos;
+}
+
+namespace {
+
+// The rules for release tag `v` (an index into kTags): 0.11.0's rows less the ops added after
+// `v`, with the notes that hold at `v`.
+std::vector<OpRule> rules_for(int v, std::vector<std::pair<std::string, std::string>>& later) {
+  auto in_range = [&](std::string_view from, std::string_view until) {
+    return (from.empty() || tag_index(from) <= v) && (until.empty() || v < tag_index(until));
+  };
+  std::vector<OpRule> out;
+  for (OpRule& r : rules_0_11_0()) {
+    auto added = std::find_if(std::begin(kAdded), std::end(kAdded),
+                              [&](const Added& a) { return a.op == r.name; });
+    if (added != std::end(kAdded) && v < tag_index(added->release)) {
+      later.emplace_back(r.name, std::string(added->release));
+      continue;
+    }
+    for (const ReleaseNote& n : kReleaseNotes) {
+      if (n.op != r.name || !in_range(n.from, n.until)) continue;
+      r.note += (r.note.empty() ? "" : "; ") + std::string(n.text);
+    }
+    out.push_back(std::move(r));
+  }
+  std::sort(later.begin(), later.end());
+  return out;
+}
+
+}  // namespace
+
+OpCatalog::OpCatalog(std::string version, bool audited, std::vector<OpRule> rules,
+                     std::vector<std::pair<std::string, std::string>> later)
+    : version_(std::move(version)),
+      audited_(audited),
+      rules_(std::move(rules)),
+      later_(std::move(later)) {
   std::sort(rules_.begin(), rules_.end(),
             [](const OpRule& a, const OpRule& b) { return a.name < b.name; });
 }
@@ -339,14 +432,25 @@ const OpCatalog& OpCatalog::for_version(std::string_view candle_version) {
   std::lock_guard lock(mu);
   auto it = catalogs.find(candle_version);
   if (it != catalogs.end()) return it->second;
-  bool audited = candle_version == "0.11.0";
-  OpCatalog catalog(std::string(candle_version), audited,
-                    audited ? rules_0_11_0() : std::vector<OpRule>{});
+  // Releases only: the pre-releases between them were not reviewed op by op.
+  int v = tag_index(candle_version);
+  bool audited = v >= 0 && !candle_tag_is_prerelease(candle_version);
+  std::vector<std::pair<std::string, std::string>> later;
+  std::vector<OpRule> rules = audited ? rules_for(v, later) : std::vector<OpRule>{};
+  OpCatalog catalog(std::string(candle_version), audited, std::move(rules), std::move(later));
   return catalogs.emplace(std::string(candle_version), std::move(catalog)).first->second;
 }
 
 std::vector<std::string> OpCatalog::audited_versions() {
-  return {"0.11.0"};
+  std::vector<std::string> out;
+  for (std::string_view t : kTags)
+    if (t.find('-') == std::string_view::npos) out.emplace_back(t);
+  return out;
+}
+
+std::string OpCatalog::audited_range() {
+  auto v = audited_versions();
+  return v.front() + "-" + v.back() + " releases";
 }
 
 const OpRule* OpCatalog::find(std::string_view name) const {
@@ -363,6 +467,9 @@ OpRule OpCatalog::lookup(std::string_view op) const {
   unknown.name = std::string(leaf);
   unknown.note = audited_ ? "not in the audited catalog for candle " + version_
                           : "candle " + version_ + " is not an audited version";
+  for (const auto& [name, release] : later_)
+    if (name == leaf)
+      unknown.note = "`" + name + "` is not in candle " + version_ + " (added in " + release + ")";
   return unknown;
 }
 

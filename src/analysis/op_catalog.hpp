@@ -1,11 +1,14 @@
 #pragma once
 // The audited operation catalog: what each candle-core Tensor method and candle-nn function does to
-// dtype, gradient, shape and numeric domain. Rules are claims about one Candle release, so the
-// catalog is versioned: only audited releases answer; any other version gets the `unknown` rule
-// for every operation (a finding then says why), never a guess.
+// dtype, gradient, shape and numeric domain. Rules are claims about Candle releases, so the catalog
+// is versioned: every release from 0.8.0 to 0.11.0 was reviewed (docs/dataflow.md, "Operation
+// rules per candle release"); an op a release does not have is `unknown` there, and any other
+// version (0.7, a pre-release, a git source `0.9.1+git`) gets the `unknown` rule for every
+// operation (a finding then says why), never a guess.
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/numeric_domain.hpp"
@@ -64,7 +67,10 @@ class OpCatalog {
   // The catalog for a resolved Candle version ("0.11.0"). Unaudited versions return a catalog
   // whose every lookup is the unknown rule, with `audited() == false`.
   static const OpCatalog& for_version(std::string_view candle_version);
+  // The reviewed releases, oldest first ("0.8.0" … "0.11.0"), and the same as one short range for
+  // messages ("0.8.0-0.11.0 releases").
   static std::vector<std::string> audited_versions();
+  static std::string audited_range();
 
   bool audited() const { return audited_; }
   const std::string& version() const { return version_; }
@@ -78,13 +84,23 @@ class OpCatalog {
   const std::vector<OpRule>& rules() const { return rules_; }
 
  private:
-  OpCatalog(std::string version, bool audited, std::vector<OpRule> rules);
+  OpCatalog(std::string version, bool audited, std::vector<OpRule> rules,
+            std::vector<std::pair<std::string, std::string>> later);
   const OpRule* find(std::string_view name) const;
 
   std::string version_;
   bool audited_;
   std::vector<OpRule> rules_;  // sorted by name
+  // Catalog ops this release does not have yet, with the release that added them.
+  std::vector<std::pair<std::string, std::string>> later_;
 };
+
+// The position of `version` among candle's release tags from 0.8.0 to 0.11.0 in release order
+// (pre-releases `0.9.0-alpha.1` included), or -1 for anything else: another release, build
+// metadata (`0.9.1+git`: a git source, maybe a fork), several versions (`0.9.1,0.11.0`), nonsense.
+int candle_tag_index(std::string_view version);
+// Whether that tag is a pre-release (`-alpha.N`).
+bool candle_tag_is_prerelease(std::string_view version);
 
 std::string_view to_string(DtypeRule r);
 std::string_view to_string(GradRule r);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <set>
 
+#include "cargo/lockfile.hpp"
 #include "util/error.hpp"
 
 namespace cg::cargo {
@@ -184,25 +185,13 @@ std::vector<Target> discover_targets(const toml::table& m, const fs::path& dir,
   return out;
 }
 
-std::map<std::string, std::vector<std::string>> read_lock(const fs::path& lock) {
+// Locked versions by package name, sorted, deduplicated. A git source (maybe a fork) is not the
+// release its version names: `0.9.1+git`. A broken or missing lock gives none: versions then fall
+// back to manifest requirements (only exactness is lost).
+std::map<std::string, std::vector<std::string>> locked_versions(const Lockfile& lock) {
   std::map<std::string, std::vector<std::string>> out;
-  std::error_code ec;
-  if (!fs::is_regular_file(lock, ec)) return out;
-  try {
-    auto t = toml::parse_file(lock.string());
-    if (const toml::array* pkgs = t["package"].as_array()) {
-      for (const auto& n : *pkgs) {
-        const toml::table* p = n.as_table();
-        if (p == nullptr) continue;
-        // A git source (maybe a fork) is not the release its version names: `0.9.1+git`.
-        std::string version = str_or((*p)["version"]);
-        if (str_or((*p)["source"]).rfind("git+", 0) == 0) version += "+git";
-        out[str_or((*p)["name"])].push_back(version);
-      }
-    }
-  } catch (const toml::parse_error&) {
-    // A broken lock file only costs exactness: versions fall back to manifest requirements.
-  }
+  for (const auto& p : lock.packages)
+    out[p.name].push_back(p.version + (p.source.rfind("git+", 0) == 0 ? "+git" : ""));
   for (auto& [k, v] : out) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -615,8 +604,19 @@ CargoContext load_cargo_context(const fs::path& path, const Selection& selection
   if (fs::exists(ctx.root_file, ec)) ctx.root_file = fs::canonical(ctx.root_file);
 
   // Candle versions: every other `candle-*` package this one depends on.
-  auto lock = read_lock(ctx.workspace_root / "Cargo.lock");
-  if (lock.empty()) lock = read_lock(ctx.package_dir / "Cargo.lock");
+  const Lockfile lockfile = read_lockfile(ctx.workspace_root, ctx.package_dir);
+  if (!lockfile.broken.empty()) {
+    std::error_code rec;
+    fs::path rel = fs::relative(lockfile.broken, ctx.package_dir, rec);
+    ctx.lock_problem = (rec || rel.empty() ? lockfile.broken.filename() : rel).generic_string() +
+                       ": " + lockfile.error;
+  }
+  auto lock = locked_versions(lockfile);
+  // The analysed package's own lock entry: with several versions of a package locked, it names
+  // the one this package depends on ("candle-nn 0.9.1").
+  const LockPackage* own = nullptr;
+  for (const auto& p : lockfile.packages)
+    if (p.name == ctx.package && p.version == ctx.version && p.source.empty()) own = &p;
   for (const auto& d : ctx.dependencies) {
     if (d.package.rfind("candle-", 0) != 0 || d.package == ctx.package) continue;
     CandleVersion v{d.package, d.requirement, false};
@@ -624,6 +624,11 @@ CargoContext load_cargo_context(const fs::path& path, const Selection& selection
     if (it != lock.end()) {
       v.version = join(it->second, ",");
       v.exact = true;
+      std::string mine = own != nullptr ? own->dependency_version(d.package) : "";
+      if (it->second.size() > 1 && !mine.empty()) {
+        for (const auto& locked : it->second)
+          if (locked == mine || locked == mine + "+git") v.version = locked;
+      }
     } else if (!d.path.empty()) {
       // A path dependency is exactly the version its own manifest declares (or inherits).
       std::error_code pec;

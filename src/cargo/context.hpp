@@ -52,6 +52,9 @@ struct CargoContext {
   std::filesystem::path root_file;             // canonical path of `selected.src_path`
   std::vector<Dependency> dependencies;        // sorted by alias
   std::vector<CandleVersion> candle_versions;  // sorted by package
+  // A Cargo.lock that exists but could not be read ("Cargo.lock: line 3: …", the path relative to
+  // the package directory); empty when fine or absent. Versions then come from requirements.
+  std::string lock_problem;
   std::vector<std::string> cfgs;  // rustc cfg lines plus `feature="x"`, sorted, deduped
   bool cfgs_from_rustc = false;   // false: the documented host default (x86_64 linux)
   std::string build_id;

@@ -10,6 +10,8 @@
 #include <set>
 #include <system_error>
 
+#include "cargo/lockfile.hpp"
+
 namespace cg::cargo {
 namespace fs = std::filesystem;
 
@@ -88,59 +90,89 @@ Manifest read_manifest(const fs::path& dir) {
   return m;
 }
 
-struct LockEntry {
-  std::string name, version, source;
-  std::vector<std::string> deps;
-};
-
-std::vector<LockEntry> read_lock(const CargoContext& ctx) {
-  std::vector<LockEntry> out;
-  for (const fs::path& lock : {ctx.workspace_root / "Cargo.lock", ctx.package_dir / "Cargo.lock"}) {
-    std::string error;
-    auto t = parse_toml(lock, error);
-    if (!t) continue;
-    if (const toml::array* pkgs = (*t)["package"].as_array()) {
-      for (const auto& n : *pkgs) {
-        const toml::table* p = n.as_table();
-        if (p == nullptr) continue;
-        LockEntry e;
-        e.name = str((*p)["name"]);
-        e.version = str((*p)["version"]);
-        e.source = str((*p)["source"]);
-        if (const toml::array* deps = (*p)["dependencies"].as_array())
-          for (const auto& d : *deps)
-            if (auto s = d.value<std::string>()) e.deps.push_back(s->substr(0, s->find(' ')));
-        if (!e.name.empty()) out.push_back(std::move(e));
-      }
-    }
-    break;
-  }
-  return out;
+bool has_manifest(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "Cargo.toml", ec);
 }
 
-// Directories of the packages reachable by path from the analysed one: workspace members and
-// path dependencies, transitively (a cycle of path dependencies is walked once).
-std::map<std::string, std::pair<fs::path, SourceOrigin>> path_packages(const CargoContext& ctx,
-                                                                       std::size_t budget) {
-  std::map<std::string, std::pair<fs::path, SourceOrigin>> out;
-  std::deque<std::pair<fs::path, SourceOrigin>> queue;
+// The packages reachable by path from the analysed one: workspace members and path dependencies,
+// transitively. A cycle of path dependencies is walked once and reported; a path dependency with
+// no Cargo.toml at its path is reported as absent, never taken for a package.
+struct PathGraph {
+  std::map<std::string, std::pair<fs::path, SourceOrigin>> found;  // by package name
+  std::map<std::string, fs::path> absent;     // package name → the directory looked in
+  std::map<std::string, std::string> cycles;  // package name → "a → b → a"
+};
+
+PathGraph path_packages(const CargoContext& ctx, std::size_t budget) {
+  PathGraph out;
+  struct Pending {
+    fs::path dir;
+    SourceOrigin origin;
+    std::string name;  // the package the dependent expects there; empty for members
+    fs::path from;     // the dependent's directory; empty for workspace members
+  };
+  std::deque<Pending> queue;
   for (const auto& m : workspace_members(ctx.workspace_root))
-    queue.emplace_back(ctx.workspace_root / m, SourceOrigin::workspace);
+    queue.push_back({ctx.workspace_root / m, SourceOrigin::workspace, "", {}});
   for (const auto& d : ctx.dependencies)
-    if (!d.path.empty()) queue.emplace_back(fs::path(d.path), SourceOrigin::path);
+    if (!d.path.empty())
+      queue.push_back({fs::path(d.path), SourceOrigin::path, d.package, ctx.package_dir});
+  std::map<fs::path, std::string> names{{ctx.package_dir, ctx.package}};
+  std::map<fs::path, std::vector<fs::path>> edges;
   std::set<fs::path> seen{ctx.package_dir};
   while (!queue.empty() && seen.size() < budget) {
-    auto [dir, origin] = queue.front();
+    Pending p = std::move(queue.front());
     queue.pop_front();
     std::error_code ec;
-    fs::path canon = fs::weakly_canonical(dir, ec);
-    if (ec) canon = dir;
+    fs::path canon = fs::weakly_canonical(p.dir, ec);
+    if (ec) canon = p.dir;
+    if (!p.from.empty()) edges[p.from].push_back(canon);
     if (!seen.insert(canon).second) continue;
+    if (!has_manifest(canon)) {
+      if (!p.name.empty()) out.absent.emplace(p.name, canon);
+      continue;
+    }
     Manifest m = read_manifest(canon);
-    std::string name = m.name.empty() ? canon.filename().string() : m.name;
-    out.emplace(name, std::make_pair(canon, origin));
+    std::string name = !m.name.empty()   ? m.name
+                       : !p.name.empty() ? p.name
+                                         : canon.filename().string();
+    names[canon] = name;
+    out.found.emplace(name, std::make_pair(canon, p.origin));
     for (const auto& [pkg, path] : m.deps)
-      if (!path.empty()) queue.emplace_back(canon / path, SourceOrigin::path);
+      if (!path.empty()) queue.push_back({canon / path, SourceOrigin::path, pkg, canon});
+  }
+  // Cycles: an iterative depth-first walk (a long chain must not exhaust the stack); a back edge
+  // closes a cycle whose members are named by the first one found.
+  std::map<fs::path, int> state;  // 1 on the stack, 2 done
+  std::vector<std::pair<fs::path, std::size_t>> stack{{ctx.package_dir, 0}};
+  state[ctx.package_dir] = 1;
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    const auto& outs = edges[node];
+    if (next == outs.size()) {
+      state[node] = 2;
+      stack.pop_back();
+      continue;
+    }
+    fs::path to = outs[next++];
+    if (state[to] == 0) {
+      state[to] = 1;
+      stack.emplace_back(to, 0);
+    } else if (state[to] == 1) {
+      std::string chain;
+      bool in = false;
+      std::vector<std::string> members;
+      for (const auto& [n, i] : stack) {
+        in = in || n == to;
+        if (!in) continue;
+        members.push_back(names[n]);
+        chain += names[n] + " → ";
+      }
+      chain += names[to];
+      for (const auto& m : members)
+        out.cycles.emplace(m, chain);
+    }
   }
   return out;
 }
@@ -172,11 +204,6 @@ fs::path default_cargo_home() {
   return {};
 }
 
-bool has_manifest(const fs::path& dir) {
-  std::error_code ec;
-  return fs::is_regular_file(dir / "Cargo.toml", ec);
-}
-
 // Inside a git checkout (a repository, maybe a workspace), the directory of package `name`:
 // the root, or a directory up to three levels down whose Cargo.toml names it.
 std::optional<fs::path> package_in_checkout(const fs::path& root, const std::string& name,
@@ -204,33 +231,104 @@ std::optional<fs::path> package_in_checkout(const fs::path& root, const std::str
   return std::nullopt;
 }
 
-// The highest `NAME-VERSION` directory under `dir` (no lock file to pin the version).
-std::optional<std::pair<fs::path, std::string>> highest_version(const fs::path& dir,
-                                                                const std::string& name,
-                                                                std::size_t budget) {
-  std::optional<std::pair<fs::path, std::string>> best;
-  std::error_code ec;
-  std::size_t looked = 0;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end && looked < budget;
-       it.increment(ec), ++looked) {
-    std::string f = it->path().filename().string();
-    if (f.size() <= name.size() + 1 || f.compare(0, name.size() + 1, name + "-") != 0) continue;
-    std::string v = f.substr(name.size() + 1);
-    if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0]))) continue;
-    auto key = [](const std::string& s) {
-      std::vector<long> parts;
-      std::size_t p = 0;
-      while (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]))) {
-        parts.push_back(std::strtol(s.c_str() + p, nullptr, 10));
-        while (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p])))
-          ++p;
-        if (p < s.size() && s[p] == '.') ++p;
+// `NAME-VERSION` → (NAME, VERSION): the split is at the first `-` followed by a version
+// (`DIGITS.DIGITS.DIGITS…`), so `foo-2d-1.0.0` is foo-2d 1.0.0 and `candle-nn-0.9.0-alpha.1` is
+// candle-nn 0.9.0-alpha.1.
+std::optional<std::pair<std::string, std::string>> split_name_version(const std::string& f) {
+  for (std::size_t dash = f.find('-'); dash != std::string::npos; dash = f.find('-', dash + 1)) {
+    std::size_t p = dash + 1;
+    int numbers = 0;
+    while (numbers < 3) {
+      std::size_t start = p;
+      while (p < f.size() && std::isdigit(static_cast<unsigned char>(f[p])))
+        ++p;
+      if (p == start) break;
+      ++numbers;
+      if (numbers < 3) {
+        if (p >= f.size() || f[p] != '.') break;
+        ++p;
       }
-      return parts;
-    };
-    if (!best || key(v) > key(best->second)) best = std::make_pair(it->path(), v);
+    }
+    if (numbers == 3 && dash > 0) return std::make_pair(f.substr(0, dash), f.substr(dash + 1));
   }
-  return best;
+  return std::nullopt;
+}
+
+std::vector<long> version_key(const std::string& s) {
+  std::vector<long> parts;
+  std::size_t p = 0;
+  while (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]))) {
+    parts.push_back(std::strtol(s.c_str() + p, nullptr, 10));
+    while (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p])))
+      ++p;
+    if (p < s.size() && s[p] == '.') ++p;
+  }
+  return parts;
+}
+
+// One registry source directory (`registry/src/index.crates.io-…`), listed at most once and only
+// when a dependency without a locked version needs the highest release on disk: a registry of
+// 10,000 crates costs one listing, not one per lookup. With a lock every lookup is one stat.
+struct Registry {
+  fs::path dir;
+  bool listed = false;
+  bool cut = false;  // the listing stopped at the entry budget
+  std::map<std::string, std::pair<std::string, fs::path>> highest;  // name → (version, dir)
+
+  void list(std::size_t budget, std::size_t& entries) {
+    if (listed) return;
+    listed = true;
+    std::error_code ec;
+    std::size_t looked = 0;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (looked++ >= budget) {
+        cut = true;
+        break;
+      }
+      ++entries;
+      auto nv = split_name_version(it->path().filename().string());
+      if (!nv) continue;
+      auto [pos, fresh] = highest.try_emplace(nv->first, nv->second, it->path());
+      if (!fresh && version_key(nv->second) > version_key(pos->second.first))
+        pos->second = {nv->second, it->path()};
+    }
+  }
+};
+
+}  // namespace
+
+namespace {
+
+// A path as the note shows it: `$CARGO_HOME/…` under the cargo home, relative to the workspace
+// root inside it (or `../…` next to it), so the IR that carries the note is the same on every
+// machine holding the same files.
+struct Shown {
+  fs::path home, workspace;
+  std::string operator()(const fs::path& p) const {
+    auto under = [&](const fs::path& root) -> std::optional<std::string> {
+      if (root.empty()) return std::nullopt;
+      fs::path rel = p.lexically_relative(root);
+      if (rel.empty() || *rel.begin() == "..") return std::nullopt;
+      return rel == "." ? std::string() : rel.generic_string();
+    };
+    if (auto r = under(home)) return "$CARGO_HOME" + (r->empty() ? "" : "/" + *r);
+    if (auto r = under(workspace)) return r->empty() ? "." : *r;
+    fs::path rel = p.lexically_relative(workspace);
+    if (!rel.empty() && !workspace.empty()) return rel.generic_string();
+    return p.generic_string();
+  }
+};
+
+// `git+https://host/org/repo.git?branch=main#rev` → "repo".
+std::string git_repo_name(const std::string& source) {
+  std::string url = source.substr(0, source.find('#'));
+  url = url.substr(0, url.find('?'));
+  while (!url.empty() && url.back() == '/')
+    url.pop_back();
+  std::string name = url.substr(url.rfind('/') + 1);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, ".git") == 0)
+    name.resize(name.size() - 4);
+  return name;
 }
 
 }  // namespace
@@ -238,32 +336,52 @@ std::optional<std::pair<fs::path, std::string>> highest_version(const fs::path& 
 std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
                                                         const SourceOptions& opts) {
   fs::path home = opts.cargo_home.empty() ? default_cargo_home() : opts.cargo_home;
-  auto lock = read_lock(ctx);
-  auto paths = path_packages(ctx, opts.max_entries);
+  const Shown shown{home, ctx.workspace_root};
+  std::size_t entries = 0;  // directory entries listed, all listings together
+  std::vector<LockPackage> lock = read_lockfile(ctx.workspace_root, ctx.package_dir).packages;
+  PathGraph graph = path_packages(ctx, opts.max_entries);
   auto vendor = vendor_dir(ctx);
-  // Registry index directories (`registry/src/index.crates.io-…`): a handful.
-  std::vector<fs::path> registries;
+  // Registry source directories (`registry/src/index.crates.io-…`): a handful.
+  std::vector<Registry> registries;
   {
     std::error_code ec;
     std::size_t looked = 0;
     for (fs::directory_iterator it(home / "registry" / "src", ec), end;
-         !ec && it != end && looked < opts.max_entries; it.increment(ec), ++looked)
-      registries.push_back(it->path());
-    std::sort(registries.begin(), registries.end());
+         !ec && it != end && looked < opts.max_entries; it.increment(ec), ++looked, ++entries) {
+      Registry r;
+      r.dir = it->path();
+      registries.push_back(std::move(r));
+    }
+    std::sort(registries.begin(), registries.end(),
+              [](const Registry& a, const Registry& b) { return a.dir < b.dir; });
   }
+  // Git checkouts (`git/checkouts/REPO-HASH/REV`), listed once when a git dependency needs them.
+  std::optional<std::vector<fs::path>> checkouts;
+  auto list_checkouts = [&]() -> const std::vector<fs::path>& {
+    if (!checkouts) {
+      checkouts.emplace();
+      std::error_code ec;
+      std::size_t looked = 0;
+      for (fs::directory_iterator it(home / "git" / "checkouts", ec), end;
+           !ec && it != end && looked < opts.max_entries; it.increment(ec), ++looked, ++entries)
+        checkouts->push_back(it->path());
+      std::sort(checkouts->begin(), checkouts->end());
+    }
+    return *checkouts;
+  };
 
   std::vector<DependencySource> out;
   if (lock.empty()) {
     // No lock: the manifest's own dependencies, each at the highest version on disk.
     for (const auto& d : ctx.dependencies) {
-      LockEntry e;
+      LockPackage e;
       e.name = d.package;
       lock.push_back(std::move(e));
     }
-    for (const auto& entry : paths) {
+    for (const auto& entry : graph.found) {
       const std::string& name = entry.first;
       if (std::none_of(lock.begin(), lock.end(), [&](const auto& e) { return e.name == name; })) {
-        LockEntry e;
+        LockPackage e;
         e.name = name;
         lock.push_back(std::move(e));
       }
@@ -277,20 +395,28 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
     s.package = e.name;
     s.version = e.version;
     s.source = e.source;
-    s.depends_on = e.deps;
+    s.depends_on = e.dependency_names();
+    std::string label = e.name + (e.version.empty() ? "" : " " + e.version);
+    std::vector<std::string> looked_in;  // portable forms of `searched`, for the note
     auto found = [&](fs::path dir, SourceOrigin origin) {
       s.dir = std::move(dir);
       s.origin = origin;
     };
     if (e.source.empty() || e.source.rfind("path+", 0) == 0) {
-      if (auto it = paths.find(e.name); it != paths.end()) {
+      if (auto it = graph.found.find(e.name); it != graph.found.end()) {
         found(it->second.first, it->second.second);
+      } else if (auto ab = graph.absent.find(e.name); ab != graph.absent.end()) {
+        s.searched.push_back(ab->second.string() + " (path dependency)");
+        looked_in.push_back(shown(ab->second) + " (path dependency: no Cargo.toml there)");
       } else {
         s.searched.push_back("workspace members and path dependencies of " +
                              ctx.workspace_root.string());
+        looked_in.push_back("the workspace members and path dependencies");
       }
     }
-    if (s.origin == SourceOrigin::missing && vendor) {
+    // A path dependency with no manifest at its path is not looked for elsewhere (Cargo does not).
+    const bool absent_path = graph.absent.count(e.name) > 0 && e.source.empty();
+    if (s.origin == SourceOrigin::missing && vendor && !absent_path) {
       for (const fs::path& dir : {*vendor / (e.name + "-" + e.version), *vendor / e.name}) {
         if (e.version.empty() && dir.filename() != e.name) continue;
         if (!has_manifest(dir)) continue;
@@ -301,62 +427,137 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
           break;
         }
       }
-      if (s.origin == SourceOrigin::missing)
-        s.searched.push_back((*vendor / (e.name + "-" + e.version)).string() + " (vendor)");
+      if (s.origin == SourceOrigin::missing) {
+        fs::path dir = *vendor / (e.name + "-" + e.version);
+        s.searched.push_back(dir.string() + " (vendor)");
+        looked_in.push_back(shown(dir) + " (vendor)");
+      }
     }
     bool git = e.source.rfind("git+", 0) == 0;
-    if (s.origin == SourceOrigin::missing && !git &&
+    if (s.origin == SourceOrigin::missing && !git && !absent_path &&
         (e.source.empty() || e.source.rfind("registry+", 0) == 0 ||
          e.source.rfind("sparse+", 0) == 0)) {
-      for (const auto& reg : registries) {
+      for (auto& reg : registries) {
         if (e.version.empty()) {
-          if (auto h = highest_version(reg, e.name, opts.max_entries)) {
-            found(h->first, SourceOrigin::registry);
-            s.version = h->second;
+          reg.list(opts.max_entries, entries);
+          if (auto h = reg.highest.find(e.name); h != reg.highest.end()) {
+            found(h->second.second, SourceOrigin::registry);
+            s.version = h->second.first;
             break;
           }
-        } else if (has_manifest(reg / (e.name + "-" + e.version))) {
-          found(reg / (e.name + "-" + e.version), SourceOrigin::registry);
+        } else if (has_manifest(reg.dir / (e.name + "-" + e.version))) {
+          found(reg.dir / (e.name + "-" + e.version), SourceOrigin::registry);
           break;
         }
       }
-      if (s.origin == SourceOrigin::missing)
-        s.searched.push_back(
-            (home / "registry" / "src" / "*" / (e.name + "-" + e.version)).string());
+      if (s.origin == SourceOrigin::missing) {
+        fs::path pattern = home / "registry" / "src" / "*" / (e.name + "-" + e.version);
+        if (e.version.empty()) pattern = home / "registry" / "src" / "*" / (e.name + "-*");
+        s.searched.push_back(pattern.string());
+        std::string where = shown(pattern);
+        for (const auto& reg : registries)
+          if (reg.cut)
+            where += " (listing of " + shown(reg.dir) + " stopped after " +
+                     std::to_string(opts.max_entries) + " entries)";
+        looked_in.push_back(where);
+      }
     }
     if (s.origin == SourceOrigin::missing && git) {
-      std::string rev = e.source.substr(e.source.rfind('#') + 1);
-      std::string short_rev = rev.substr(0, 7);
-      std::error_code ec;
-      std::size_t looked = 0;
-      std::vector<fs::path> checkouts;
-      for (fs::directory_iterator it(home / "git" / "checkouts", ec), end;
-           !ec && it != end && looked < opts.max_entries; it.increment(ec), ++looked)
-        checkouts.push_back(it->path());
-      std::sort(checkouts.begin(), checkouts.end());
-      for (const auto& c : checkouts) {
-        for (const fs::path& dir : {c / short_rev, c / rev}) {
-          std::error_code e2;
-          if (!fs::is_directory(dir, e2)) continue;
-          if (auto p = package_in_checkout(dir, e.name, opts.max_entries)) {
-            found(*p, SourceOrigin::git);
-            break;
+      auto hash = e.source.rfind('#');
+      std::string rev = hash == std::string::npos ? "" : e.source.substr(hash + 1);
+      if (rev.empty()) {
+        // Cargo always pins a git dependency to a commit; a lock without one was edited by hand
+        // or is damaged: there is no checkout to look for.
+        looked_in.push_back("nothing: the git source in Cargo.lock names no revision (`" +
+                            e.source + "`)");
+        s.searched.push_back("(no revision in Cargo.lock)");
+      } else {
+        std::string short_rev = rev.substr(0, 7);
+        for (const auto& c : list_checkouts()) {
+          for (const fs::path& dir : {c / short_rev, c / rev}) {
+            std::error_code e2;
+            if (!fs::is_directory(dir, e2)) continue;
+            if (auto p = package_in_checkout(dir, e.name, opts.max_entries)) {
+              found(*p, SourceOrigin::git);
+              break;
+            }
           }
+          if (s.origin != SourceOrigin::missing) break;
         }
-        if (s.origin != SourceOrigin::missing) break;
+        if (s.origin == SourceOrigin::missing) {
+          fs::path pattern = home / "git" / "checkouts" / "*" / short_rev;
+          s.searched.push_back(pattern.string());
+          std::string where = shown(pattern);
+          // Checkouts of the same repository at other revisions: the lock moved on, or the
+          // checkout of this revision was deleted.
+          std::string repo = git_repo_name(e.source);
+          std::vector<std::string> others;
+          for (const auto& c : list_checkouts()) {
+            std::string f = c.filename().string();
+            if (repo.empty() || f.rfind(repo + "-", 0) != 0) continue;
+            std::error_code ec;
+            std::size_t looked = 0;
+            for (fs::directory_iterator it(c, ec), end; !ec && it != end && looked < 8;
+                 it.increment(ec), ++looked, ++entries)
+              others.push_back(it->path().filename().string());
+          }
+          std::sort(others.begin(), others.end());
+          if (!others.empty()) {
+            where += " (checkouts of " + repo + " exist only at revision";
+            where += others.size() > 1 ? "s " : " ";
+            for (std::size_t i = 0; i < others.size(); ++i)
+              where += (i ? ", " : "") + others[i];
+            where += ")";
+          }
+          looked_in.push_back(where);
+        }
       }
-      if (s.origin == SourceOrigin::missing)
-        s.searched.push_back((home / "git" / "checkouts" / "*" / short_rev).string());
     }
     if (s.origin != SourceOrigin::missing) {
       Manifest m = read_manifest(s.dir);
-      if (!m.error.empty()) s.problem = (s.dir / "Cargo.toml").string() + ": " + m.error;
+      if (!m.error.empty()) {
+        s.problem = (s.dir / "Cargo.toml").string() + ": " + m.error;
+        s.note = label + " (" + std::string(to_string(s.origin)) + ") at " + shown(s.dir) + ": " +
+                 m.error + "; its manifest is not used";
+      }
       if (s.depends_on.empty())
         for (const auto& [pkg, path] : m.deps)
           s.depends_on.push_back(pkg);
+    } else {
+      s.note = label + " is not on disk; looked in ";
+      for (std::size_t i = 0; i < looked_in.size(); ++i)
+        s.note += (i ? ", then " : "") + looked_in[i];
+    }
+    if (auto c = graph.cycles.find(e.name); c != graph.cycles.end() && e.source.empty()) {
+      std::string cyc = label + " at " + shown(s.dir) + " is in a cycle of path dependencies (" +
+                        c->second + "), which Cargo rejects; each package was read once";
+      s.note = s.note.empty() ? cyc : s.note + "; " + cyc;
     }
     out.push_back(std::move(s));
   }
+  // Several versions of candle-core or candle-nn in one lock: the Candle release the analysis
+  // audits against is ambiguous unless the analysed package's own lock entry names one.
+  std::map<std::string, std::vector<std::size_t>> versions;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i].package == "candle-core" || out[i].package == "candle-nn")
+      versions[out[i].package].push_back(i);
+  for (const auto& [pkg, idx] : versions) {
+    if (idx.size() < 2) continue;
+    std::vector<std::string> listed;
+    for (std::size_t i : idx)
+      listed.push_back(out[i].version + " at " +
+                       (out[i].dir.empty() ? "(not on disk)" : shown(out[i].dir)));
+    std::sort(listed.begin(), listed.end());
+    std::string all;
+    for (std::size_t k = 0; k < listed.size(); ++k)
+      all += (k ? ", " : "") + listed[k];
+    for (std::size_t i : idx) {
+      std::string n = "Cargo.lock holds " + std::to_string(idx.size()) + " versions of " + pkg +
+                      " (" + all + ")";
+      out[i].note = out[i].note.empty() ? n : out[i].note + "; " + n;
+    }
+  }
+  if (opts.entries_read != nullptr) *opts.entries_read = entries;
   // candle-core and candle-nn reach themselves; a package reaches them through its dependencies.
   std::map<std::string, std::vector<std::size_t>> by_name;
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -382,6 +583,30 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
   std::sort(out.begin(), out.end(), [](const DependencySource& a, const DependencySource& b) {
     return std::tie(a.package, a.version, a.source) < std::tie(b.package, b.version, b.source);
   });
+  return out;
+}
+
+std::vector<std::string> dependency_notes(const std::vector<DependencySource>& sources) {
+  std::vector<std::string> out;
+  std::vector<const DependencySource*> quiet;
+  for (const auto& d : sources) {
+    if (d.note.empty()) continue;
+    bool registry = d.source.rfind("registry+", 0) == 0 || d.source.rfind("sparse+", 0) == 0;
+    if (!d.reaches_candle && registry && d.origin == SourceOrigin::missing)
+      quiet.push_back(&d);
+    else
+      out.push_back(d.note);
+  }
+  if (quiet.size() == 1) out.push_back(quiet[0]->note);
+  if (quiet.size() > 1) {
+    std::string n = std::to_string(quiet.size()) +
+                    " registry dependencies that do not reach candle are not on disk (";
+    for (std::size_t i = 0; i < quiet.size() && i < 5; ++i)
+      n += (i ? ", " : "") + quiet[i]->package + " " + quiet[i]->version;
+    if (quiet.size() > 5) n += ", …";
+    n += "); looked in $CARGO_HOME/registry/src/*/NAME-VERSION";
+    out.push_back(n);
+  }
   return out;
 }
 

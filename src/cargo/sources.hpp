@@ -25,6 +25,11 @@ struct DependencySource {
   std::vector<std::string> depends_on;  // package names, from Cargo.lock
   bool reaches_candle = false;  // is, or depends (transitively) on, candle-core or candle-nn
   std::string problem;          // why a found directory was not usable (a broken Cargo.toml, …)
+  // The `dependency-source` note, empty when the source was found and usable: names the
+  // dependency and where it was looked for (not on disk, a broken manifest, a cycle of path
+  // dependencies, several candle versions in one lock). Paths are `$CARGO_HOME/…` or relative to
+  // the workspace root, so the IR finding built from it is the same on every machine.
+  std::string note;
 };
 
 struct SourceOptions {
@@ -33,11 +38,21 @@ struct SourceOptions {
   // Directory entries looked at per listing (git checkouts, workspace globs): a huge cache costs
   // this much, never a walk of everything.
   std::size_t max_entries = 20000;
+  // When set, receives how many directory entries were listed in all (tests and benches check
+  // that a huge registry is listed at most once).
+  std::size_t* entries_read = nullptr;
 };
 
 // Every package in the context's Cargo.lock other than the analysed one (or, without a lock, every
 // dependency its manifest names), sorted by (package, version), each with where its source is.
 std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
                                                         const SourceOptions& opts = {});
+
+// The `dependency-source` notes for a located set, one message each (the analysis records them
+// as findings): every dependency with a note that reaches candle or is not a plain registry
+// dependency, by name; registry dependencies that do not reach candle and are merely not on disk
+// (a lock lists hundreds of them on a machine that never built the crate) as one summary note
+// naming the first few and where they were looked for.
+std::vector<std::string> dependency_notes(const std::vector<DependencySource>& sources);
 
 }  // namespace cg::cargo

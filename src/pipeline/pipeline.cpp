@@ -118,6 +118,15 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
     if (v.package == "candle-core" && v.exact) versions.core = v.version;
   }
   ir.cargo = std::move(s);
+  // Where dependency sources are missing or unusable: notes, and the analysis goes on.
+  if (!c.lock_problem.empty())
+    ir.findings.push_back(ir::make_finding(
+        "dependency-source", ir::Severity::warning, ir::Confidence::proven,
+        c.lock_problem + "; Cargo.lock is not used (Candle versions fall back to requirements)",
+        a.manifest_path));
+  for (const auto& note : cargo::dependency_notes(a.dependencies))
+    ir.findings.push_back(ir::make_finding("dependency-source", ir::Severity::information,
+                                           ir::Confidence::proven, note, a.manifest_path));
   if (!c.cfgs_from_rustc) {
     ir.findings.push_back(
         ir::make_finding("cargo-context", ir::Severity::information, ir::Confidence::proven,
@@ -132,17 +141,19 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
 void record_source_findings(const rust::Crate& crate, const CandleVersions& versions, Analysis& a) {
   ir::ModelIr& ir = a.ir;
   // Catalog claims hold for audited Candle releases only (DESIGN.md: honest uncertainty).
-  // Constructors are audited for candle-nn 0.8.0-0.11.0 (layer_catalog.cpp), tensor-op rules for
-  // candle-core 0.11.0 (op_catalog.cpp).
+  // Constructors are audited at every candle-nn tag 0.8.0-0.11.0 (layer_catalog.cpp), tensor-op
+  // rules at every candle-core release 0.8.0-0.11.0 (op_catalog.cpp).
   bool constructors = analysis::LayerCatalog::for_version(versions.nn).audited();
   bool operations = analysis::OpCatalog::for_version(versions.core).audited();
+  const std::string ops_range = analysis::OpCatalog::audited_range();
   auto shown = [](const std::string& v) { return v.empty() ? "an unresolved version" : v; };
   if (!constructors && !operations) {
     ir.findings.push_back(ir::make_finding(
         "candle-semantics-version", ir::Severity::warning, ir::Confidence::proven,
-        "candle-nn resolves to " + shown(versions.nn) +
-            ", which is not an audited release (audited: constructors 0.8.0-0.11.0, operations "
-            "0.11.0); operation and constructor rules are unknown",
+        "candle-nn resolves to " + shown(versions.nn) + " and candle-core to " +
+            shown(versions.core) + ", which are not audited releases (audited: constructors " +
+            "0.8.0-0.11.0, operations " + ops_range +
+            "); operation and constructor rules are unknown",
         a.manifest_path));
   } else if (!constructors) {
     ir.findings.push_back(ir::make_finding(
@@ -155,8 +166,9 @@ void record_source_findings(const rust::Crate& crate, const CandleVersions& vers
     ir.findings.push_back(ir::make_finding(
         "candle-semantics-version", ir::Severity::warning, ir::Confidence::proven,
         "candle-core resolves to " + shown(versions.core) +
-            ", whose tensor-op rules are not audited (audited: 0.11.0); dtype, gradient, shape "
-            "and numeric rules of operations are unknown (parameter leaves are exact: candle-nn " +
+            ", whose tensor-op rules are not audited (audited: " + ops_range +
+            "); dtype, gradient, shape and numeric rules of operations are unknown (parameter "
+            "leaves are exact: candle-nn " +
             versions.nn + "'s constructors are audited)",
         a.manifest_path));
   }

@@ -276,7 +276,11 @@ void write_doctor(JsonWriter& w, const ir::ModelIr& ir,
     w.value(
         "constructor code was not understood: candle-graph query findings structure-unresolved");
   if (by_rule.count("candle-semantics-version"))
-    w.value("candle is not the audited release (0.11.0): catalog rules are unknown");
+    w.value("candle is not an audited release (0.8.0-0.11.0): catalog rules are unknown");
+  if (by_rule.count("dependency-source"))
+    w.value(
+        "dependency sources are missing or unusable: candle-graph query findings "
+        "dependency-source");
   if (!ir.runtime) w.value("no runtime trace merged: profile a run, pass --runtime-trace");
   w.end_array();
 }

@@ -1,8 +1,15 @@
 #include "analysis/op_catalog.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "analysis/numeric_domain.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace {
 
@@ -50,13 +57,142 @@ TEST(OpCatalog, DomainRequirements) {
 }
 
 TEST(OpCatalog, UnauditedVersionKnowsNothing) {
-  const auto& other = OpCatalog::for_version("0.9.1");
+  const auto& other = OpCatalog::for_version("0.7.2");
   EXPECT_FALSE(other.audited());
   auto r = other.lookup("matmul");
   EXPECT_FALSE(r.known());
   EXPECT_NE(r.note.find("not an audited version"), std::string::npos);
   EXPECT_TRUE(audited().lookup("matmul").known());
   EXPECT_FALSE(audited().lookup("frobnicate").known());
+}
+
+TEST(OpCatalog, EveryReleaseFromEightToElevenIsAudited) {
+  for (const char* v :
+       {"0.8.0", "0.8.3", "0.8.4", "0.9.0", "0.9.1", "0.10.0", "0.10.2", "0.11.0"}) {
+    const auto& c = OpCatalog::for_version(v);
+    EXPECT_TRUE(c.audited()) << v;
+    EXPECT_EQ(c.lookup("matmul").shape, ShapeRule::matrix_product) << v;
+    EXPECT_EQ(c.lookup("candle_nn::ops::rms_norm").grad, GradRule::severs) << v;
+    EXPECT_EQ(c.lookup_method("RmsNorm", "forward").grad, GradRule::layout_dependent) << v;
+  }
+  // Pre-releases were not reviewed op by op; neither were releases outside the range, a git source
+  // (maybe a fork), several versions at once, or a release that does not exist.
+  for (const char* v : {"0.7.2", "0.9.0-alpha.1", "0.9.2-alpha.2", "0.11.1", "0.12.0", "0.8.5",
+                        "0.9.1+git", "0.9.1,0.11.0", "", "0.9"}) {
+    EXPECT_FALSE(OpCatalog::for_version(v).audited()) << v;
+    EXPECT_FALSE(OpCatalog::for_version(v).lookup("matmul").known()) << v;
+  }
+  auto all = OpCatalog::audited_versions();
+  EXPECT_EQ(all.front(), "0.8.0");
+  EXPECT_EQ(all.back(), "0.11.0");
+  EXPECT_EQ(std::count(all.begin(), all.end(), "0.9.1"), 1);
+  EXPECT_EQ(OpCatalog::audited_range(), "0.8.0-0.11.0 releases");
+}
+
+TEST(OpCatalog, AnOpALaterReleaseAddedIsUnknownBeforeIt) {
+  // candle-nn added loss::huber in 0.10.0 and the CPU varlen flash attention in 0.11.0: a crate on
+  // an older release gets no rule borrowed from 0.11.0.
+  auto huber_091 = OpCatalog::for_version("0.9.1").lookup("candle_nn::loss::huber");
+  EXPECT_FALSE(huber_091.known());
+  EXPECT_FALSE(huber_091.is_loss);
+  EXPECT_EQ(huber_091.note, "`huber` is not in candle 0.9.1 (added in 0.10.0)");
+  EXPECT_FALSE(OpCatalog::for_version("0.8.4").lookup("huber").known());
+  EXPECT_TRUE(OpCatalog::for_version("0.10.0").lookup("huber").is_loss);
+  EXPECT_TRUE(OpCatalog::for_version("0.11.0").lookup("huber").is_loss);
+  EXPECT_FALSE(OpCatalog::for_version("0.9.1").lookup("run_flash_attn_cpu").known());
+  EXPECT_EQ(OpCatalog::for_version("0.10.1").lookup("run_flash_attn_cpu").grad, GradRule::severs);
+  EXPECT_FALSE(OpCatalog::for_version("0.10.2").lookup("flash_attn_varlen_cpu").known());
+  EXPECT_TRUE(OpCatalog::for_version("0.11.0").lookup("flash_attn_varlen_cpu").known());
+  // candle-flash-attn's flash_attn exists in every reviewed release.
+  EXPECT_EQ(OpCatalog::for_version("0.8.0").lookup("flash_attn").grad, GradRule::severs);
+}
+
+TEST(OpCatalog, ReleaseDifferencesThatKeepTheRuleAreInTheNote) {
+  auto sdpa_old = OpCatalog::for_version("0.9.1").lookup("sdpa");
+  auto sdpa_new = OpCatalog::for_version("0.10.0").lookup("sdpa");
+  EXPECT_EQ(sdpa_old.grad, GradRule::severs);
+  EXPECT_EQ(sdpa_new.grad, GradRule::severs);
+  EXPECT_NE(sdpa_old.note.find("no mask"), std::string::npos) << sdpa_old.note;
+  EXPECT_NE(sdpa_new.note.find("mask, do_causal"), std::string::npos) << sdpa_new.note;
+  auto rope_i_084 = OpCatalog::for_version("0.8.4").lookup("rope_i");
+  EXPECT_NE(rope_i_084.note.find("sin's is not"), std::string::npos) << rope_i_084.note;
+  EXPECT_EQ(OpCatalog::for_version("0.9.1").lookup("rope_i").note.find("sin's is not"),
+            std::string::npos);
+  EXPECT_NE(OpCatalog::for_version("0.8.4").lookup("from_vec").note.find("every dimension"),
+            std::string::npos);
+  EXPECT_NE(OpCatalog::for_version("0.9.0").lookup("from_vec").note.find("hole"),
+            std::string::npos);
+}
+
+// A crate whose Cargo.lock pins candle-core and candle-nn to `version`, analysed end to end.
+cg::pipeline::Analysis analyze_on(const std::string& version) {
+  namespace fs = std::filesystem;
+  fs::path dir =
+      fs::temp_directory_path() / ("cg-op-release-" + std::to_string(::getpid()) + "-" + version);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "src");
+  std::ofstream(dir / "Cargo.toml")
+      << "[package]\nname = \"release-fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+         "[dependencies]\ncandle-core = \"0.8\"\ncandle-nn = \"0.8\"\n";
+  std::ofstream(dir / "Cargo.lock")
+      << "version = 3\n\n[[package]]\nname = \"candle-core\"\n"
+         "version = \""
+      << version << "\"\n\n[[package]]\nname = \"candle-nn\"\nversion = \"" << version << "\"\n";
+  std::ofstream(dir / "src/lib.rs") << R"(use candle_core::{Result, Tensor};
+pub struct Head { w: Tensor }
+impl Head {
+    pub fn loss(&self, xs: &Tensor, target: &Tensor) -> Result<Tensor> {
+        let y = xs.matmul(&self.w)?;
+        candle_nn::loss::huber(&y, target, 1.0)
+    }
+}
+)";
+  cg::pipeline::Options opts;
+  opts.path = dir.string();
+  auto a = cg::pipeline::analyze(opts);
+  fs::remove_all(dir);
+  return a;
+}
+
+const cg::ir::Operation* op_named(const cg::ir::ModelIr& ir, const std::string& name) {
+  for (const auto& o : ir.operations)
+    if (o.name.find(name) != std::string::npos) return &o;
+  return nullptr;
+}
+
+bool has_version_finding(const cg::ir::ModelIr& ir) {
+  return std::any_of(ir.findings.begin(), ir.findings.end(),
+                     [](const auto& f) { return f.rule == "candle-semantics-version"; });
+}
+
+TEST(OpCatalog, CrateOnAnOlderReleaseFollowsThatReleasesRules) {
+  for (const char* v : {"0.8.4", "0.9.1"}) {
+    auto a = analyze_on(v);
+    EXPECT_FALSE(has_version_finding(a.ir)) << v;
+    const auto* matmul = op_named(a.ir, "matmul");
+    ASSERT_NE(matmul, nullptr) << v;
+    EXPECT_EQ(matmul->gradient_rule, "propagates") << v;
+    EXPECT_EQ(matmul->shape_rule, "matrix_product") << v;
+    // huber only exists from 0.10.0: no rule borrowed from 0.11.0 (an unknown free function is
+    // not recorded), so it is no loss and the function stays an inference graph.
+    const auto* huber = op_named(a.ir, "huber");
+    if (huber != nullptr) {
+      EXPECT_EQ(huber->gradient_rule, "unknown") << v;
+    }
+    EXPECT_EQ(matmul->execution_phase, cg::ir::ExecutionPhase::infer) << v;
+  }
+  auto current = analyze_on("0.11.0");
+  EXPECT_FALSE(has_version_finding(current.ir));
+  ASSERT_NE(op_named(current.ir, "huber"), nullptr);
+  EXPECT_EQ(op_named(current.ir, "huber")->gradient_rule, "propagates");
+  ASSERT_NE(op_named(current.ir, "matmul"), nullptr);
+  EXPECT_EQ(op_named(current.ir, "matmul")->execution_phase, cg::ir::ExecutionPhase::train)
+      << "0.11.0's huber is a loss";
+
+  auto old = analyze_on("0.7.2");
+  EXPECT_TRUE(has_version_finding(old.ir));
+  ASSERT_NE(op_named(old.ir, "matmul"), nullptr);
+  EXPECT_EQ(op_named(old.ir, "matmul")->gradient_rule, "unknown");
 }
 
 TEST(NumericDomain, ProvenOnlyWhenEveryValueIsBad) {

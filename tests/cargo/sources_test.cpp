@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 
 namespace {
@@ -15,6 +16,7 @@ namespace fs = std::filesystem;
 using cg::cargo::DependencySource;
 using cg::cargo::SourceOrigin;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Tree {
   fs::path root;
@@ -88,13 +90,31 @@ TEST(DependencySources, WorkspaceLayerCrateAndTwoRegistryReleases) {
   EXPECT_EQ(old_nn->origin, SourceOrigin::registry);
   EXPECT_EQ(old_nn->dir.filename(), "candle-nn-0.9.1");
   EXPECT_EQ(new_nn->dir.filename(), "candle-nn-0.11.0");
+  // Two candle-nn releases in one lock: each carries a note naming both and where they are, with
+  // machine-independent paths.
+  for (const auto* nn : {old_nn, new_nn}) {
+    EXPECT_THAT(nn->note, HasSubstr("Cargo.lock holds 2 versions of candle-nn"));
+    EXPECT_THAT(nn->note, HasSubstr("0.9.1 at $CARGO_HOME/registry/src/"));
+    EXPECT_THAT(nn->note, HasSubstr("0.11.0 at $CARGO_HOME/registry/src/"));
+    EXPECT_THAT(nn->note, Not(HasSubstr(t.root.string())));
+  }
+  EXPECT_EQ(layers->note, "");
   const auto* serde = find(all, "serde");
   ASSERT_NE(serde, nullptr);
   EXPECT_EQ(serde->origin, SourceOrigin::missing);
   EXPECT_FALSE(serde->reaches_candle);
   ASSERT_FALSE(serde->searched.empty());
   EXPECT_THAT(serde->searched.back(), HasSubstr("serde-1.0.0"));
+  EXPECT_EQ(serde->note,
+            "serde 1.0.0 is not on disk; looked in $CARGO_HOME/registry/src/*/serde-1.0.0");
   EXPECT_EQ(find(all, "app"), nullptr) << "the analysed package is not its own dependency";
+
+  // The layer crate depends on candle-nn 0.9.1 by its own lock entry: that is its exact version,
+  // although the lock also holds 0.11.0.
+  auto layers_ctx = cg::cargo::load_cargo_context(t.root / "ws/layers", {});
+  ASSERT_EQ(layers_ctx.candle_versions.size(), 1u);
+  EXPECT_EQ(layers_ctx.candle_versions[0].version, "0.9.1");
+  EXPECT_TRUE(layers_ctx.candle_versions[0].exact);
 }
 
 TEST(DependencySources, VendoredForkWithABrokenManifestIsNamed) {
@@ -121,6 +141,11 @@ TEST(DependencySources, VendoredForkWithABrokenManifestIsNamed) {
   EXPECT_THAT(nn->problem, HasSubstr("malformed Cargo.toml"));
   EXPECT_THAT(nn->problem, HasSubstr("third_party/candle-nn"));
   EXPECT_TRUE(nn->reaches_candle);
+  EXPECT_THAT(nn->note, HasSubstr("candle-nn 0.8.4 (vendor) at third_party/candle-nn: malformed "
+                                  "Cargo.toml (line 1)"));
+  EXPECT_EQ(core->note, "");
+  // The rest of the analysis goes on: the vendored candle-core is found and usable.
+  EXPECT_EQ(core->problem, "");
 }
 
 TEST(DependencySources, GitCheckoutFoundByRevAndMissingRevNamed) {
@@ -133,7 +158,9 @@ TEST(DependencySources, GitCheckoutFoundByRevAndMissingRevNamed) {
               lock_entry("candle-nn", "0.9.0-alpha.1",
                          "git+https://example.invalid/candle?branch=main#" + rev) +
               lock_entry("my-layers", "0.2.0", "git+https://example.invalid/layers#" + gone,
-                         "\"candle-nn\""));
+                         "\"candle-nn\"") +
+              lock_entry("norev", "0.1.0", "git+https://example.invalid/norev"));
+  t.package("home/git/checkouts/layers-9f8e7d6c5b4a3f2e/1111111", "my-layers", "0.1.0");
   t.write("home/git/checkouts/candle-1a2b3c4d5e6f7a8b/0123456/Cargo.toml",
           "[workspace]\nmembers = [\"candle-nn\"]\n");
   t.package("home/git/checkouts/candle-1a2b3c4d5e6f7a8b/0123456/candle-nn", "candle-nn",
@@ -152,6 +179,14 @@ TEST(DependencySources, GitCheckoutFoundByRevAndMissingRevNamed) {
   EXPECT_TRUE(layers->reaches_candle);
   ASSERT_FALSE(layers->searched.empty());
   EXPECT_THAT(layers->searched.back(), HasSubstr("git/checkouts/*/fedcba9"));
+  EXPECT_EQ(layers->note,
+            "my-layers 0.2.0 is not on disk; looked in $CARGO_HOME/git/checkouts/*/fedcba9 "
+            "(checkouts of layers exist only at revision 1111111)");
+  const auto* norev = find(all, "norev");
+  ASSERT_NE(norev, nullptr);
+  EXPECT_EQ(norev->origin, SourceOrigin::missing);
+  EXPECT_THAT(norev->note, HasSubstr("names no revision"));
+  EXPECT_THAT(norev->note, HasSubstr("git+https://example.invalid/norev"));
 }
 
 TEST(DependencySources, PathCycleEndsAndNoLockTakesTheHighestRelease) {
@@ -168,10 +203,112 @@ TEST(DependencySources, PathCycleEndsAndNoLockTakesTheHighestRelease) {
   const auto* b = find(all, "b");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->origin, SourceOrigin::path);
+  EXPECT_THAT(b->note, HasSubstr("b at "));
+  EXPECT_THAT(b->note, HasSubstr("cycle of path dependencies (a → b → a)"));
+  EXPECT_THAT(b->note, Not(HasSubstr(t.root.string())));
   const auto* nn = find(all, "candle-nn");
   ASSERT_NE(nn, nullptr);
   EXPECT_EQ(nn->version, "0.10.2");
   EXPECT_EQ(nn->origin, SourceOrigin::registry);
+  EXPECT_EQ(nn->note, "");
+}
+
+TEST(DependencySources, PathDependencyWithoutAManifestIsMissingNotAPackage) {
+  Tree t("nopath");
+  t.package("app", "app", "0.1.0", "gone = { path = \"../gone\" }\n");
+  auto ctx = cg::cargo::load_cargo_context(t.root / "app", {});
+  cg::cargo::SourceOptions opts;
+  opts.cargo_home = t.root / "home";
+  auto all = cg::cargo::locate_dependency_sources(ctx, opts);
+  const auto* gone = find(all, "gone");
+  ASSERT_NE(gone, nullptr);
+  EXPECT_EQ(gone->origin, SourceOrigin::missing);
+  EXPECT_EQ(gone->note,
+            "gone is not on disk; looked in ../gone (path dependency: no Cargo.toml there)");
+}
+
+// A registry cache of 10,000 crates (generated here, never committed): without a lock each
+// dependency needs the highest release on disk, and the registry is listed once for all of them;
+// with a lock each lookup is a single stat.
+TEST(DependencySources, HugeRegistryIsListedOnceNotPerLookup) {
+  Tree t("huge");
+  const fs::path reg = t.root / "home/registry/src/index.crates.io-6f17d22bba15001f";
+  fs::create_directories(reg);
+  constexpr int kCrates = 10000;
+  constexpr int kDeps = 60;
+  std::string deps, lock = "version = 3\n\n";
+  for (int i = 0; i < kCrates; ++i) {
+    std::string name = "crate" + std::to_string(i);
+    if (i < kDeps) {
+      t.package(reg.lexically_relative(t.root) / (name + "-1.0." + std::to_string(i % 3)), name,
+                "1.0." + std::to_string(i % 3));
+      deps += name + " = \"1\"\n";
+      lock += lock_entry(name, "1.0." + std::to_string(i % 3), kRegistry);
+    } else {
+      // Fillers are entries the locator only lists by name and never opens; empty files stand
+      // in for directories because removing 10,000 directories takes half a minute on some
+      // filesystems.
+      std::ofstream(reg / (name + "-1.0.0"));
+    }
+  }
+  t.package("nolock", "nolock", "0.1.0", deps);
+  t.package("locked", "locked", "0.1.0", deps);
+  t.write("locked/Cargo.lock", lock);
+  cg::cargo::SourceOptions opts;
+  opts.cargo_home = t.root / "home";
+  std::size_t entries = 0;
+  opts.entries_read = &entries;
+
+  auto start = std::chrono::steady_clock::now();
+  auto nolock = cg::cargo::locate_dependency_sources(
+      cg::cargo::load_cargo_context(t.root / "nolock", {}), opts);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(nolock.size(), static_cast<std::size_t>(kDeps));
+  for (const auto& d : nolock) {
+    EXPECT_EQ(d.origin, SourceOrigin::registry) << d.package;
+    EXPECT_EQ(d.note, "") << d.package;
+  }
+  EXPECT_EQ(find(nolock, "crate7")->version, "1.0.1");
+  // One listing of the registry (plus `registry/src` itself), not one per dependency (60 × 10,000).
+  EXPECT_LE(entries, static_cast<std::size_t>(kCrates) + 10) << entries;
+  EXPECT_LT(seconds, 10.0);
+
+  auto locked = cg::cargo::locate_dependency_sources(
+      cg::cargo::load_cargo_context(t.root / "locked", {}), opts);
+  ASSERT_EQ(locked.size(), static_cast<std::size_t>(kDeps));
+  EXPECT_EQ(find(locked, "crate59")->origin, SourceOrigin::registry);
+  EXPECT_LE(entries, 5u) << "with a lock the registry is never listed";
+}
+
+TEST(DependencySources, RegistryDependenciesOffTheCandlePathShareOneNote) {
+  Tree t("quiet");
+  t.package("app", "app", "0.1.0", "candle-nn = \"0.9\"\nserde = \"1\"\nanyhow = \"1\"\n");
+  t.write(
+      "app/Cargo.lock",
+      "version = 3\n\n" + lock_entry("app", "0.1.0", "", "\"candle-nn\", \"serde\", \"anyhow\"") +
+          lock_entry("anyhow", "1.0.86", kRegistry) + lock_entry("candle-nn", "0.9.1", kRegistry) +
+          lock_entry("serde", "1.0.200", kRegistry));
+  auto ctx = cg::cargo::load_cargo_context(t.root / "app", {});
+  cg::cargo::SourceOptions opts;
+  opts.cargo_home = t.root / "home";
+  auto notes = cg::cargo::dependency_notes(cg::cargo::locate_dependency_sources(ctx, opts));
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0],
+            "candle-nn 0.9.1 is not on disk; looked in $CARGO_HOME/registry/src/*/candle-nn-0.9.1");
+  EXPECT_EQ(notes[1],
+            "2 registry dependencies that do not reach candle are not on disk (anyhow 1.0.86, "
+            "serde 1.0.200); looked in $CARGO_HOME/registry/src/*/NAME-VERSION");
+}
+
+TEST(DependencySources, BrokenLockIsNamedAndVersionsFallBack) {
+  Tree t("badlock");
+  t.package("app", "app", "0.1.0", "candle-nn = \"0.9\"\n");
+  t.write("app/Cargo.lock", "version = 3\n[[package]\nname = \"candle-nn\"\n");
+  auto ctx = cg::cargo::load_cargo_context(t.root / "app", {});
+  EXPECT_THAT(ctx.lock_problem, HasSubstr("Cargo.lock: line 2"));
+  ASSERT_EQ(ctx.candle_versions.size(), 1u);
+  EXPECT_FALSE(ctx.candle_versions[0].exact);
+  EXPECT_EQ(ctx.candle_versions[0].version, "0.9");
 }
 
 }  // namespace
