@@ -298,6 +298,8 @@ class Walker : public EvalContext {
   // Only record which types the constructor builds as children, without walking them: finding
   // the roots needs no more, and it keeps that pass linear in the crate.
   void set_shallow() { shallow_ = true; }
+  void set_args(const std::map<std::string, SymValue>* args) { args_ = args; }
+  std::set<std::string> used_args;  // --arg names the root constructor took
   bool truncated = false;
 
   // Walks the root constructor `ctor` of type `type_item` as instance 0.
@@ -377,6 +379,7 @@ class Walker : public EvalContext {
   const ConfigBinding& binding_;
   bool bind_config_;
   bool shallow_ = false;
+  const std::map<std::string, SymValue>* args_ = nullptr;
   std::size_t steps_ = 0;
   int nesting_ = 0;
   int forks_ = 0;  // nested fork_let continuations in flight (each doubles the work)
@@ -435,7 +438,15 @@ class Walker : public EvalContext {
       return v;
     }
     v.kind = Value::Kind::sym;
-    v.sym = SymValue::symbolic(p.name, "parameter `" + p.name + "` of the root constructor");
+    if (args_ != nullptr)
+      if (auto a = args_->find(p.name); a != args_->end()) {
+        v.sym = a->second;
+        used_args.insert(p.name);
+        return v;
+      }
+    v.sym = SymValue::symbolic(p.name, "parameter `" + p.name +
+                                           "` of the root constructor (bind it with --arg " +
+                                           p.name + "=VALUE)");
     return v;
   }
 
@@ -2000,7 +2011,21 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
   });
   for (auto& r : results) {
     r.walker = std::make_unique<Walker>(crate, catalog, audited, binding, opts.config != nullptr);
+    r.walker->set_args(&opts.args);
     r.walker->run_root(r.cand.type_item, r.cand.ctor);
+  }
+  for (const auto& [name, value] : opts.args) {
+    bool used = false;
+    std::string params;
+    for (const auto& r : results) {
+      used = used || r.walker->used_args.count(name) > 0;
+      for (const auto& p : crate.items()[r.cand.ctor].params)
+        params += (params.empty() ? "" : ", ") + p.name;
+    }
+    if (!used)
+      throw InputError("--arg " + name,
+                       "no analyzed root constructor takes a parameter `" + name + "`" +
+                           (params.empty() ? std::string() : " (parameters: " + params + ")"));
   }
 
   auto add_finding = [&](std::string rule, ir::Severity sev, ir::Confidence conf, std::string msg,

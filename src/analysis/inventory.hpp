@@ -4,6 +4,7 @@
 // leaf they request — key, shape, certainty and source — by walking constructors
 // interprocedurally through the VarBuilder algebra. With a bound config.json, loop bounds, shapes
 // and branch conditions evaluate where they can; what cannot stays symbolic with a reason.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct InventoryOptions {
   std::string candle_nn_version;         // exact resolved version; empty when unresolved
   const ConfigValues* config = nullptr;  // bound config.json, if any
   std::string root;                      // --root T: only this component; empty = all
+  // `--arg name=value`: values of the root constructor's scalar parameters (`num_labels`). A
+  // name no analyzed root constructor takes is a usage error.
+  std::map<std::string, SymValue> args;
 };
 
 // Mutually exclusive alternatives (issue #21): a leaf registered in one arm of a branch the
