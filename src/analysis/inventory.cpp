@@ -348,6 +348,20 @@ class Walker : public EvalContext {
       return r.value;
     }
     if (b.kind == Value::Kind::layer_config) return layer_field(b, name);
+    // `patch_embeddings.num_patches` of a module this constructor built: the value its own
+    // constructor stores in the field, evaluated with the bound config.
+    if (!b.modules.empty() && bind_config_) {
+      const std::string& q = insts[b.modules.back()].qualified_type;
+      auto [it, fresh] = module_fields_.try_emplace(q);
+      if (fresh)
+        for (std::size_t i = 0; i < crate_.items().size(); ++i)
+          if (crate_.items()[i].kind == rust::ItemKind::Struct &&
+              crate_.items()[i].qualified == q) {
+            it->second = binding_.constructor_fields(i);
+            break;
+          }
+      if (auto f = it->second.find(std::string(name)); f != it->second.end()) return f->second;
+    }
     return std::nullopt;
   }
   std::optional<SymValue> method(TSNode recv, std::string_view name,
@@ -380,6 +394,7 @@ class Walker : public EvalContext {
   bool bind_config_;
   bool shallow_ = false;
   const std::map<std::string, SymValue>* args_ = nullptr;
+  std::map<std::string, std::map<std::string, SymValue>> module_fields_;  // by qualified type
   std::size_t steps_ = 0;
   int nesting_ = 0;
   int forks_ = 0;  // nested fork_let continuations in flight (each doubles the work)
