@@ -300,6 +300,7 @@ class Walker : public EvalContext {
   void set_shallow() { shallow_ = true; }
   void set_args(const std::map<std::string, SymValue>* args) { args_ = args; }
   std::set<std::string> used_args;  // --arg names the root constructor took
+  std::string unbound_config;       // the root's config type, when --config could not bind it
   bool truncated = false;
 
   // Walks the root constructor `ctor` of type `type_item` as instance 0.
@@ -448,8 +449,12 @@ class Walker : public EvalContext {
     if (auto c = binding_.config_of_type(p.type_text, module)) {
       v.kind = Value::Kind::config;
       v.config = *c;
-      if (bind_config_)
-        if (auto b = binding_.bind_root(*c)) v.config = *b;
+      if (bind_config_) {
+        if (auto b = binding_.bind_root(*c))
+          v.config = *b;
+        else
+          unbound_config = crate_.items()[c->item].qualified;
+      }
       return v;
     }
     v.kind = Value::Kind::sym;
@@ -2175,6 +2180,12 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
     for (const auto& f : ir.functions)
       if (f.is_entrypoint && f.owner_type && *f.owner_type == t.qualified)
         comp.entrypoints.push_back(f.id);
+    if (!w.unbound_config.empty() && opts.config != nullptr)
+      add_finding("config-binding", ir::Severity::warning, ir::Confidence::proven,
+                  opts.config->origin + " is not bound to `" + w.unbound_config +
+                      "`: it does not derive Deserialize and no crate-local conversion from a " +
+                      "Deserialize struct builds it, so every field it gives stays symbolic",
+                  comp.source, {comp.id});
     for (const auto& d : w.diags)
       add_finding("structure-unresolved", ir::Severity::warning, ir::Confidence::proven, d.message,
                   d.source, {comp.id});

@@ -607,8 +607,28 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
   std::string out = render_summary_table(title, m.rows, m.totals);
   if (a.ir.components.empty())
     out += "No component: no public type has a constructor taking a VarBuilder (try --root T).\n";
-  if (m.totals.unknown_leaves > 0)
+  if (m.totals.unknown_leaves > 0 && config_path.empty())
     out += "Shapes stay symbolic where no config binds them: pass --config config.json.\n";
+  // With a config bound, what it left unbound is said here, not only in `check`'s findings.
+  if (!config_path.empty()) {
+    std::size_t shown = 0, more = 0;
+    for (const auto& f : a.ir.findings) {
+      if (f.rule != "config-binding" || f.severity != ir::Severity::warning) continue;
+      if (shown++ >= 8) {
+        ++more;
+        continue;
+      }
+      out += "warning: " + f.message +
+             (f.source && !f.source->empty() ? " (" + *f.source + ")" : "") + "\n";
+    }
+    if (more > 0)
+      out += "warning: and " + std::to_string(more) +
+             " more config-binding warnings (candle-graph check)\n";
+    if (m.totals.unknown_leaves > 0)
+      out += std::to_string(m.totals.unknown_leaves) +
+             " parameters keep a symbolic shape with the config bound: a constructor argument "
+             "(--arg name=value) or a value the binding does not evaluate.\n";
+  }
   out +=
       "Trainable: \"?\" — trainability is decided where the VarBuilder is made (VarMap or "
       "mmaped weights), which the inventory does not see.\n";

@@ -119,3 +119,21 @@ TEST(ModuleFields, FieldOfABuiltModuleEvaluates) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ConfigBinding, ConfigThatCannotBindIsAWarningInSummary) {
+  auto a = analyze("config_not_deserialize");
+  bool warned = false;
+  for (const auto& f : a.ir.findings)
+    warned = warned || (f.rule == "config-binding" &&
+                        f.message.find("is not bound to `Config`") != std::string::npos);
+  EXPECT_TRUE(warned);
+  std::string text =
+      cg::query::render_model_summary(a, fixture("config_not_deserialize") + "/config.json", "F32");
+  EXPECT_NE(text.find("warning: "), std::string::npos) << text;
+  EXPECT_NE(text.find("does not derive Deserialize"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pass --config"), std::string::npos) << text;  // it was passed
+}
+
+}  // namespace
