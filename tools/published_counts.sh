@@ -17,6 +17,7 @@ models=(
   "distilbert-base-uncased|models::distilbert::DistilBertModel|distilbert-base-uncased.json||66,362,880|DistilBertModel"
   "Qwen2-0.5B|models::qwen2::ModelForCausalLM|qwen2-0.5b.json||494,032,768|tied lm_head (no lm_head.weight in the checkpoint)"
   "vit-base-patch16-224|models::vit::Model|vit-base-patch16-224.json|--arg num_labels=1000|86,567,656|with the 1000-class head"
+  "falcon-7b|models::falcon::Falcon|falcon-7b.json||6,921,720,704|lm_head tied to word_embeddings, counted once"
   "t5-v1_1-xxl encoder|models::t5::T5EncoderModel|t5-v1_1-xxl.json||≈4.76B|gated-gelu feed-forward"
 )
 echo "| model | \`summary\` total | published |"
