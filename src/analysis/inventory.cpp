@@ -335,7 +335,7 @@ class Walker : public EvalContext {
   // EvalContext ------------------------------------------------------------------------------
   std::optional<SymValue> lookup(std::string_view name) override {
     const Value* v = find_var(std::string(name));
-    if (!v) return std::nullopt;
+    if (!v) return const_value(std::string(name));
     if (v->kind == Value::Kind::sym) return v->sym;
     if (v->kind == Value::Kind::loop_var)
       return SymValue::symbolic(std::string(name), "loop variable `" + std::string(name) + "`");
@@ -364,6 +364,28 @@ class Walker : public EvalContext {
       if (auto f = it->second.find(std::string(name)); f != it->second.end()) return f->second;
     }
     return std::nullopt;
+  }
+  // A crate-local `const N: usize = 4 * 64;`, evaluated in its own file (bounded nesting, so a
+  // const naming itself stays symbolic).
+  std::optional<SymValue> const_value(const std::string& path) {
+    if (stack_.empty() || const_depth_ > 8) return std::nullopt;
+    auto cands = crate_.resolve_in(frame().fn_item, path);
+    if (cands.size() != 1 || cands[0].kind != rust::Candidate::Kind::Item) return std::nullopt;
+    const rust::Item& it = crate_.items()[cands[0].item];
+    if (it.kind != rust::ItemKind::Const) return std::nullopt;
+    TSNode value = field_of(it.node, "value");
+    if (ts_node_is_null(value)) return std::nullopt;
+    ++const_depth_;
+    Frame f;
+    f.fn_item = cands[0].item;
+    f.file = it.file;
+    f.inst = frame().inst;
+    f.scopes.emplace_back();
+    stack_.push_back(&f);
+    SymValue v = evaluate(value, crate_.files()[it.file]->text(), *this);
+    stack_.pop_back();
+    --const_depth_;
+    return v;
   }
   std::optional<SymValue> method(TSNode recv, std::string_view name,
                                  const std::vector<SymValue>& args) override {
@@ -395,6 +417,7 @@ class Walker : public EvalContext {
   bool bind_config_;
   bool shallow_ = false;
   const std::map<std::string, SymValue>* args_ = nullptr;
+  int const_depth_ = 0;
   std::map<std::string, std::map<std::string, SymValue>> module_fields_;  // by qualified type
   std::size_t steps_ = 0;
   int nesting_ = 0;

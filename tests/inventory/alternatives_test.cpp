@@ -137,3 +137,15 @@ TEST(ConfigBinding, ConfigThatCannotBindIsAWarningInSummary) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Constants, ModuleConstAndDivCeilEvaluate) {
+  // pos [MAX_SEQ_LEN = 2 * 8, 4] and groups [16.div_ceil(3) = 6, 4]: no config needed.
+  auto a = analyze("module_const", "");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(64 + 24));
+  EXPECT_EQ(m.totals.unknown_leaves, 0u);
+}
+
+}  // namespace
