@@ -57,6 +57,13 @@ std::string one_line(const std::string& s) {
   return out;
 }
 
+// A source expression named in a label: one line, in backticks, cut at 48 characters.
+std::string brief(const std::string& s) {
+  std::string t = one_line(s);
+  if (t.size() > 48) t = t.substr(0, 45) + "...";
+  return "`" + t + "`";
+}
+
 Cert conditional(const Cert& outer, std::string reason) {
   return join(outer, Cert{ir::Confidence::conditional, one_line(reason)});
 }
@@ -106,6 +113,7 @@ struct Leaf {
   Cert cert;
   std::string source;
   bool running_state = false;
+  std::vector<AlternativeMark> alts;  // enclosing undecided branches, outermost first
 };
 
 struct Diag {
@@ -290,6 +298,9 @@ class Walker : public EvalContext {
   // Only record which types the constructor builds as children, without walking them: finding
   // the roots needs no more, and it keeps that pass linear in the crate.
   void set_shallow() { shallow_ = true; }
+  void set_args(const std::map<std::string, SymValue>* args) { args_ = args; }
+  std::set<std::string> used_args;  // --arg names the root constructor took
+  std::string unbound_config;       // the root's config type, when --config could not bind it
   bool truncated = false;
 
   // Walks the root constructor `ctor` of type `type_item` as instance 0.
@@ -324,7 +335,7 @@ class Walker : public EvalContext {
   // EvalContext ------------------------------------------------------------------------------
   std::optional<SymValue> lookup(std::string_view name) override {
     const Value* v = find_var(std::string(name));
-    if (!v) return std::nullopt;
+    if (!v) return const_value(std::string(name));
     if (v->kind == Value::Kind::sym) return v->sym;
     if (v->kind == Value::Kind::loop_var)
       return SymValue::symbolic(std::string(name), "loop variable `" + std::string(name) + "`");
@@ -338,7 +349,43 @@ class Walker : public EvalContext {
       return r.value;
     }
     if (b.kind == Value::Kind::layer_config) return layer_field(b, name);
+    // `patch_embeddings.num_patches` of a module this constructor built: the value its own
+    // constructor stores in the field, evaluated with the bound config.
+    if (!b.modules.empty() && bind_config_) {
+      const std::string& q = insts[b.modules.back()].qualified_type;
+      auto [it, fresh] = module_fields_.try_emplace(q);
+      if (fresh)
+        for (std::size_t i = 0; i < crate_.items().size(); ++i)
+          if (crate_.items()[i].kind == rust::ItemKind::Struct &&
+              crate_.items()[i].qualified == q) {
+            it->second = binding_.constructor_fields(i);
+            break;
+          }
+      if (auto f = it->second.find(std::string(name)); f != it->second.end()) return f->second;
+    }
     return std::nullopt;
+  }
+  // A crate-local `const N: usize = 4 * 64;`, evaluated in its own file (bounded nesting, so a
+  // const naming itself stays symbolic).
+  std::optional<SymValue> const_value(const std::string& path) {
+    if (stack_.empty() || const_depth_ > 8) return std::nullopt;
+    auto cands = crate_.resolve_in(frame().fn_item, path);
+    if (cands.size() != 1 || cands[0].kind != rust::Candidate::Kind::Item) return std::nullopt;
+    const rust::Item& it = crate_.items()[cands[0].item];
+    if (it.kind != rust::ItemKind::Const) return std::nullopt;
+    TSNode value = field_of(it.node, "value");
+    if (ts_node_is_null(value)) return std::nullopt;
+    ++const_depth_;
+    Frame f;
+    f.fn_item = cands[0].item;
+    f.file = it.file;
+    f.inst = frame().inst;
+    f.scopes.emplace_back();
+    stack_.push_back(&f);
+    SymValue v = evaluate(value, crate_.files()[it.file]->text(), *this);
+    stack_.pop_back();
+    --const_depth_;
+    return v;
   }
   std::optional<SymValue> method(TSNode recv, std::string_view name,
                                  const std::vector<SymValue>& args) override {
@@ -369,11 +416,32 @@ class Walker : public EvalContext {
   const ConfigBinding& binding_;
   bool bind_config_;
   bool shallow_ = false;
+  const std::map<std::string, SymValue>* args_ = nullptr;
+  int const_depth_ = 0;
+  std::map<std::string, std::map<std::string, SymValue>> module_fields_;  // by qualified type
   std::size_t steps_ = 0;
   int nesting_ = 0;
   int forks_ = 0;  // nested fork_let continuations in flight (each doubles the work)
   std::vector<Frame*> stack_;
   int value_depth_ = 0;
+  // The undecided branches the walk is inside, outermost first (issue #21: totals never sum two
+  // alternatives of one group).
+  std::vector<AlternativeMark> alt_ctx_;
+  std::size_t alt_groups_ = 0;
+
+  std::string new_group(TSNode n) { return where(n) + "#" + std::to_string(++alt_groups_); }
+  void in_alt(const std::string& group, TSNode at, int index, int count, const std::string& label,
+              const std::function<void()>& fn) {
+    alt_ctx_.push_back({group, where(at), one_line(label), index, count});
+    fn();
+    alt_ctx_.pop_back();
+  }
+  // Leaves registered in [from, leaves.size()) that every alternative of `group` registers are
+  // no alternative of it.
+  void drop_group(std::size_t from, std::size_t to, const std::string& group) {
+    for (std::size_t i = from; i < to && i < leaves.size(); ++i)
+      std::erase_if(leaves[i].alts, [&](const AlternativeMark& m) { return m.group == group; });
+  }
 
   Frame& frame() { return *stack_.back(); }
   std::string text(TSNode n) { return crate_.node_text(frame().file, n); }
@@ -404,12 +472,24 @@ class Walker : public EvalContext {
     if (auto c = binding_.config_of_type(p.type_text, module)) {
       v.kind = Value::Kind::config;
       v.config = *c;
-      if (bind_config_)
-        if (auto b = binding_.bind_root(*c)) v.config = *b;
+      if (bind_config_) {
+        if (auto b = binding_.bind_root(*c))
+          v.config = *b;
+        else
+          unbound_config = crate_.items()[c->item].qualified;
+      }
       return v;
     }
     v.kind = Value::Kind::sym;
-    v.sym = SymValue::symbolic(p.name, "parameter `" + p.name + "` of the root constructor");
+    if (args_ != nullptr)
+      if (auto a = args_->find(p.name); a != args_->end()) {
+        v.sym = a->second;
+        used_args.insert(p.name);
+        return v;
+      }
+    v.sym = SymValue::symbolic(p.name, "parameter `" + p.name +
+                                           "` of the root constructor (bind it with --arg " +
+                                           p.name + "=VALUE)");
     return v;
   }
 
@@ -473,7 +553,13 @@ class Walker : public EvalContext {
         if (recv.kind == Value::Kind::layer_config && name == "clone") return recv;
       } else {
         std::string path = strip_generics(text(fn));
-        if (path == "Some" && argv.size() == 1) return value_of(argv[0], depth + 1);
+        if (path == "Some" && argv.size() == 1) {
+          Value inner = value_of(argv[0], depth + 1);
+          // `Some(Layer::load(..))`: whatever it holds, `.is_some()` of it is true.
+          if (inner.kind == Value::Kind::sym && !inner.sym.concrete())
+            inner.sym = SymValue::symbolic("Some(" + inner.sym.text + ")", inner.sym.reason);
+          return inner;
+        }
         std::string leaf = last_segment(path);
         if (leaf == "default" || leaf == "default_no_bias") {
           v.kind = Value::Kind::layer_config;
@@ -853,21 +939,25 @@ class Walker : public EvalContext {
     std::string ctext = one_line(c.text);
     auto m0 = marks();
     std::pair<std::size_t, std::size_t> m1;
+    const std::string group = new_group(value);
     for (std::size_t a = 0; a < 2; ++a) {
-      under(conditional(outer, (a == 0 ? "if " : "unless ") + ctext), [&] {
-        frame().scopes.emplace_back();
-        for (std::size_t k = 0; k < names.size(); ++k) {
-          Value v;
-          v.kind = Value::Kind::sym;
-          v.sym = arms[a][k];
-          bind(text(names[k]), std::move(v));
-        }
-        walk_stmts(stmts, i + 1, depth);
-        frame().scopes.pop_back();
+      const std::string label = (a == 0 ? "if " : "unless ") + ctext;
+      in_alt(group, value, static_cast<int>(a), 2, label, [&] {
+        under(conditional(outer, label), [&] {
+          frame().scopes.emplace_back();
+          for (std::size_t k = 0; k < names.size(); ++k) {
+            Value v;
+            v.kind = Value::Kind::sym;
+            v.sym = arms[a][k];
+            bind(text(names[k]), std::move(v));
+          }
+          walk_stmts(stmts, i + 1, depth);
+          frame().scopes.pop_back();
+        });
       });
       if (a == 0) m1 = marks();
     }
-    unify(m0, m1, marks(), outer);
+    unify(m0, m1, marks(), outer, group);
     --forks_;
     return true;
   }
@@ -1143,18 +1233,21 @@ class Walker : public EvalContext {
       return;
     }
     auto m0 = marks();
-    under(conditional(outer, reason), run_then);
+    const std::string group = new_group(n);
+    in_alt(group, n, 0, 2, reason, [&] { under(conditional(outer, reason), run_then); });
     auto m1 = marks();
     if (!ts_node_is_null(alt_body)) {
-      under(conditional(outer, "unless " + reason.substr(3)), [&] { walk(alt_body, depth); });
+      in_alt(group, n, 1, 2, "unless " + reason.substr(3), [&] {
+        under(conditional(outer, "unless " + reason.substr(3)), [&] { walk(alt_body, depth); });
+      });
       auto m2 = marks();
-      unify(m0, m1, m2, outer);
+      unify(m0, m1, m2, outer, group);
     }
   }
 
   // Arms [m0,m1) and [m1,m2) of one branch: what both register keeps the outer certainty.
   void unify(std::pair<std::size_t, std::size_t> m0, std::pair<std::size_t, std::size_t> m1,
-             std::pair<std::size_t, std::size_t> m2, const Cert& outer) {
+             std::pair<std::size_t, std::size_t> m2, const Cert& outer, const std::string& group) {
     std::set<std::string> a, b;
     auto sig = [&](std::size_t i) { return leaves[i].root + "\n" + leaves[i].key; };
     for (std::size_t i = m0.first; i < m1.first; ++i)
@@ -1162,7 +1255,10 @@ class Walker : public EvalContext {
     for (std::size_t i = m1.first; i < m2.first; ++i)
       b.insert(sig(i));
     for (std::size_t i = m0.first; i < m2.first; ++i)
-      if (a.count(sig(i)) && b.count(sig(i))) leaves[i].cert = join(outer, inner_of(i, outer));
+      if (a.count(sig(i)) && b.count(sig(i))) {
+        leaves[i].cert = join(outer, inner_of(i, outer));
+        drop_group(i, i + 1, group);
+      }
     std::set<std::string> ia, ib;
     auto isig = [&](std::size_t i) {
       return insts[i].root + "\n" + insts[i].prefix + "\n" + insts[i].type_name;
@@ -1185,7 +1281,19 @@ class Walker : public EvalContext {
 
   void walk_match(TSNode n, int depth) {
     TSNode scrut = field_of(n, "value");
-    walk(scrut, depth);
+    // `match (A::load(vb.pp("a")), B::load(..)) { (Ok(a), Ok(b)) => .., (Err(e), _) => fallback }`:
+    // the fallback arms load only when the primary failed — two alternatives, never both.
+    bool fallback = false;
+    for (TSNode ch : named_children(field_of(n, "body")))
+      if (kind_of(ch) == "match_arm") {
+        std::string p = text(field_of(ch, "pattern"));
+        fallback = fallback || p.find("Err(") != std::string::npos;
+      }
+    const std::string fb_group = fallback ? new_group(n) : std::string();
+    if (fallback)
+      in_alt(fb_group, n, 0, 2, "primary " + brief(text(scrut)), [&] { walk(scrut, depth); });
+    else
+      walk(scrut, depth);
     SymValue s = eval(scrut);
     std::string stext = s.concrete() ? text(scrut) : s.text;
     std::vector<TSNode> arms;
@@ -1210,14 +1318,28 @@ class Walker : public EvalContext {
     Cert outer = frame().cert;
     std::vector<std::pair<std::size_t, std::size_t>> ms;
     ms.push_back(marks());
-    for (TSNode arm : arms) {
-      std::string reason = "match " + stext + " => " + text(field_of(arm, "pattern"));
-      under(conditional(outer, reason), [&] {
-        frame().scopes.emplace_back();
-        shadow_pattern(field_of(arm, "pattern"));
-        walk(field_of(arm, "value"), depth);
-        frame().scopes.pop_back();
-      });
+    const std::string group = fallback ? fb_group : new_group(n);
+    for (std::size_t a = 0; a < arms.size(); ++a) {
+      TSNode arm = arms[a];
+      std::string pat = text(field_of(arm, "pattern"));
+      std::string reason = "match " + stext + " => " + pat;
+      auto run = [&] {
+        under(conditional(outer, reason), [&] {
+          frame().scopes.emplace_back();
+          shadow_pattern(field_of(arm, "pattern"));
+          walk(field_of(arm, "value"), depth);
+          frame().scopes.pop_back();
+        });
+      };
+      if (fallback) {
+        const bool err = pat.find("Err(") != std::string::npos;
+        in_alt(group, n, err ? 1 : 0, 2,
+               err ? "fallback when " + brief(text(scrut)) + " fails"
+                   : "primary " + brief(text(scrut)),
+               run);
+      } else {
+        in_alt(group, n, static_cast<int>(a), static_cast<int>(arms.size()), reason, run);
+      }
       ms.push_back(marks());
     }
     // Leaves every arm registers are as certain as the match (Rust matches are exhaustive).
@@ -1232,7 +1354,10 @@ class Walker : public EvalContext {
           ++counts[x];
       }
       for (std::size_t i = ms.front().first; i < leaves.size(); ++i)
-        if (counts[sig(i)] == arms.size()) leaves[i].cert = join(outer, inner_of(i, outer));
+        if (counts[sig(i)] == arms.size() && !fallback) {
+          leaves[i].cert = join(outer, inner_of(i, outer));
+          drop_group(i, i + 1, group);
+        }
     }
   }
 
@@ -1264,17 +1389,27 @@ class Walker : public EvalContext {
         auto fns = v->fns;
         Cert outer = frame().cert;
         std::vector<std::pair<std::size_t, std::size_t>> ms{marks()};
-        for (const auto& alt : fns) {
+        const std::string group = new_group(n);
+        const int count = static_cast<int>(fns.size());
+        for (std::size_t a = 0; a < fns.size(); ++a) {
+          const auto& alt = fns[a];
           const std::string& fpath = alt.first;
-          under(join(outer, alt.second), [&] {
-            if (fpath.rfind("item:", 0) == 0)
-              call_local(n, std::stoul(fpath.substr(5)), args, path, depth);
-            else if (const ConstructorSpec* spec = catalog_.find(fpath))
-              register_layer(n, *spec, fpath, args);
-          });
+          auto call = [&] {
+            under(join(outer, alt.second), [&] {
+              if (fpath.rfind("item:", 0) == 0)
+                call_local(n, std::stoul(fpath.substr(5)), args, path, depth);
+              else if (const ConstructorSpec* spec = catalog_.find(fpath))
+                register_layer(n, *spec, fpath, args);
+            });
+          };
+          if (count > 1)
+            in_alt(group, n, static_cast<int>(a), count,
+                   alt.second.reason.empty() ? path : alt.second.reason, call);
+          else
+            call();
           ms.push_back(marks());
         }
-        if (ms.size() == 3) unify(ms[0], ms[1], ms[2], outer);
+        if (ms.size() == 3) unify(ms[0], ms[1], ms[2], outer, group);
         return;
       }
     }
@@ -1358,7 +1493,26 @@ class Walker : public EvalContext {
         if (c.boolean) walk(args[0], depth);
         return;
       }
-      under(conditional(frame().cert, "only when " + c.text), [&] { walk(args[0], depth); });
+      in_alt(new_group(n), n, 0, 2, "only when " + c.text, [&] {
+        under(conditional(frame().cert, "only when " + c.text), [&] { walk(args[0], depth); });
+      });
+      return;
+    }
+    // `A.or_else(|_| B)`: B loads only when A failed — two alternatives, never both.
+    if (!ts_node_is_null(closure) && args.size() == 1 &&
+        (name == "or_else" || name == "unwrap_or_else")) {
+      const std::string group = new_group(n);
+      in_alt(group, n, 0, 2, "primary " + brief(text(recv)), [&] { walk(recv, depth); });
+      const std::string label = "fallback when " + brief(text(recv)) + " fails";
+      in_alt(group, n, 1, 2, label, [&] {
+        under(conditional(frame().cert, label), [&] {
+          frame().scopes.emplace_back();
+          for (TSNode p : named_children(field_of(closure, "parameters")))
+            shadow_pattern(kind_of(p) == "parameter" ? field_of(p, "pattern") : p);
+          walk(field_of(closure, "body"), depth);
+          frame().scopes.pop_back();
+        });
+      });
       return;
     }
     walk(recv, depth);
@@ -1401,7 +1555,9 @@ class Walker : public EvalContext {
         if (c.boolean) walk(body, depth);
         return;
       }
-      under(conditional(frame().cert, "only when " + c.text), [&] { walk(body, depth); });
+      in_alt(new_group(recv), recv, 0, 2, "only when " + c.text, [&] {
+        under(conditional(frame().cert, "only when " + c.text), [&] { walk(body, depth); });
+      });
       return;
     }
     // An iterator (`(0..n).map(|i| ..)`, `xs.iter().enumerate().map(..)`) repeats the body.
@@ -1573,14 +1729,18 @@ class Walker : public EvalContext {
     frame().created.push_back(li);
     for (const LeafSpec& ls : spec.leaves) {
       Cert c = base;
+      std::vector<AlternativeMark> alts = alt_ctx_;
       if (!ls.condition.empty()) {
         SymValue cond = template_value(ls.condition, spec, argv, args);
         if (cond.kind == SymValue::Kind::boolean && !cond.boolean) continue;
-        if (cond.kind != SymValue::Kind::boolean)
+        if (cond.kind != SymValue::Kind::boolean) {
           c = conditional(c, "`" + spec.name + "` registers `" + ls.name + "` only when " +
                                  (cond.concrete() ? cond.display() : cond.text));
+          alts.push_back({new_group(n), where(n), c.reason, 0, 2});
+        }
       }
       Leaf leaf;
+      leaf.alts = std::move(alts);
       leaf.inst = li;
       leaf.root = b.root;
       std::string name = ls.name;
@@ -1778,6 +1938,7 @@ class Walker : public EvalContext {
     }
     leaf.cert = join(frame().cert, b.cert);
     leaf.source = site(n);
+    leaf.alts = alt_ctx_;
     leaves.push_back(std::move(leaf));
   }
 };
@@ -1893,7 +2054,21 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
   });
   for (auto& r : results) {
     r.walker = std::make_unique<Walker>(crate, catalog, audited, binding, opts.config != nullptr);
+    r.walker->set_args(&opts.args);
     r.walker->run_root(r.cand.type_item, r.cand.ctor);
+  }
+  for (const auto& [name, value] : opts.args) {
+    bool used = false;
+    std::string params;
+    for (const auto& r : results) {
+      used = used || r.walker->used_args.count(name) > 0;
+      for (const auto& p : crate.items()[r.cand.ctor].params)
+        params += (params.empty() ? "" : ", ") + p.name;
+    }
+    if (!used)
+      throw InputError("--arg " + name,
+                       "no analyzed root constructor takes a parameter `" + name + "`" +
+                           (params.empty() ? std::string() : " (parameters: " + params + ")"));
   }
 
   auto add_finding = [&](std::string rule, ir::Severity sev, ir::Confidence conf, std::string msg,
@@ -1960,8 +2135,11 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
       if (it == seen.end()) {
         seen.emplace(k, i);
         order.push_back(i);
-      } else if (w.leaves[i].cert.level > w.leaves[it->second].cert.level) {
-        w.leaves[it->second].cert = w.leaves[i].cert;
+      } else {
+        if (w.leaves[i].cert.level > w.leaves[it->second].cert.level)
+          w.leaves[it->second].cert = w.leaves[i].cert;
+        // Registered outside any undecided branch too: present whichever alternative runs.
+        if (w.leaves[i].alts.empty()) w.leaves[it->second].alts.clear();
       }
     }
     for (std::size_t i : order) {
@@ -2016,12 +2194,21 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
       p.source = l.source;
       p.evidence.push_back({ir::EvidenceKind::source, p.confidence, l.source,
                             "parameter registered through " + l.kind});
+      for (const auto& m : l.alts)
+        p.evidence.push_back(
+            {ir::EvidenceKind::source, ir::Confidence::conditional, m.site, alternative_detail(m)});
       comp.parameters.push_back(p.id);
       ir.parameters.push_back(std::move(p));
     }
     for (const auto& f : ir.functions)
       if (f.is_entrypoint && f.owner_type && *f.owner_type == t.qualified)
         comp.entrypoints.push_back(f.id);
+    if (!w.unbound_config.empty() && opts.config != nullptr)
+      add_finding("config-binding", ir::Severity::warning, ir::Confidence::proven,
+                  opts.config->origin + " is not bound to `" + w.unbound_config +
+                      "`: it does not derive Deserialize and no crate-local conversion from a " +
+                      "Deserialize struct builds it, so every field it gives stays symbolic",
+                  comp.source, {comp.id});
     for (const auto& d : w.diags)
       add_finding("structure-unresolved", ir::Severity::warning, ir::Confidence::proven, d.message,
                   d.source, {comp.id});
@@ -2038,6 +2225,34 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
 }
 
 }  // namespace
+
+std::string alternative_detail(const AlternativeMark& m) {
+  return "alternative " + std::to_string(m.index + 1) + " of " + std::to_string(m.count) + " (" +
+         m.label + ") [group " + m.group + "]";
+}
+
+std::optional<AlternativeMark> parse_alternative(const ir::Evidence& e) {
+  const std::string& d = e.detail;
+  if (d.rfind("alternative ", 0) != 0 || d.empty() || d.back() != ']') return std::nullopt;
+  auto g = d.rfind(" [group ");
+  auto of = d.find(" of ");
+  auto open = d.find(" (", of == std::string::npos ? 0 : of);
+  if (g == std::string::npos || of == std::string::npos || open == std::string::npos || open > g ||
+      g < 1 || d[g - 1] != ')')
+    return std::nullopt;
+  AlternativeMark m;
+  try {
+    m.index = std::stoi(d.substr(12, of - 12)) - 1;
+    m.count = std::stoi(d.substr(of + 4, open - of - 4));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (m.index < 0 || m.count < 1 || m.index >= m.count) return std::nullopt;
+  m.label = d.substr(open + 2, g - 1 - open - 2);
+  m.group = d.substr(g + 8, d.size() - g - 9);
+  m.site = e.source.value_or("");
+  return m;
+}
 
 void build_inventory(const rust::Crate& crate, const InventoryOptions& opts, ir::ModelIr& ir) {
   util::run_on_deep_stack([&] { build_inventory_here(crate, opts, ir); });

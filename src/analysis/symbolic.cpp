@@ -322,6 +322,35 @@ struct Evaluator {
         return take_first ? r : argv[0];
       }
     }
+    // `opt.is_some()` / `is_none()` on a value the config decided (`None` from an absent field,
+    // or a concrete value).
+    if ((name == "is_some" || name == "is_none") && argv.empty()) {
+      SymValue r = eval(recv, depth + 1);
+      if (r.concrete())
+        return SymValue::of_bool((r.kind == SymValue::Kind::none) == (name == "is_none"));
+      // A local bound to `Some(..)` of a value not evaluated (a module the constructor built).
+      if (r.text.rfind("Some(", 0) == 0) return SymValue::of_bool(name == "is_some");
+    }
+    // Integer helpers with fixed std meaning.
+    if ((name == "div_ceil" || name == "pow" || name == "saturating_sub" || name == "abs") &&
+        argv.size() == (name == "abs" ? 0u : 1u)) {
+      SymValue r = eval(recv, depth + 1);
+      if (r.kind == SymValue::Kind::integer &&
+          (argv.empty() || argv[0].kind == SymValue::Kind::integer)) {
+        std::int64_t a = r.integer, b = argv.empty() ? 0 : argv[0].integer, out = 0;
+        if (name == "abs") return SymValue::of_int(a < 0 ? -a : a);
+        if (name == "saturating_sub") return SymValue::of_int(a > b ? a - b : 0);
+        if (name == "div_ceil") {
+          if (b <= 0 || a < 0) return unknown(n, "div_ceil by a non-positive value");
+          return SymValue::of_int(a / b + (a % b != 0 ? 1 : 0));
+        }
+        if (b < 0 || b > 62) return unknown(n, "pow exponent out of range");
+        out = 1;
+        for (std::int64_t i = 0; i < b; ++i)
+          if (__builtin_mul_overflow(out, a, &out)) return unknown(n, "pow overflows");
+        return SymValue::of_int(out);
+      }
+    }
     if (auto v = ctx.method(recv, name, argv)) return *v;
     SymValue r = eval(recv, depth + 1);
     std::string call_text = operand(r, true) + "." + name + "(";

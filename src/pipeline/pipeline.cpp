@@ -224,6 +224,18 @@ Analysis analyze(const Options& opts) {
   inv.candle_nn_version = versions.nn;
   inv.config = config ? &*config : nullptr;
   inv.root = opts.root;
+  for (const auto& arg : opts.args) {
+    auto eq = arg.find('=');
+    std::string name = eq == std::string::npos ? "" : arg.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (name.empty() || value.empty())
+      throw InputError("--arg " + arg, "expected name=value, e.g. --arg num_labels=1000");
+    std::optional<analysis::SymValue> v;
+    for (const char* kind : {"integer_literal", "float_literal", "boolean_literal"})
+      if (!v) v = analysis::parse_literal(kind, value);
+    if (!v) v = analysis::SymValue::of_string(value);
+    inv.args[name] = *v;
+  }
   analysis::build_inventory(crate, inv, a.ir);
 
   analysis::DataflowOptions df;

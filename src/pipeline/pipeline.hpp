@@ -28,6 +28,8 @@ struct Options {
   std::string cargo_target;  // lib / bin / example / test target name
   std::string root;          // component root type
   std::string config;        // config.json to bind
+  std::vector<std::string>
+      args;  // `--arg name=value`: root constructor arguments (num_labels=1000)
   std::vector<std::string> runtime_traces;
   bool lenient = false;  // skip bad trace lines and count them
 };

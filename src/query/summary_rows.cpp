@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "analysis/config_values.hpp"
+#include "analysis/inventory.hpp"
 #include "query/selector.hpp"
 
 namespace cg::query {
@@ -185,6 +187,125 @@ std::optional<std::pair<std::string, std::uint64_t>> product_term(const std::str
   return std::make_pair(key, n);
 }
 
+// Mutually exclusive alternatives (issue #21): a leaf inside undecided branches carries one mark
+// per branch. A sum never adds two alternatives of one group: each group contributes the range
+// from its smallest to its largest alternative (an alternative registering nothing counts 0).
+struct Item {
+  Count n;
+  const std::vector<analysis::AlternativeMark>* alts = nullptr;
+};
+struct Range {
+  Count lo = Count::of(0), hi = Count::of(0);
+};
+Count min_count(Count a, Count b) {
+  if (!a.known() || !b.known()) return {};
+  if (a.overflow) return b;
+  if (b.overflow) return a;
+  return Count::of(std::min(*a.n, *b.n));
+}
+Count max_count(Count a, Count b) {
+  if (!a.known() || !b.known()) return {};
+  if (a.overflow || b.overflow) return {std::nullopt, true};
+  return Count::of(std::max(*a.n, *b.n));
+}
+// One outermost group of alternatives, for the listing under the total.
+struct GroupSeen {
+  std::string site;
+  std::vector<std::string> labels;  // by alternative index
+  std::vector<Range> ranges;        // by alternative index
+};
+
+Range range_of(const std::vector<const Item*>& items, std::size_t depth,
+               std::vector<GroupSeen>* groups) {
+  Range r;
+  std::map<std::string, std::map<int, std::vector<const Item*>>> by_group;
+  std::map<std::string, const analysis::AlternativeMark*> mark_of;
+  std::vector<std::string> order;
+  for (const Item* it : items) {
+    if (!it->alts || it->alts->size() <= depth) {
+      r.lo = add(r.lo, it->n);
+      r.hi = add(r.hi, it->n);
+      continue;
+    }
+    const auto& m = (*it->alts)[depth];
+    if (!by_group.count(m.group)) order.push_back(m.group);
+    by_group[m.group][m.index].push_back(it);
+    mark_of[m.group] = &m;
+  }
+  for (const auto& g : order) {
+    const auto& alts = by_group[g];
+    const analysis::AlternativeMark& m = *mark_of[g];
+    GroupSeen seen;
+    seen.site = m.site;
+    seen.labels.assign(static_cast<std::size_t>(std::max(m.count, 1)), "");
+    seen.ranges.assign(seen.labels.size(), Range{});
+    Range gr;
+    bool first = true;
+    for (const auto& [idx, its] : alts) {
+      Range a = range_of(its, depth + 1, nullptr);
+      if (idx >= 0 && static_cast<std::size_t>(idx) < seen.ranges.size()) {
+        seen.ranges[static_cast<std::size_t>(idx)] = a;
+        seen.labels[static_cast<std::size_t>(idx)] = (*its.front()->alts)[depth].label;
+      }
+      gr.lo = first ? a.lo : min_count(gr.lo, a.lo);
+      gr.hi = first ? a.hi : max_count(gr.hi, a.hi);
+      first = false;
+    }
+    if (static_cast<int>(alts.size()) < m.count) gr.lo = min_count(gr.lo, Count::of(0));
+    r.lo = add(r.lo, gr.lo);
+    r.hi = add(r.hi, gr.hi);
+    if (groups) groups->push_back(std::move(seen));
+  }
+  return r;
+}
+
+std::string count_text(Count c) {
+  if (c.overflow) return "over 2^64";
+  return c.n ? group_thousands(*c.n) : std::string("?");
+}
+
+// "src/m.rs:14 (×36): `if c` 1,024 | `unless c` 0", one line per site and set of labels; the
+// groups that change nothing (every alternative the same count) are named too.
+std::vector<std::string> describe_groups(const std::vector<GroupSeen>& groups) {
+  struct Agg {
+    std::string site;
+    std::vector<std::string> labels;
+    std::vector<Count> sums;
+    std::size_t times = 0;
+  };
+  std::vector<Agg> aggs;
+  std::map<std::string, std::size_t> index;
+  for (const auto& g : groups) {
+    std::string key = g.site;
+    for (const auto& l : g.labels)
+      key += "\n" + l;
+    auto [it, fresh] = index.try_emplace(key, aggs.size());
+    if (fresh)
+      aggs.push_back({g.site, g.labels, std::vector<Count>(g.ranges.size(), Count::of(0)), 0});
+    Agg& a = aggs[it->second];
+    ++a.times;
+    for (std::size_t i = 0; i < g.ranges.size() && i < a.sums.size(); ++i)
+      a.sums[i] = add(a.sums[i], g.ranges[i].hi);
+  }
+  std::vector<std::string> out;
+  constexpr std::size_t kShown = 8;
+  for (std::size_t k = 0; k < aggs.size() && k < kShown; ++k) {
+    const Agg& a = aggs[k];
+    std::string line = (a.site.empty() ? std::string("(unknown site)") : a.site);
+    if (a.times > 1) line += " (×" + std::to_string(a.times) + ")";
+    line += ":";
+    for (std::size_t i = 0; i < a.labels.size(); ++i) {
+      std::string label = a.labels[i].empty() ? "otherwise (registers nothing)" : a.labels[i];
+      if (label.size() > 72) label = label.substr(0, 69) + "...";
+      line += (i ? " | " : " ") + label + " → " + count_text(a.sums[i]);
+    }
+    out.push_back(line);
+  }
+  if (aggs.size() > kShown)
+    out.push_back("and " + std::to_string(aggs.size() - kShown) + " more sites (query parameters)");
+  return out;
+}
+
 struct Tree {
   const ir::ModelIr& ir;
   std::map<std::string, const ir::Operation*> ops;  // id -> operation
@@ -220,6 +341,20 @@ struct Tree {
   std::map<std::string, std::vector<const ir::Parameter*>> params;  // module id -> leaves
   std::map<std::string, const ir::Module*> by_id;
   std::map<std::string, Count> memo;
+  std::map<const ir::Parameter*, std::vector<analysis::AlternativeMark>> alts;  // leaves in any
+  std::set<std::string> has_alts;  // modules with an alternative leaf in their subtree
+
+  const std::vector<analysis::AlternativeMark>* alts_of(const ir::Parameter* p) {
+    auto it = alts.find(p);
+    return it == alts.end() ? nullptr : &it->second;
+  }
+  // The leaves of one instance of `m`'s subtree, each counted once per instance it stands for.
+  void collect(const ir::Module& m, Count mult, std::vector<Item>& out) {
+    for (const auto* p : params[m.id])
+      out.push_back({mul(count_of(*p), mult), alts_of(p)});
+    for (const auto* c : children[m.id])
+      collect(*c, mul(mult, fam(*c).count), out);
+  }
 
   Family fam(const ir::Module& m) {
     const ir::Module* parent = nullptr;
@@ -290,6 +425,20 @@ struct Tree {
     r.params_overflow = c.overflow;
     r.trainable = "?";
     r.marker = marker_of(m.confidence);
+    if (has_alts.count(m.id)) {
+      // Alternatives below never add up: the row shows the smallest choice and names the largest.
+      std::vector<Item> items;
+      collect(m, fam.count, items);
+      std::vector<const Item*> ptrs;
+      for (const auto& i : items)
+        ptrs.push_back(&i);
+      Range rg = range_of(ptrs, 0, nullptr);
+      r.params = rg.lo.n;
+      r.params_overflow = rg.lo.overflow;
+      if (rg.lo.n != rg.hi.n || rg.lo.overflow != rg.hi.overflow)
+        r.marker =
+            (r.marker.empty() ? "" : r.marker + "; ") + "alternatives: up to " + count_text(rg.hi);
+    }
     if (!fam.why.empty())
       r.marker = (r.marker.empty() ? "" : r.marker + "; ") + "not expanded: " + fam.why;
     std::vector<const ir::Parameter*> leaves;
@@ -322,7 +471,7 @@ struct Tree {
 }  // namespace
 
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth) {
-  Tree t{ir, {}, {}, false, {}, {}, {}, {}};
+  Tree t{ir, {}, {}, false, {}, {}, {}, {}, {}, {}};
   for (const auto& o : ir.operations)
     t.ops[o.id] = &o;
   std::vector<const ir::Module*> roots;
@@ -342,6 +491,16 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     });
   for (const auto& p : ir.parameters)
     if (p.module) t.params[*p.module].push_back(&p);
+  for (const auto& p : ir.parameters) {
+    std::vector<analysis::AlternativeMark> marks;
+    for (const auto& e : p.evidence)
+      if (auto m = analysis::parse_alternative(e)) marks.push_back(std::move(*m));
+    if (marks.empty()) continue;
+    t.alts[&p] = std::move(marks);
+    for (const ir::Module* x = p.module && t.by_id.count(*p.module) ? t.by_id[*p.module] : nullptr;
+         x && t.has_alts.insert(x->id).second;)
+      x = x->parent && t.by_id.count(*x->parent) ? t.by_id[*x->parent] : nullptr;
+  }
   SummaryModel out;
   for (const auto* r : roots)
     t.emit(*r, "", 0, max_depth, out.rows);
@@ -349,6 +508,7 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
   // known count multiplies; one of unknown count is left out and the total says so.
   Count total = Count::of(0);
   bool any = false;
+  std::vector<Item> items;
   std::vector<std::string> uncounted;  // family prefixes of unknown count
   for (const auto& p : ir.parameters) {
     Count n = count_of(p);
@@ -369,11 +529,27 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
       continue;
     }
     total = add(total, mul(n, times));
+    items.push_back({mul(n, times), t.alts_of(&p)});
     any = true;
   }
   if (any || ir.parameters.empty()) {
     out.totals.total = total.n;
     out.totals.overflow = total.overflow;
+  }
+  std::optional<Count> range_hi;
+  if (!t.alts.empty() && any) {
+    std::vector<const Item*> ptrs;
+    for (const auto& i : items)
+      ptrs.push_back(&i);
+    std::vector<GroupSeen> groups;
+    Range rg = range_of(ptrs, 0, &groups);
+    out.totals.total = rg.lo.n;
+    out.totals.overflow = rg.lo.overflow;
+    if (rg.hi.n != rg.lo.n || rg.hi.overflow != rg.lo.overflow) {
+      out.totals.total_max = rg.hi.n;
+      range_hi = rg.hi;
+    }
+    out.totals.alternatives = describe_groups(groups);
   }
   if (!uncounted.empty()) {
     std::string names;
@@ -410,6 +586,7 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     Count bytes = mul(Count{out.totals.total, out.totals.overflow}, Count::of(b));
     out.totals.bytes = bytes.n;
     out.totals.bytes_overflow = bytes.overflow;
+    if (range_hi) out.totals.bytes_max = mul(*range_hi, Count::of(b)).n;
   }
   return out;
 }
@@ -430,8 +607,28 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
   std::string out = render_summary_table(title, m.rows, m.totals);
   if (a.ir.components.empty())
     out += "No component: no public type has a constructor taking a VarBuilder (try --root T).\n";
-  if (m.totals.unknown_leaves > 0)
+  if (m.totals.unknown_leaves > 0 && config_path.empty())
     out += "Shapes stay symbolic where no config binds them: pass --config config.json.\n";
+  // With a config bound, what it left unbound is said here, not only in `check`'s findings.
+  if (!config_path.empty()) {
+    std::size_t shown = 0, more = 0;
+    for (const auto& f : a.ir.findings) {
+      if (f.rule != "config-binding" || f.severity != ir::Severity::warning) continue;
+      if (shown++ >= 8) {
+        ++more;
+        continue;
+      }
+      out += "warning: " + f.message +
+             (f.source && !f.source->empty() ? " (" + *f.source + ")" : "") + "\n";
+    }
+    if (more > 0)
+      out += "warning: and " + std::to_string(more) +
+             " more config-binding warnings (candle-graph check)\n";
+    if (m.totals.unknown_leaves > 0)
+      out += std::to_string(m.totals.unknown_leaves) +
+             " parameters keep a symbolic shape with the config bound: a constructor argument "
+             "(--arg name=value) or a value the binding does not evaluate.\n";
+  }
   out +=
       "Trainable: \"?\" — trainability is decided where the VarBuilder is made (VarMap or "
       "mmaped weights), which the inventory does not see.\n";

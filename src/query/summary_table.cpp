@@ -100,10 +100,15 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     out += std::string(kOverflow);
   else
     out += (totals.lower_bound.empty() || !totals.total ? "" : "at least ") + total(totals.total);
+  if (totals.total_max)
+    out += " to " + group_thousands(*totals.total_max) +
+           " (mutually exclusive alternatives, one of each group loads)";
   if (totals.unknown_leaves > 0)
     out += " (+ " + std::to_string(totals.unknown_leaves) + " parameters of symbolic shape)";
   out += "\n";
   if (!totals.lower_bound.empty()) out += "  lower bound: " + totals.lower_bound + "\n";
+  for (const auto& alt : totals.alternatives)
+    out += "  alternatives: " + alt + "\n";
   out += "Trainable params: " + total(totals.trainable) + "\n";
   if (totals.total && totals.trainable && *totals.total >= *totals.trainable)
     out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
@@ -114,6 +119,7 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
            (totals.bytes_overflow
                 ? std::string(kOverflow)
                 : (totals.lower_bound.empty() ? "" : "at least ") + megabytes(*totals.bytes));
+    if (totals.bytes_max && !totals.bytes_overflow) out += " to " + megabytes(*totals.bytes_max);
     if (!totals.dtype.empty()) out += " at " + totals.dtype;
     out += "\n";
   }

@@ -30,6 +30,12 @@ struct SummaryTotals {
   bool bytes_overflow = false;
   std::string dtype;      // e.g. "F32"; empty if unknown
   std::string mult_adds;  // total per forward pass of the counted layers, or ""
+  // Mutually exclusive alternatives the analysis cannot decide (a fallback load, a
+  // `contains_tensor` guard, a branch the config does not decide): `total` is the smallest
+  // choice, `total_max` (when set) the largest, and each line names one group of alternatives.
+  std::optional<std::uint64_t> total_max;
+  std::optional<std::uint64_t> bytes_max;
+  std::vector<std::string> alternatives;
 };
 
 std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& rows,

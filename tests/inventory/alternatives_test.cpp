@@ -1,0 +1,151 @@
+// Issue #21: totals never add mutually exclusive alternatives, conditions the config decides are
+// folded, and constructor arguments and module fields bind. One fixture crate per idiom.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "pipeline/pipeline.hpp"
+#include "query/summary_rows.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates/" + name;
+}
+
+cg::pipeline::Analysis analyze(const std::string& name, const std::string& config = "config.json",
+                               std::vector<std::string> args = {}) {
+  cg::pipeline::Options o;
+  o.path = fixture(name);
+  if (!config.empty()) o.config = fixture(name) + "/" + config;
+  o.args = std::move(args);
+  return cg::pipeline::analyze(o);
+}
+
+bool has_key(const cg::pipeline::Analysis& a, const std::string& key) {
+  return std::any_of(a.ir.parameters.begin(), a.ir.parameters.end(),
+                     [&](const auto& p) { return p.key == key; });
+}
+
+TEST(Alternatives, FallbackMatchCountsOneBranchNotBoth) {
+  // bert-style: `embeddings`/`encoder`, else `bert.embeddings`/`bert.encoder`; the norm's
+  // `weight`/`bias`, else `gamma`/`beta`. 80 + 72 + 16, once.
+  auto a = analyze("alt_fallback_match");
+  EXPECT_TRUE(has_key(a, "embeddings.word_embeddings.weight"));
+  EXPECT_TRUE(has_key(a, "bert.embeddings.word_embeddings.weight"));
+  EXPECT_TRUE(has_key(a, "norm.gamma"));
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(168));
+  EXPECT_FALSE(m.totals.total_max);  // both alternatives weigh the same: the total is exact
+  EXPECT_EQ(m.rows[0].params, std::optional<std::uint64_t>(168));
+  std::string text = cg::query::render_model_summary(a, "", "F32");
+  EXPECT_NE(text.find("Total params: 168\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("alternatives: src/lib.rs:58: primary"), std::string::npos) << text;
+  EXPECT_NE(text.find("fallback when"), std::string::npos) << text;
+}
+
+TEST(Alternatives, OrElseFallbackIsWalkedAndNotAdded) {
+  auto a = analyze("alt_or_else");
+  EXPECT_TRUE(has_key(a, "dense.weight"));
+  EXPECT_TRUE(has_key(a, "model.dense.weight"));  // the fallback's keys are listed
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(72));
+  EXPECT_FALSE(m.totals.total_max);
+}
+
+TEST(Alternatives, ContainsTensorGuardIsARange) {
+  // The checkpoint decides whether `lm_head` loads: 80 (tied) to 160, said on the total's line.
+  auto a = analyze("alt_contains_tensor");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(80));
+  EXPECT_EQ(m.totals.total_max, std::optional<std::uint64_t>(160));
+  std::string text = cg::query::render_model_summary(a, "", "F32");
+  EXPECT_NE(text.find("Total params: 80 to 160 (mutually exclusive alternatives"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("if vb.contains_tensor(\"lm_head.weight\") → 80 | otherwise (registers "
+                      "nothing) → 0"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("alternatives: up to 160"), std::string::npos) << text;  // the root row
+}
+
+TEST(Alternatives, IsSomeOfConfigDecidedOptionsFolds) {
+  // Encoder: no cross-attention, so the feed-forward is `layer.1`; no relative bias.
+  auto enc = analyze("alt_option_is_some");
+  EXPECT_TRUE(has_key(enc, "block.0.layer.1.weight"));
+  EXPECT_FALSE(has_key(enc, "block.0.layer.2.weight"));
+  EXPECT_FALSE(has_key(enc, "block.0.layer.bias"));
+  auto m = cg::query::build_summary(enc.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(288));
+  EXPECT_FALSE(m.totals.total_max);
+  // Decoder: `Some(cross)` makes the feed-forward `layer.2`; the bias has 4 buckets.
+  auto dec = analyze("alt_option_is_some", "decoder.json");
+  EXPECT_TRUE(has_key(dec, "block.1.layer.2.weight"));
+  EXPECT_TRUE(has_key(dec, "block.1.layer.bias"));
+  EXPECT_EQ(cg::query::build_summary(dec.ir, "F32").totals.total,
+            std::optional<std::uint64_t>(496));
+}
+
+TEST(ConstructorArgs, ArgBindsAScalarParameter) {
+  auto without = analyze("ctor_arg");
+  auto m0 = cg::query::build_summary(without.ir, "F32");
+  EXPECT_EQ(m0.totals.unknown_leaves, 2u);  // classifier.weight [num_labels, 8] and its bias
+  auto a = analyze("ctor_arg", "config.json", {"num_labels=3"});
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(72 + 27));
+  EXPECT_EQ(m.totals.unknown_leaves, 0u);
+}
+
+TEST(ConstructorArgs, UnknownOrMalformedArgIsAUsageError) {
+  try {
+    analyze("ctor_arg", "config.json", {"num_classes=3"});
+    FAIL() << "expected an error";
+  } catch (const cg::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameters: cfg, num_labels, vb"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(analyze("ctor_arg", "config.json", {"num_labels"}), cg::InputError);
+}
+
+TEST(ModuleFields, FieldOfABuiltModuleEvaluates) {
+  // position_embeddings [1, (8/4)^2 + 1, 4] = 20, plus the 3->4 conv with a 4x4 kernel (196).
+  auto a = analyze("module_field");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(216));
+  EXPECT_EQ(m.totals.unknown_leaves, 0u);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ConfigBinding, ConfigThatCannotBindIsAWarningInSummary) {
+  auto a = analyze("config_not_deserialize");
+  bool warned = false;
+  for (const auto& f : a.ir.findings)
+    warned = warned || (f.rule == "config-binding" &&
+                        f.message.find("is not bound to `Config`") != std::string::npos);
+  EXPECT_TRUE(warned);
+  std::string text =
+      cg::query::render_model_summary(a, fixture("config_not_deserialize") + "/config.json", "F32");
+  EXPECT_NE(text.find("warning: "), std::string::npos) << text;
+  EXPECT_NE(text.find("does not derive Deserialize"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pass --config"), std::string::npos) << text;  // it was passed
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Constants, ModuleConstAndDivCeilEvaluate) {
+  // pos [MAX_SEQ_LEN = 2 * 8, 4] and groups [16.div_ceil(3) = 6, 4]: no config needed.
+  auto a = analyze("module_const", "");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(64 + 24));
+  EXPECT_EQ(m.totals.unknown_leaves, 0u);
+}
+
+}  // namespace
