@@ -10,6 +10,7 @@
 #include "cargo/sources.hpp"
 #include "ir/model.hpp"
 #include "runtime/reader.hpp"
+#include "runtime/tracing_chrome.hpp"
 
 namespace cg::rust {
 class Crate;
@@ -54,5 +55,9 @@ Analysis analyze(const Options& opts);
 // rule applied: `Module(WithArgs)::forward`, `ModuleT(WithArgs)::forward_t`, or a public function
 // with `Tensor`/`Var` in its signature.
 std::vector<ir::Function> functions_of(const rust::Crate& crate);
+
+// What the tracing-chrome importer needs from the analysis: the IR's module instances and, per
+// `tracing` span name, the types whose code creates it (rust::find_span_sites).
+runtime::SpanCatalog span_catalog(const rust::Crate& crate, const ir::ModelIr& ir);
 
 }  // namespace cg::pipeline
