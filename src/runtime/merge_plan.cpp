@@ -94,6 +94,28 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
           v.path + ": " + std::to_string(t.info.skipped_lines) +
               " bad lines were skipped (--lenient)");
     }
+    if (t.info.unknown_kind_lines > 0) {
+      add(plan.findings, "runtime-unknown-kind", Severity::warning, Confidence::proven,
+          v.path + ": " + std::to_string(t.info.unknown_kind_lines) +
+              " lines of an unknown record kind were skipped (--lenient)");
+    }
+    if (t.info.end && t.info.end->open_modules > 0) {
+      add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
+          v.path + ": " + std::to_string(t.info.end->open_modules) +
+              " module scopes were begun and never closed; they have no timing");
+    }
+    if (t.info.module_parents_unresolved > 0) {
+      add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
+          v.path + ": " + std::to_string(t.info.module_parents_unresolved) +
+              " module scopes name a parent scope that is not in the trace (never closed or not "
+              "a module scope); their time counts as their own parents'");
+    }
+    if (t.info.module_scopes_out_of_order > 0) {
+      add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
+          v.path + ": " + std::to_string(t.info.module_scopes_out_of_order) +
+              " module scopes closed out of order (a child's interval is not inside its "
+              "parent's); self times of their parents may be understated");
+    }
     if (t.info.truncated) {
       add(plan.findings, "runtime-truncated", Severity::warning, Confidence::proven,
           v.path + ": trace is truncated (no end record); timings cover what was written");

@@ -61,7 +61,8 @@ void write_trace_info(JsonWriter& w, const TraceInfo& info) {
   w.field("bytes", info.bytes).field("lines", info.lines);
   w.field("tensors", info.tensors).field("operations", info.operations);
   w.field("gradients", info.gradients).field("values", info.values);
-  w.field("edge_timings", info.edge_timings);
+  w.field("edge_timings", info.edge_timings).field("modules", info.modules);
+  w.field("device_sync", info.meta.device_sync);
   w.key("end");
   if (info.end) {
     w.begin_object();
@@ -69,6 +70,7 @@ void write_trace_info(JsonWriter& w, const TraceInfo& info) {
     w.field("dropped", info.end->dropped).field("errors", info.end->errors);
     w.field("open_operations", info.end->open_operations).field("threads", info.end->threads);
     w.field("duration_ns", info.end->duration_ns);
+    w.field("modules", info.end->modules).field("open_modules", info.end->open_modules);
     w.end_object();
   } else {
     w.null();
@@ -81,6 +83,9 @@ void write_trace_info(JsonWriter& w, const TraceInfo& info) {
   }
   w.end_array();
   w.field("duplicate_event_ids", info.duplicate_event_ids);
+  w.field("unknown_kind_lines", info.unknown_kind_lines);
+  w.field("module_scopes_out_of_order", info.module_scopes_out_of_order);
+  w.field("module_parents_unresolved", info.module_parents_unresolved);
   w.end_object();
 }
 
