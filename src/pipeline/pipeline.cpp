@@ -176,7 +176,8 @@ void merge_traces(const Options& opts, Analysis& a) {
   ro.lenient = opts.lenient;
   std::vector<fs::path> paths(opts.runtime_traces.begin(), opts.runtime_traces.end());
   auto traces = runtime::read_traces(paths, ro);
-  for (const auto& verdict : runtime::merge_runtime(a.ir, traces).traces)
+  for (const auto& verdict :
+       runtime::merge_runtime(a.ir, traces, {opts.module_prefix, opts.root}).traces)
     if (!verdict.merged) a.rejected_traces.push_back(verdict.path);
   for (auto& t : traces)
     a.traces.push_back(std::move(t.info));

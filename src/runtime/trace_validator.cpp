@@ -123,7 +123,6 @@ void TraceValidator::module_scope(const ModuleScopeRecord& r) {
     throw RecordError(
         "unknown record kind `module` (it exists only in runtime/4; this trace's meta is not /4)");
   }
-  if (r.path.empty()) throw RecordError("module record has an empty `path`");
   if (r.parent && *r.parent == r.event_id) {
     throw RecordError("module scope `" + std::string(r.event_id) + "` names itself as its parent");
   }
