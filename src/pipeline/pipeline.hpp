@@ -31,6 +31,9 @@ struct Options {
   std::string config;        // config.json to bind
   std::vector<std::string> runtime_traces;
   bool lenient = false;  // skip bad trace lines and count them
+  // Prefix the traced program pushes before the root constructor (`--prefix`): module scope
+  // paths resolve to IR modules under it.
+  std::string module_prefix;
 };
 
 struct Analysis {
