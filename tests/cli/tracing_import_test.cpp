@@ -72,6 +72,16 @@ TEST(TracingImport, ProfileAcceptsTheChromeTraceAndRefusesOtherText) {
   ASSERT_EQ(a.traces.size(), 1u);
   EXPECT_EQ(a.traces[0].meta.entrypoint, "tracing-chrome");
   EXPECT_TRUE(a.rejected_traces.empty());
+  // The spans reach the IR's per-module timings like profiler module scopes.
+  ASSERT_TRUE(a.ir.runtime.has_value());
+  std::map<std::string, std::uint64_t> total, self;
+  for (const auto& m : a.ir.runtime->module_timings) {
+    total[m.path] = m.total.total_ns;
+    self[m.path] = m.self.total_ns;
+  }
+  EXPECT_EQ(total["model.layers.3"], 360'500u);
+  EXPECT_EQ(self["model.layers.3"], 360'500u - 126'000u - 100'000u);  // less attention and MLP
+  EXPECT_EQ(total["model.layers.0.mlp"], 100'000u);
 
   auto bad = fs::temp_directory_path() / "cg-tracing-import-bad.txt";
   { std::ofstream(bad) << "hello\n"; }
