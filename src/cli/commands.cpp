@@ -417,6 +417,8 @@ int run_export(Args& args) {
   if (r.trace.truncated)
     std::cerr << "warning: " << path
               << ": trace is truncated (no end record); the export covers what was written\n";
+  for (const auto& what : runtime::end_record_findings(r.trace))
+    std::cerr << "warning: " << path << ": " << what << "\n";
   if (r.trace.end_counts_disagree)
     std::cerr << "warning: " << path << ": the end record's counts ("
               << (r.trace.end ? r.trace.end->operations : 0)

@@ -51,6 +51,27 @@ class ChromeSink : public RecordSink {
     emit(w.str(), *r.thread);
   }
 
+  // A closed module scope: a complete event named by its VarBuilder path on its thread's track.
+  // Scopes nest among themselves and around the operations they enclose (same clock, same
+  // thread), so the track shows model → layer → operation.
+  void module_scope(const ModuleScopeRecord& r) override {
+    need_v4();
+    JsonWriter w(0);
+    w.begin_object();
+    w.field("name", r.path.empty() ? std::string_view("<root>") : r.path)
+        .field("cat", "module")
+        .field("ph", "X");
+    w.key("ts").raw(micros(r.start_ns)).key("dur").raw(micros(r.duration_ns));
+    w.field("pid", 1).field("tid", r.thread);
+    w.key("args").begin_object();
+    w.field("phase", phase_);
+    if (r.step) w.field("step", *r.step);
+    w.field("path", r.path).field("event_id", r.event_id);
+    if (r.parent) w.field("parent", *r.parent);
+    w.end_object().end_object();
+    emit(w.str(), r.thread);
+  }
+
   void edge_timing(const EdgeTimingRecord& r) override {
     need_v4();
     JsonWriter w(0);
@@ -114,6 +135,27 @@ class ChromeSink : public RecordSink {
 };
 
 }  // namespace
+
+std::vector<std::string> end_record_findings(const TraceInfo& trace) {
+  std::vector<std::string> out;
+  if (!trace.end) return out;
+  const EndRecord& e = *trace.end;
+  if (e.dropped > 0)
+    out.push_back(std::to_string(e.dropped) +
+                  " events were dropped by the profiler (backpressure `drop`); the timeline has "
+                  "gaps");
+  if (e.open_operations > 0)
+    out.push_back(std::to_string(e.open_operations) +
+                  " operations were begun and never ended; they are not in the timeline");
+  if (e.open_modules > 0)
+    out.push_back(std::to_string(e.open_modules) +
+                  " module scopes were begun and never closed; they are not in the timeline");
+  if (e.errors > 0)
+    out.push_back(std::to_string(e.errors) +
+                  " profiler errors during the session (unknown event ids, I/O); see the program's "
+                  "log");
+  return out;
+}
 
 ChromeExport export_chrome_trace(const std::filesystem::path& trace,
                                  const std::filesystem::path& output, const ReadOptions& options,

@@ -73,6 +73,38 @@ TEST(ChromeExport, OperationsBecomeNestedCompleteEventsPerThread) {
   EXPECT_LE(by_id["infer-op-0-2"].ts + by_id["infer-op-0-2"].dur, by_id["infer-op-0-3"].ts);
 }
 
+TEST(ChromeExport, ModuleScopesAreNamedByPathAndNestAroundTheirOperations) {
+  auto out = temp_dir() / "chrome" / "modules.json";
+  auto result = export_chrome_trace(fixture("v4_modules.jsonl"), out);
+  EXPECT_EQ(result.events, 7u);  // 6 module scopes + 1 operation
+  std::map<std::string, Event> by_id;
+  for (const auto& e : parse_events(out))
+    if (e.ph == "X") by_id[e.event_id] = e;
+  ASSERT_EQ(by_id.size(), 7u);
+  EXPECT_EQ(by_id["infer-mod-0-3"].name, "model.layers.0.mlp");
+  EXPECT_EQ(by_id["infer-mod-0-1"].name, "model");
+  // Every X event on a track lies inside, or wholly apart from, every other one there.
+  for (const auto& [a, x] : by_id) {
+    for (const auto& [b, y] : by_id) {
+      if (a == b || x.tid != y.tid) continue;
+      bool apart = x.ts + x.dur <= y.ts || y.ts + y.dur <= x.ts;
+      bool x_in_y = y.ts <= x.ts && x.ts + x.dur <= y.ts + y.dur;
+      bool y_in_x = x.ts <= y.ts && y.ts + y.dur <= x.ts + x.dur;
+      EXPECT_TRUE(apart || x_in_y || y_in_x) << a << " and " << b;
+    }
+  }
+  // The matmul at 3.5 µs runs inside layer 0's MLP (3–5 µs).
+  EXPECT_LE(by_id["infer-mod-0-3"].ts, by_id["infer-op-0-4"].ts);
+  EXPECT_TRUE(end_record_findings(result.trace).empty());
+  TraceInfo damaged = result.trace;
+  damaged.end->dropped = 3;
+  damaged.end->open_operations = 2;
+  auto said = end_record_findings(damaged);
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_THAT(said[0], ::testing::HasSubstr("3 events were dropped"));
+  EXPECT_THAT(said[1], ::testing::HasSubstr("2 operations were begun and never ended"));
+}
+
 TEST(ChromeExport, NonV4AndTruncatedTracesLeaveNoOutput) {
   auto out = temp_dir() / "chrome_none.json";
   std::filesystem::remove(out);
