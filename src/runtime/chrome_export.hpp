@@ -3,8 +3,10 @@
 // one complete event ("ph":"X") per operation on its thread's track (pid 1, tid = thread), ts/dur
 // in microseconds with ns precision, phase/step/static id/event id/parent in args; one complete
 // event per closed module scope, named by its VarBuilder path (`model.layers.3.self_attn`); one
-// instant event per edge timing; process and thread names as metadata events. Written while the
-// trace streams, committed atomically only when the whole trace was read and validated.
+// instant event per edge timing; process and thread names as metadata events. Operations that
+// overlap without nesting go to a lane track of their thread, so every X event nests in its track
+// (complete events are placed once the trace is read). Committed atomically only when the whole
+// trace was read and validated.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
