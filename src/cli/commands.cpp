@@ -14,6 +14,7 @@
 #include "cli/checkpoint_view.hpp"
 #include "cli/diagnostics.hpp"
 #include "cli/output.hpp"
+#include "cli/profile_text.hpp"
 #include "cli/summary_text.hpp"
 #include "instrument/instrument.hpp"
 #include "pipeline/pipeline.hpp"
@@ -68,7 +69,10 @@ Analysis analyze(const Args& args, const std::vector<std::string>& outputs) {
   const auto inputs = inputs_of(args);
   for (const auto& o : outputs)
     refuse_overwriting_inputs(o, inputs);
-  return pipeline::analyze(args.crate);
+  // --prefix also places traced module scope paths under the root constructor.
+  pipeline::Options crate = args.crate;
+  if (crate.module_prefix.empty()) crate.module_prefix = args.evidence.prefix;
+  return pipeline::analyze(crate);
 }
 
 // --checkpoint verified against the analysis's parameter inventory (nothing without the flag).
@@ -253,20 +257,36 @@ void profile_flags(CLI::App& cmd, Args& args) {
   add_crate_options(cmd, args.crate);
   trace_flags(cmd, args, "Runtime trace to merge (repeat for several runs or ranks)",
               "Skip bad trace lines and count them");
+  cmd.add_option("--prefix", args.crate.module_prefix,
+                 "Prefix the program pushes before the root constructor (module scope paths)");
+  cmd.add_option("--sort", args.profile_sort, "Order rows by self (exclusive) or total time")
+      ->check(CLI::IsMember({"self", "total"}));
+  cmd.add_option("--format", args.profile_format, "json (default) or table")
+      ->check(CLI::IsMember({"json", "table"}));
+  cmd.add_option("--limit", args.profile_limit, "Rows per table (0 = all; default 50)");
   cmd.add_option("--output,-o", args.out.output, "Write the report here instead of stdout");
 }
 
 int run_profile(Args& args) {
   Analysis a = analyze(args, {args.out.output});
-  JsonWriter w(2);
-  w.begin_object().field("schema", "candle-graph/query/1").field("analysis_id", a.ir.analysis_id);
-  w.field("kind", "profile").key("traces").begin_array();
-  for (const auto& t : a.traces)
-    runtime::write_trace_info(w, t);
-  w.end_array().key("report");
-  runtime::write_profile_report(w, runtime::profile_report(a.ir), 50);
-  w.end_object();
-  write_or_print(args.out.output, w.take() + "\n");
+  const auto report = runtime::profile_report(a.ir, args.profile_sort == "self");
+  if (args.profile_format == "table") {
+    write_or_print(args.out.output, profile_table(report, a.traces.size(), args.profile_limit));
+  } else {
+    JsonWriter w(2);
+    w.begin_object().field("schema", "candle-graph/query/1");
+    w.field("analysis_id", a.ir.analysis_id);
+    w.field("kind", "profile").key("traces").begin_array();
+    for (const auto& t : a.traces)
+      runtime::write_trace_info(w, t);
+    w.end_array().key("report");
+    runtime::write_profile_report(w, report, args.profile_limit);
+    w.end_object();
+    write_or_print(args.out.output, w.take() + "\n");
+    if (report.host_side && report.has_module_scopes) {
+      std::cerr << "note: timings are host-side (the traces have no device_sync)\n";
+    }
+  }
   emit_diagnostics(a, args.out);
   if (!a.traces.empty() && a.rejected_traces.size() == a.traces.size()) {
     std::cerr << "error: no runtime trace was merged (identity mismatch: see the "
@@ -300,6 +320,12 @@ void summary_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--depth", args.summary_depth, "Show modules down to this depth (default: all)");
   cmd.add_option("--dtype", args.summary_dtype,
                  "Size the parameters at this dtype (default: config.json torch_dtype, else F32)");
+  cmd.add_option("--runtime-trace", args.crate.runtime_traces,
+                 "runtime/4 trace with module scopes: adds Time, Self, % and Calls per module "
+                 "(repeat for several runs or ranks)");
+  cmd.add_flag("--lenient", args.crate.lenient, "Skip bad trace lines and count them");
+  cmd.add_option("--prefix", args.crate.module_prefix,
+                 "Prefix the program pushes before the root constructor (module scope paths)");
   cmd.add_option("--output,-o", args.out.output, "Write the table here instead of stdout");
 }
 
@@ -392,6 +418,8 @@ int run_export(Args& args) {
   if (r.trace.truncated)
     std::cerr << "warning: " << path
               << ": trace is truncated (no end record); the export covers what was written\n";
+  for (const auto& what : runtime::end_record_findings(r.trace))
+    std::cerr << "warning: " << path << ": " << what << "\n";
   if (r.trace.end_counts_disagree)
     std::cerr << "warning: " << path << ": the end record's counts ("
               << (r.trace.end ? r.trace.end->operations : 0)

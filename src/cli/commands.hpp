@@ -23,6 +23,9 @@ struct Args {
   int summary_depth = -1;
   query::QueryRequest query;
   std::string chrome_out;
+  std::string profile_sort = "self";    // profile: self | total
+  std::string profile_format = "json";  // profile: json | table
+  std::size_t profile_limit = 50;
 };
 
 struct Command {

@@ -83,6 +83,10 @@ class Reader {
     if (n.e.get_object().get(o)) expected(n, "object");
     return o;
   }
+  bool has(const Node& obj, std::string_view key) const {
+    dom::element e;
+    return !object(obj).at_key(key).get(e);
+  }
   Node at(const Node& obj, std::string_view key) const {
     dom::object o = object(obj);
     dom::element e;
@@ -410,6 +414,7 @@ Operation operation(const Reader& r, const Node& n) {
   if (Node t = r.at(n, "timing"); !t.e.is_null()) {
     OperationTiming timing;
     timing.stats = stats(r, t);
+    if (r.has(t, "self_ns")) timing.self_ns = r.ou(t, "self_ns");
     r.each_member(r.at(t, "by_phase"),
                   [&](std::string k, const Node& v) { timing.by_phase[k] = stats(r, v); });
     o.timing = std::move(timing);
@@ -452,6 +457,24 @@ RuntimeSummary runtime(const Reader& r, const Node& n) {
   s.edge_timings = r.list<EdgeTiming>(n, "edge_timings", [&](const Node& e) {
     return EdgeTiming{r.s(e, "from"), r.s(e, "to"), stats(r, r.at(e, "timing"))};
   });
+  // Module timings came later (issue #16): an IR written before has none of these fields.
+  if (r.has(n, "module_timings")) {
+    s.module_timings = r.list<ModuleTiming>(n, "module_timings", [&](const Node& m) {
+      ModuleTiming t;
+      t.path = r.s(m, "path");
+      t.module = r.s(m, "module");
+      t.instance = r.ou(m, "instance");
+      t.calls = r.u(m, "calls");
+      t.total = stats(r, r.at(m, "total"));
+      t.self = stats(r, r.at(m, "self"));
+      return t;
+    });
+    s.unmatched_module_paths = r.u(n, "unmatched_module_paths");
+    s.unmatched_module_path_examples = r.strings(n, "unmatched_module_path_examples");
+    s.host_side_timings = r.b(n, "host_side_timings");
+    r.each(r.at(n, "thread_busy_ns"), [&](const Node& x) { s.thread_busy_ns.push_back(r.u64(x)); });
+    s.steps = r.u(n, "steps");
+  }
   return s;
 }
 

@@ -303,6 +303,7 @@ void write_record(W& w, const Operation& o) {
   if (o.timing) {
     w.begin_object();
     stats_fields(w, o.timing->stats);
+    opt(w, "self_ns", o.timing->self_ns);
     w.key("by_phase").begin_object();
     for (const auto& [phase, s] : o.timing->by_phase) {
       w.key(phase);
@@ -359,6 +360,26 @@ void write_record(W& w, const std::optional<RuntimeSummary>& r) {
     w.end_object();
   }
   w.end_array();
+  w.key("module_timings").begin_array();
+  for (const ModuleTiming& m : r->module_timings) {
+    w.begin_object().field("path", m.path).field("module", m.module);
+    opt(w, "instance", m.instance);
+    w.field("calls", m.calls);
+    w.key("total");
+    stats(w, m.total);
+    w.key("self");
+    stats(w, m.self);
+    w.end_object();
+  }
+  w.end_array();
+  w.field("unmatched_module_paths", r->unmatched_module_paths);
+  strings(w, "unmatched_module_path_examples", r->unmatched_module_path_examples);
+  w.field("host_side_timings", r->host_side_timings);
+  w.key("thread_busy_ns").begin_array();
+  for (auto ns : r->thread_busy_ns)
+    w.value(ns);
+  w.end_array();
+  w.field("steps", r->steps);
   w.end_object();
 }
 

@@ -184,6 +184,9 @@ struct TimingStats {
 struct OperationTiming {
   TimingStats stats;                            // written flat: {"samples":..,...,"by_phase":{..}}
   std::map<std::string, TimingStats> by_phase;  // phase name -> stats
+  // Total exclusive time: durations minus those of child operations (runtime/4 `parent`); null
+  // when the trace has no nesting (runtime/1-3, where it equals total_ns).
+  std::optional<std::uint64_t> self_ns;
   bool operator==(const OperationTiming&) const = default;
 };
 
@@ -220,6 +223,19 @@ struct EdgeTiming {
   bool operator==(const EdgeTiming&) const = default;
 };
 
+// Timing of one module scope path (runtime/4 `module` records), resolved to the IR module it
+// times: an instance (exact prefix) or a family member (a `{i}` prefix; `instance` is its index).
+// A family row (`path` with `{i}`, no instance) folds every member's scopes.
+struct ModuleTiming {
+  std::string path;    // VarBuilder path as traced ("model.layers.3.mlp")
+  std::string module;  // IR module id; the family module for a family member
+  std::optional<std::uint64_t> instance;
+  std::uint64_t calls = 0;
+  TimingStats total;  // inclusive
+  TimingStats self;   // exclusive of child module scopes
+  bool operator==(const ModuleTiming&) const = default;
+};
+
 struct RuntimeSummary {
   std::string trace_schema;
   std::optional<std::string> entrypoint, profile;
@@ -231,6 +247,17 @@ struct RuntimeSummary {
   std::optional<ExecutionPhase> execution_phase;
   std::optional<std::uint64_t> avg_operation_duration_ns;
   std::vector<EdgeTiming> edge_timings;
+  // Module scopes (sorted by path). Paths that name no IR module of the selected component under
+  // the caller prefix are counted (distinct paths), the first 100 (sorted) listed.
+  std::vector<ModuleTiming> module_timings;
+  std::uint64_t unmatched_module_paths = 0;
+  std::vector<std::string> unmatched_module_path_examples;
+  // False only when every merged trace's meta says `device_sync` (durations include device work).
+  bool host_side_timings = true;
+  // Wall time: per thread (of every merged trace), the union of its outermost timed intervals;
+  // and the distinct steps seen. Empty / 0 without runtime/4 timestamps.
+  std::vector<std::uint64_t> thread_busy_ns;
+  std::uint64_t steps = 0;
   bool operator==(const RuntimeSummary&) const = default;
 };
 

@@ -111,6 +111,16 @@ void normalize(ModelIr& ir) {
   });
   for (Finding& f : ir.findings)
     sort_unique(f.related);
+  if (ir.runtime) {
+    auto& m = ir.runtime->module_timings;
+    std::sort(m.begin(), m.end(),
+              [](const ModuleTiming& a, const ModuleTiming& b) { return a.path < b.path; });
+    m.erase(
+        std::unique(m.begin(), m.end(),
+                    [](const ModuleTiming& a, const ModuleTiming& b) { return a.path == b.path; }),
+        m.end());
+    sort_unique(ir.runtime->unmatched_module_path_examples);
+  }
   ir.coverage = compute_coverage(ir);
 }
 

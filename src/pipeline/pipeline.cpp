@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <optional>
 
 #include "analysis/config_values.hpp"
@@ -11,7 +13,9 @@
 #include "analysis/op_catalog.hpp"
 #include "ir/stable_id.hpp"
 #include "runtime/merge_ir.hpp"
+#include "runtime/tracing_chrome.hpp"
 #include "rust/crate.hpp"
+#include "rust/span_sites.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -181,20 +185,77 @@ void record_source_findings(const rust::Crate& crate, const CandleVersions& vers
     if (!f->ok()) ++a.files_with_syntax_errors;
 }
 
-// Reads, validates and merges the runtime traces; a trace of another build is kept out.
-void merge_traces(const Options& opts, Analysis& a) {
+// The first byte that is not blank: `{` (runtime JSONL or document, or a Chrome trace object) or
+// `[` (a Chrome trace); anything else is neither, said with the file's name.
+void require_trace_shape(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return;  // the reader says what is wrong with it
+  std::ifstream in(path, std::ios::binary);
+  char ch = 0;
+  while (in.get(ch) && (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')) {
+  }
+  if (!in || ch == '{' || ch == '[') return;
+  throw InputError(path.string(),
+                   "neither a candle-graph runtime trace (runtime/1-4 JSONL or document) nor a "
+                   "tracing-chrome trace (a JSON array of events): it starts with `" +
+                       std::string(1, ch) + "`");
+}
+
+// Reads, validates and merges the runtime traces; a trace of another build is kept out. A
+// tracing-chrome trace (detected by content) is imported as module scopes.
+void merge_traces(const Options& opts, const rust::Crate& crate, Analysis& a) {
   if (opts.runtime_traces.empty()) return;
   runtime::ReadOptions ro;
   ro.lenient = opts.lenient;
-  std::vector<fs::path> paths(opts.runtime_traces.begin(), opts.runtime_traces.end());
-  auto traces = runtime::read_traces(paths, ro);
-  for (const auto& verdict : runtime::merge_runtime(a.ir, traces).traces)
+  std::vector<runtime::LoadedTrace> traces;
+  std::optional<runtime::SpanCatalog> catalog;
+  std::vector<runtime::ImportFinding> import_findings;
+  for (const auto& p : opts.runtime_traces) {
+    fs::path path(p);
+    require_trace_shape(path);
+    if (runtime::is_chrome_trace(path)) {
+      if (!catalog) catalog = span_catalog(crate, a.ir);
+      runtime::LoadedTrace t;
+      auto imported = runtime::import_tracing_chrome(path, *catalog, t.aggregate, ro);
+      t.info = std::move(imported.info);
+      for (auto& f : imported.findings)
+        import_findings.push_back(std::move(f));
+      traces.push_back(std::move(t));
+    } else {
+      auto one = runtime::read_traces({path}, ro);
+      traces.push_back(std::move(one.front()));
+    }
+  }
+  for (const auto& verdict :
+       runtime::merge_runtime(a.ir, traces, {opts.module_prefix, opts.root}).traces)
     if (!verdict.merged) a.rejected_traces.push_back(verdict.path);
+  for (const auto& f : import_findings) {
+    a.ir.findings.push_back(
+        ir::make_finding(f.rule, f.warning ? ir::Severity::warning : ir::Severity::information,
+                         ir::Confidence::proven, f.message, ""));
+  }
   for (auto& t : traces)
     a.traces.push_back(std::move(t.info));
 }
 
 }  // namespace
+
+runtime::SpanCatalog span_catalog(const rust::Crate& crate, const ir::ModelIr& ir) {
+  runtime::SpanCatalog c;
+  std::map<std::string, std::size_t> index;
+  for (const auto& m : ir.modules) {
+    index.emplace(m.id, c.modules.size());
+    c.modules.push_back({m.qualified_type.value_or(m.type_name), m.prefix, std::nullopt});
+  }
+  for (std::size_t i = 0; i < ir.modules.size(); ++i) {
+    if (!ir.modules[i].parent) continue;
+    if (auto it = index.find(*ir.modules[i].parent); it != index.end())
+      c.modules[i].parent = it->second;
+  }
+  for (const auto& site : rust::find_span_sites(crate))
+    c.types_by_span[site.name].emplace(site.owner_type, site.source);
+  return c;
+}
 
 Analysis analyze(const Options& opts) {
   std::error_code ec;
@@ -243,7 +304,7 @@ Analysis analyze(const Options& opts) {
   df.config = inv.config;
   analysis::build_dataflow(crate, df, a.ir);
 
-  merge_traces(opts, a);
+  merge_traces(opts, crate, a);
   ir::normalize(a.ir);
   return a;
 }

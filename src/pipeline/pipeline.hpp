@@ -10,6 +10,7 @@
 #include "cargo/sources.hpp"
 #include "ir/model.hpp"
 #include "runtime/reader.hpp"
+#include "runtime/tracing_chrome.hpp"
 
 namespace cg::rust {
 class Crate;
@@ -32,6 +33,9 @@ struct Options {
       args;  // `--arg name=value`: root constructor arguments (num_labels=1000)
   std::vector<std::string> runtime_traces;
   bool lenient = false;  // skip bad trace lines and count them
+  // Prefix the traced program pushes before the root constructor (`--prefix`): module scope
+  // paths resolve to IR modules under it.
+  std::string module_prefix;
 };
 
 struct Analysis {
@@ -56,5 +60,9 @@ Analysis analyze(const Options& opts);
 // rule applied: `Module(WithArgs)::forward`, `ModuleT(WithArgs)::forward_t`, or a public function
 // with `Tensor`/`Var` in its signature.
 std::vector<ir::Function> functions_of(const rust::Crate& crate);
+
+// What the tracing-chrome importer needs from the analysis: the IR's module instances and, per
+// `tracing` span name, the types whose code creates it (rust::find_span_sites).
+runtime::SpanCatalog span_catalog(const rust::Crate& crate, const ir::ModelIr& ir);
 
 }  // namespace cg::pipeline

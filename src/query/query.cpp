@@ -479,6 +479,73 @@ void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
 
 }  // namespace
 
+namespace {
+
+// `module-timings`: the runtime module scope rows (instances and `{i}` families), by self time,
+// paginated; a selector keeps the paths equal to it or containing it.
+std::string answer_module_timings(const Analysis& a, const QueryRequest& req) {
+  const ir::ModelIr& ir = a.ir;
+  if (!ir.runtime) {
+    throw InputError("query module-timings",
+                     "no runtime trace merged: pass --runtime-trace FILE (runtime/4 with module "
+                     "scopes)");
+  }
+  const auto& rt = *ir.runtime;
+  std::vector<const ir::ModuleTiming*> rows;
+  for (const auto& t : rt.module_timings) {
+    if (req.selector.empty() || t.path == req.selector ||
+        t.path.find(req.selector) != std::string::npos)
+      rows.push_back(&t);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto* x, const auto* y) {
+    if (x->self.total_ns != y->self.total_ns) return x->self.total_ns > y->self.total_ns;
+    return natural_less(x->path, y->path);
+  });
+  std::uint64_t wall = 0;
+  for (auto ns : rt.thread_busy_ns)
+    wall += ns;
+  auto page = paginate(rows.size(), req.offset, req.limit);
+  JsonWriter w(2);
+  head(w, a, "module-timings", req.selector);
+  w.field("total", static_cast<std::uint64_t>(rows.size()))
+      .field("offset", static_cast<std::uint64_t>(page.offset))
+      .field("returned", static_cast<std::uint64_t>(page.returned))
+      .field("truncated", page.truncated);
+  w.field("wall_ns", wall).field("steps", rt.steps).field("host_side", rt.host_side_timings);
+  w.field("unmatched_module_paths", rt.unmatched_module_paths);
+  w.key("unmatched_examples").begin_array();
+  for (std::size_t i = 0; i < rt.unmatched_module_path_examples.size() && i < 10; ++i)
+    w.value(rt.unmatched_module_path_examples[i]);
+  w.end_array();
+  w.key("items").begin_array();
+  for (std::size_t i = 0; i < page.returned; ++i) {
+    const ir::ModuleTiming& t = *rows[page.offset + i];
+    w.begin_object().field("path", t.path).field("module", t.module);
+    w.key("instance");
+    if (t.instance) {
+      w.value(*t.instance);
+    } else {
+      w.null();
+    }
+    w.field("family", t.path.find('{') != std::string::npos);
+    w.field("calls", t.calls).field("total_ns", t.total.total_ns).field("self_ns", t.self.total_ns);
+    w.key("self_share");
+    if (wall) {
+      w.value(static_cast<double>(t.self.total_ns) / static_cast<double>(wall));
+    } else {
+      w.null();
+    }
+    w.field("p50_ns", t.total.p50_ns).field("p95_ns", t.total.p95_ns);
+    w.field("max_ns", t.total.max_ns);
+    w.field("drill_down", "candle-graph query module '" + t.module + "'");
+    w.end_object();
+  }
+  w.end_array().end_object();
+  return w.take() + "\n";
+}
+
+}  // namespace
+
 const std::vector<ToolSpec>& query_kinds() {
   // {kind, description, takes_selector, requires_selector, takes_to, paginated}
   static const std::vector<ToolSpec> kinds = {
@@ -514,6 +581,10 @@ const std::vector<ToolSpec>& query_kinds() {
       {"finding", "One finding in full", true, true, false, false},
       {"runtime", "The merged runtime summary (needs --runtime-trace)", false, false, false, false},
       {"profile", "Timed operations by total time with share of step, and per-module totals", true},
+      {"module-timings",
+       "Module scope timings (runtime/4 module records): per instance and {i} family, total and "
+       "self time, calls, p50/p95, by self time (selector: a path or part of one)",
+       true},
       {"checkpoint", "The checkpoint verification report (needs --checkpoint)", false, false, false,
        false},
       {"summary-table", "The torchinfo-style table as text", false, false, false, false},
@@ -542,6 +613,7 @@ std::string answer_query(const Analysis& a, const QueryRequest& req, const Query
   if (!spec.takes_selector && !req.selector.empty())
     throw InputError("query " + kind, "takes no selector");
   if (kind == "path") return answer_path(a, req);
+  if (kind == "module-timings") return answer_module_timings(a, req);
   JsonWriter w(2);
   head(w, a, kind, req.selector);
   const std::string section = section_of(kind);

@@ -449,6 +449,7 @@ struct Tree {
                        return query::natural_less(a->key, b->key);
                      });
     r.mult_adds = module_mult_adds(leaves, times(m));
+    r.module_id = m.id;
     rows.push_back(r);
     if (max_depth >= 0 && depth >= max_depth) return;
     for (const auto* p : leaves) {
@@ -467,6 +468,58 @@ struct Tree {
       emit(*k, m.prefix, depth + 1, max_depth, rows);
   }
 };
+
+// Module scope timings (runtime.module_timings) onto the module rows: an instance shows its own
+// scope; a family (a `{i}` row, or several instances of one module) the sum over its instances
+// and its slowest instance.
+void attach_timings(const ir::ModelIr& ir, SummaryModel& out) {
+  if (!ir.runtime || ir.runtime->module_timings.empty()) return;
+  const auto& rt = *ir.runtime;
+  std::map<std::string, std::vector<const ir::ModuleTiming*>> instances;
+  std::map<std::string, const ir::ModuleTiming*> families;
+  for (const auto& t : rt.module_timings) {
+    if (t.path.find('{') != std::string::npos)
+      families[t.module] = &t;
+    else
+      instances[t.module].push_back(&t);
+  }
+  std::uint64_t wall = 0;
+  for (auto ns : rt.thread_busy_ns)
+    wall += ns;
+  if (wall > 0) out.totals.wall_ns = wall;
+  out.totals.host_side = rt.host_side_timings;
+  out.totals.unmatched_module_paths = rt.unmatched_module_paths;
+  for (auto& r : out.rows) {
+    if (r.module_id.empty()) continue;
+    auto in = instances.find(r.module_id);
+    auto fam = families.find(r.module_id);
+    if (in == instances.end() && fam == families.end()) continue;
+    std::uint64_t total = 0, self = 0, calls = 0;
+    if (fam != families.end()) {
+      total = fam->second->total.total_ns;
+      self = fam->second->self.total_ns;
+      calls = fam->second->calls;
+    } else {
+      for (const auto* t : in->second) {
+        total += t->total.total_ns;
+        self += t->self.total_ns;
+        calls += t->calls;
+      }
+    }
+    r.time_total_ns = total;
+    r.time_self_ns = self;
+    r.calls = calls;
+    if (wall > 0) r.self_share = static_cast<double>(self) / static_cast<double>(wall);
+    if (in != instances.end() && (fam != families.end() || in->second.size() > 1)) {
+      const ir::ModuleTiming* slowest = in->second.front();
+      for (const auto* t : in->second)
+        if (t->total.total_ns > slowest->total.total_ns) slowest = t;
+      r.slowest = (slowest->instance ? "#" + std::to_string(*slowest->instance) + " "
+                                     : slowest->path + " ") +
+                  short_duration(slowest->total.total_ns);
+    }
+  }
+}
 
 }  // namespace
 
@@ -588,6 +641,7 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     out.totals.bytes_overflow = bytes.overflow;
     if (range_hi) out.totals.bytes_max = mul(*range_hi, Count::of(b)).n;
   }
+  attach_timings(ir, out);
   return out;
 }
 

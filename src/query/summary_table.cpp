@@ -21,6 +21,21 @@ std::string group_thousands(std::uint64_t n) {
   return out;
 }
 
+std::string short_duration(std::uint64_t ns) {
+  char buf[48];
+  const double v = static_cast<double>(ns);
+  if (ns < 1000) {
+    std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
+  } else if (ns < 1000000) {
+    std::snprintf(buf, sizeof buf, "%.3g µs", v / 1e3);
+  } else if (ns < 1000000000) {
+    std::snprintf(buf, sizeof buf, "%.3g ms", v / 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
+  }
+  return buf;
+}
+
 namespace {
 
 constexpr const char* kOverflow = "over 2^64 (overflow)";
@@ -39,7 +54,23 @@ std::string pad(const std::string& s, std::size_t width) {
 }
 
 std::string pad_left(const std::string& s, std::size_t width) {
-  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+  std::size_t w = columns(s);
+  return w >= width ? s : std::string(width - w, ' ') + s;
+}
+
+// The timing cells of a row: Time, Self, %, Calls (and the slowest instance of a family).
+std::vector<std::string> time_cells(const SummaryRow& r) {
+  if (!r.time_total_ns) return {"", "", "", ""};
+  std::string share;
+  if (r.self_share) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", *r.self_share * 100.0);
+    share = buf;
+  }
+  std::string total = short_duration(*r.time_total_ns);
+  if (!r.slowest.empty()) total += " (max " + r.slowest + ")";
+  return {total, r.time_self_ns ? short_duration(*r.time_self_ns) : "", share,
+          r.calls ? group_thousands(*r.calls) : ""};
 }
 
 std::string megabytes(std::uint64_t bytes) {
@@ -74,13 +105,35 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
                                                     : 1);
   }
   const std::size_t w_train = std::string("Trainable").size();
-  std::size_t width = w_name + 2 + w_shape + 2 + w_params + 2 + w_train + (w_mult ? w_mult + 2 : 0);
+  // Time columns appear only when some row was timed (summary --runtime-trace, module scopes).
+  const std::vector<std::string> time_header = {"Time (total)", "Self", "%", "Calls"};
+  std::vector<std::size_t> w_time;
+  if (std::any_of(rows.begin(), rows.end(), [](const SummaryRow& r) { return r.time_total_ns; })) {
+    for (const auto& h : time_header)
+      w_time.push_back(columns(h));
+    for (const auto& r : rows) {
+      auto cells = time_cells(r);
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        w_time[i] = std::max(w_time[i], columns(cells[i]));
+    }
+  }
+  std::size_t w_times = 0;
+  for (auto w : w_time)
+    w_times += w + 2;
+  auto time_text = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t i = 0; i < w_time.size(); ++i)
+      s += (i == 0 ? pad(cells[i], w_time[i]) : pad_left(cells[i], w_time[i])) + "  ";
+    return s;
+  };
+  std::size_t width =
+      w_name + 2 + w_shape + 2 + w_params + 2 + w_train + (w_mult ? w_mult + 2 : 0) + w_times;
   std::string rule(width, '=');
   std::string out;
   out += rule + "\n" + title + "\n" + rule + "\n";
   out += pad("Module (type)", w_name) + "  " + pad("Param shape", w_shape) + "  " +
          pad_left("Param #", w_params) + "  " + (w_mult ? pad("Mult-Adds", w_mult) + "  " : "") +
-         "Trainable\n";
+         time_text(time_header) + "Trainable\n";
   out += rule + "\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
@@ -89,9 +142,25 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
                         : r.params        ? group_thousands(*r.params)
                                           : (r.shape.empty() && r.type.empty() ? "" : "?");
     out += pad(first[i], w_name) + "  " + pad(r.shape, w_shape) + "  " + pad_left(count, w_params) +
-           "  " + (w_mult ? pad(r.mult_adds, w_mult) + "  " : "") + r.trainable + "\n";
+           "  " + (w_mult ? pad(r.mult_adds, w_mult) + "  " : "") + time_text(time_cells(r)) +
+           r.trainable + "\n";
   }
   out += rule + "\n";
+  if (!w_time.empty()) {
+    out +=
+        "Time: inclusive module scope time over all calls; Self: less child module scopes; %: "
+        "self share of ";
+    out += totals.wall_ns ? "wall time " + short_duration(*totals.wall_ns) : "wall time (unknown)";
+    out += "\n";
+    if (totals.host_side) {
+      out += "timings are host-side (the trace has no device_sync): GPU work is timed at launch\n";
+    }
+  }
+  if (totals.unmatched_module_paths > 0) {
+    out += std::to_string(totals.unmatched_module_paths) +
+           " traced module paths match no module here (see the runtime-unmapped finding; "
+           "--prefix)\n";
+  }
   auto total = [](const std::optional<std::uint64_t>& v) {
     return v ? group_thousands(*v) : std::string("unknown");
   };

@@ -18,6 +18,12 @@ struct SummaryRow {
   std::string marker;                   // "", "conditional", "unknown"
   std::string mult_adds;                // per call, e.g. "b*t*65536"; "" when not known
   bool params_overflow = false;         // the count does not fit 64 bits (`params` is nullopt)
+  // Module scope timings (--runtime-trace with runtime/4 `module` records); a folded family shows
+  // the sum over its instances and, in `slowest`, its slowest instance ("#3 1.2 ms").
+  std::optional<std::uint64_t> time_total_ns{}, time_self_ns{}, calls{};
+  std::optional<double> self_share{};  // self / wall time
+  std::string slowest{};
+  std::string module_id{};  // the IR module a module row shows ("" for a parameter leaf)
 };
 
 struct SummaryTotals {
@@ -36,6 +42,10 @@ struct SummaryTotals {
   std::optional<std::uint64_t> total_max;
   std::optional<std::uint64_t> bytes_max;
   std::vector<std::string> alternatives;
+  // Timing columns: present when some row has a timing.
+  std::optional<std::uint64_t> wall_ns{};
+  bool host_side = true;
+  std::uint64_t unmatched_module_paths = 0;
 };
 
 std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& rows,
@@ -43,5 +53,7 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
 
 // 1234567 → "1,234,567".
 std::string group_thousands(std::uint64_t n);
+// ns as a short duration: "850 ns", "12.3 µs", "4.56 ms", "1.235 s".
+std::string short_duration(std::uint64_t ns);
 
 }  // namespace cg::query

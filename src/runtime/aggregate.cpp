@@ -95,11 +95,78 @@ void StepSet::insert(const StepSet& other) {
   check();
 }
 
+void ThreadWall::add(std::uint64_t start, std::uint64_t end) {
+  start = std::max(start, settled_end_);
+  if (end <= start) return;
+  while (!open_.empty() && open_.back().second >= start) {
+    start = std::min(start, open_.back().first);
+    end = std::max(end, open_.back().second);
+    open_ns_ -= open_.back().second - open_.back().first;
+    open_.pop_back();
+  }
+  open_.emplace_back(start, end);
+  open_ns_ += end - start;
+  if (open_.size() > kMaxOpen) {
+    settled_ns_ += open_.front().second - open_.front().first;
+    open_ns_ -= open_.front().second - open_.front().first;
+    settled_end_ = open_.front().second;
+    open_.erase(open_.begin());
+  }
+}
+
+std::uint64_t ThreadWall::busy_ns() const {
+  return settled_ns_ + open_ns_;
+}
+
 void TraceAggregate::meta(const RunMeta& m) {
   phase_ = m.phase;
+  device_sync = m.device_sync;
+  traces = 1;
+}
+
+std::uint64_t TraceAggregate::child_ns(StringMap<std::uint64_t>& pending, std::string_view id) {
+  if (pending.empty()) return 0;
+  auto it = pending.find(id);
+  if (it == pending.end()) return 0;
+  std::uint64_t n = it->second;
+  pending.erase(it);
+  return n;
+}
+
+void TraceAggregate::wall(std::optional<std::uint64_t> thread, std::uint64_t start,
+                          std::uint64_t duration) {
+  const std::uint64_t end =
+      start > ~std::uint64_t{0} - duration ? ~std::uint64_t{0} : start + duration;
+  walls_[thread.value_or(0)].add(start, end);
+}
+
+std::vector<std::uint64_t> TraceAggregate::thread_wall_ns() const {
+  std::vector<std::uint64_t> out = merged_walls_;
+  for (const auto& [thread, w] : walls_)
+    out.push_back(w.busy_ns());
+  return out;
+}
+
+void TraceAggregate::module_scope(const ModuleScopeRecord& r) {
+  ++nested_records;
+  ModuleScopeStats& s = modules[std::string(r.path)];
+  s.total.add(r.duration_ns);
+  const std::uint64_t children = child_ns(pending_module_children_, r.event_id);
+  s.self.add(children >= r.duration_ns ? 0 : r.duration_ns - children);
+  if (r.parent) {
+    std::uint64_t& p = pending_module_children_[std::string(*r.parent)];
+    p = p > ~std::uint64_t{0} - r.duration_ns ? ~std::uint64_t{0} : p + r.duration_ns;
+  } else {
+    wall(r.thread, r.start_ns, r.duration_ns);
+  }
+  if (r.step && *r.step != last_step_) {
+    steps.insert(*r.step);
+    last_step_ = *r.step;
+  }
 }
 
 void TraceAggregate::operation(const OperationRecord& r) {
+  std::optional<std::uint64_t> self;
   if (r.duration_ns) {
     all_operations.add(*r.duration_ns);
     if (!r.parent) {
@@ -107,6 +174,15 @@ void TraceAggregate::operation(const OperationRecord& r) {
                          ? ~std::uint64_t{0}
                          : top_level_ns + *r.duration_ns;
     }
+    const std::uint64_t children = child_ns(pending_op_children_, r.event_id);
+    self = children >= *r.duration_ns ? 0 : *r.duration_ns - children;
+    if (r.parent) {
+      std::uint64_t& p = pending_op_children_[std::string(*r.parent)];
+      p = p > ~std::uint64_t{0} - *r.duration_ns ? ~std::uint64_t{0} : p + *r.duration_ns;
+    } else if (r.start_ns && r.thread) {
+      wall(r.thread, *r.start_ns, *r.duration_ns);
+    }
+    if (r.start_ns && r.thread) ++nested_records;
   }
   if (r.step && *r.step != last_step_) {  // steps arrive in runs: skip the tree most times
     steps.insert(*r.step);
@@ -133,6 +209,7 @@ void TraceAggregate::operation(const OperationRecord& r) {
   ++s.observations;
   if (!r.duration_ns) return;
   s.timing.add(*r.duration_ns);
+  s.self.add(*self);
   // A trace has one phase (meta); when meta comes late (/1–/3 allow it), the id says it.
   std::string_view phase = phase_ ? std::string_view(*phase_) : std::string_view{};
   if (phase.empty()) phase = r.event_id.substr(0, r.event_id.find('-'));
@@ -194,6 +271,7 @@ void TraceAggregate::merge(const TraceAggregate& other) {
     if (fresh) it->second.op = s.op;
     it->second.observations += s.observations;
     it->second.timing.merge(s.timing);
+    it->second.self.merge(s.self);
     for (const auto& [phase, t] : s.by_phase)
       it->second.by_phase[phase].merge(t);
   }
@@ -232,6 +310,16 @@ void TraceAggregate::merge(const TraceAggregate& other) {
                      ? ~std::uint64_t{0}
                      : top_level_ns + other.top_level_ns;
   steps.insert(other.steps);
+  for (const auto& [path, m] : other.modules) {
+    ModuleScopeStats& into = modules[path];
+    into.total.merge(m.total);
+    into.self.merge(m.self);
+  }
+  device_sync = (traces == 0 ? true : device_sync) && other.device_sync;
+  traces += other.traces;
+  nested_records += other.nested_records;
+  for (auto w : other.thread_wall_ns())
+    merged_walls_.push_back(w);
   if (other.first_non_finite_value_step) {
     first_non_finite_value_step =
         std::min(first_non_finite_value_step.value_or(*other.first_non_finite_value_step),

@@ -41,6 +41,9 @@ struct LocalHint {
 struct OperationStats {
   std::string op;  // the first op name seen for this static id
   TimingStats timing;
+  // Exclusive time: each duration minus its child operations' (runtime/4 `parent`); without
+  // nesting (/1–/3) it equals `timing`.
+  TimingStats self;
   std::uint64_t observations = 0;  // with or without a duration
   std::map<std::string, TimingStats, std::less<>> by_phase;
   // The id that followed this one last time: a trace repeats its step's sequence, so the next
@@ -90,6 +93,31 @@ class StepSet {
   std::uint64_t count_ = 0;
 };
 
+// One module scope path (runtime/4 `module`): inclusive durations and durations exclusive of child
+// module scopes.
+struct ModuleScopeStats {
+  TimingStats total;
+  TimingStats self;
+};
+
+// Busy time of one thread: the union of its outermost intervals (operations without a parent
+// operation, module scopes without a parent scope). A thread's records come in the order they end,
+// so the union is kept as a stack of disjoint intervals that a later, enclosing one collapses;
+// past kMaxOpen disjoint intervals the oldest is settled (an interval reaching back over it later
+// counts only from there).
+class ThreadWall {
+ public:
+  static constexpr std::size_t kMaxOpen = 4096;
+  void add(std::uint64_t start, std::uint64_t end);
+  std::uint64_t busy_ns() const;
+
+ private:
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> open_;
+  std::uint64_t open_ns_ = 0;
+  std::uint64_t settled_ns_ = 0;
+  std::uint64_t settled_end_ = 0;
+};
+
 class TraceAggregate : public RecordSink {
  public:
   void meta(const RunMeta& m) override;
@@ -98,6 +126,7 @@ class TraceAggregate : public RecordSink {
   void gradient(const GradientRecord& r) override;
   void value(const ValueRecord& r) override;
   void edge_timing(const EdgeTimingRecord& r) override;
+  void module_scope(const ModuleScopeRecord& r) override;
 
   // Adds another trace's aggregate (another run or rank) into this one.
   void merge(const TraceAggregate& other);
@@ -118,10 +147,23 @@ class TraceAggregate : public RecordSink {
   // operation before runtime/4, which has no `parent`), and the distinct steps they ran in.
   std::uint64_t top_level_ns = 0;
   StepSet steps;
+  // runtime/4: module scopes by path; busy (wall) time per thread, one entry per thread of each
+  // trace merged in (ranks keep their own threads).
+  std::map<std::string, ModuleScopeStats, std::less<>> modules;
+  bool device_sync = false;          // every merged trace's meta said device_sync
+  std::uint64_t traces = 0;          // traces aggregated here (merge adds)
+  std::uint64_t nested_records = 0;  // records carrying start_ns and thread (runtime/4)
+  std::vector<std::uint64_t> thread_wall_ns() const;
   std::optional<std::uint64_t> first_non_finite_value_step;
 
  private:
   std::optional<std::string> phase_;
+  std::uint64_t child_ns(StringMap<std::uint64_t>& pending, std::string_view id);
+  void wall(std::optional<std::uint64_t> thread, std::uint64_t start, std::uint64_t duration);
+  // Child time waiting for its parent's record (children end first): bounded by open scopes.
+  StringMap<std::uint64_t> pending_op_children_, pending_module_children_;
+  std::map<std::uint64_t, ThreadWall> walls_;
+  std::vector<std::uint64_t> merged_walls_;  // threads of traces merged in
   std::uint64_t last_step_ = ~std::uint64_t{0};
   LocalHint<StringMap<OperationStats>::value_type> last_operation_;
 };

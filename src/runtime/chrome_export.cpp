@@ -1,8 +1,11 @@
 #include "runtime/chrome_export.hpp"
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "runtime/output_file.hpp"
 #include "util/error.hpp"
@@ -39,7 +42,10 @@ class ChromeSink : public RecordSink {
     need_v4();
     JsonWriter w(0);
     w.begin_object();
-    w.field("name", r.op).field("cat", "operation").field("ph", "X");
+    // What ran and where: `matmul @ src/model.rs:446` when the profiler recorded a source.
+    std::string name(r.op);
+    if (r.source) name += " @ " + std::string(*r.source);
+    w.field("name", name).field("cat", "operation").field("ph", "X");
     w.key("ts").raw(micros(*r.start_ns)).key("dur").raw(micros(*r.duration_ns));
     w.field("pid", 1).field("tid", *r.thread);
     w.key("args").begin_object();
@@ -48,7 +54,28 @@ class ChromeSink : public RecordSink {
     w.field("event_id", r.event_id);
     if (r.parent) w.field("parent", *r.parent);
     w.end_object().end_object();
-    emit(w.str(), *r.thread);
+    hold(w.take(), *r.start_ns, *r.duration_ns, *r.thread);
+  }
+
+  // A closed module scope: a complete event named by its VarBuilder path on its thread's track.
+  // Scopes nest among themselves and around the operations they enclose (same clock, same
+  // thread), so the track shows model → layer → operation.
+  void module_scope(const ModuleScopeRecord& r) override {
+    need_v4();
+    JsonWriter w(0);
+    w.begin_object();
+    w.field("name", r.path.empty() ? std::string_view("<root>") : r.path)
+        .field("cat", "module")
+        .field("ph", "X");
+    w.key("ts").raw(micros(r.start_ns)).key("dur").raw(micros(r.duration_ns));
+    w.field("pid", 1).field("tid", r.thread);
+    w.key("args").begin_object();
+    w.field("phase", phase_);
+    if (r.step) w.field("step", *r.step);
+    w.field("path", r.path).field("event_id", r.event_id);
+    if (r.parent) w.field("parent", *r.parent);
+    w.end_object().end_object();
+    hold(w.take(), r.start_ns, r.duration_ns, r.thread);
   }
 
   void edge_timing(const EdgeTimingRecord& r) override {
@@ -66,6 +93,7 @@ class ChromeSink : public RecordSink {
   }
 
   std::uint64_t finish() {
+    place_complete_events();
     JsonWriter p(0);
     p.begin_object().field("name", "process_name").field("ph", "M").field("pid", 1);
     p.key("args").begin_object().field("name", "candle-graph " + name_).end_object().end_object();
@@ -76,6 +104,17 @@ class ChromeSink : public RecordSink {
       w.field("tid", t).key("args").begin_object();
       w.field("name", "thread " + std::to_string(t)).end_object().end_object();
       emit(w.str(), std::nullopt);
+    }
+    for (const auto& [t, lanes] : extra_lanes_) {
+      for (std::uint64_t lane = 1; lane <= lanes; ++lane) {
+        JsonWriter w(0);
+        w.begin_object().field("name", "thread_name").field("ph", "M").field("pid", 1);
+        w.field("tid", lane_tid(t, lane)).key("args").begin_object();
+        w.field("name", "thread " + std::to_string(t) + " (overlapping, lane " +
+                            std::to_string(lane) + ")");
+        w.end_object().end_object();
+        emit(w.str(), std::nullopt);
+      }
     }
     out_.write("\n]}\n");
     return events_;
@@ -103,6 +142,78 @@ class ChromeSink : public RecordSink {
     }
   }
 
+  struct Held {
+    std::uint64_t start = 0, end = 0, thread = 0, order = 0;
+    std::string json;
+  };
+
+  // Complete events wait until the trace is read: operations that overlap without nesting (legal
+  // in runtime/4) would break the X-event nesting a viewer needs, so each goes to the first lane
+  // of its thread where it nests; lane 0 is the thread's own track.
+  void hold(std::string json, std::uint64_t start, std::uint64_t duration, std::uint64_t thread) {
+    count_thread(thread);
+    held_.push_back({start, start + duration, thread, held_.size(), std::move(json)});
+  }
+
+  static std::uint64_t lane_tid(std::uint64_t thread, std::uint64_t lane) {
+    return thread + (lane << 16);  // runtime/4 threads are < 65536
+  }
+
+  void place_complete_events() {
+    std::sort(held_.begin(), held_.end(), [](const Held& a, const Held& b) {
+      if (a.thread != b.thread) return a.thread < b.thread;
+      if (a.start != b.start) return a.start < b.start;
+      if (a.end != b.end) return a.end > b.end;
+      return a.order < b.order;
+    });
+    std::vector<std::vector<std::uint64_t>> lanes;  // per lane: ends of the open events
+    std::uint64_t thread = 0;
+    for (std::size_t i = 0; i < held_.size(); ++i) {
+      Held& h = held_[i];
+      if (i == 0 || h.thread != thread) {
+        lanes.clear();
+        thread = h.thread;
+      }
+      std::size_t lane = 0;
+      for (;; ++lane) {
+        if (lane == lanes.size()) lanes.emplace_back();
+        auto& open = lanes[lane];
+        while (!open.empty() && open.back() <= h.start)
+          open.pop_back();
+        if (open.empty() || open.back() >= h.end) break;
+      }
+      lanes[lane].push_back(h.end);
+      if (lane > 0) {
+        std::string from = "\"tid\":" + std::to_string(h.thread) + ",";
+        auto at = h.json.find(from);
+        if (at != std::string::npos)
+          h.json.replace(at, from.size(),
+                         "\"tid\":" + std::to_string(lane_tid(h.thread, lane)) + ",");
+        auto& most = extra_lanes_[h.thread];
+        most = std::max<std::uint64_t>(most, lane);
+      }
+      write_event(h.json);
+      std::string().swap(h.json);
+    }
+    held_.clear();
+  }
+
+  void count_thread(std::uint64_t thread) {
+    if (threads_.insert(thread).second && threads_.size() > max_threads_) {
+      throw std::length_error("trace has more than " + std::to_string(max_threads_) +
+                              " distinct `thread` values (the Chrome export's limit)");
+    }
+    ++events_;
+  }
+
+  void write_event(const std::string& event) {
+    if (!first_) out_.write(",\n");
+    first_ = false;
+    out_.write(event);
+  }
+
+  std::vector<Held> held_;
+  std::map<std::uint64_t, std::uint64_t> extra_lanes_;  // thread → lanes past its own
   const std::filesystem::path& trace_;
   OutputFile& out_;
   bool is_v4_ = false;
@@ -114,6 +225,27 @@ class ChromeSink : public RecordSink {
 };
 
 }  // namespace
+
+std::vector<std::string> end_record_findings(const TraceInfo& trace) {
+  std::vector<std::string> out;
+  if (!trace.end) return out;
+  const EndRecord& e = *trace.end;
+  if (e.dropped > 0)
+    out.push_back(std::to_string(e.dropped) +
+                  " events were dropped by the profiler (backpressure `drop`); the timeline has "
+                  "gaps");
+  if (e.open_operations > 0)
+    out.push_back(std::to_string(e.open_operations) +
+                  " operations were begun and never ended; they are not in the timeline");
+  if (e.open_modules > 0)
+    out.push_back(std::to_string(e.open_modules) +
+                  " module scopes were begun and never closed; they are not in the timeline");
+  if (e.errors > 0)
+    out.push_back(std::to_string(e.errors) +
+                  " profiler errors during the session (unknown event ids, I/O); see the program's "
+                  "log");
+  return out;
+}
 
 ChromeExport export_chrome_trace(const std::filesystem::path& trace,
                                  const std::filesystem::path& output, const ReadOptions& options,

@@ -391,10 +391,12 @@ enum class Kind {
   gradient,
   value,
   edge_timing,
+  module_scope,
   end,
   compact_def,
   compact_op,
-  compact_edge
+  compact_edge,
+  compact_module
 };
 
 constexpr std::string_view kCompactSchema = "candle-graph/runtime/4-compact/1";
@@ -406,6 +408,7 @@ Kind parse_kind(std::string_view k, bool compact) {
     if (k == "o") return Kind::compact_op;
     if (k == "def") return Kind::compact_def;
     if (k == "e") return Kind::compact_edge;
+    if (k == "m") return Kind::compact_module;
   }
   if (k == "operation") return Kind::operation;
   if (k == "edge_timing") return Kind::edge_timing;
@@ -414,12 +417,15 @@ Kind parse_kind(std::string_view k, bool compact) {
   if (k == "gradient") return Kind::gradient;
   if (k == "value") return Kind::value;
   if (k == "end") return Kind::end;
+  if (k == "module") return Kind::module_scope;
   if (compact) {
-    throw RecordError("unknown record kind `" + std::string(k) +
-                      "` (expected def, o, e, meta, operation, edge_timing or end)");
+    throw UnknownKindError(
+        "unknown record kind `" + std::string(k) +
+        "` (expected def, o, e, m, meta, operation, edge_timing, module or end)");
   }
-  throw RecordError("unknown record kind `" + std::string(k) +
-                    "` (expected meta, tensor, operation, gradient, value, edge_timing or end)");
+  throw UnknownKindError(
+      "unknown record kind `" + std::string(k) +
+      "` (expected meta, tensor, operation, gradient, value, edge_timing, module or end)");
 }
 
 std::string json_error(simdjson::error_code e) {
@@ -493,6 +499,8 @@ void JsonlImporter::meta(Obj& obj, TraceValidator& validator, bool first_record,
       if (auto s = opt_str(val, name)) meta.build_id = std::string(*s);
     } else if (is(name, "phase")) {
       if (auto s = opt_str(val, name)) meta.phase = std::string(*s);
+    } else if (is(name, "device_sync")) {
+      if (!is_null(val)) meta.device_sync = boolean(val, name);
     }
   });
   done();
@@ -519,9 +527,11 @@ void JsonlImporter::meta(Obj& obj, TraceValidator& validator, bool first_record,
 template <typename Obj, typename Done>
 void JsonlImporter::compact_def(Obj& obj, Done&& done) {
   std::optional<std::uint64_t> h;
-  std::optional<std::string_view> op, static_id, from, to, event_id;
+  std::optional<std::string_view> op, static_id, from, to, path, event_id;
   each_field(obj, event_id, [&](std::string_view name, auto& val) {
-    if (is(name, "h")) {
+    if (is(name, "path")) {
+      path = str(val, name);
+    } else if (is(name, "h")) {
       h = u64(val, name);
     } else if (is(name, "op")) {
       op = str(val, name);
@@ -542,7 +552,13 @@ void JsonlImporter::compact_def(Obj& obj, Done&& done) {
                       std::to_string(kMaxCompactHandles) + " distinct operations and edges");
   }
   CompactDef def;
-  if (static_id || op) {
+  if (path) {
+    if (static_id || op || from || to) {
+      throw RecordError("def has both a module path and an operation's or an edge's fields");
+    }
+    def.kind = CompactKind::module;
+    def.path = std::string(*path);
+  } else if (static_id || op) {
     if (!op) missing("def", "op", "string");
     if (!static_id) missing("def", "static_id", "string");
     if (from || to) throw RecordError("def has both an operation's and an edge's fields");
@@ -551,7 +567,7 @@ void JsonlImporter::compact_def(Obj& obj, Done&& done) {
   } else {
     if (!from) missing("def", "from_static_id (or static_id and op)", "string");
     if (!to) missing("def", "to_static_id", "string");
-    def.edge = true;
+    def.kind = CompactKind::edge;
     def.from = std::string(*from);
     def.to = std::string(*to);
   }
@@ -561,8 +577,10 @@ void JsonlImporter::compact_def(Obj& obj, Done&& done) {
 }
 
 template <typename Obj, typename Done>
-void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, bool edge, Done&& done) {
-  const char* kind = edge ? "e" : "o";
+void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, CompactKind what,
+                                  Done&& done) {
+  const bool edge = what == CompactKind::edge;
+  const char* kind = edge ? "e" : what == CompactKind::module ? "m" : "o";
   std::optional<std::uint64_t> h, th, c, s, e, d, t, p, ps;
   std::optional<std::string_view> output, event_id;
   each_field(obj, event_id, [&](std::string_view name, auto& val) {
@@ -585,7 +603,7 @@ void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, bool edge
       p = u64(val, name);
     } else if (is(name, "ps") && !edge) {
       ps = u64(val, name);
-    } else if (is(name, "o") && !edge) {
+    } else if (is(name, "o") && what == CompactKind::operation) {
       output = str(val, name);
     }
   });
@@ -598,10 +616,12 @@ void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, bool edge
     throw RecordError(std::string("`") + kind + "` record refers to `h` " + std::to_string(*h) +
                       ", which no earlier def record defines");
   }
-  if (def->second.edge != edge) {
-    throw RecordError(
-        std::string("`") + kind + "` record refers to `h` " + std::to_string(*h) +
-        (edge ? ", which is defined as an operation" : ", which is defined as an edge"));
+  if (def->second.kind != what) {
+    const char* defined = def->second.kind == CompactKind::edge     ? "an edge"
+                          : def->second.kind == CompactKind::module ? "a module path"
+                                                                    : "an operation";
+    throw RecordError(std::string("`") + kind + "` record refers to `h` " + std::to_string(*h) +
+                      ", which is defined as " + defined);
   }
   // Fields left out repeat (or, for the counter, continue) the thread's previous record.
   const std::uint64_t thread = th.value_or(compact_last_thread_);
@@ -613,21 +633,22 @@ void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, bool edge
   const std::uint64_t counter = c.value_or(previous.counter + 1);
   const std::uint64_t id_step = s.value_or(previous.id_step);
   if (counter == 0) throw RecordError(std::string("`") + kind + "` record has counter 0");
-  auto put_id = [&](std::string& out, const char* what, std::uint64_t step_of,
+  auto put_id = [&](std::string& out, const char* infix, std::uint64_t step_of,
                     std::uint64_t counter_of) {
     out.assign(phase_);
-    out += what;
+    out += infix;
     out += std::to_string(step_of);
     out.push_back('-');
     out += std::to_string(counter_of);
   };
-  put_id(compact_id_, edge ? "-edge-" : "-op-", id_step, counter);
+  const char* infix = edge ? "-edge-" : what == CompactKind::module ? "-mod-" : "-op-";
+  put_id(compact_id_, infix, id_step, counter);
   if (p && (*p == 0 || *p >= counter)) {
-    throw RecordError("`o` record's parent offset `p` " + std::to_string(*p) +
-                      " must be between 1 and the counter minus 1 (" + std::to_string(counter - 1) +
-                      ")");
+    throw RecordError(std::string("`") + kind + "` record's parent offset `p` " +
+                      std::to_string(*p) + " must be between 1 and the counter minus 1 (" +
+                      std::to_string(counter - 1) + ")");
   }
-  if (p) put_id(compact_parent_, "-op-", ps.value_or(id_step), counter - *p);
+  if (p) put_id(compact_parent_, infix, ps.value_or(id_step), counter - *p);
   committing_ = true;
   compact_last_thread_ = thread;
   compact_threads_[thread] = {counter, id_step};
@@ -643,6 +664,18 @@ void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, bool edge
     validator.edge_timing(et);
     return;
   }
+  if (what == CompactKind::module) {
+    ModuleScopeRecord m;
+    m.event_id = compact_id_;
+    m.path = def->second.path;
+    m.step = e.value_or(id_step);
+    m.duration_ns = *d;
+    m.start_ns = *t;
+    m.thread = thread;
+    if (p) m.parent = std::string_view(compact_parent_);
+    validator.module_scope(m);
+    return;
+  }
   OperationRecord o;
   o.event_id = compact_id_;
   o.op = def->second.op;
@@ -654,6 +687,41 @@ void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, bool edge
   o.thread = thread;
   if (p) o.parent = std::string_view(compact_parent_);
   validator.operation(o);
+}
+
+template <typename Obj, typename Done>
+void JsonlImporter::module_scope(Obj& obj, TraceValidator& validator, Done&& done) {
+  ModuleScopeRecord m;
+  std::optional<std::string_view> event_id, path;
+  std::optional<std::uint64_t> duration, start, thread;
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (is(name, "path")) {
+      path = str(val, name);
+    } else if (is(name, "step")) {
+      m.step = u64(val, name);
+    } else if (is(name, "duration_ns")) {
+      duration = u64(val, name);
+    } else if (is(name, "start_ns")) {
+      start = u64(val, name);
+    } else if (is(name, "thread")) {
+      thread = u64(val, name);
+    } else if (is(name, "parent")) {
+      m.parent = opt_str(val, name);
+    }
+  });
+  done();
+  m.event_id = need_id(event_id, "module");
+  if (!path) missing("module", "path", "string");
+  if (!m.step) missing("module", "step", "unsigned integer");
+  if (!duration) missing("module", "duration_ns", "unsigned integer");
+  if (!start) missing("module", "start_ns", "unsigned integer");
+  if (!thread) missing("module", "thread", "unsigned integer");
+  m.path = *path;
+  m.duration_ns = *duration;
+  m.start_ns = *start;
+  m.thread = *thread;
+  committing_ = true;
+  validator.module_scope(m);
 }
 
 template <typename Obj, typename Done>
@@ -849,7 +917,9 @@ void JsonlImporter::end(Obj& obj, TraceValidator& validator, Done&& done) {
       {"errors", &EndRecord::errors},
       {"open_operations", &EndRecord::open_operations},
       {"threads", &EndRecord::threads},
-      {"duration_ns", &EndRecord::duration_ns}};
+      {"duration_ns", &EndRecord::duration_ns},
+      {"modules", &EndRecord::modules},
+      {"open_modules", &EndRecord::open_modules}};
   EndRecord end;
   unsigned end_fields = 0;
   std::optional<std::string_view> event_id;
@@ -927,14 +997,18 @@ void JsonlImporter::dispatch(Obj& obj, std::string_view kind, TraceValidator& va
       return gradient(obj, validator, done);
     case Kind::value:
       return value(obj, validator, done);
+    case Kind::module_scope:
+      return module_scope(obj, validator, done);
     case Kind::end:
       return end(obj, validator, done);
     case Kind::compact_def:
       return compact_def(obj, done);
     case Kind::compact_op:
-      return compact_event(obj, validator, false, done);
+      return compact_event(obj, validator, CompactKind::operation, done);
     case Kind::compact_edge:
-      return compact_event(obj, validator, true, done);
+      return compact_event(obj, validator, CompactKind::edge, done);
+    case Kind::compact_module:
+      return compact_event(obj, validator, CompactKind::module, done);
   }
 }
 

@@ -69,13 +69,17 @@ class JsonlImporter {
   template <typename Obj, typename Done>
   void value(Obj& obj, TraceValidator& validator, Done&& done);
   template <typename Obj, typename Done>
+  void module_scope(Obj& obj, TraceValidator& validator, Done&& done);
+  template <typename Obj, typename Done>
   void end(Obj& obj, TraceValidator& validator, Done&& done);
-  // runtime/4-compact/1 (docs/runtime-4.md): `def`, then `o` / `e` records that refer to it,
-  // expanded here into the same operation and edge_timing records a runtime/4 line gives.
+  // runtime/4-compact/1 (docs/runtime-4.md): `def`, then `o` / `e` / `m` records that refer to
+  // it, expanded here into the same operation, edge_timing and module records a runtime/4 line
+  // gives.
+  enum class CompactKind : std::uint8_t { operation, edge, module };
   template <typename Obj, typename Done>
   void compact_def(Obj& obj, Done&& done);
   template <typename Obj, typename Done>
-  void compact_event(Obj& obj, TraceValidator& validator, bool edge, Done&& done);
+  void compact_event(Obj& obj, TraceValidator& validator, CompactKind what, Done&& done);
 
   void start_stream(const char* from);
   bool at_line(std::string_view line);
@@ -87,9 +91,10 @@ class JsonlImporter {
 
   // Compact encoding: set by a `meta` naming candle-graph/runtime/4-compact/1.
   struct CompactDef {
-    bool edge = false;
+    CompactKind kind = CompactKind::operation;
     std::string op, static_id;  // operation
     std::string from, to;       // edge
+    std::string path;           // module scope
   };
   struct CompactThread {
     std::uint64_t counter = 0;

@@ -105,7 +105,76 @@ Identity expected_identity(const ir::ModelIr& ir) {
   return id;
 }
 
-MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces) {
+namespace {
+
+// Module scope paths → IR module instances and families (module_paths.hpp); unmatched paths are
+// counted and listed (the first 100) in the summary and a finding.
+void resolve_module_timings(const ir::ModelIr& ir, const MergePlan& plan,
+                            const ModulePathOptions& options, ir::RuntimeSummary& s,
+                            std::vector<ir::Finding>& findings) {
+  constexpr std::size_t kExamples = 100;
+  std::vector<std::string> paths;
+  for (const auto& [path, stats] : plan.modules)
+    paths.push_back(path);
+  ModulePathResolver resolver(ir, options);
+  auto matches = resolver.resolve(paths);
+  struct Family {
+    std::string module;
+    TimingStats total, self;
+  };
+  std::map<std::string, Family> families;
+  std::vector<std::string> unmatched;
+  for (const auto& [path, stats] : plan.modules) {
+    const auto& m = matches.at(path);
+    if (!m) {
+      unmatched.push_back(path);
+      continue;
+    }
+    ir::ModuleTiming t;
+    t.path = path;
+    t.module = m->module;
+    t.instance = m->instance;
+    t.calls = stats.total.samples();
+    t.total = to_ir(timing_record(stats.total));
+    t.self = to_ir(timing_record(stats.self));
+    s.module_timings.push_back(std::move(t));
+    if (m->family) {
+      Family& f = families[m->family_path];
+      f.module = m->module;
+      f.total.merge(stats.total);
+      f.self.merge(stats.self);
+    }
+  }
+  for (const auto& [path, f] : families) {
+    s.module_timings.push_back({path, f.module, std::nullopt, f.total.samples(),
+                                to_ir(timing_record(f.total)), to_ir(timing_record(f.self))});
+  }
+  s.unmatched_module_paths = unmatched.size();
+  for (std::size_t i = 0; i < unmatched.size() && i < kExamples; ++i)
+    s.unmatched_module_path_examples.push_back(unmatched[i]);
+  if (!unmatched.empty()) {
+    std::string first;
+    for (std::size_t i = 0; i < unmatched.size() && i < 3; ++i)
+      first += (i ? ", " : "") + unmatched[i];
+    std::string where = resolver.component().empty() ? std::string("no component")
+                                                     : "component " + resolver.component();
+    std::string message =
+        std::to_string(unmatched.size()) + " traced module scope paths name no module of " + where +
+        (options.prefix.empty() ? "" : " under prefix `" + options.prefix + "`") +
+        " (first: " + first +
+        "); their times are listed as unmatched (runtime.unmatched_module_path_examples)" +
+        (options.prefix.empty() ? "; pass --prefix if the program pushes one before the root "
+                                  "constructor"
+                                : "");
+    findings.push_back(ir::make_finding("runtime-unmapped", ir::Severity::information,
+                                        ir::Confidence::unknown, message, ""));
+  }
+}
+
+}  // namespace
+
+MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
+                        const ModulePathOptions& modules) {
   IrStaticModel model(ir);
   MergePlan plan = plan_merge(traces, expected_identity(ir), model);
 
@@ -119,6 +188,7 @@ MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces)
     t.stats = to_ir(it->second->timing);
     for (const auto& [phase, r] : it->second->by_phase)
       t.by_phase[phase] = to_ir(r);
+    t.self_ns = it->second->self_ns;
     op.timing = std::move(t);
     op.evidence.push_back({ir::EvidenceKind::runtime, ir::Confidence::proven, std::nullopt,
                            "runtime operation observed as " + it->second->op + " (" +
@@ -202,26 +272,64 @@ MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces)
   for (const auto& e : plan.edges) {
     s.edge_timings.push_back({e.from_static_id, e.to_static_id, to_ir(e.timing)});
   }
+  s.host_side_timings = !plan.device_sync;
+  s.thread_busy_ns = plan.thread_busy_ns;
+  s.steps = plan.steps;
+  resolve_module_timings(ir, plan, modules, s, ir.findings);
   ir.runtime = std::move(s);
   ir::normalize(ir);
   return plan;
 }
 
-ProfileReport profile_report(const ir::ModelIr& ir) {
+ProfileReport profile_report(const ir::ModelIr& ir, bool by_self) {
   std::vector<OperationTiming> ops;
-  std::uint64_t top_level = 0;
+  std::uint64_t self_sum = 0;
   for (const auto& op : ir.operations) {
     if (!op.timing) continue;
-    OperationTiming o{op.id, op.name, from_ir(op.timing->stats), {}};
+    OperationTiming o{op.id, op.name, from_ir(op.timing->stats), {}, op.timing->self_ns};
     for (const auto& [phase, t] : op.timing->by_phase)
       o.by_phase[phase] = from_ir(t);
+    const std::uint64_t self = o.self_ns.value_or(o.timing.total_ns);
+    self_sum = self_sum > ~std::uint64_t{0} - self ? ~std::uint64_t{0} : self_sum + self;
     ops.push_back(std::move(o));
   }
-  // Without per-event nesting in the IR, step time is the sum of operation time (the /3 case;
-  // nested /4 operations make shares an upper bound).
-  for (const auto& o : ops)
-    top_level += o.timing.total_ns;
-  return profile_report(ops, top_level, 0, IrStaticModel(ir));
+  // Wall time from the traces' timestamps (runtime/4); without them, the operations' own time,
+  // which does not overlap when every operation is top-level (/1–/3).
+  std::uint64_t wall = 0;
+  std::vector<std::uint64_t> threads;
+  std::uint64_t steps = 0;
+  if (ir.runtime) {
+    threads = ir.runtime->thread_busy_ns;
+    steps = ir.runtime->steps;
+  }
+  for (auto t : threads)
+    wall = wall > ~std::uint64_t{0} - t ? ~std::uint64_t{0} : wall + t;
+  if (threads.empty()) wall = self_sum;
+  ProfileReport r = profile_report(ops, wall, steps, IrStaticModel(ir), by_self);
+  r.thread_busy_ns = threads;
+  if (!ir.runtime) return r;
+  r.host_side = ir.runtime->host_side_timings;
+  r.has_module_scopes = !ir.runtime->module_timings.empty();
+  auto share = [&](std::uint64_t ns) {
+    return wall ? static_cast<double>(ns) / static_cast<double>(wall) : 0.0;
+  };
+  for (const auto& m : ir.runtime->module_timings) {
+    ProfileRow row{m.path, "", from_ir(m.total), share(m.self.total_ns)};
+    row.self_ns = m.self.total_ns;
+    row.total_share = share(m.total.total_ns);
+    row.module = m.module;
+    row.instance = m.instance;
+    const bool family = m.path.find('{') != std::string::npos;
+    (family ? r.module_families : r.module_scopes).push_back(std::move(row));
+  }
+  auto order = [by_self](const ProfileRow& a, const ProfileRow& b) {
+    const std::uint64_t x = by_self ? a.self_ns : a.timing.total_ns;
+    const std::uint64_t y = by_self ? b.self_ns : b.timing.total_ns;
+    return x != y ? x > y : a.id < b.id;
+  };
+  std::sort(r.module_scopes.begin(), r.module_scopes.end(), order);
+  std::sort(r.module_families.begin(), r.module_families.end(), order);
+  return r;
 }
 
 }  // namespace cg::runtime

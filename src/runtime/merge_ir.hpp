@@ -5,6 +5,7 @@
 
 #include "ir/model.hpp"
 #include "runtime/merge_plan.hpp"
+#include "runtime/module_paths.hpp"
 
 namespace cg::runtime {
 
@@ -28,9 +29,12 @@ class IrStaticModel : public StaticModel {
 Identity expected_identity(const ir::ModelIr& ir);
 
 // Merges `traces` into `ir` (then normalizes it) and returns the plan that was applied.
-MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces);
+// Module scope paths resolve under `modules` (caller prefix, component root).
+MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
+                        const ModulePathOptions& modules = {});
 
 // `query profile` data from an IR that already carries timings.
-ProfileReport profile_report(const ir::ModelIr& ir);
+// Rows sorted by self time (by_self) or by total time.
+ProfileReport profile_report(const ir::ModelIr& ir, bool by_self = true);
 
 }  // namespace cg::runtime

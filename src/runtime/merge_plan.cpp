@@ -1,7 +1,10 @@
 #include "runtime/merge_plan.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <exception>
+#include <thread>
 
 namespace cg::runtime {
 namespace {
@@ -40,19 +43,49 @@ void conflict_findings(const RuntimeAudit& a, const std::string& suffix,
 
 }  // namespace
 
+namespace {
+
+LoadedTrace read_one(const std::filesystem::path& path, const ReadOptions& options) {
+  LoadedTrace out;
+  out.info = read_trace(path, out.aggregate, options);
+  if (!out.info.duplicate_lines.empty()) {
+    // Lenient: read again without the repeated ids, so they are skipped, not aggregated.
+    ReadOptions again = options;
+    again.skip_lines.insert(out.info.duplicate_lines.begin(), out.info.duplicate_lines.end());
+    out.aggregate = TraceAggregate();
+    out.info = read_trace(path, out.aggregate, again);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Traces (one per rank) are read in parallel, one per core at a time, each streaming; the
+// first failing trace in the order given is the error reported.
 std::vector<LoadedTrace> read_traces(const std::vector<std::filesystem::path>& paths,
                                      const ReadOptions& options) {
   std::vector<LoadedTrace> out(paths.size());
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    out[i].info = read_trace(paths[i], out[i].aggregate, options);
-    if (!out[i].info.duplicate_lines.empty()) {
-      // Lenient: read again without the repeated ids, so they are skipped, not aggregated.
-      ReadOptions again = options;
-      again.skip_lines.insert(out[i].info.duplicate_lines.begin(),
-                              out[i].info.duplicate_lines.end());
-      out[i].aggregate = TraceAggregate();
-      out[i].info = read_trace(paths[i], out[i].aggregate, again);
+  std::vector<std::exception_ptr> errors(paths.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < paths.size(); i = next++) {
+      try {
+        out[i] = read_one(paths[i], options);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
     }
+  };
+  const std::size_t workers =
+      std::min<std::size_t>(paths.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < workers; ++i)
+    threads.emplace_back(work);
+  work();
+  for (auto& t : threads)
+    t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
   return out;
 }
@@ -94,6 +127,28 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
           v.path + ": " + std::to_string(t.info.skipped_lines) +
               " bad lines were skipped (--lenient)");
     }
+    if (t.info.unknown_kind_lines > 0) {
+      add(plan.findings, "runtime-unknown-kind", Severity::warning, Confidence::proven,
+          v.path + ": " + std::to_string(t.info.unknown_kind_lines) +
+              " lines of an unknown record kind were skipped (--lenient)");
+    }
+    if (t.info.end && t.info.end->open_modules > 0) {
+      add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
+          v.path + ": " + std::to_string(t.info.end->open_modules) +
+              " module scopes were begun and never closed; they have no timing");
+    }
+    if (t.info.module_parents_unresolved > 0) {
+      add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
+          v.path + ": " + std::to_string(t.info.module_parents_unresolved) +
+              " module scopes name a parent scope that is not in the trace (never closed or not "
+              "a module scope); their time counts as their own parents'");
+    }
+    if (t.info.module_scopes_out_of_order > 0) {
+      add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
+          v.path + ": " + std::to_string(t.info.module_scopes_out_of_order) +
+              " module scopes closed out of order (a child's interval is not inside its "
+              "parent's); self times of their parents may be understated");
+    }
     if (t.info.truncated) {
       add(plan.findings, "runtime-truncated", Severity::warning, Confidence::proven,
           v.path + ": trace is truncated (no end record); timings cover what was written");
@@ -123,7 +178,8 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
       unmapped["operation " + id] += s.observations;
       continue;
     }
-    OperationTiming o{id, s.op, timing_record(s.timing), {}};
+    OperationTiming o{id, s.op, timing_record(s.timing), {}, std::nullopt};
+    if (merged.nested_records > 0) o.self_ns = s.self.total_ns();
     for (const auto& [phase, t] : s.by_phase)
       o.by_phase[phase] = timing_record(t);
     plan.operations.push_back(std::move(o));
@@ -198,35 +254,51 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
   if (merged.all_operations.samples() > 0) plan.mean_operation_ns = merged.all_operations.mean_ns();
   plan.top_level_ns = merged.top_level_ns;
   plan.steps = merged.steps.size();
+  plan.modules = merged.modules;
+  plan.device_sync = merged.traces > 0 && merged.device_sync;
+  plan.thread_busy_ns = merged.thread_wall_ns();
   return plan;
 }
 
 ProfileReport profile_report(const std::vector<OperationTiming>& operations,
                              std::uint64_t step_time_ns, std::uint64_t steps,
-                             const StaticModel& model) {
+                             const StaticModel& model, bool by_self) {
   ProfileReport r;
   r.step_time_ns = step_time_ns;
   r.steps = steps;
-  auto share = [&](std::uint64_t total) {
-    return step_time_ns ? static_cast<double>(total) / static_cast<double>(step_time_ns) : 0.0;
+  auto share = [&](std::uint64_t ns) {
+    return step_time_ns ? static_cast<double>(ns) / static_cast<double>(step_time_ns) : 0.0;
   };
-  std::map<std::string, TimingRecord> modules;
+  auto add = [](std::uint64_t a, std::uint64_t b) {
+    return a > ~std::uint64_t{0} - b ? ~std::uint64_t{0} : a + b;
+  };
+  std::map<std::string, ProfileRow> modules;
   for (const auto& o : operations) {
-    r.operations.push_back({o.static_id, o.op, o.timing, share(o.timing.total_ns)});
-    TimingRecord& m = modules[model.module_of_operation(o.static_id).value_or("<unknown>")];
-    m.samples += o.timing.samples;
-    m.total_ns += o.timing.total_ns;
+    const std::uint64_t self = o.self_ns.value_or(o.timing.total_ns);
+    ProfileRow row{o.static_id, o.op, o.timing, share(self)};
+    row.self_ns = self;
+    row.total_share = share(o.timing.total_ns);
+    r.operations.push_back(std::move(row));
+    std::string owner = model.module_of_operation(o.static_id).value_or("<unknown>");
+    ProfileRow& m = modules[owner];
+    m.id = owner;
+    m.sums_only = true;
+    m.timing.samples = add(m.timing.samples, o.timing.samples);
+    m.timing.total_ns = add(m.timing.total_ns, o.timing.total_ns);
+    m.self_ns = add(m.self_ns, self);
   }
-  auto by_total = [](const ProfileRow& a, const ProfileRow& b) {
-    return a.timing.total_ns != b.timing.total_ns ? a.timing.total_ns > b.timing.total_ns
-                                                  : a.id < b.id;
+  for (auto& [owner, m] : modules) {
+    m.share_of_step = share(m.self_ns);
+    m.total_share = share(m.timing.total_ns);
+    r.modules.push_back(std::move(m));
+  }
+  auto order = [by_self](const ProfileRow& a, const ProfileRow& b) {
+    const std::uint64_t x = by_self ? a.self_ns : a.timing.total_ns;
+    const std::uint64_t y = by_self ? b.self_ns : b.timing.total_ns;
+    return x != y ? x > y : a.id < b.id;
   };
-  for (auto& [path, t] : modules) {
-    t.mean_ns = t.samples ? t.total_ns / t.samples : 0;  // modules: samples, total, mean only
-    r.modules.push_back({path, "", t, share(t.total_ns)});
-  }
-  std::sort(r.operations.begin(), r.operations.end(), by_total);
-  std::sort(r.modules.begin(), r.modules.end(), by_total);
+  std::sort(r.operations.begin(), r.operations.end(), order);
+  std::sort(r.modules.begin(), r.modules.end(), order);
   return r;
 }
 

@@ -54,6 +54,7 @@ struct OperationTiming {
   std::string op;
   TimingRecord timing;
   std::map<std::string, TimingRecord> by_phase;
+  std::optional<std::uint64_t> self_ns;  // exclusive total, when the traces carry nesting (/4)
 };
 
 struct EdgeTiming {
@@ -117,28 +118,46 @@ struct MergePlan {
   std::optional<std::uint64_t> mean_operation_ns;
   std::uint64_t top_level_ns = 0;
   std::uint64_t steps = 0;
+  // Module scopes of the merged traces by path (resolved against the IR by merge_runtime).
+  std::map<std::string, ModuleScopeStats, std::less<>> modules;
+  bool device_sync = false;                   // every merged trace was device-synchronised
+  std::vector<std::uint64_t> thread_busy_ns;  // per thread of every merged trace (/4)
 };
 
 MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& expected,
                      const StaticModel& model);
 
-// `query profile`: operations by total time, with their share of step time (the time of
-// operations with no enclosing operation), and the same per module.
+// `profile` / `query profile`: operations and modules with inclusive (total) and exclusive (self)
+// time and their share of wall time. Wall time is, per thread, the union of its outermost timed
+// intervals (runtime/4), summed over threads and traces; without timestamps (/1–/3) the sum of
+// operation self time (= total there). Self times partition wall time, so self shares add up to at
+// most 100 %; total shares of nested rows overlap by design.
 struct ProfileRow {
-  std::string id;  // static id, or module path
+  std::string id;  // static id, owner type, or module scope path
   std::string op;  // empty for modules
   TimingRecord timing;
-  double share_of_step = 0;  // total / top-level total
+  double share_of_step = 0;  // self / wall
+  std::uint64_t self_ns = 0;
+  double total_share = 0;  // total / wall
+  // Owner-type roll-ups know only sums: their min/max/mean/p50/p95 are absent, not 0.
+  bool sums_only = false;
+  std::string module{};  // module scopes: IR module id
+  std::optional<std::uint64_t> instance{};
 };
 struct ProfileReport {
-  std::uint64_t step_time_ns = 0;  // top-level operation time, all steps
+  std::uint64_t step_time_ns = 0;  // wall time, all steps and threads
   std::uint64_t steps = 0;
-  std::vector<ProfileRow> operations;  // by total desc, then id
-  std::vector<ProfileRow> modules;     // operations summed by module path; "<unknown>" if none
+  std::vector<std::uint64_t> thread_busy_ns;
+  bool host_side = true;  // no merged trace had device_sync
+  bool has_module_scopes = false;
+  std::vector<ProfileRow> operations;       // by self (or total) desc, then id
+  std::vector<ProfileRow> modules;          // operation time by owner type; "<unknown>" if none
+  std::vector<ProfileRow> module_scopes;    // runtime/4 module scope instances, by path
+  std::vector<ProfileRow> module_families;  // `{i}` families, each folding its instances
 };
 
 ProfileReport profile_report(const std::vector<OperationTiming>& operations,
                              std::uint64_t step_time_ns, std::uint64_t steps,
-                             const StaticModel& model);
+                             const StaticModel& model, bool by_self = true);
 
 }  // namespace cg::runtime

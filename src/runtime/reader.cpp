@@ -143,6 +143,7 @@ void read_jsonl(const std::filesystem::path& path, RecordSink& sink, const ReadO
       }
     } catch (const RecordError& e) {
       if (!options.lenient) throw InputError(where(path, number), e.what());
+      if (dynamic_cast<const UnknownKindError*>(&e)) ++info.unknown_kind_lines;
       skip(info, number, e.what());
       skipped.insert(number);
     } catch (const std::length_error& e) {

@@ -59,6 +59,7 @@ void RecordLog::meta(const RunMeta& m) {
   put(text_, "analysis_id", m.analysis_id);
   put(text_, "build_id", m.build_id);
   put(text_, "phase", m.phase);
+  put(text_, "device_sync", std::uint64_t{m.device_sync});
   text_ += '\n';
 }
 
@@ -130,6 +131,18 @@ void RecordLog::edge_timing(const EdgeTimingRecord& e) {
   text_ += '\n';
 }
 
+void RecordLog::module_scope(const ModuleScopeRecord& m) {
+  text_ += "module";
+  put(text_, "event_id", m.event_id);
+  put(text_, "path", m.path);
+  put(text_, "step", m.step);
+  put(text_, "duration_ns", m.duration_ns);
+  put(text_, "start_ns", m.start_ns);
+  put(text_, "thread", m.thread);
+  put(text_, "parent", m.parent);
+  text_ += '\n';
+}
+
 void RecordLog::end(const EndRecord& e) {
   text_ += "end";
   put(text_, "operations", e.operations);
@@ -139,6 +152,8 @@ void RecordLog::end(const EndRecord& e) {
   put(text_, "open_operations", e.open_operations);
   put(text_, "threads", e.threads);
   put(text_, "duration_ns", e.duration_ns);
+  put(text_, "modules", e.modules);
+  put(text_, "open_modules", e.open_modules);
   text_ += '\n';
 }
 

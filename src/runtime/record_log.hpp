@@ -17,6 +17,7 @@ class RecordLog : public RecordSink {
   void gradient(const GradientRecord& g) override;
   void value(const ValueRecord& v) override;
   void edge_timing(const EdgeTimingRecord& e) override;
+  void module_scope(const ModuleScopeRecord& m) override;
   void end(const EndRecord& e) override;
 
   const std::string& text() const { return text_; }

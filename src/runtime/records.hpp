@@ -31,6 +31,9 @@ struct RunMeta {
   std::optional<std::string> analysis_id;
   std::optional<std::string> build_id;
   std::optional<std::string> phase;
+  // runtime/4 `meta.device_sync` (module scopes): true when the profiler synchronised the device
+  // around each module scope; false means every duration is host-side.
+  bool device_sync = false;
 };
 
 struct TensorRecord {

@@ -118,6 +118,47 @@ void TraceValidator::edge_timing(const EdgeTimingRecord& r) {
   sink_.edge_timing(r);
 }
 
+void TraceValidator::module_scope(const ModuleScopeRecord& r) {
+  if (!is_v4()) {
+    throw RecordError(
+        "unknown record kind `module` (it exists only in runtime/4; this trace's meta is not /4)");
+  }
+  if (r.parent && *r.parent == r.event_id) {
+    throw RecordError("module scope `" + std::string(r.event_id) + "` names itself as its parent");
+  }
+  before_record();
+  check_id(r.event_id);
+  ++info_.modules;
+  const std::uint64_t end_ns =
+      r.start_ns + r.duration_ns < r.start_ns ? ~std::uint64_t{0} : r.start_ns + r.duration_ns;
+  if (r.parent) {
+    std::string parent(*r.parent);
+    if (auto closed = recent_closed_.find(parent); closed != recent_closed_.end()) {
+      ++info_.module_scopes_out_of_order;  // the parent closed before this child
+    } else {
+      auto& p = pending_parents_[parent];
+      if (p.children.empty()) p.first_child = std::string(r.event_id);
+      p.children.emplace_back(r.start_ns, end_ns);
+    }
+  }
+  std::string id(r.event_id);
+  if (auto it = pending_parents_.find(id); it != pending_parents_.end()) {
+    for (const auto& [child_start, child_end] : it->second.children) {
+      if (child_start < r.start_ns || child_end > end_ns) ++info_.module_scopes_out_of_order;
+    }
+    pending_parents_.erase(it);
+  }
+  constexpr std::size_t kRecent = 4096;
+  if (recent_closed_.emplace(id, std::make_pair(r.start_ns, end_ns)).second) {
+    recent_order_.push_back(std::move(id));
+    if (recent_order_.size() > kRecent) {
+      recent_closed_.erase(recent_order_.front());
+      recent_order_.pop_front();
+    }
+  }
+  sink_.module_scope(r);
+}
+
 void TraceValidator::end(const EndRecord& r) {
   if (!is_v4()) {
     throw RecordError(
@@ -126,11 +167,15 @@ void TraceValidator::end(const EndRecord& r) {
   before_record();
   saw_end_ = true;
   info_.end = r;
-  if (r.operations != info_.operations || r.edge_timings != info_.edge_timings) {
+  if (r.operations != info_.operations || r.edge_timings != info_.edge_timings ||
+      r.modules != info_.modules) {
     std::string what = "end record counts " + std::to_string(r.operations) + " operations and " +
-                       std::to_string(r.edge_timings) + " edge_timings but the trace has " +
-                       std::to_string(info_.operations) + " and " +
-                       std::to_string(info_.edge_timings) + " (the file was damaged)";
+                       std::to_string(r.edge_timings) + " edge_timings";
+    if (r.modules || info_.modules) what += " and " + std::to_string(r.modules) + " modules";
+    what += " but the trace has " + std::to_string(info_.operations) + " and " +
+            std::to_string(info_.edge_timings);
+    if (r.modules || info_.modules) what += " and " + std::to_string(info_.modules);
+    what += " (the file was damaged)";
     if (!options_.lenient) throw RecordError(what);
     info_.end_counts_disagree = true;
   }
@@ -150,6 +195,20 @@ void TraceValidator::finish() {
           "filled; --lenient reads what is there)");
     }
     info_.truncated = true;
+  }
+  if (!pending_parents_.empty()) {
+    // Parents never seen: scopes still open at the end (end.open_modules), a truncated trace, or
+    // ids that name no module scope (an error unless --lenient).
+    const bool explained = info_.truncated || (info_.end && info_.end->open_modules > 0);
+    if (!explained && !options_.lenient) {
+      const auto& [parent, p] =
+          *std::min_element(pending_parents_.begin(), pending_parents_.end(),
+                            [](const auto& a, const auto& b) { return a.first < b.first; });
+      throw RecordError("module scope `" + p.first_child + "` names parent `" + parent +
+                        "`, which is no module scope in the trace (and end.open_modules is 0)");
+    }
+    for (const auto& [parent, p] : pending_parents_)
+      info_.module_parents_unresolved += p.children.size();
   }
   info_.id_set_bytes = ids_.memory_bytes();
 }

@@ -3,8 +3,12 @@
 // non-empty event ids unique across all kinds, gradient state/norm pairs, /4 field presence and
 // `end` bookkeeping. A record reaches the sink only after it passed, so lenient mode can skip a
 // bad line without a trace of it in the results.
+#include <deque>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "runtime/event_id_set.hpp"
 #include "runtime/reader.hpp"
@@ -16,6 +20,12 @@ namespace cg::runtime {
 class RecordError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A record kind the reader does not know: an error naming the line; --lenient skips and counts it.
+class UnknownKindError : public RecordError {
+ public:
+  using RecordError::RecordError;
 };
 
 class TraceValidator {
@@ -34,6 +44,7 @@ class TraceValidator {
   void gradient(const GradientRecord& r);
   void value(const ValueRecord& r);
   void edge_timing(const EdgeTimingRecord& r);
+  void module_scope(const ModuleScopeRecord& r);
   void end(const EndRecord& r);
   // Whole-trace rules: meta present, /4 complete. Throws RecordError (no line applies).
   void finish();
@@ -50,6 +61,18 @@ class TraceValidator {
   const ReadOptions& options_;
   TraceForm form_;
   EventIdSet ids_;
+  // Module scopes: a child is recorded before its parent (it closes first), so a `parent` is
+  // resolved when the parent's line comes. Pending parents are bounded by the scopes open at once
+  // (times their children); closed scopes are remembered only recently, to tell a parent that
+  // closed before its child (out of order) from one never seen.
+  struct PendingParent {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> children;  // [start, end)
+    std::string first_child;
+  };
+  std::unordered_map<std::string, PendingParent> pending_parents_;
+  std::unordered_map<std::string, std::pair<std::uint64_t, std::uint64_t>> recent_closed_;
+  std::deque<std::string> recent_order_;
+
   bool have_meta_ = false;
   bool saw_end_ = false;
   std::uint64_t records_ = 0;

@@ -196,6 +196,7 @@ inline ModelIr sample_model() {
       OperationTiming ot;
       ot.stats = timing(7);
       ot.by_phase = {{"infer", timing(3)}, {"train", timing(4)}};
+      ot.self_ns = 5;
       o.timing = ot;
     }
     ir.operations.push_back(o);
@@ -232,6 +233,13 @@ inline ModelIr sample_model() {
   r.execution_phase = ExecutionPhase::train;
   r.avg_operation_duration_ns = 18446744073709551615ull;  // full u64 range survives
   r.edge_timings = {{ir.operations[0].id, ir.operations[1].id, timing(5)}};
+  r.module_timings = {{"model.layers.3.mlp", ir.modules.empty() ? "m" : ir.modules[0].id, 3, 4,
+                       timing(6), timing(2)}};
+  r.unmatched_module_paths = 1;
+  r.unmatched_module_path_examples = {"vision.encoder"};
+  r.host_side_timings = false;
+  r.thread_busy_ns = {10, 20};
+  r.steps = 2;
   ir.runtime = r;
 
   normalize(ir);

@@ -73,6 +73,80 @@ TEST(ChromeExport, OperationsBecomeNestedCompleteEventsPerThread) {
   EXPECT_LE(by_id["infer-op-0-2"].ts + by_id["infer-op-0-2"].dur, by_id["infer-op-0-3"].ts);
 }
 
+// Every X event on a track lies inside, or wholly apart from, every other one there.
+void expect_nesting_per_track(const std::vector<Event>& events) {
+  std::vector<Event> xs;
+  for (const auto& e : events)
+    if (e.ph == "X") xs.push_back(e);
+  for (const auto& x : xs) {
+    for (const auto& y : xs) {
+      if (&x == &y || x.tid != y.tid) continue;
+      bool apart = x.ts + x.dur <= y.ts || y.ts + y.dur <= x.ts;
+      bool x_in_y = y.ts <= x.ts && x.ts + x.dur <= y.ts + y.dur;
+      bool y_in_x = x.ts <= y.ts && y.ts + y.dur <= x.ts + x.dur;
+      EXPECT_TRUE(apart || x_in_y || y_in_x) << x.event_id << " and " << y.event_id;
+    }
+  }
+}
+
+TEST(ChromeExport, ModuleScopesAreNamedByPathAndNestAroundTheirOperations) {
+  auto out = temp_dir() / "chrome" / "modules.json";
+  auto result = export_chrome_trace(fixture("v4_modules.jsonl"), out);
+  EXPECT_EQ(result.events, 7u);  // 6 module scopes + 1 operation
+  std::map<std::string, Event> by_id;
+  for (const auto& e : parse_events(out))
+    if (e.ph == "X") by_id[e.event_id] = e;
+  ASSERT_EQ(by_id.size(), 7u);
+  EXPECT_EQ(by_id["infer-mod-0-3"].name, "model.layers.0.mlp");
+  EXPECT_EQ(by_id["infer-mod-0-1"].name, "model");
+  expect_nesting_per_track(parse_events(out));
+  // The matmul at 3.5 µs runs inside layer 0's MLP (3–5 µs).
+  EXPECT_LE(by_id["infer-mod-0-3"].ts, by_id["infer-op-0-4"].ts);
+  EXPECT_TRUE(end_record_findings(result.trace).empty());
+  TraceInfo damaged = result.trace;
+  damaged.end->dropped = 3;
+  damaged.end->open_operations = 2;
+  auto said = end_record_findings(damaged);
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_THAT(said[0], ::testing::HasSubstr("3 events were dropped"));
+  EXPECT_THAT(said[1], ::testing::HasSubstr("2 operations were begun and never ended"));
+}
+
+TEST(ChromeExport, OverlappingOperationsMoveToALaneWhereTheyNest) {
+  // Operation b begins inside a and ends after it (legal in runtime/4: scopes need not nest).
+  std::ifstream in(fixture("v4_modules.jsonl"));
+  std::string meta;
+  std::getline(in, meta);
+  auto op = [](const std::string& id, int start, int dur) {
+    return R"({"kind":"operation","event_id":")" + id +
+           R"(","op":"matmul","static_id":"s","source":"src/model.rs:42","inputs":[],"step":0,"duration_ns":)" +
+           std::to_string(dur) + R"(,"start_ns":)" + std::to_string(start) + R"(,"thread":3})" +
+           "\n";
+  };
+  auto trace = testing::write_temp(
+      "overlap.jsonl",
+      meta + "\n" + op("infer-op-0-1", 1000, 2000) + op("infer-op-0-2", 2000, 2000) +
+          op("infer-op-0-3", 2500, 100) +
+          R"({"kind":"end","operations":3,"edge_timings":0,"dropped":0,"errors":0,"open_operations":0,"threads":1,"duration_ns":5000})" +
+          "\n");
+  auto out = temp_dir() / "chrome" / "overlap.json";
+  auto result = export_chrome_trace(trace, out);
+  EXPECT_EQ(result.events, 3u);
+  auto events = parse_events(out);
+  expect_nesting_per_track(events);
+  std::map<std::string, Event> by_id;
+  std::set<std::uint64_t> named;
+  for (const auto& e : events) {
+    if (e.ph == "X") by_id[e.event_id] = e;
+    if (e.ph == "M" && e.name == "thread_name") named.insert(e.tid);
+  }
+  EXPECT_EQ(by_id["infer-op-0-1"].tid, 3u);
+  EXPECT_NE(by_id["infer-op-0-2"].tid, 3u);  // moved off the thread's own track
+  EXPECT_EQ(by_id["infer-op-0-3"].tid, 3u);  // nests in op 1 (2.5–2.6 µs inside 1–3 µs)
+  EXPECT_TRUE(named.count(by_id["infer-op-0-2"].tid)) << "the lane track has a name";
+  EXPECT_EQ(by_id["infer-op-0-1"].name, "matmul @ src/model.rs:42");
+}
+
 TEST(ChromeExport, NonV4AndTruncatedTracesLeaveNoOutput) {
   auto out = temp_dir() / "chrome_none.json";
   std::filesystem::remove(out);

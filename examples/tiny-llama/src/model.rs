@@ -15,10 +15,12 @@ pub struct Attention {
     num_kv_heads: usize,
     head_dim: usize,
     kv_cache: Option<(Tensor, Tensor)>,
+    span: tracing::Span,
 }
 
 impl Attention {
     pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let span = tracing::span!(tracing::Level::TRACE, "attn");
         let hidden = cfg.hidden_size;
         let head_dim = cfg.head_dim();
         let num_heads = cfg.num_attention_heads;
@@ -39,6 +41,7 @@ impl Attention {
             num_kv_heads,
             head_dim,
             kv_cache: None,
+            span,
         })
     }
 
@@ -60,6 +63,7 @@ impl Attention {
         mask: Option<&Tensor>,
         index_pos: usize,
     ) -> Result<Tensor> {
+        let _enter = self.span.enter();
         let (b, t, _hidden) = xs.dims3()?;
         let q = self.q_proj.forward(xs)?;
         let k = self.k_proj.forward(xs)?;
@@ -108,22 +112,26 @@ pub struct Mlp {
     gate_proj: Linear,
     up_proj: Linear,
     down_proj: Linear,
+    span: tracing::Span,
 }
 
 impl Mlp {
     pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let span = tracing::span!(tracing::Level::TRACE, "mlp");
         let h = cfg.hidden_size;
         let i = cfg.intermediate_size;
         Ok(Self {
             gate_proj: linear(h, i, vb.pp("gate_proj"))?,
             up_proj: linear(h, i, vb.pp("up_proj"))?,
             down_proj: linear(i, h, vb.pp("down_proj"))?,
+            span,
         })
     }
 }
 
 impl Module for Mlp {
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        let _enter = self.span.enter();
         let gate = candle_nn::ops::silu(&self.gate_proj.forward(xs)?)?;
         let up = self.up_proj.forward(xs)?;
         self.down_proj.forward(&(gate * up)?)
@@ -137,10 +145,12 @@ pub struct Block {
     self_attn: Attention,
     post_attention_layernorm: RmsNorm,
     mlp: Mlp,
+    span: tracing::Span,
 }
 
 impl Block {
     pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let span = tracing::span!(tracing::Level::TRACE, "block");
         let input_layernorm = rms_norm(cfg.hidden_size, cfg.rms_norm_eps, vb.pp("input_layernorm"))?;
         let self_attn = Attention::new(cfg, vb.pp("self_attn"))?;
         let post_attention_layernorm =
@@ -151,6 +161,7 @@ impl Block {
             self_attn,
             post_attention_layernorm,
             mlp,
+            span,
         })
     }
 
@@ -161,6 +172,7 @@ impl Block {
         mask: Option<&Tensor>,
         index_pos: usize,
     ) -> Result<Tensor> {
+        let _enter = self.span.enter();
         let residual = xs;
         let h = self.input_layernorm.forward(xs)?;
         let h = self.self_attn.forward(&h, rotary, mask, index_pos)?;
@@ -181,10 +193,12 @@ pub struct TinyLlama {
     lm_head: Linear,
     rotary: RotaryEmbedding,
     device: Device,
+    span: tracing::Span,
 }
 
 impl TinyLlama {
     pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let span = tracing::span!(tracing::Level::TRACE, "model");
         let vb_m = vb.pp("model");
         let embed_tokens = embedding(cfg.vocab_size, cfg.hidden_size, vb_m.pp("embed_tokens"))?;
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
@@ -206,12 +220,14 @@ impl TinyLlama {
             lm_head,
             rotary,
             device: vb.device().clone(),
+            span,
         })
     }
 
     /// Runs the decoder over `input_ids` (batch, seq) starting at cache position `index_pos`;
     /// returns the logits of the last position (batch, vocab).
     pub fn forward(&mut self, input_ids: &Tensor, index_pos: usize) -> Result<Tensor> {
+        let _enter = self.span.enter();
         let (_b, seq_len) = input_ids.dims2()?;
         let mask = if seq_len <= 1 {
             None
@@ -229,6 +245,7 @@ impl TinyLlama {
 
     /// Logits for every position (batch, seq, vocab), used by training.
     pub fn forward_all(&mut self, input_ids: &Tensor) -> Result<Tensor> {
+        let _enter = self.span.enter();
         let (_b, seq_len) = input_ids.dims2()?;
         let mask = causal_mask(seq_len, 0, &self.device)?;
         let mut xs = self.embed_tokens.forward(input_ids)?;

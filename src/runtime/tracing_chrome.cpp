@@ -1,0 +1,585 @@
+#include "runtime/tracing_chrome.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <unordered_map>
+
+#include "util/error.hpp"
+
+namespace cg::runtime {
+namespace {
+
+constexpr std::size_t kSkippedExamples = 10;
+
+struct Interval {
+  std::string name;
+  std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint64_t order = 0;  // begin order in the file, to keep equal intervals parent-first
+};
+
+struct ThreadKey {
+  std::uint64_t pid = 0, tid = 0;
+  bool operator<(const ThreadKey& o) const { return pid != o.pid ? pid < o.pid : tid < o.tid; }
+};
+
+struct Open {
+  std::string name;
+  std::uint64_t start_ns = 0, order = 0;
+};
+
+struct ThreadState {
+  std::vector<Open> open;
+  std::vector<Interval> closed;
+};
+
+// A bad event: strict mode fails on it, lenient mode skips it.
+struct BadEvent {
+  std::string reason;
+};
+
+std::vector<std::string> split_path(const std::string& p) {
+  std::vector<std::string> out;
+  if (p.empty()) return out;
+  std::size_t at = 0;
+  for (;;) {
+    auto dot = p.find('.', at);
+    out.push_back(p.substr(at, dot == std::string::npos ? std::string::npos : dot - at));
+    if (dot == std::string::npos) break;
+    at = dot + 1;
+  }
+  return out;
+}
+
+std::string join_path(const std::vector<std::string>& segs) {
+  std::string out;
+  for (const auto& s : segs)
+    out += (out.empty() ? "" : ".") + s;
+  return out;
+}
+
+bool is_placeholder(const std::string& seg) {
+  return seg.find('{') != std::string::npos;
+}
+
+std::string type_label(const std::string& qualified) {
+  auto at = qualified.rfind("::");
+  return "<" + (at == std::string::npos ? qualified : qualified.substr(at + 2)) + ">";
+}
+
+// Per-trace resolution of spans to module instances (see the header).
+class Resolver {
+ public:
+  Resolver(const SpanCatalog& c, RecordSink& sink, TracingChromeImport& out)
+      : c_(c), sink_(sink), out_(out) {
+    spanned_.assign(c_.modules.size(), false);
+    for (const auto& [name, types] : c_.types_by_span) {
+      for (std::size_t i = 0; i < c_.modules.size(); ++i) {
+        if (types.count(c_.modules[i].type)) {
+          spanned_[i] = true;
+          by_span_[name].push_back(i);
+        }
+      }
+    }
+  }
+
+  void thread(const ThreadKey& key, std::vector<Interval>& spans) {
+    std::sort(spans.begin(), spans.end(), [](const Interval& a, const Interval& b) {
+      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+      if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+      return a.order < b.order;
+    });
+    stack_.clear();
+    for (const Interval& s : spans) {
+      while (!stack_.empty() && stack_.back().end_ns <= s.start_ns)
+        close_top(key);
+      // Partial overlap (X events that do not nest): the earlier one cannot enclose this one.
+      while (!stack_.empty() && stack_.back().end_ns < s.end_ns) {
+        ++overlaps_;
+        close_top(key);
+      }
+      open(s);
+    }
+    while (!stack_.empty())
+      close_top(key);
+  }
+
+  void finish() {
+    for (const auto& [name, n] : unknown_) {
+      out_.findings.push_back(
+          {"runtime-span-unknown", true,
+           std::to_string(n) + " span(s) named `" + name +
+               "`: no function of the crate creates a span of that name (span!, trace_span!, "
+               "…); they are not attributed to a module",
+           n});
+    }
+    for (const auto& [key, n] : type_level_) {
+      out_.findings.push_back({"runtime-span-type-level", true,
+                               std::to_string(n) + " `" + key.first + "` span(s) attributed to " +
+                                   key.second +
+                                   ": the enclosing spans do not decide which instance ran",
+                               n});
+    }
+    if (overlaps_ > 0) {
+      out_.findings.push_back(
+          {"runtime-span-unbalanced", true,
+           std::to_string(overlaps_) +
+               " span(s) overlap a span they do not nest in; nesting was cut there",
+           overlaps_});
+    }
+  }
+
+ private:
+  struct Frame {
+    std::uint64_t end_ns = 0, start_ns = 0;
+    std::string name;
+    std::optional<std::size_t> module;
+    std::string path;  // concrete, or a template when attributed to the type
+    std::string event_id;
+    bool emitted = false;
+    std::map<std::size_t, std::uint64_t> seen;  // candidate module → occurrences so far
+  };
+
+  // Whether module `m` lies below module `e` (or is `e`'s descendant through unspanned modules
+  // when `direct`: its nearest spanned ancestor is `e`).
+  bool below(std::size_t m, std::size_t e, bool direct) const {
+    for (auto p = c_.modules[m].parent; p; p = c_.modules[*p].parent) {
+      if (*p == e) return true;
+      if (direct && spanned_[*p]) return false;
+    }
+    return false;
+  }
+  bool has_spanned_ancestor(std::size_t m) const {
+    for (auto p = c_.modules[m].parent; p; p = c_.modules[*p].parent)
+      if (spanned_[*p]) return true;
+    return false;
+  }
+
+  const Frame* enclosing() const {
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it)
+      if (it->module) return &*it;
+    return nullptr;
+  }
+
+  void open(const Interval& s) {
+    Frame f;
+    f.start_ns = s.start_ns;
+    f.end_ns = s.end_ns;
+    f.name = s.name;
+    auto cands = by_span_.find(s.name);
+    if (cands == by_span_.end()) {
+      ++unknown_[s.name];
+      stack_.push_back(std::move(f));
+      return;
+    }
+    Frame* enc = nullptr;
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it)
+      if (it->module) {
+        enc = &*it;
+        break;
+      }
+    std::vector<std::size_t> picked;
+    if (enc) {
+      for (std::size_t m : cands->second)
+        if (below(m, *enc->module, true)) picked.push_back(m);
+      if (picked.empty())
+        for (std::size_t m : cands->second)
+          if (below(m, *enc->module, false)) picked.push_back(m);
+    } else {
+      for (std::size_t m : cands->second)
+        if (!has_spanned_ancestor(m)) picked.push_back(m);
+    }
+    if (picked.empty()) picked = cands->second;
+
+    if (picked.size() == 1) {
+      std::size_t m = picked.front();
+      std::vector<std::string> segs = split_path(c_.modules[m].prefix);
+      if (enc) {
+        // The enclosing instance's concrete segments replace its template's.
+        std::vector<std::string> et = split_path(c_.modules[*enc->module].prefix);
+        std::vector<std::string> ec = split_path(enc->path);
+        if (et.size() <= segs.size() && ec.size() == et.size() &&
+            std::equal(et.begin(), et.end(), segs.begin())) {
+          std::copy(ec.begin(), ec.end(), segs.begin());
+        }
+      }
+      std::size_t holes =
+          static_cast<std::size_t>(std::count_if(segs.begin(), segs.end(), is_placeholder));
+      std::uint64_t nth = enc ? enc->seen[m]++ : 0;
+      if (holes == 1 && enc && !is_placeholder(enc->path)) {
+        for (auto& seg : segs)
+          if (is_placeholder(seg)) seg = std::to_string(nth);
+        holes = 0;
+      }
+      f.module = m;
+      f.path = join_path(segs);
+      if (holes > 0) ++type_level_[{s.name, "`" + f.path + "` (the type's template)"}];
+    } else {
+      std::set<std::string> types;
+      for (std::size_t m : picked)
+        types.insert(c_.modules[m].type);
+      f.path = types.size() == 1 ? type_label(*types.begin()) : "<span " + s.name + ">";
+      ++type_level_[{
+          s.name, "`" + f.path + "` (" + std::to_string(picked.size()) + " candidate instances)"}];
+      // Children cannot be placed below an unknown instance: they resolve on their own.
+    }
+    f.event_id = "tc-" + std::to_string(next_id_++);
+    stack_.push_back(std::move(f));
+  }
+
+  void close_top(const ThreadKey& key) {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    if (f.event_id.empty()) return;  // unknown span name
+    const Frame* parent = nullptr;
+    for (auto it = stack_.rbegin(); it != stack_.rend(); ++it)
+      if (!it->event_id.empty()) {
+        parent = &*it;
+        break;
+      }
+    ModuleScopeRecord r;
+    r.event_id = f.event_id;
+    r.path = f.path;
+    r.duration_ns = f.end_ns - f.start_ns;
+    r.start_ns = f.start_ns;
+    r.thread = key.tid;
+    if (parent) r.parent = parent->event_id;
+    sink_.module_scope(r);
+    ++out_.module_scopes;
+  }
+
+  const SpanCatalog& c_;
+  RecordSink& sink_;
+  TracingChromeImport& out_;
+  std::vector<bool> spanned_;
+  std::map<std::string, std::vector<std::size_t>> by_span_;
+  std::vector<Frame> stack_;
+  std::map<std::string, std::uint64_t> unknown_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> type_level_;
+  std::uint64_t overlaps_ = 0;
+  std::uint64_t next_id_ = 0;
+};
+
+// Reads the events: the array form object by object (so a cut trace keeps its complete events),
+// the object form whole.
+class EventReader {
+ public:
+  EventReader(const std::filesystem::path& path, const ReadOptions& options,
+              TracingChromeImport& out)
+      : path_(path), options_(options), out_(out) {}
+
+  void read() {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(path_, ec);
+    if (ec) throw InputError(path_.string(), "cannot read trace: " + ec.message());
+    if (size > options_.max_document_bytes) {
+      throw InputError(path_.string(), "Chrome trace is larger than " +
+                                           std::to_string(options_.max_document_bytes) +
+                                           " bytes (the reader's limit)");
+    }
+    if (auto e = simdjson::padded_string::load(path_.string()).get(text_)) {
+      throw InputError(path_.string(),
+                       std::string("cannot read trace: ") + simdjson::error_message(e));
+    }
+    out_.info.bytes = text_.size();
+    out_.info.lines =
+        static_cast<std::uint64_t>(std::count(text_.data(), text_.data() + text_.size(), '\n'));
+    const char* p = text_.data();
+    const char* end = p + text_.size();
+    while (p < end && std::isspace(static_cast<unsigned char>(*p)))
+      ++p;
+    if (p < end && *p == '{') {
+      read_object_form();
+    } else if (p < end && *p == '[') {
+      read_array_form(p + 1, end);
+    } else {
+      throw InputError(path_.string(), "not a Chrome trace (expected a JSON array of events)");
+    }
+  }
+
+  std::map<ThreadKey, ThreadState>& threads() { return threads_; }
+  std::uint64_t unbalanced_ends() const { return stray_ends_; }
+  std::uint64_t mismatched() const { return mismatched_; }
+  std::uint64_t async_events() const { return async_; }
+  bool truncated_inside_event() const { return cut_inside_; }
+  bool unterminated() const { return unterminated_; }
+
+ private:
+  std::uint64_t line_at(const char* at) const {
+    return 1 + static_cast<std::uint64_t>(std::count(text_.data(), at, '\n'));
+  }
+  std::string where(const char* at) const {
+    return path_.string() + ":" + std::to_string(line_at(at));
+  }
+
+  void bad(const char* at, const std::string& reason) {
+    if (!options_.lenient) throw InputError(where(at), reason);
+    ++out_.info.skipped_lines;
+    if (out_.info.skipped_examples.size() < kSkippedExamples)
+      out_.info.skipped_examples.push_back({line_at(at), reason});
+  }
+
+  void read_object_form() {
+    simdjson::dom::element root;
+    if (auto e = parser_.parse(text_).get(root)) {
+      throw InputError(path_.string(),
+                       std::string("invalid JSON (") + simdjson::error_message(e) + ")");
+    }
+    simdjson::dom::array events;
+    if (root["traceEvents"].get_array().get(events)) {
+      throw InputError(path_.string(), "Chrome trace object has no `traceEvents` array of events");
+    }
+    for (simdjson::dom::element ev : events)
+      event(ev, text_.data());
+  }
+
+  void read_array_form(const char* p, const char* end) {
+    for (;;) {
+      while (p < end && (std::isspace(static_cast<unsigned char>(*p)) || *p == ','))
+        ++p;
+      if (p >= end) {
+        unterminated_ = true;  // a program that did not drop tracing-chrome's FlushGuard
+        return;
+      }
+      if (*p == ']') {
+        ++p;
+        while (p < end && std::isspace(static_cast<unsigned char>(*p)))
+          ++p;
+        if (p < end) throw InputError(where(p), "unexpected text after the event array");
+        return;
+      }
+      if (*p != '{') {
+        throw InputError(where(p),
+                         std::string("expected an event object `{…}`, found `") + *p + "`");
+      }
+      const char* start = p;
+      const char* close = match_brace(p, end);
+      if (!close) {
+        if (!options_.lenient) {
+          throw InputError(where(start),
+                           "trace ends inside an event (the file was cut while it was written)");
+        }
+        cut_inside_ = true;
+        return;
+      }
+      simdjson::dom::element ev;
+      if (auto e = parser_.parse(start, static_cast<std::size_t>(close + 1 - start)).get(ev)) {
+        bad(start, std::string("invalid event JSON (") + simdjson::error_message(e) + ")");
+      } else {
+        event(ev, start);
+      }
+      p = close + 1;
+    }
+  }
+
+  // The `}` that closes the object opening at `p`, skipping strings; null when the text ends
+  // first (or nests absurdly deep).
+  static const char* match_brace(const char* p, const char* end) {
+    int depth = 0;
+    bool in_string = false;
+    for (; p < end; ++p) {
+      char ch = *p;
+      if (in_string) {
+        if (ch == '\\') {
+          ++p;
+        } else if (ch == '"') {
+          in_string = false;
+        }
+        continue;
+      }
+      if (ch == '"') {
+        in_string = true;
+      } else if (ch == '{' || ch == '[') {
+        if (++depth > 1024) return nullptr;
+      } else if (ch == '}' || ch == ']') {
+        if (--depth == 0) return p;
+      }
+    }
+    return nullptr;
+  }
+
+  static std::optional<std::uint64_t> micros_to_ns(simdjson::dom::element v) {
+    double d = 0;
+    if (v.get_double().get(d)) return std::nullopt;
+    if (!std::isfinite(d) || d < 0 || d > 1.8e13) return std::nullopt;  // < ~200 days
+    return static_cast<std::uint64_t>(std::llround(d * 1000.0));
+  }
+
+  static std::uint64_t id_of(simdjson::dom::element ev, const char* key) {
+    simdjson::dom::element v;
+    if (ev[key].get(v)) return 0;
+    std::uint64_t u = 0;
+    if (!v.get_uint64().get(u)) return u;
+    std::int64_t i = 0;
+    if (!v.get_int64().get(i)) return static_cast<std::uint64_t>(i);
+    return 0;
+  }
+
+  void event(simdjson::dom::element ev, const char* at) {
+    ++out_.events;
+    if (out_.events > options_.max_records) {
+      throw InputError(where(at), "trace has more than " + std::to_string(options_.max_records) +
+                                      " events (the reader's limit)");
+    }
+    simdjson::dom::object obj;
+    if (ev.get_object().get(obj)) return bad(at, "an event must be a JSON object");
+    std::string_view ph;
+    if (ev["ph"].get_string().get(ph)) return bad(at, "event has no `ph` string");
+    if (ph == "b" || ph == "e" || ph == "n") {
+      ++async_;
+      return;
+    }
+    if (ph != "B" && ph != "E" && ph != "X") return;  // metadata, instants, counters, …
+    ThreadKey key{id_of(ev, "pid"), id_of(ev, "tid")};
+    simdjson::dom::element tsv;
+    std::optional<std::uint64_t> ts;
+    if (!ev["ts"].get(tsv)) ts = micros_to_ns(tsv);
+    if (!ts) return bad(at, "`" + std::string(ph) + "` event has no `ts` (µs, a number ≥ 0)");
+    std::string_view name;
+    bool has_name = !ev["name"].get_string().get(name);
+    if ((ph == "B" || ph == "X") && !has_name)
+      return bad(at, "`" + std::string(ph) + "` event has no `name` string");
+    ThreadState& t = threads_[key];
+    if (ph == "B") {
+      t.open.push_back({std::string(name), *ts, order_++});
+      return;
+    }
+    if (ph == "X") {
+      simdjson::dom::element dv;
+      std::optional<std::uint64_t> dur;
+      if (!ev["dur"].get(dv)) dur = micros_to_ns(dv);
+      if (!dur) return bad(at, "`X` event has no `dur` (µs, a number ≥ 0)");
+      t.closed.push_back({std::string(name), *ts, *ts + *dur, order_++});
+      ++out_.spans;
+      return;
+    }
+    // "E": closes the innermost open span of its thread with that name.
+    if (t.open.empty()) {
+      ++stray_ends_;
+      return;
+    }
+    std::size_t at_depth = t.open.size() - 1;
+    if (has_name && t.open.back().name != name) {
+      std::size_t i = t.open.size();
+      while (i > 0 && t.open[i - 1].name != name)
+        --i;
+      if (i == 0) {
+        ++stray_ends_;
+        return;
+      }
+      at_depth = i - 1;
+      mismatched_ += t.open.size() - 1 - at_depth;  // spans left open inside it
+    }
+    const Open& o = t.open[at_depth];
+    if (*ts >= o.start_ns) {
+      t.closed.push_back({o.name, o.start_ns, *ts, o.order});
+      ++out_.spans;
+    } else {
+      bad(at, "`E` event ends before its `B` began");
+    }
+    t.open.resize(at_depth);
+  }
+
+  const std::filesystem::path& path_;
+  const ReadOptions& options_;
+  TracingChromeImport& out_;
+  simdjson::padded_string text_;
+  simdjson::dom::parser parser_;
+  std::map<ThreadKey, ThreadState> threads_;
+  std::uint64_t order_ = 0, stray_ends_ = 0, mismatched_ = 0, async_ = 0;
+  bool cut_inside_ = false, unterminated_ = false;
+};
+
+}  // namespace
+
+bool is_chrome_trace(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char buf[4096];
+  in.read(buf, sizeof buf);
+  std::string_view head(buf, static_cast<std::size_t>(in.gcount()));
+  std::size_t i = head.find_first_not_of(" \t\r\n");
+  if (i == std::string_view::npos) return false;
+  if (head[i] == '[') return true;
+  if (head[i] != '{') return false;
+  // `{"traceEvents":[…` (the object form); runtime JSONL/documents start with other keys.
+  std::size_t j = head.find_first_not_of(" \t\r\n", i + 1);
+  return j != std::string_view::npos && head.substr(j).rfind("\"traceEvents\"", 0) == 0;
+}
+
+TracingChromeImport import_tracing_chrome(const std::filesystem::path& path,
+                                          const SpanCatalog& catalog, RecordSink& sink,
+                                          const ReadOptions& options) {
+  TracingChromeImport out;
+  out.info.path = path.string();
+  out.info.form = TraceForm::document;
+  out.info.meta.schema = Schema::v4;
+  out.info.meta.entrypoint = "tracing-chrome";
+  EventReader reader(path, options, out);
+  reader.read();
+
+  RunMeta meta = out.info.meta;
+  sink.meta(meta);
+  Resolver resolver(catalog, sink, out);
+  std::uint64_t open_at_end = 0;
+  for (auto& [key, t] : reader.threads()) {
+    open_at_end += t.open.size();
+    resolver.thread(key, t.closed);
+  }
+  out.threads = reader.threads().size();
+  resolver.finish();
+
+  auto add = [&](std::string rule, std::string message, std::uint64_t n) {
+    out.findings.push_back({std::move(rule), true, std::move(message), n});
+  };
+  if (reader.unbalanced_ends() > 0) {
+    add("runtime-span-unbalanced",
+        path.string() + ": " + std::to_string(reader.unbalanced_ends()) +
+            " `E` event(s) close no open span of their thread; ignored",
+        reader.unbalanced_ends());
+  }
+  if (reader.mismatched() > 0) {
+    add("runtime-span-unbalanced",
+        path.string() + ": " + std::to_string(reader.mismatched()) +
+            " span(s) were never ended before an enclosing span ended; not timed",
+        reader.mismatched());
+  }
+  if (open_at_end > 0) {
+    add("runtime-span-open",
+        path.string() + ": " + std::to_string(open_at_end) +
+            " span(s) were still open at the end of the trace; not timed",
+        open_at_end);
+  }
+  if (reader.async_events() > 0) {
+    add("runtime-span-async",
+        path.string() + ": " + std::to_string(reader.async_events()) +
+            " async-style events (`b`/`e`, TraceStyle::Async) have no thread nesting; not "
+            "attributed",
+        reader.async_events());
+  }
+  if (reader.truncated_inside_event()) {
+    out.info.truncated = true;
+    add("runtime-truncated",
+        path.string() +
+            ": trace ends inside an event (cut while written, --lenient); timings "
+            "cover the complete events before it",
+        1);
+  } else if (reader.unterminated()) {
+    out.info.truncated = true;
+    add("runtime-truncated",
+        path.string() +
+            ": the event array is not closed (the program did not drop "
+            "tracing-chrome's FlushGuard); timings cover what was written",
+        1);
+  }
+  if (out.info.skipped_lines > 0) {
+    add("runtime-skipped-lines",
+        path.string() + ": " + std::to_string(out.info.skipped_lines) +
+            " bad events were skipped (--lenient)",
+        out.info.skipped_lines);
+  }
+  return out;
+}
+
+}  // namespace cg::runtime
