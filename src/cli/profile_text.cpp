@@ -131,6 +131,10 @@ std::string profile_table(const runtime::ProfileReport& report, std::size_t trac
                         std::to_string(r.timing.samples), format_duration(r.timing.p50_ns),
                         format_duration(r.timing.p95_ns)});
   }
+  if (report.operations.empty()) {
+    out += "\nNo operation timings in the trace(s).\n";
+    return out;
+  }
   out += "\n" + ops.render();
   if (limit && report.operations.size() > limit) {
     out += "(" + std::to_string(report.operations.size() - limit) + " more operations)\n";

@@ -51,7 +51,8 @@ std::string error_of(const std::filesystem::path& path, ReadOptions options = {}
 
 TEST(ModuleScopes, CompactAndRuntime4GiveTheSameRecordsOnEveryPath) {
   const std::string full = logged(fixture("v4_modules.jsonl"));
-  EXPECT_NE(full.find("module event_id=13:infer-mod-0-3 path=18:model.layers.0.mlp"), std::string::npos)
+  EXPECT_NE(full.find("module event_id=13:infer-mod-0-3 path=18:model.layers.0.mlp"),
+            std::string::npos)
       << full;
   EXPECT_NE(full.find("parent=13:infer-mod-0-2"), std::string::npos) << full;
   // The implied counter of the compact `m` line continues thread 1's previous record.
