@@ -91,9 +91,15 @@ std::string profile_table(const runtime::ProfileReport& report, std::size_t trac
   }
   if (report.steps) {
     out += "; " + std::to_string(report.steps) + " steps, " +
-           format_duration(report.step_time_ns / report.steps) + " per step";
+           format_duration(report.step_time_ns / report.steps) + " per step (all threads)";
   }
   out += "\n";
+  if (report.steps && report.thread_busy_ns.size() > 1 && report.thread_busy_ns.size() <= 8) {
+    out += "per step per thread:";
+    for (auto t : report.thread_busy_ns)
+      out += " " + format_duration(t / report.steps);
+    out += "\n";
+  }
   if (report.host_side && (report.has_module_scopes || !report.thread_busy_ns.empty())) {
     out += "timings are host-side (no device_sync in the trace): GPU work is timed at launch\n";
   }
@@ -130,6 +136,10 @@ std::string profile_table(const runtime::ProfileReport& report, std::size_t trac
                         format_duration(r.timing.total_ns), percent(r.total_share),
                         std::to_string(r.timing.samples), format_duration(r.timing.p50_ns),
                         format_duration(r.timing.p95_ns)});
+  }
+  if (report.operations.empty()) {
+    out += "\nNo operation timings in the trace(s).\n";
+    return out;
   }
   out += "\n" + ops.render();
   if (limit && report.operations.size() > limit) {

@@ -110,7 +110,7 @@ void ThreadWall::add(std::uint64_t start, std::uint64_t end) {
     settled_ns_ += open_.front().second - open_.front().first;
     open_ns_ -= open_.front().second - open_.front().first;
     settled_end_ = open_.front().second;
-    open_.erase(open_.begin());
+    open_.pop_front();
   }
 }
 

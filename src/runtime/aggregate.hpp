@@ -3,6 +3,7 @@
 // distinct static ids, (from, to) pairs, tensors and gradient identities, never with operation
 // events. Aggregates of several traces (runs, ranks) merge with `merge`.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -112,7 +113,7 @@ class ThreadWall {
   std::uint64_t busy_ns() const;
 
  private:
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> open_;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> open_;
   std::uint64_t open_ns_ = 0;
   std::uint64_t settled_ns_ = 0;
   std::uint64_t settled_end_ = 0;

@@ -156,8 +156,10 @@ void resolve_module_timings(const ir::ModelIr& ir, const MergePlan& plan,
     std::string first;
     for (std::size_t i = 0; i < unmatched.size() && i < 3; ++i)
       first += (i ? ", " : "") + unmatched[i];
-    std::string where = resolver.component().empty() ? std::string("no component")
-                                                     : "component " + resolver.component();
+    std::string where = "no component";
+    for (const auto& c : ir.components) {
+      if (c.id == resolver.component()) where = c.qualified_name.empty() ? c.id : c.qualified_name;
+    }
     std::string message =
         std::to_string(unmatched.size()) + " traced module scope paths name no module of " + where +
         (options.prefix.empty() ? "" : " under prefix `" + options.prefix + "`") +

@@ -146,8 +146,9 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
     if (t.info.module_scopes_out_of_order > 0) {
       add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
           v.path + ": " + std::to_string(t.info.module_scopes_out_of_order) +
-              " module scopes closed out of order (a child's interval is not inside its "
-              "parent's); self times of their parents may be understated");
+              " module scopes closed out of order (a child scope's interval is not inside its "
+              "parent's, or the parent closed first); self times of those parents may be "
+              "understated");
     }
     if (t.info.truncated) {
       add(plan.findings, "runtime-truncated", Severity::warning, Confidence::proven,

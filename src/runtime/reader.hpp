@@ -65,10 +65,11 @@ struct TraceInfo {
   std::uint64_t edge_timings = 0;
   std::uint64_t modules = 0;     // runtime/4 `module` lines (closed module scopes)
   std::optional<EndRecord> end;  // runtime/4
-  // Module scopes (docs/runtime-4.md, "Additions"). Out of order: a child scope whose interval is
-  // not inside its parent's, or that closed after its parent. Unresolved: a `parent` that names no
-  // module scope of the trace (a scope never closed, counted in end.open_modules, or a wrong id;
-  // the latter is an error unless --lenient or the trace is truncated).
+  // Module scopes (docs/runtime-4.md, "Additions"). Out of order: a scope one of whose child
+  // scopes does not lie inside its interval, or a child that closed after its parent. Unresolved: a
+  // `parent` that names no module scope of the trace (a scope never closed, counted in
+  // end.open_modules, or a wrong id; the latter is an error unless --lenient or the trace is
+  // truncated).
   std::uint64_t module_scopes_out_of_order = 0;
   std::uint64_t module_parents_unresolved = 0;
   // Lenient mode: lines of a record kind the reader does not know (also in skipped_lines).

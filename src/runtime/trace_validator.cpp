@@ -137,14 +137,16 @@ void TraceValidator::module_scope(const ModuleScopeRecord& r) {
       ++info_.module_scopes_out_of_order;  // the parent closed before this child
     } else {
       auto& p = pending_parents_[parent];
-      if (p.children.empty()) p.first_child = std::string(r.event_id);
-      p.children.emplace_back(r.start_ns, end_ns);
+      if (p.children++ == 0) p.first_child = std::string(r.event_id);
+      p.first_start = std::min(p.first_start, r.start_ns);
+      p.last_end = std::max(p.last_end, end_ns);
     }
   }
   std::string id(r.event_id);
   if (auto it = pending_parents_.find(id); it != pending_parents_.end()) {
-    for (const auto& [child_start, child_end] : it->second.children) {
-      if (child_start < r.start_ns || child_end > end_ns) ++info_.module_scopes_out_of_order;
+    // Kept per parent, not per child, so memory stays flat under a scope open all session long.
+    if (it->second.first_start < r.start_ns || it->second.last_end > end_ns) {
+      ++info_.module_scopes_out_of_order;
     }
     pending_parents_.erase(it);
   }
@@ -208,7 +210,7 @@ void TraceValidator::finish() {
                         "`, which is no module scope in the trace (and end.open_modules is 0)");
     }
     for (const auto& [parent, p] : pending_parents_)
-      info_.module_parents_unresolved += p.children.size();
+      info_.module_parents_unresolved += p.children;
   }
   info_.id_set_bytes = ids_.memory_bytes();
 }

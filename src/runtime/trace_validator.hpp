@@ -66,7 +66,8 @@ class TraceValidator {
   // (times their children); closed scopes are remembered only recently, to tell a parent that
   // closed before its child (out of order) from one never seen.
   struct PendingParent {
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> children;  // [start, end)
+    std::uint64_t children = 0;
+    std::uint64_t first_start = ~std::uint64_t{0}, last_end = 0;  // over its children
     std::string first_child;
   };
   std::unordered_map<std::string, PendingParent> pending_parents_;

@@ -334,6 +334,28 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
         .field("missing_gradients", r.missing_gradients)
         .field("non_finite_gradients", r.non_finite_gradients);
     opt_string(w, "entrypoint", r.entrypoint);
+    // Module scope timings (runtime/4 `module` records) for the Architecture tree's Time column.
+    std::uint64_t wall = 0;
+    for (auto ns : r.thread_busy_ns)
+      wall += ns;
+    w.field("wall_ns", wall).field("host_side", r.host_side_timings);
+    w.field("unmatched_module_paths", r.unmatched_module_paths);
+    w.key("module_timings").begin_array();
+    for (const auto& t : r.module_timings) {
+      w.begin_object().field("path", t.path).field("module", t.module);
+      w.key("instance");
+      if (t.instance) {
+        w.value(*t.instance);
+      } else {
+        w.null();
+      }
+      w.field("family", t.path.find('{') != std::string::npos);
+      w.field("calls", t.calls).field("total_ns", t.total.total_ns);
+      w.field("self_ns", t.self.total_ns).field("p50_ns", t.total.p50_ns);
+      w.field("p95_ns", t.total.p95_ns);
+      w.end_object();
+    }
+    w.end_array();
     w.end_object();
   } else {
     w.null();

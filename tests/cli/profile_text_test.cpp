@@ -23,7 +23,8 @@ TEST(ProfileTable, ModuleAndOperationTablesWithSharesOfWallTime) {
   r.operations.push_back(op);
   std::string t = cg::cli::profile_table(r, 2, 50);
   EXPECT_NE(t.find("Wall time 1.6 µs over 2 traces, 2 threads"), std::string::npos) << t;
-  EXPECT_NE(t.find("2 steps, 800 ns per step"), std::string::npos) << t;
+  EXPECT_NE(t.find("2 steps, 800 ns per step (all threads)"), std::string::npos) << t;
+  EXPECT_NE(t.find("per step per thread: 500 ns 300 ns"), std::string::npos) << t;
   EXPECT_NE(t.find("timings are host-side"), std::string::npos) << t;
   auto module_row = t.find("model.layers.0  800 ns  50.0%  1.2 µs  75.0%      2  500 ns  700 ns");
   EXPECT_NE(module_row, std::string::npos) << t;

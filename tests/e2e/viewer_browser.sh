@@ -33,4 +33,9 @@ printf '%s\n' '{"vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 
   '"tie_word_embeddings": false}' > "$out/big-config.json"
 "$1" view "$crate" --config "$out/big-config.json" -o "$out/big-tiny-llama.html"
 export CG_BIG_HTML="$out/big-tiny-llama.html"
+# Module scope timings (issue 16): the demo with a runtime/4 trace of module scopes; the
+# Architecture tree shows a Time column with a heat bar, nothing cut at 1280 px.
+"$1" view "$crate" --config "$crate/config.json" \
+  --runtime-trace "$root/tests/runtime/fixtures/tiny_llama_modules.jsonl" -o "$out/timed-tiny-llama.html"
+export CG_TIMED_HTML="$out/timed-tiny-llama.html"
 exec node "$root/viewer/tests/browser.mjs" "$out"

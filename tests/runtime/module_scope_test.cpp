@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "runtime/aggregate.hpp"
 #include "runtime/reader.hpp"
 #include "runtime/record_log.hpp"
 #include "trace_test_util.hpp"
@@ -51,7 +52,8 @@ std::string error_of(const std::filesystem::path& path, ReadOptions options = {}
 
 TEST(ModuleScopes, CompactAndRuntime4GiveTheSameRecordsOnEveryPath) {
   const std::string full = logged(fixture("v4_modules.jsonl"));
-  EXPECT_NE(full.find("module event_id=13:infer-mod-0-3 path=18:model.layers.0.mlp"), std::string::npos)
+  EXPECT_NE(full.find("module event_id=13:infer-mod-0-3 path=18:model.layers.0.mlp"),
+            std::string::npos)
       << full;
   EXPECT_NE(full.find("parent=13:infer-mod-0-2"), std::string::npos) << full;
   // The implied counter of the compact `m` line continues thread 1's previous record.
@@ -202,6 +204,18 @@ TEST(ModuleScopes, CompactMLineMustReferToAModulePathDef) {
                                                 "\n" +
                                                 end_line(0, 0));
   EXPECT_NE(error_of(both).find("def has both a module path"), std::string::npos);
+}
+
+TEST(ModuleScopes, ThreadBusyTimeIsTheUnionOfOutermostIntervals) {
+  ThreadWall w;
+  for (std::uint64_t i = 0; i < 5000; ++i)
+    w.add(10 * i, 10 * i + 5);  // disjoint: more than kMaxOpen of them
+  EXPECT_EQ(w.busy_ns(), 25000u);
+  // An enclosing interval over the last ten collapses them: 25000 - 10 * 5 + 100.
+  w.add(49900, 50000);
+  EXPECT_EQ(w.busy_ns(), 25050u);
+  w.add(49950, 49960);  // inside: nothing new
+  EXPECT_EQ(w.busy_ns(), 25050u);
 }
 
 }  // namespace

@@ -95,8 +95,8 @@ TEST(ModuleTimings, PathsResolveToInstancesAndFamiliesAcrossRanks) {
   bool found = false;
   for (const auto& f : m.findings) {
     found = found || (f.rule == "runtime-unmapped" &&
-                      f.message.find("1 traced module scope paths name no module of component "
-                                     "component:Model under prefix `model` (first: "
+                      f.message.find("1 traced module scope paths name no module of "
+                                     "tiny::Model under prefix `model` (first: "
                                      "model.vision)") != std::string::npos);
   }
   EXPECT_TRUE(found);

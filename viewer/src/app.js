@@ -106,7 +106,7 @@
 
   // ---------- state, hash ----------
   var VIEWS = [['architecture', 'Architecture'], ['dataflow', 'Dataflow'], ['findings', 'Findings'], ['checkpoint', 'Checkpoint'], ['profile', 'Profile']];
-  var hasProfile = P.operations.some(function (o) { return o.timing; });
+  var hasProfile = P.operations.some(function (o) { return o.timing; }) || !!(P.runtime && P.runtime.module_timings && P.runtime.module_timings.length);
   var st = { view: null, sel: null };
   function available(v) { return v === 'checkpoint' ? !!(P.checkpoint || P.summary && P.summary.checkpoint) : v === 'profile' ? hasProfile : true; }
   var hashLock = false;
@@ -411,6 +411,23 @@
   }
   function rowParams(r) { return r.kind === 'parameter' ? numel(r.o) : r.o._n; }
   var SHARE_BAR = 36;
+  // Module scope timings (profile --runtime-trace with runtime/4 `module` records): an instance
+  // row shows its own scopes, a family (the analyzer's `{i}` row or a folded group here) the sum
+  // over its instances; the bar is the row's total against the slowest row's.
+  var MT = (P.runtime && P.runtime.module_timings) || [], modTime = Object.create(null), famTime = Object.create(null), maxTime = 0;
+  MT.forEach(function (t) {
+    var into = t.family ? famTime : modTime, cur = into[t.module] || (into[t.module] = { total_ns: 0, self_ns: 0, calls: 0 });
+    cur.total_ns += t.total_ns; cur.self_ns += t.self_ns; cur.calls += t.calls;
+  });
+  function timeOf(r) {
+    if (!MT.length) return null;
+    if (r.kind === 'family') { var s = { total_ns: 0, self_ns: 0, calls: 0 }, any = false; r.o.members.forEach(function (m) { var t = famTime[m.id] || modTime[m.id]; if (t) { any = true; s.total_ns += t.total_ns; s.self_ns += t.self_ns; s.calls += t.calls; } }); return any ? s : null; }
+    if (r.kind !== 'module') return null;
+    return famTime[r.o.id] || modTime[r.o.id] || null;
+  }
+  Object.keys(modTime).forEach(function (k) { maxTime = Math.max(maxTime, modTime[k].total_ns); });
+  Object.keys(famTime).forEach(function (k) { maxTime = Math.max(maxTime, famTime[k].total_ns); });
+  function timeTitle(t) { var w = P.runtime.wall_ns; return fmtNs(t.total_ns) + ' total, ' + fmtNs(t.self_ns) + ' self over ' + fmtInt(t.calls) + ' calls' + (w ? ' · self ' + (100 * t.self_ns / w).toFixed(1) + '% of wall time ' + fmtNs(w) : '') + (P.runtime.host_side ? ' · host-side timing' : ''); }
   function shareText(r) { var n = rowParams(r); if (n == null || !TOTAL) return ''; var f = n / TOTAL; return f >= 0.9995 ? '100%' : (f * 100).toFixed(f < 0.01 ? 2 : 1) + '%'; }
   function INIT_ARCH() {
     archTable = new VTable($('arch-tree'), [
@@ -432,9 +449,11 @@
           function (r) { var n = rowParams(r); return n == null ? 'unknown' : fmtInt(n) + (r.o._unk ? ' + unknown' : '') + ' parameters'; }) },
       { key: 'share', label: 'Share', w: 110, measure: function (r, M) { var t = shareText(r); return t ? SHARE_BAR + 6 + M(t) : 0; },
         render: function (r, d) { var t = shareText(r); if (!t) return; var b = el('span', 'bar'); b.style.width = Math.max(1, Math.round(rowParams(r) / TOTAL * SHARE_BAR)) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode(t)); d.title = t + ' of ' + fmtInt(TOTAL) + ' parameters'; } },
+      MT.length ? { key: 'time', label: 'Time', w: 130, measure: function (r, M) { var t = timeOf(r); return t ? SHARE_BAR + 6 + M(fmtNs(t.total_ns)) : 0; },
+        render: function (r, d) { var t = timeOf(r); if (!t) return; var b = el('span', 'bar heat'); b.style.width = Math.max(1, Math.round(t.total_ns / (maxTime || 1) * SHARE_BAR)) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode(fmtNs(t.total_ns))); d.title = timeTitle(t); } } : null,
       { key: 'type', label: 'Type', w: 160, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.dtype || '') : r.o.type || ''; }) , cls: 'mono' },
       { key: 'prefix', label: 'Prefix / key', w: 220, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? r.o.key : r.o.prefix || ''; }) }
-    ], { key: function (r) { return r.o.id; }, noSort: true, role: 'treeitem', click: function (r, ev) {
+    ].filter(Boolean), { key: function (r) { return r.o.id; }, noSort: true, role: 'treeitem', click: function (r, ev) {
       if (r.has && (ev.target.classList.contains('tw') || ev.detail === 2 || r.kind === 'family' || !isOpen(r) && st.sel === r.o.id)) toggle(r);
       select(r.o.id, { from: 'tree' });
     } });
@@ -488,6 +507,7 @@
     var i = path.lastIndexOf('.'), seg = path.slice(i + 1);
     var g = { id: 'g:' + path, path: path, name: !parent ? ((P.model && P.model.name) || 'model') : /^\d+$/.test(seg) && parent.path ? parent.name + '.' + seg : seg,
       parent: parent, all: [], kids: null, ops: null, kidMap: null, edges: null, nOps: 0, ns: 0, depth: parent ? parent.depth + 1 : 0, _kind: 'group' };
+    if (G.moduleNs && G.moduleNs[path] != null) g.ns = G.moduleNs[path];
     G.groups.set(path, g); byId.set(g.id, g);
     return g;
   }
@@ -548,6 +568,12 @@
     });
     // Every group's time is at most that of its top-level ancestor: those bound the heat scale.
     partition(root).kids.forEach(function (g) { if (g.ns > maxNs) maxNs = g.ns; });
+    // No operation timed but module scopes were (runtime/4 `module` records): the heat overlay
+    // colours each group by its module scope's inclusive time instead.
+    if (!root.ns && MT.length) {
+      var byPath = G.moduleNs = Object.create(null); MT.forEach(function (t) { if (!t.family) byPath[t.path] = t.total_ns; });
+      G.groups.forEach(function (g) { if (byPath[g.path] != null) { g.ns = byPath[g.path]; if (g.ns > maxNs) maxNs = g.ns; } });
+    }
     G.maxNs = maxNs; G.totalNs = root.ns;
     mark('graph-built');
     // A chain of single-child groups (model → model.layers…) opens straight away so the first
@@ -935,8 +961,30 @@
         { key: 'ops', label: 'Ops', w: 80, num: true, sort: function (m) { return m.n; }, render: txt(function (m) { return fmtInt(m.n); }) },
         { key: 'samples', label: 'Samples', w: 90, num: true, sort: function (m) { return m.samples; }, render: txt(function (m) { return fmtInt(m.samples); }) }
       ];
+      // Module scopes (runtime/4 `module` records): one row per traced path, indented as a tree,
+      // with self (exclusive) and total (inclusive) time; self % is of the wall time.
+      var scopes = MT.filter(function (m) { return !m.family; }), wall = P.runtime && P.runtime.wall_ns;
+      function selfShare(ns) { return wall ? (100 * ns / wall).toFixed(1) + '%' : ''; }
+      var scopeCols = [
+        { key: 'path', label: 'Module scope', flex: true, cls: 'mono', sort: function (m) { return m.path; }, render: function (m, d) { var depth = m.path ? m.path.split('.').length - 1 : 0; d.style.paddingLeft = (6 + depth * 12) + 'px'; d.textContent = m.path.split('.').pop() || '(root)'; d.title = m.path; } },
+        { key: 'self', label: 'Self', w: 90, num: true, sort: function (m) { return m.self_ns; }, render: txt(function (m) { return fmtNs(m.self_ns); }) },
+        { key: 'selfshare', label: 'Self %', w: 70, num: true, sort: function (m) { return m.self_ns; }, render: txt(function (m) { return selfShare(m.self_ns); }) },
+        { key: 'total', label: 'Total', w: 90, num: true, sort: function (m) { return m.total_ns; }, render: txt(function (m) { return fmtNs(m.total_ns); }) },
+        { key: 'calls', label: 'Calls', w: 70, num: true, sort: function (m) { return m.calls; }, render: txt(function (m) { return fmtInt(m.calls); }) },
+        { key: 'p95', label: 'p95', w: 90, num: true, sort: function (m) { return m.p95_ns; }, render: txt(function (m) { return fmtNs(m.p95_ns); }) }
+      ];
+      if (scopes.length && !$('pr-mode').querySelector('option[value=scopes]')) {
+        var opt = document.createElement('option'); opt.value = 'scopes'; opt.textContent = 'module scopes (self / total)';
+        $('pr-mode').appendChild(opt); if (!opsT.length) $('pr-mode').value = 'scopes';
+      }
       function show() {
         var modes = $('pr-mode').value, t;
+        if (modes === 'scopes') {
+          t = new VTable($('pr-table'), scopeCols, { key: function (m) { return m.path; }, click: function (m) { var mm = byId.get(m.module); if (mm) select(mm.id, { from: 'profile' }); } });
+          t.setRows(scopes.slice().sort(function (a, b) { return a.path < b.path ? -1 : a.path > b.path ? 1 : 0; }));
+          $('pr-stat').textContent = fmtInt(scopes.length) + ' module scopes · wall ' + fmtNs(wall) + (P.runtime.host_side ? ' · host-side timing' : '');
+          return;
+        }
         if (modes === 'ops') { t = new VTable($('pr-table'), opCols, { key: function (o) { return o.id; }, click: function (o) { select(o.id, { from: 'profile' }); } }); t.setRows(opsT.slice()); t.sortBy('total'); }
         else { t = new VTable($('pr-table'), modCols, { key: function (m) { return m.id; }, click: function (m) { goGraph(m.id); } }); t.setRows(Object.keys(mods).map(function (k) { return mods[k]; })); t.sortBy('total'); }
         $('pr-stat').textContent = fmtInt(opsT.length) + ' timed ops · ' + fmtNs(total) + ' total';

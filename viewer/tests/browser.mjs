@@ -196,6 +196,34 @@ async function main() {
       check(/checkpoint entry/.test(await page4.textContent('#insp-title')), 'a checkpoint row opens in the inspector');
       await page4.screenshot({ path: join(out, '11-demo-checkpoint.png') });
     }
+    // Issue 16: module scope timings in the Architecture tree: a Time column with a heat bar per
+    // timed module; a folded family sums its instances; nothing cut at 1280 px.
+    if (process.env.CG_TIMED_HTML) {
+      const pt = await browser.newPage({ viewport: { width: 1280, height: 900 } }); watchNetwork(pt, bad);
+      await pt.goto('file://' + process.env.CG_TIMED_HTML);
+      await pt.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined, null, { timeout: 20000 });
+      await pt.click('#tab-architecture');
+      await pt.waitForSelector('#arch-tree .vrow');
+      const head = await pt.$$eval('#arch-tree .vhead > div', (ds) => ds.map((d) => d.textContent));
+      check(head.includes('Time'), 'timed report: the Architecture tree has a Time column: ' + head.join(', '));
+      const fam = pt.locator('#arch-tree .vrow', { hasText: '× 4' });
+      const famText = await fam.textContent();
+      check(/1\.90 ms/.test(famText) && (await fam.locator('.bar.heat').count()) === 1,
+        'the folded layer family shows the sum of its timed instances (0.9 + 1.0 ms) with a heat bar: ' + famText);
+      const r = await cutCells(pt, 'architecture');
+      check(r.cut.length === 0, 'timed Architecture tree at 1280 px: no cut cell' + (r.cut.length ? ': ' + r.cut.slice(0, 5).join(' | ') : ''));
+      await pt.screenshot({ path: join(out, '12-timed-architecture.png') });
+      await pt.click('#tab-profile');
+      await pt.selectOption('#pr-mode', 'scopes');
+      const attn = await pt.locator('#pr-table .vrow', { hasText: 'self_attn' }).textContent();
+      check(/400\.0 µs/.test(attn), 'the Profile view lists module scopes with self and total time: ' + attn);
+      // model.layers.0: 900 µs total, 200 µs self (less self_attn and mlp).
+      const layer0 = await pt.locator('#pr-table .vrow').filter({ hasText: '900.0 µs' }).textContent();
+      check(/200\.0 µs/.test(layer0), 'a module scope\'s self time excludes its child scopes: ' + layer0);
+      check(/host-side timing/.test(await pt.textContent('#pr-stat')), 'the Profile view says the timings are host-side');
+      const rp = await cutCells(pt, 'profile');
+      check(rp.cut.length === 0, 'timed Profile view at 1280 px: no cut cell' + (rp.cut.length ? ': ' + rp.cut.slice(0, 5).join(' | ') : ''));
+    }
     // Issue 18: at 1280 px no table cell is cut, on the synthetic report (every view, the profile
     // included), the demo report and a model with billions of weights.
     const p1280 = await browser.newPage({ viewport: { width: 1280, height: 800 } }); watchNetwork(p1280, bad);
