@@ -399,32 +399,47 @@ int run_mcp(Args& args) {
 
 void export_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--chrome", args.chrome_out, "Output file")->required();
-  trace_flags(cmd, args, "runtime/4 trace", "Skip bad lines and count them")->expected(1);
+  trace_flags(cmd, args,
+              "runtime/4 trace (repeat for several processes or ranks: one process track each)",
+              "Skip bad lines and count them");
 }
 
 int run_export(Args& args) {
-  refuse_overwriting_inputs(args.chrome_out,
-                            {{"--runtime-trace", args.crate.runtime_traces.front()}});
+  std::vector<NamedInput> inputs;
+  std::vector<std::filesystem::path> traces;
+  for (const auto& t : args.crate.runtime_traces) {
+    inputs.push_back({"--runtime-trace", t});
+    traces.emplace_back(t);
+  }
+  refuse_overwriting_inputs(args.chrome_out, inputs);
   runtime::ReadOptions ro;
   ro.lenient = args.crate.lenient;
-  auto r = runtime::export_chrome_trace(args.crate.runtime_traces.front(), args.chrome_out, ro);
+  auto r = runtime::export_chrome_traces(traces, args.chrome_out, ro);
   std::cerr << "wrote " << args.chrome_out << ": " << r.events << " events on " << r.threads
             << " threads";
-  if (r.trace.skipped_lines > 0)
-    std::cerr << " (" << r.trace.skipped_lines << " bad lines skipped)";
+  if (r.tracks.size() > 1) std::cerr << " of " << r.tracks.size() << " processes";
+  std::uint64_t skipped = 0;
+  for (const auto& t : r.tracks)
+    skipped += t.trace.skipped_lines;
+  if (skipped > 0) std::cerr << " (" << skipped << " bad lines skipped)";
   std::cerr << "\n";
+  if (!r.aligned)
+    std::cerr << "warning: not every trace has meta.start_unix_ns; each trace starts at 0, so the "
+                 "processes are not on one timeline\n";
   // --lenient reads a damaged trace; it never hides that it was damaged.
-  const std::string& path = args.crate.runtime_traces.front();
-  if (r.trace.truncated)
-    std::cerr << "warning: " << path
-              << ": trace is truncated (no end record); the export covers what was written\n";
-  for (const auto& what : runtime::end_record_findings(r.trace))
-    std::cerr << "warning: " << path << ": " << what << "\n";
-  if (r.trace.end_counts_disagree)
-    std::cerr << "warning: " << path << ": the end record's counts ("
-              << (r.trace.end ? r.trace.end->operations : 0)
-              << " operations) disagree with the trace (" << r.trace.operations
-              << "); the file was damaged\n";
+  for (const auto& t : r.tracks) {
+    const std::string& path = t.trace.path;
+    if (t.trace.truncated)
+      std::cerr << "warning: " << path
+                << ": trace is truncated (no end record); the export covers what was written\n";
+    for (const auto& what : runtime::end_record_findings(t.trace))
+      std::cerr << "warning: " << path << ": " << what << "\n";
+    if (t.trace.end_counts_disagree)
+      std::cerr << "warning: " << path << ": the end record's counts ("
+                << (t.trace.end ? t.trace.end->operations : 0)
+                << " operations) disagree with the trace (" << t.trace.operations
+                << "); the file was damaged\n";
+  }
   return kExitOk;
 }
 

@@ -1,13 +1,16 @@
 #include "runtime/chrome_export.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "runtime/output_file.hpp"
+#include "runtime/trace_validator.hpp"
 #include "util/error.hpp"
 #include "util/json_writer.hpp"
 
@@ -20,10 +23,31 @@ std::string micros(std::uint64_t ns) {
   return std::to_string(ns / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
 }
 
+// The output all traces' events go to, in order, comma-separated.
+struct EventWriter {
+  OutputFile& out;
+  bool first = true;
+  void write(const std::string& event) {
+    if (!first) out.write(",\n");
+    first = false;
+    out.write(event);
+  }
+};
+
+// Where one trace goes: its process track (pid), the shift that puts its clock on the export's
+// timeline, and the name of its track. `pid` empty: the trace's own `meta.pid`, else 1.
+struct TrackPlan {
+  std::optional<std::uint64_t> pid;
+  std::uint64_t offset_ns = 0;
+  std::string label;  // after "candle-graph <entrypoint>"; empty for a single trace
+  std::optional<std::uint64_t> sort_index;
+};
+
 class ChromeSink : public RecordSink {
  public:
-  ChromeSink(const std::filesystem::path& trace, OutputFile& out, std::size_t max_threads)
-      : trace_(trace), out_(out), max_threads_(max_threads) {}
+  ChromeSink(const std::filesystem::path& trace, EventWriter& out, std::size_t max_threads,
+             TrackPlan plan)
+      : trace_(trace), out_(out), max_threads_(max_threads), plan_(std::move(plan)) {}
 
   void meta(const RunMeta& m) override {
     if (m.schema != Schema::v4) {
@@ -35,8 +59,9 @@ class ChromeSink : public RecordSink {
     is_v4_ = true;
     name_ = m.entrypoint;
     phase_ = m.phase.value_or("");
-    out_.write("{\"traceEvents\":[\n");
+    pid_ = plan_.pid.value_or(m.pid.value_or(1));
   }
+  std::uint64_t pid() const { return pid_; }
 
   void operation(const OperationRecord& r) override {
     need_v4();
@@ -46,8 +71,8 @@ class ChromeSink : public RecordSink {
     std::string name(r.op);
     if (r.source) name += " @ " + std::string(*r.source);
     w.field("name", name).field("cat", "operation").field("ph", "X");
-    w.key("ts").raw(micros(*r.start_ns)).key("dur").raw(micros(*r.duration_ns));
-    w.field("pid", 1).field("tid", *r.thread);
+    w.key("ts").raw(micros(shift(*r.start_ns))).key("dur").raw(micros(*r.duration_ns));
+    w.field("pid", pid_).field("tid", *r.thread);
     w.key("args").begin_object();
     w.field("phase", phase_).field("step", *r.step);
     if (r.static_id) w.field("static_id", *r.static_id);
@@ -67,8 +92,8 @@ class ChromeSink : public RecordSink {
     w.field("name", r.path.empty() ? std::string_view("<root>") : r.path)
         .field("cat", "module")
         .field("ph", "X");
-    w.key("ts").raw(micros(r.start_ns)).key("dur").raw(micros(r.duration_ns));
-    w.field("pid", 1).field("tid", r.thread);
+    w.key("ts").raw(micros(shift(r.start_ns))).key("dur").raw(micros(r.duration_ns));
+    w.field("pid", pid_).field("tid", r.thread);
     w.key("args").begin_object();
     w.field("phase", phase_);
     if (r.step) w.field("step", *r.step);
@@ -83,8 +108,8 @@ class ChromeSink : public RecordSink {
     JsonWriter w(0);
     w.begin_object();
     w.field("name", "edge").field("cat", "edge_timing").field("ph", "i").field("s", "t");
-    w.key("ts").raw(micros(*r.at_ns));
-    w.field("pid", 1).field("tid", *r.thread);
+    w.key("ts").raw(micros(shift(*r.at_ns)));
+    w.field("pid", pid_).field("tid", *r.thread);
     w.key("args").begin_object();
     w.field("from_static_id", r.from_static_id).field("to_static_id", r.to_static_id);
     w.field("duration_ns", r.duration_ns).field("step", *r.step).field("event_id", r.event_id);
@@ -95,12 +120,20 @@ class ChromeSink : public RecordSink {
   std::uint64_t finish() {
     place_complete_events();
     JsonWriter p(0);
-    p.begin_object().field("name", "process_name").field("ph", "M").field("pid", 1);
-    p.key("args").begin_object().field("name", "candle-graph " + name_).end_object().end_object();
+    p.begin_object().field("name", "process_name").field("ph", "M").field("pid", pid_);
+    p.key("args").begin_object();
+    p.field("name", "candle-graph " + name_ + plan_.label).end_object().end_object();
     emit(p.str(), std::nullopt);
+    if (plan_.sort_index) {
+      JsonWriter o(0);
+      o.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", pid_);
+      o.key("args").begin_object().field("sort_index", *plan_.sort_index).end_object();
+      o.end_object();
+      emit(o.str(), std::nullopt);
+    }
     for (std::uint64_t t : threads_) {
       JsonWriter w(0);
-      w.begin_object().field("name", "thread_name").field("ph", "M").field("pid", 1);
+      w.begin_object().field("name", "thread_name").field("ph", "M").field("pid", pid_);
       w.field("tid", t).key("args").begin_object();
       w.field("name", "thread " + std::to_string(t)).end_object().end_object();
       emit(w.str(), std::nullopt);
@@ -108,7 +141,7 @@ class ChromeSink : public RecordSink {
     for (const auto& [t, lanes] : extra_lanes_) {
       for (std::uint64_t lane = 1; lane <= lanes; ++lane) {
         JsonWriter w(0);
-        w.begin_object().field("name", "thread_name").field("ph", "M").field("pid", 1);
+        w.begin_object().field("name", "thread_name").field("ph", "M").field("pid", pid_);
         w.field("tid", lane_tid(t, lane)).key("args").begin_object();
         w.field("name", "thread " + std::to_string(t) + " (overlapping, lane " +
                             std::to_string(lane) + ")");
@@ -116,7 +149,6 @@ class ChromeSink : public RecordSink {
         emit(w.str(), std::nullopt);
       }
     }
-    out_.write("\n]}\n");
     return events_;
   }
   std::size_t threads() const { return threads_.size(); }
@@ -128,9 +160,16 @@ class ChromeSink : public RecordSink {
                        "Chrome trace export needs a runtime/4 trace whose meta is the first line");
     }
   }
+  // A time of this trace on the export's timeline (shifted by its session start).
+  std::uint64_t shift(std::uint64_t ns) const {
+    if (ns > std::numeric_limits<std::uint64_t>::max() - plan_.offset_ns) {
+      throw RecordError("a time of " + std::to_string(ns) +
+                        " ns overflows once aligned by meta.start_unix_ns");
+    }
+    return ns + plan_.offset_ns;
+  }
+
   void emit(const std::string& event, std::optional<std::uint64_t> thread) {
-    if (!first_) out_.write(",\n");
-    first_ = false;
     out_.write(event);
     if (thread) {
       if (threads_.insert(*thread).second && threads_.size() > max_threads_) {
@@ -206,20 +245,17 @@ class ChromeSink : public RecordSink {
     ++events_;
   }
 
-  void write_event(const std::string& event) {
-    if (!first_) out_.write(",\n");
-    first_ = false;
-    out_.write(event);
-  }
+  void write_event(const std::string& event) { out_.write(event); }
 
   std::vector<Held> held_;
   std::map<std::uint64_t, std::uint64_t> extra_lanes_;  // thread → lanes past its own
   const std::filesystem::path& trace_;
-  OutputFile& out_;
+  EventWriter& out_;
   bool is_v4_ = false;
-  bool first_ = true;
   std::string name_, phase_;
   std::size_t max_threads_;
+  TrackPlan plan_;
+  std::uint64_t pid_ = 1;
   std::set<std::uint64_t> threads_;
   std::uint64_t events_ = 0;
 };
@@ -247,17 +283,98 @@ std::vector<std::string> end_record_findings(const TraceInfo& trace) {
   return out;
 }
 
+namespace {
+
+// The pre-pass that learns a trace's meta (its first record) and stops reading there.
+struct MetaRead {};
+class MetaOnly : public RecordSink {
+ public:
+  void meta(const RunMeta& m) override {
+    meta_ = m;
+    throw MetaRead{};
+  }
+  RunMeta meta_;
+};
+
+RunMeta read_meta(const std::filesystem::path& trace, const ReadOptions& options) {
+  MetaOnly sink;
+  try {
+    (void)read_trace(trace, sink, options);
+  } catch (const MetaRead&) {
+    return sink.meta_;
+  }
+  throw InputError(trace.string(), "no meta record");  // read_trace throws first
+}
+
+std::vector<TrackPlan> plan_tracks(const std::vector<std::filesystem::path>& traces,
+                                   const ReadOptions& options) {
+  std::vector<TrackPlan> plans(traces.size());
+  if (traces.size() == 1) return plans;  // one trace: its own pid, its own clock, unchanged name
+  std::vector<RunMeta> metas;
+  for (const auto& t : traces)
+    metas.push_back(read_meta(t, options));
+  // Real pids when every trace has one and no two share it; else positions 1, 2, 3… for all, so
+  // that no two tracks merge.
+  std::set<std::uint64_t> pids;
+  bool real = true;
+  for (const auto& m : metas)
+    real = real && m.pid && pids.insert(*m.pid).second;
+  // One timeline: each trace shifted by how much later than the earliest its session started,
+  // when every trace says when (meta.start_unix_ns); else each starts at 0.
+  bool aligned = true;
+  std::uint64_t earliest = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& m : metas) {
+    aligned = aligned && m.start_unix_ns;
+    if (m.start_unix_ns) earliest = std::min(earliest, *m.start_unix_ns);
+  }
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    TrackPlan& p = plans[i];
+    p.pid = real ? *metas[i].pid : std::uint64_t{i + 1};
+    p.offset_ns = aligned ? *metas[i].start_unix_ns - earliest : 0;
+    p.label = ": " + traces[i].filename().string() + " (trace " + std::to_string(i + 1) +
+              (metas[i].pid ? ", pid " + std::to_string(*metas[i].pid) : std::string()) + ")";
+    p.sort_index = i;
+  }
+  return plans;
+}
+
+}  // namespace
+
+ChromeExport export_chrome_traces(const std::vector<std::filesystem::path>& traces,
+                                  const std::filesystem::path& output, const ReadOptions& options,
+                                  std::size_t max_threads) {
+  if (traces.empty()) throw std::invalid_argument("export_chrome_traces: no trace");
+  const std::vector<TrackPlan> plans = plan_tracks(traces, options);
+  OutputFile out(output);
+  out.write("{\"traceEvents\":[\n");
+  EventWriter events{out};
+  ChromeExport result;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    ChromeSink sink(traces[i], events, max_threads, plans[i]);
+    ChromeTrack track;
+    track.trace = read_trace(traces[i], sink, options);
+    track.events = sink.finish();
+    track.threads = sink.threads();
+    track.pid = sink.pid();
+    track.offset_ns = plans[i].offset_ns;
+    result.events += track.events;
+    result.threads += track.threads;
+    result.tracks.push_back(std::move(track));
+  }
+  out.write("\n]}\n");
+  out.commit();
+  result.trace = result.tracks.front().trace;
+  result.aligned =
+      traces.size() == 1 ||
+      std::all_of(result.tracks.begin(), result.tracks.end(),
+                  [](const ChromeTrack& t) { return t.trace.meta.start_unix_ns.has_value(); });
+  return result;
+}
+
 ChromeExport export_chrome_trace(const std::filesystem::path& trace,
                                  const std::filesystem::path& output, const ReadOptions& options,
                                  std::size_t max_threads) {
-  OutputFile out(output);
-  ChromeSink sink(trace, out, max_threads);
-  ChromeExport result;
-  result.trace = read_trace(trace, sink, options);
-  result.events = sink.finish();
-  result.threads = sink.threads();
-  out.commit();
-  return result;
+  return export_chrome_traces({trace}, output, options, max_threads);
 }
 
 }  // namespace cg::runtime

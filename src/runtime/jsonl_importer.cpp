@@ -501,6 +501,10 @@ void JsonlImporter::meta(Obj& obj, TraceValidator& validator, bool first_record,
       if (auto s = opt_str(val, name)) meta.phase = std::string(*s);
     } else if (is(name, "device_sync")) {
       if (!is_null(val)) meta.device_sync = boolean(val, name);
+    } else if (is(name, "pid")) {
+      meta.pid = opt_u64(val, name);
+    } else if (is(name, "start_unix_ns")) {
+      meta.start_unix_ns = opt_u64(val, name);
     }
   });
   done();

@@ -60,6 +60,8 @@ void RecordLog::meta(const RunMeta& m) {
   put(text_, "build_id", m.build_id);
   put(text_, "phase", m.phase);
   put(text_, "device_sync", std::uint64_t{m.device_sync});
+  put(text_, "pid", m.pid);
+  put(text_, "start_unix_ns", m.start_unix_ns);
   text_ += '\n';
 }
 

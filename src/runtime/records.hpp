@@ -34,6 +34,10 @@ struct RunMeta {
   // runtime/4 `meta.device_sync` (module scopes): true when the profiler synchronised the device
   // around each module scope; false means every duration is host-side.
   bool device_sync = false;
+  // runtime/4 `meta.pid` (the writer's process id) and `meta.start_unix_ns` (wall clock at session
+  // start, to align several processes' or ranks' traces); absent in older traces.
+  std::optional<std::uint64_t> pid;
+  std::optional<std::uint64_t> start_unix_ns;
 };
 
 struct TensorRecord {

@@ -19,7 +19,8 @@ using testing::temp_dir;
 struct Event {
   std::string name, ph, event_id, parent;
   double ts = 0, dur = 0;
-  std::uint64_t tid = 0;
+  std::uint64_t pid = 0, tid = 0;
+  std::string process;  // process_name's name
 };
 
 std::vector<Event> parse_events(const std::filesystem::path& path) {
@@ -30,6 +31,9 @@ std::vector<Event> parse_events(const std::filesystem::path& path) {
     Event ev;
     ev.name = std::string(e["name"].get_string().value());
     ev.ph = std::string(e["ph"].get_string().value());
+    ev.pid = e["pid"].get_uint64().value();
+    if (ev.ph == "M" && ev.name == "process_name")
+      ev.process = std::string(e["args"]["name"].get_string().value());
     if (ev.ph == "X") {
       ev.ts = e["ts"].get_double().value();
       ev.dur = e["dur"].get_double().value();
@@ -80,7 +84,7 @@ void expect_nesting_per_track(const std::vector<Event>& events) {
     if (e.ph == "X") xs.push_back(e);
   for (const auto& x : xs) {
     for (const auto& y : xs) {
-      if (&x == &y || x.tid != y.tid) continue;
+      if (&x == &y || x.pid != y.pid || x.tid != y.tid) continue;
       bool apart = x.ts + x.dur <= y.ts || y.ts + y.dur <= x.ts;
       bool x_in_y = y.ts <= x.ts && x.ts + x.dur <= y.ts + y.dur;
       bool y_in_x = x.ts <= y.ts && y.ts + y.dur <= x.ts + x.dur;
@@ -188,6 +192,112 @@ TEST(ChromeExport, DistinctThreadsPastTheLimitAreAnError) {
                               "threads.jsonl:6: trace has more than 4 distinct `thread` values"));
   }
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// A runtime/4 trace of one rank: the v4_modules meta with its own pid and session start, and
+// operations (start, duration) on thread 0, the second overlapping the first without nesting.
+std::filesystem::path rank_trace(const std::string& name, const std::string& pid_and_start) {
+  std::ifstream in(fixture("v4_modules.jsonl"));
+  std::string meta;
+  std::getline(in, meta);
+  const std::string from = R"("start_unix_ns":1,"pid":7)";
+  meta.replace(meta.find(from), from.size(), pid_and_start);
+  auto op = [](const std::string& id, int start, int dur) {
+    return R"({"kind":"operation","event_id":")" + id +
+           R"(","op":"matmul","static_id":"s","inputs":[],"step":0,"duration_ns":)" +
+           std::to_string(dur) + R"(,"start_ns":)" + std::to_string(start) + R"(,"thread":0})" +
+           "\n";
+  };
+  return testing::write_temp(
+      name,
+      meta + "\n" + op("infer-op-0-1", 1000, 2000) + op("infer-op-0-2", 2000, 2000) +
+          op("infer-op-0-3", 2500, 100) +
+          R"({"kind":"end","operations":3,"edge_timings":0,"dropped":0,"errors":0,"open_operations":0,"threads":1,"duration_ns":5000})" +
+          "\n");
+}
+
+std::map<std::uint64_t, std::string> process_names(const std::vector<Event>& events) {
+  std::map<std::uint64_t, std::string> out;
+  for (const auto& e : events)
+    if (e.ph == "M" && e.name == "process_name") out[e.pid] = e.process;
+  return out;
+}
+
+// Two ranks → two process tracks with their real pids, named by file, on one timeline: rank b's
+// session started 5 µs after rank a's, so its operation at 1 µs lies at 6 µs.
+TEST(ChromeExport, SeveralTracesBecomeProcessTracksAlignedBySessionStart) {
+  auto a = rank_trace("rank_a.jsonl", R"("start_unix_ns":1764800000000000000,"pid":100)");
+  auto b = rank_trace("rank_b.jsonl", R"("start_unix_ns":1764800000000005000,"pid":200)");
+  auto out = temp_dir() / "chrome" / "ranks.json";
+  auto result = export_chrome_traces({a, b}, out);
+  EXPECT_EQ(result.events, 6u);
+  EXPECT_TRUE(result.aligned);
+  ASSERT_EQ(result.tracks.size(), 2u);
+  EXPECT_EQ(result.tracks[0].pid, 100u);
+  EXPECT_EQ(result.tracks[1].pid, 200u);
+  EXPECT_EQ(result.tracks[1].offset_ns, 5000u);
+  auto events = parse_events(out);
+  expect_nesting_per_track(events);
+  std::map<std::pair<std::uint64_t, std::string>, Event> by_id;
+  for (const auto& e : events)
+    if (e.ph == "X") by_id[{e.pid, e.event_id}] = e;
+  ASSERT_EQ(by_id.size(), 6u);  // the same event ids in two processes stay apart
+  EXPECT_DOUBLE_EQ((by_id[{100, "infer-op-0-1"}].ts), 1.0);
+  EXPECT_DOUBLE_EQ((by_id[{200, "infer-op-0-1"}].ts), 6.0);
+  EXPECT_DOUBLE_EQ((by_id[{200, "infer-op-0-3"}].ts), 7.5);
+  auto names = process_names(events);
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_THAT(names[100], ::testing::HasSubstr("rank_a.jsonl"));
+  EXPECT_THAT(names[100], ::testing::HasSubstr("pid 100"));
+  EXPECT_THAT(names[200], ::testing::HasSubstr("rank_b.jsonl"));
+  // Thread names belong to each process.
+  std::set<std::uint64_t> named_in;
+  for (const auto& e : events)
+    if (e.ph == "M" && e.name == "thread_name" && e.tid == 0) named_in.insert(e.pid);
+  EXPECT_EQ(named_in, (std::set<std::uint64_t>{100, 200}));
+}
+
+// Two traces with one pid (or none) would merge into one track: both get their position instead.
+// Without start_unix_ns in every trace there is no common clock: each starts at 0.
+TEST(ChromeExport, SharedOrMissingPidsFallBackToPositionsAndNoStartMeansNoAlignment) {
+  auto a = rank_trace("same_a.jsonl", R"("start_unix_ns":1000,"pid":7)");
+  auto b = rank_trace("same_b.jsonl", R"("pid":7)");
+  auto out = temp_dir() / "chrome" / "same.json";
+  auto result = export_chrome_traces({a, b}, out);
+  EXPECT_FALSE(result.aligned);
+  ASSERT_EQ(result.tracks.size(), 2u);
+  EXPECT_EQ(result.tracks[0].pid, 1u);
+  EXPECT_EQ(result.tracks[1].pid, 2u);
+  auto events = parse_events(out);
+  expect_nesting_per_track(events);
+  for (const auto& e : events) {
+    if (e.ph == "X" && e.event_id == "infer-op-0-1") {
+      EXPECT_DOUBLE_EQ(e.ts, 1.0) << e.pid;
+    }
+  }
+  auto names = process_names(events);
+  EXPECT_THAT(names[1], ::testing::HasSubstr("same_a.jsonl (trace 1, pid 7)"));
+  EXPECT_THAT(names[2], ::testing::HasSubstr("same_b.jsonl (trace 2, pid 7)"));
+  // One bad trace among several: an error naming it, and no output.
+  auto bad = temp_dir() / "chrome_bad_rank.json";
+  std::filesystem::remove(bad);
+  try {
+    export_chrome_traces({a, fixture("v3_seed.jsonl")}, bad);
+    ADD_FAILURE() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("v3_seed.jsonl"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(bad));
+}
+
+// One trace keeps its own pid (meta.pid) and clock, and its process name is unchanged.
+TEST(ChromeExport, OneTraceUsesItsOwnPid) {
+  auto out = temp_dir() / "chrome" / "one.json";
+  auto result = export_chrome_trace(fixture("v4_two_threads.jsonl"), out);
+  ASSERT_EQ(result.tracks.size(), 1u);
+  EXPECT_EQ(result.tracks[0].pid, 7u);
+  EXPECT_EQ(process_names(parse_events(out)),
+            (std::map<std::uint64_t, std::string>{{7, "candle-graph tiny::forward"}}));
 }
 
 }  // namespace

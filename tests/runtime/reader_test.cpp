@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "runtime/record_log.hpp"
 #include "runtime/report_json.hpp"
@@ -758,6 +759,52 @@ TEST(Reader, NumbersOfManyDigitsReadExactlyOnEveryPath) {
     EXPECT_NE(log.text().find(want, first + 1), std::string::npos) << log.text();
   }
   expect_modes_agree(p);
+}
+
+// runtime/4 meta's pid and start_unix_ns (the Chrome export's process tracks and timeline) are
+// read alike by the plain reader and, for a line with an escape, by simdjson.
+TEST(Reader, MetaPidAndStartUnixNsAreReadByBothParsers) {
+  std::ifstream in(fixture("v4_two_threads.jsonl"));
+  std::string meta, rest, line;
+  std::getline(in, meta);
+  while (std::getline(in, line))
+    rest += line + "\n";
+  const std::string from = R"("start_unix_ns":1,"pid":7)";
+  ASSERT_NE(meta.find(from), std::string::npos);
+  std::string big = meta;
+  big.replace(big.find(from), from.size(),
+              R"("start_unix_ns":1764800000123456789,"pid":4294967296)");
+  std::string escaped = big;
+  escaped.replace(escaped.find("tiny::forward"), 13, R"(tiny::forward\u0021)");
+  std::string absent = meta;
+  absent.replace(absent.find(from), from.size() + 1, "");
+  for (bool line_at_a_time : {false, true}) {
+    ReadOptions o;
+    o.line_at_a_time = line_at_a_time;
+    for (const auto& [name, text] :
+         {std::pair{"pid_plain.jsonl", big}, std::pair{"pid_escaped.jsonl", escaped}}) {
+      RecordLog log;
+      const auto info = read_trace(write_temp(name, text + "\n" + rest), log, o);
+      EXPECT_EQ(info.meta.pid, std::optional<std::uint64_t>(4294967296u)) << name;
+      EXPECT_EQ(info.meta.start_unix_ns, std::optional<std::uint64_t>(1764800000123456789u))
+          << name;
+      EXPECT_THAT(log.text(), HasSubstr(" pid=4294967296 start_unix_ns=1764800000123456789"));
+    }
+    RecordLog log;
+    const auto info = read_trace(write_temp("pid_absent.jsonl", absent + "\n" + rest), log, o);
+    EXPECT_FALSE(info.meta.pid);
+    EXPECT_FALSE(info.meta.start_unix_ns);
+  }
+  std::string bad = meta;
+  bad.replace(bad.find(R"("pid":7)"), 7, R"("pid":"7")");
+  RecordLog log;
+  try {
+    (void)read_trace(write_temp("pid_bad.jsonl", bad + "\n" + rest), log);
+    ADD_FAILURE() << "a string pid is an error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("pid_bad.jsonl:1"));
+    EXPECT_THAT(e.what(), HasSubstr("pid"));
+  }
 }
 
 }  // namespace
