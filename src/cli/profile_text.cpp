@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "query/summary_table.hpp"
+
 namespace cg::cli {
 namespace {
 
@@ -68,18 +70,7 @@ void scope_rows(Table& t, const std::vector<runtime::ProfileRow>& rows, std::siz
 }  // namespace
 
 std::string format_duration(std::uint64_t ns) {
-  char buf[48];
-  const double v = static_cast<double>(ns);
-  if (ns < 1000) {
-    std::snprintf(buf, sizeof buf, "%llu ns", static_cast<unsigned long long>(ns));
-  } else if (ns < 1000000) {
-    std::snprintf(buf, sizeof buf, "%.3g µs", v / 1e3);
-  } else if (ns < 1000000000) {
-    std::snprintf(buf, sizeof buf, "%.3g ms", v / 1e6);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
-  }
-  return buf;
+  return query::short_duration(ns);
 }
 
 std::string profile_table(const runtime::ProfileReport& report, std::size_t traces,
