@@ -23,33 +23,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using profile_test::field;
+using profile_test::is_kind;
+using profile_test::number;
 using profile_test::read_lines;
 
 fs::path scratch(const std::string& name) {
   return profile_test::scratch_file("cg-profile-module", name);
-}
-
-std::optional<std::string> field(const std::string& line, const std::string& name) {
-  const std::string key = "\"" + name + "\":";
-  auto pos = line.find(key);
-  if (pos == std::string::npos) return std::nullopt;
-  pos += key.size();
-  if (line[pos] == '"') {
-    auto close = line.find('"', pos + 1);
-    return line.substr(pos + 1, close - pos - 1);
-  }
-  auto stop = line.find_first_of(",}", pos);
-  return line.substr(pos, stop - pos);
-}
-
-std::uint64_t number(const std::string& line, const std::string& name) {
-  auto value = field(line, name);
-  EXPECT_TRUE(value.has_value()) << name << " missing in " << line;
-  return value ? std::stoull(*value) : 0;
-}
-
-bool is_kind(const std::string& line, const std::string& kind) {
-  return line.rfind("{\"kind\":\"" + kind + "\"", 0) == 0;
 }
 
 std::vector<std::string> of_kind(const std::vector<std::string>& lines, const std::string& kind) {

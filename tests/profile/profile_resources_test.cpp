@@ -24,25 +24,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using profile_test::field;
+using profile_test::number;
 using profile_test::read_lines;
 
 fs::path scratch(const std::string& name) {
   return profile_test::scratch_file("cg-profile-res", name);
-}
-
-std::optional<std::string> field(const std::string& line, const std::string& name) {
-  const std::string key = "\"" + name + "\":";
-  auto pos = line.find(key);
-  if (pos == std::string::npos) return std::nullopt;
-  pos += key.size();
-  if (line[pos] == '"') return line.substr(pos + 1, line.find('"', pos + 1) - pos - 1);
-  return line.substr(pos, line.find_first_of(",}", pos) - pos);
-}
-
-std::uint64_t number(const std::string& line, const std::string& name) {
-  auto value = field(line, name);
-  EXPECT_TRUE(value.has_value()) << name << " missing in " << line;
-  return value ? std::stoull(*value) : 0;
 }
 
 cg::ProfileSession open_or_die(const fs::path& path, cg::ProfileConfig config) {

@@ -22,6 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using profile_test::field;
+using profile_test::is_kind;
+using profile_test::number;
 using profile_test::read_lines;
 
 fs::path scratch(const std::string& name) {
@@ -31,31 +34,6 @@ fs::path scratch(const std::string& name) {
 std::string mask_durations(const std::string& line) {
   static const std::regex duration(R"("duration_ns":\d+)");
   return std::regex_replace(line, duration, R"("duration_ns":D)");
-}
-
-// The raw JSON text of a top-level scalar field (strings without their quotes); enough for the
-// flat records the profiler writes, whose values never contain `,"`.
-std::optional<std::string> field(const std::string& line, const std::string& name) {
-  const std::string key = "\"" + name + "\":";
-  auto pos = line.find(key);
-  if (pos == std::string::npos) return std::nullopt;
-  pos += key.size();
-  if (line[pos] == '"') {
-    auto close = line.find('"', pos + 1);
-    return line.substr(pos + 1, close - pos - 1);
-  }
-  auto stop = line.find_first_of(",}", pos);
-  return line.substr(pos, stop - pos);
-}
-
-std::uint64_t number(const std::string& line, const std::string& name) {
-  auto value = field(line, name);
-  EXPECT_TRUE(value.has_value()) << name << " missing in " << line;
-  return value ? std::stoull(*value) : 0;
-}
-
-bool is_kind(const std::string& line, const std::string& kind) {
-  return line.rfind("{\"kind\":\"" + kind + "\"", 0) == 0;
 }
 
 cg::ProfileSession open_or_die(const fs::path& path, cg::ProfileConfig config) {

@@ -1,9 +1,13 @@
 #pragma once
-// Helpers the profiler tests share: a per-process scratch file and a trace read back as lines.
+// Helpers the profiler tests share: a per-process scratch file, a trace read back as lines, and
+// the fields of one record line.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +27,31 @@ inline std::vector<std::string> read_lines(const std::filesystem::path& path) {
   for (std::string line; std::getline(in, line);)
     lines.push_back(line);
   return lines;
+}
+
+// The raw JSON text of a top-level scalar field (strings without their quotes); enough for the
+// flat records the profiler writes, whose values never contain `,"`.
+inline std::optional<std::string> field(const std::string& line, const std::string& name) {
+  const std::string key = "\"" + name + "\":";
+  auto pos = line.find(key);
+  if (pos == std::string::npos) return std::nullopt;
+  pos += key.size();
+  if (line[pos] == '"') {
+    auto close = line.find('"', pos + 1);
+    return line.substr(pos + 1, close - pos - 1);
+  }
+  auto stop = line.find_first_of(",}", pos);
+  return line.substr(pos, stop - pos);
+}
+
+inline std::uint64_t number(const std::string& line, const std::string& name) {
+  auto value = field(line, name);
+  EXPECT_TRUE(value.has_value()) << name << " missing in " << line;
+  return value ? std::stoull(*value) : 0;
+}
+
+inline bool is_kind(const std::string& line, const std::string& kind) {
+  return line.rfind("{\"kind\":\"" + kind + "\"", 0) == 0;
 }
 
 }  // namespace profile_test
