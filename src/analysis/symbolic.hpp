@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rust/body.hpp"
+
 namespace cg::analysis {
 
 struct SymValue {
@@ -50,6 +52,21 @@ class EvalContext {
 // Evaluates `expr` (a tree-sitter node into `source`). Depth-bounded: deeper expressions stay
 // symbolic with a reason instead of exhausting the stack.
 SymValue evaluate(TSNode expr, std::string_view source, EvalContext& ctx);
+
+// The same over a lowered body (src/rust/body.hpp): the form every interpreter uses once the
+// analysis no longer walks tree-sitter nodes (issue #19). `field` and `method` receive the base /
+// receiver node so the caller can evaluate it in its own domain.
+class BodyEvalContext {
+ public:
+  virtual ~BodyEvalContext() = default;
+  virtual std::optional<SymValue> lookup(std::string_view name) = 0;
+  virtual std::optional<SymValue> field(const rust::Body& body, rust::NodeId base,
+                                        std::string_view field) = 0;
+  virtual std::optional<SymValue> method(const rust::Body& body, rust::NodeId receiver,
+                                         std::string_view method,
+                                         const std::vector<SymValue>& args) = 0;
+};
+SymValue evaluate(const rust::Body& body, rust::NodeId expr, BodyEvalContext& ctx);
 
 // Text of a node (helper shared with callers).
 std::string node_text(TSNode node, std::string_view source);

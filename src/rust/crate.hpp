@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cargo/context.hpp"
+#include "rust/body.hpp"
 #include "rust/cfg.hpp"
 #include "rust/parse.hpp"
 
@@ -147,6 +148,11 @@ class Crate {
   std::vector<Candidate> receiver_type(std::size_t fn_item, const std::string& expr) const;
   // `use` bindings whose path starts with crate/self/super and resolves to nothing.
   std::vector<std::size_t> unresolved_imports() const;
+
+  // The lowered form (src/rust/body.hpp) of a function or method's body (root: its Block, kNone
+  // without a body) or of a const/static's value. Lowered on first use and cached; safe to call
+  // from several threads.
+  const Body& lowered(std::size_t item) const;
 
   std::string node_text(std::size_t file, TSNode n) const;
   // The `#[cfg(..)]` attributes written directly before `node` (a statement, field or arm),

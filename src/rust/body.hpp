@@ -1,0 +1,186 @@
+#pragma once
+// A function body (or a const's value) lowered once into a small, typed, tree-sitter-free form:
+// the subset of Rust the analysis interprets. Every interpreter in src/analysis/ walks this and
+// never a syntax tree; teaching the analysis a new construct starts here (`lower.cpp`) and then
+// touches only the domains that care.
+//
+// Nodes live in one arena per body and refer to each other by index (`NodeId`). Each node keeps
+// its source span (byte range into the file's text and 1-based line), so ids derived from
+// positions (`file:byte:name`) and messages quoting the source stay as before. Text fields are
+// views into the ParsedFile's text or into the body's own string pool: valid while the Crate
+// lives.
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rust/cfg.hpp"
+
+namespace cg::rust {
+
+using NodeId = std::uint32_t;
+inline constexpr NodeId kNone = 0xffffffffu;
+
+enum class Kind : std::uint8_t {
+  // ---- statements (children of Block) ----
+  Let,       // a = pattern, b = value (kNone for `let x;`), c = `else` block (kNone);
+             // str = the type annotation's text ("" when absent)
+  ExprStmt,  // a = the expression; flags & kSemicolon when written with `;`
+  Item,      // a nested item (fn/struct/use/const/impl/mod …): str = its syntax kind; no children
+  MacroStmt,  // a macro in statement position: as Macro (below), flags & kSemicolon
+
+  // ---- expressions ----
+  Block,       // kids = statements then (flags & kHasTail) the tail expression as the last kid;
+               // flags & kUnsafe / kAsync for `unsafe {}` / `async {}`
+  Lit,         // lit = the literal kind; str = source text; text = decoded string literal value
+  Path,        // str = the path as written, generics kept (`Tensor::zeros`, `Self::new`,
+               // `DType::F32`, `x`, `self`); flags & kSelf for `self`
+  Field,       // a = base; str = field name (`0` for tuple fields)
+  Call,        // a = callee expression (usually Path; a Generic wrapper is lowered away, its
+               // turbofish text in `text`); kids = arguments
+  MethodCall,  // a = receiver; str = method name; text = turbofish (`::<f32>`) or ""; kids = args
+  Macro,       // str = macro path as written (`format`, `candle::bail`); text = the token tree's
+               // inner text (between the delimiters); kids = the comma-separated arguments that
+               // parse as expressions (format!/vec!/println!/assert!/write! …; empty otherwise)
+  Binary,      // str = operator (`+`, `&&`, `==` …); a = left, b = right
+  Unary,       // str = `-`, `!` or `*`; a = operand
+  Ref,         // `&e` / `&mut e`: a = operand; flags & kMut
+  Try,         // `e?`: a
+  Cast,        // `e as T`: a; str = T's text
+  Await,       // `e.await`: a
+  Paren,       // `(e)`: a (kept: some domains care that the receiver was written in parens)
+  If,          // a = condition (an expression or a LetCond), b = then Block, c = else (Block, If,
+               // or kNone)
+  LetCond,     // `let P = e` inside an if/while condition: a = pattern, b = value; a `&&` chain of
+               // let-conditions lowers to Binary `&&` of LetConds
+  Match,       // a = scrutinee; kids = Arm nodes (cfg-inactive arms dropped)
+  Arm,         // a = pattern, b = guard expression (kNone), c = body expression
+  For,         // a = pattern, b = iterated expression, c = body Block; str = label ("" or `'a`)
+  While,       // a = condition (expression or LetCond), b = body Block; str = label
+  Loop,        // a = body Block; str = label
+  Closure,     // kids = parameter patterns; a = body expression; str = the parameters' text;
+               // flags & kMove
+  Return,      // a = value (kNone)
+  Break,       // a = value (kNone); str = label
+  Continue,    // str = label
+  Assign,      // a = left, b = right
+  CompoundAssign,  // str = operator (`+=` …); a = left, b = right
+  Index,           // a = base, b = index
+  Tuple,           // kids = elements
+  Array,           // kids = elements
+  ArrayRepeat,     // `[e; n]`: a = element, b = count
+  Range,           // a = start (kNone), b = end (kNone); str = `..` or `..=`
+  Struct,          // str = the type path as written; kids = FieldInit; a = `..base` (kNone)
+  FieldInit,       // str = field name; a = value; flags & kShorthand for `Foo { x }`
+  Unit,            // `()`
+  Unsupported,     // any other expression: str = its syntax kind; kids = its lowered
+                   // sub-expressions, so effects inside are still seen
+
+  // ---- patterns ----
+  PIdent,        // str = name; flags & kMut / kRefBinding; a = sub-pattern of `x @ P` (kNone)
+  PWild,         // `_`
+  PRest,         // `..`
+  PTuple,        // kids
+  PSlice,        // kids
+  PTupleStruct,  // str = path; kids
+  PStruct,       // str = path; kids = PField; flags & kHasRest for `..`
+  PField,        // str = field name; a = pattern (a PIdent for shorthand)
+  PLit,          // str = literal text (negative numbers included); lit = kind
+  PPath,         // str = path (`None`, `Kind::A`, a const)
+  POr,           // kids
+  PRef,          // `&P` / `&mut P`: a
+  PRange,        // str = the pattern's text
+  PUnsupported,  // str = its syntax kind
+};
+
+enum class LitKind : std::uint8_t { None, Int, Float, Str, Bool, Char, Byte };
+
+// Node flags.
+inline constexpr std::uint8_t kSemicolon = 1;
+inline constexpr std::uint8_t kHasTail = 2;
+inline constexpr std::uint8_t kMut = 4;
+inline constexpr std::uint8_t kRefBinding = 8;
+inline constexpr std::uint8_t kShorthand = 16;
+inline constexpr std::uint8_t kHasRest = 32;
+inline constexpr std::uint8_t kMove = 64;
+inline constexpr std::uint8_t kSelf = 128;
+inline constexpr std::uint8_t kUnsafe = 16;  // Block only
+inline constexpr std::uint8_t kAsync = 32;   // Block only
+
+struct Node {
+  Kind kind = Kind::Unsupported;
+  LitKind lit = LitKind::None;
+  std::uint8_t flags = 0;
+  // Statements only: the `#[cfg]` attributes written on it, under the crate's cfg (statements
+  // whose cfg is False are kept, so a domain can report them; interpreters skip them).
+  Tri cfg = Tri::True;
+  NodeId a = kNone, b = kNone, c = kNone;
+  std::uint32_t kids_begin = 0, kids_count = 0;  // into Body::kids
+  std::uint32_t start = 0, end = 0;              // byte range in the file's text
+  std::uint32_t line = 0;                        // 1-based line of `start`
+  std::string_view str;                          // see Kind
+  std::string_view text;                         // see Kind
+};
+
+class Body {
+ public:
+  std::size_t file = 0;  // index into Crate::files()
+  NodeId root = kNone;   // the body Block, or a const's value expression
+
+  const Node& operator[](NodeId id) const { return nodes_[id]; }
+  std::size_t size() const { return nodes_.size(); }
+  // Children of `id` (Block statements, call arguments, arms, pattern elements …).
+  std::vector<NodeId> kids(NodeId id) const {
+    const Node& n = nodes_[id];
+    return {kids_.begin() + n.kids_begin, kids_.begin() + n.kids_begin + n.kids_count};
+  }
+  NodeId kid(NodeId id, std::uint32_t i) const {
+    const Node& n = nodes_[id];
+    return i < n.kids_count ? kids_[n.kids_begin + i] : kNone;
+  }
+  // The node's exact source text.
+  std::string_view source(NodeId id) const {
+    const Node& n = nodes_[id];
+    return n.end <= file_text_.size() && n.start <= n.end
+               ? file_text_.substr(n.start, n.end - n.start)
+               : std::string_view{};
+  }
+  // A Block's tail expression, kNone when it ends with a statement.
+  NodeId tail(NodeId block) const {
+    const Node& n = nodes_[block];
+    return (n.flags & kHasTail) && n.kids_count ? kids_[n.kids_begin + n.kids_count - 1] : kNone;
+  }
+  // Peels Paren / Ref / Try (and whichever of them `kinds` lists) off `id`.
+  NodeId peel(NodeId id, std::initializer_list<Kind> kinds) const {
+    while (id != kNone) {
+      bool again = false;
+      for (Kind k : kinds)
+        again = again || nodes_[id].kind == k;
+      if (!again) break;
+      id = nodes_[id].a;
+    }
+    return id;
+  }
+
+ private:
+  friend class Lowering;
+  std::string_view file_text_;
+  std::vector<Node> nodes_;
+  std::vector<NodeId> kids_;
+  std::deque<std::string> pool_;  // decoded strings that are not slices of the file (a deque:
+                                  // views into it survive growth)
+};
+
+// `format!("a.{}.{name}", i, name = n)`'s parts, from a Macro node's token text: the template
+// literal (decoded), positional argument texts and named ones, split at top-level commas.
+struct FormatArgs {
+  bool ok = false;
+  std::string templ;
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> named;
+};
+FormatArgs parse_format_args(std::string_view macro_tokens);
+
+}  // namespace cg::rust
