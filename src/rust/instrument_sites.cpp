@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "util/text.hpp"
+
 namespace cg::rust {
 
 namespace {
@@ -107,11 +109,6 @@ std::string named_path(const Crate& crate, std::size_t file, TSNode name) {
   return out;
 }
 
-std::string_view last_segment(std::string_view p) {
-  auto k = p.rfind("::");
-  return k == std::string_view::npos ? p : p.substr(k + 2);
-}
-
 }  // namespace
 
 std::vector<TypeSites> find_type_sites(const Crate& crate,
@@ -162,13 +159,13 @@ std::vector<TypeSites> find_type_sites(const Crate& crate,
       // A resolved path naming something else (an enum variant, another struct) is not ours.
       if (!crate.resolve_in(static_cast<std::size_t>(fn), path).empty()) return hits;
     }
-    std::string_view leaf = last_segment(path);
+    std::string_view leaf = last_path_segment(path);
     if (leaf == "Self") {
       if (fn >= 0) {
         const Item& f = crate.items()[static_cast<std::size_t>(fn)];
         if (f.impl >= 0) {
           const Impl& im = crate.impls()[static_cast<std::size_t>(f.impl)];
-          auto it = by_name.find(std::string(last_segment(im.self_base)));
+          auto it = by_name.find(std::string(last_path_segment(im.self_base)));
           if (it != by_name.end()) hits = it->second;
         }
       }

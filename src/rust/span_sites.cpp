@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "util/text.hpp"
+
 namespace cg::rust {
 namespace {
 
@@ -14,15 +16,10 @@ TSNode field(TSNode n, const char* f) {
   return ts_node_child_by_field_name(n, f, static_cast<std::uint32_t>(std::strlen(f)));
 }
 
-std::string last_segment(const std::string& path) {
-  auto at = path.rfind("::");
-  return at == std::string::npos ? path : path.substr(at + 2);
-}
-
 // `span`, `trace_span`, `info_span`, `debug_span`, `warn_span`, `error_span` (the `tracing`
 // macros that create a span); `tracing::span` too.
 bool is_span_macro(const std::string& name) {
-  std::string last = last_segment(name);
+  std::string last(last_path_segment(name));
   return last == "span" || (last.size() > 5 && last.compare(last.size() - 5, 5, "_span") == 0);
 }
 
@@ -74,7 +71,7 @@ std::string returned_type(std::string text) {
   for (;;) {
     auto lt = text.find('<');
     if (lt == std::string::npos) break;
-    std::string head = last_segment(text.substr(0, lt));
+    std::string head(last_path_segment(text.substr(0, lt)));
     if (head != "Result" && head != "Option" && head != "Box" && head != "Arc") break;
     auto gt = text.rfind('>');
     if (gt == std::string::npos || gt < lt) return {};
