@@ -17,6 +17,9 @@ void add_crate_options(CLI::App& cmd, CrateOptions& o, bool positional_path) {
   cmd.add_option("--cargo-target", o.cargo_target,
                  "Cargo target to analyze: lib (default), a bin, example, test or bench name");
   cmd.add_option("--root", o.root, "Analyze this type as the component root");
+  cmd.add_flag("--all", o.all,
+               "Keep the whole crate's functions, operations and findings (default: one "
+               "component's, when there is one)");
   cmd.add_option("--config", o.config, "config.json to bind (concrete shapes and counts)");
   cmd.add_option("--arg", o.args,
                  "name=value for a root constructor argument (e.g. num_labels=1000); repeatable");

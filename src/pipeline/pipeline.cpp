@@ -12,6 +12,7 @@
 #include "analysis/layer_catalog.hpp"
 #include "analysis/op_catalog.hpp"
 #include "ir/stable_id.hpp"
+#include "pipeline/scope.hpp"
 #include "runtime/merge_ir.hpp"
 #include "runtime/tracing_chrome.hpp"
 #include "rust/crate.hpp"
@@ -303,6 +304,7 @@ Analysis analyze(const Options& opts) {
   df.candle_version = versions.core;
   df.config = inv.config;
   analysis::build_dataflow(crate, df, a.ir);
+  if (!opts.all) scope_to_component(crate, a.ir);
 
   merge_traces(opts, crate, a);
   ir::normalize(a.ir);

@@ -28,7 +28,10 @@ struct Options {
   std::string target;        // target triple for cfg
   std::string cargo_target;  // lib / bin / example / test target name
   std::string root;          // component root type
-  std::string config;        // config.json to bind
+  // Keep the crate-wide view: without it, a crate analyzed as one component (a root chosen, or
+  // one found) is scoped to that component (pipeline/scope.hpp).
+  bool all = false;
+  std::string config;  // config.json to bind
   std::vector<std::string>
       args;  // `--arg name=value`: root constructor arguments (num_labels=1000)
   std::vector<std::string> runtime_traces;
