@@ -176,6 +176,22 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
       w.field(name, version);
     w.end_object();
   }
+  // One component: the Dataflow view opens on its main forward (its first entrypoint that has
+  // operations, `forward` preferred) instead of every function at once.
+  if (ir.components.size() == 1) {
+    std::optional<std::string> main;
+    for (const auto& e : ir.components.front().entrypoints) {
+      bool has_ops = std::any_of(ir.operations.begin(), ir.operations.end(),
+                                 [&](const auto& o) { return o.function == e; });
+      if (!has_ops) continue;
+      bool is_forward = std::any_of(ir.functions.begin(), ir.functions.end(), [&](const auto& f) {
+        return f.id == e && f.name == "forward";
+      });
+      if (!main || is_forward) main = e;
+      if (is_forward) break;
+    }
+    opt_string(w, "main_function", main);
+  }
   w.end_object();
   w.key("summary").begin_object();
   w.field("modules", ir.coverage.modules)

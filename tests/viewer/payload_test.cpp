@@ -123,6 +123,18 @@ TEST(ViewerPayload, CarriesWhatTheViewsNeed) {
 // The page reads the main part first and the tree part after the first view: every table is in
 // exactly one of them, the union is the whole document, and the main part says up front whether
 // there is a checkpoint tab.
+TEST(ViewerPayload, OneComponentOpensOnItsMainForward) {
+  ir::ModelIr m = tiny_ir();
+  simdjson::dom::parser parser;
+  // Not an entrypoint of the component: no main function named.
+  simdjson::dom::element doc = parser.parse(cg::viewer::project_payload(m));
+  EXPECT_TRUE(doc["model"]["main_function"].is_null());
+  m.components.front().entrypoints = {"f"};
+  simdjson::dom::parser parser2;
+  doc = parser2.parse(cg::viewer::project_payload(m));
+  EXPECT_EQ(std::string_view(doc["model"]["main_function"]), "f");
+}
+
 TEST(ViewerPayload, PartsSplitTheDocumentWithoutLosingAnything) {
   const auto m = tiny_ir();
   const auto parts = cg::viewer::project_payload_parts(m);

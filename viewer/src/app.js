@@ -845,6 +845,8 @@
         .forEach(function (f) { fnSel.appendChild(new Option((f.name || f.id) + ' (' + fmtInt(fns[f.id]) + ' ops)' + (f.entrypoint ? ' *' : ''), f.id)); });
       var phs = {}; P.operations.forEach(function (o) { (o.phases || (o.phase ? [o.phase] : [])).forEach(function (p) { phs[p] = 1; }); });
       phSel.appendChild(new Option('all phases', '')); Object.keys(phs).sort().forEach(function (p) { phSel.appendChild(new Option(p, p)); });
+      // One model: open on its main forward (the crate-wide view stays one choice away).
+      if (P.model.main_function && fns[P.model.main_function]) fnSel.value = P.model.main_function;
       fnSel.onchange = phSel.onchange = function () { buildGraph(); relayout([G.root], fit); };
       $('df-heat').disabled = !hasProfile; if (!hasProfile) $('df-heat').title = 'No runtime trace was merged: nothing to colour by';
       $('df-heat').onclick = function () { heat = !heat; this.setAttribute('aria-pressed', String(heat)); legend(); draw(); };
