@@ -212,7 +212,7 @@ int run_audit(Args& args) {
   bundle.add("findings.txt", render_diagnostics(a.ir, "human", render_context(a, false)));
   bundle.add("findings.sarif", render_diagnostics(a.ir, "sarif", render_context(a, false)));
   bundle.add("model.html", viewer_page(a, v));
-  bundle.add("model-summary.txt", query::render_model_summary(a, args.crate.config, ""));
+  bundle.add("model-summary.txt", query::render_model_summary(a, args.crate.config));
   if (v) {
     bundle.add("checkpoint.txt", checkpoint::report_text(v->report));
     bundle.add("checkpoint.json", checkpoint::report_json(v->report));
@@ -320,6 +320,9 @@ void summary_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--depth", args.summary_depth, "Show modules down to this depth (default: all)");
   cmd.add_option("--dtype", args.summary_dtype,
                  "Size the parameters at this dtype (default: config.json torch_dtype, else F32)");
+  cmd.add_option("--input-shape", args.input_shape,
+                 "Sizes of the input's symbolic dimensions, e.g. b=1,t=2048: Mult-Adds become "
+                 "numbers");
   cmd.add_option("--runtime-trace", args.crate.runtime_traces,
                  "runtime/4 trace with module scopes: adds Time, Self, % and Calls per module "
                  "(repeat for several runs or ranks)");
@@ -330,10 +333,11 @@ void summary_flags(CLI::App& cmd, Args& args) {
 }
 
 int run_summary(Args& args) {
+  // Bad flags are refused before the analysis runs.
+  query::SummaryOptions opts{args.summary_dtype, args.summary_depth,
+                             query::parse_input_shape(args.input_shape)};
   Analysis a = analyze(args, {args.out.output});
-  write_or_print(
-      args.out.output,
-      query::render_model_summary(a, args.crate.config, args.summary_dtype, args.summary_depth));
+  write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));
   return kExitOk;
 }
 

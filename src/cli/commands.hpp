@@ -21,6 +21,7 @@ struct Args {
   std::string audit_dir;
   std::string summary_dtype;
   int summary_depth = -1;
+  std::string input_shape;  // summary --input-shape b=1,t=2048
   query::QueryRequest query;
   std::string chrome_out;
   std::string profile_sort = "self";    // profile: self | total

@@ -472,7 +472,7 @@ void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
       throw InputError("query checkpoint", "pass --checkpoint FILE to verify a checkpoint");
     w.raw(ctx.checkpoint_report);
   } else if (kind == "summary-table") {
-    w.begin_object().field("text", render_model_summary(a, ctx.config_path, "")).end_object();
+    w.begin_object().field("text", render_model_summary(a, ctx.config_path)).end_object();
   }
   w.end_array().end_object();
 }
@@ -628,7 +628,7 @@ std::string answer_query(const Analysis& a, const QueryRequest& req, const Query
 
 std::string answer_query_tree(const Analysis& a, const QueryRequest& req, const QueryContext& ctx) {
   const std::string kind = canonical_kind(req.kind);
-  if (kind == "summary-table") return render_model_summary(a, ctx.config_path, "");
+  if (kind == "summary-table") return render_model_summary(a, ctx.config_path);
   std::string json = answer_query(a, req, ctx);
   simdjson::dom::parser p;
   simdjson::dom::element e = p.parse(json);

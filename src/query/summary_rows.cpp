@@ -1,6 +1,7 @@
 #include "query/summary_rows.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -8,6 +9,7 @@
 #include "analysis/config_values.hpp"
 #include "analysis/inventory.hpp"
 #include "query/selector.hpp"
+#include "util/error.hpp"
 
 namespace cg::query {
 
@@ -306,11 +308,40 @@ std::vector<std::string> describe_groups(const std::vector<GroupSeen>& groups) {
   return out;
 }
 
+// A product term with the bound input dimensions folded into its number: `b*t*65536` with b=1,
+// t=2048 is {"", 134217728}; with only t bound, {"b", 134217728}. nullopt when the number does
+// not fit 64 bits.
+std::optional<std::pair<std::string, std::uint64_t>> bind_term(
+    const std::pair<std::string, std::uint64_t>& term, const InputDims& dims) {
+  std::string key;
+  Count n = Count::of(term.second);
+  std::size_t pos = 0;
+  while (!term.first.empty() && pos <= term.first.size()) {
+    auto star = term.first.find('*', pos);
+    std::string sym =
+        term.first.substr(pos, star == std::string::npos ? std::string::npos : star - pos);
+    pos = star == std::string::npos ? term.first.size() + 1 : star + 1;
+    auto it = dims.find(sym);
+    if (it != dims.end())
+      n = mul(n, Count::of(it->second));
+    else
+      key += (key.empty() ? "" : "*") + sym;
+  }
+  if (!n.n) return std::nullopt;
+  return std::make_pair(key, *n.n);
+}
+
+std::string term_text(const std::pair<std::string, std::uint64_t>& t) {
+  return t.first.empty() ? group_thousands(t.second) : t.first + "*" + std::to_string(t.second);
+}
+
 struct Tree {
   const ir::ModelIr& ir;
+  const InputDims& dims;
   std::map<std::string, const ir::Operation*> ops;  // id -> operation
   std::map<std::string, Count> mult_total;          // symbol product -> count
   bool mult_partial = false;
+  std::set<std::string> symbols;  // the input dimensions the Mult-Adds are written in
 
   // The mult-adds of the operations that read this module's own parameters ("" if none known);
   // the per-forward total counts them once per instance the module stands for (`times`).
@@ -325,8 +356,17 @@ struct Tree {
     std::string out;
     for (const auto& u : seen) {
       const std::string& m = *ops[u]->mult_adds;
-      out += (out.empty() ? "" : " + ") + m;
       auto t = product_term(m);
+      if (t) {
+        std::size_t at = 0;
+        while (!t->first.empty() && at <= t->first.size()) {
+          auto star = t->first.find('*', at);
+          symbols.insert(t->first.substr(at, star == std::string::npos ? star : star - at));
+          at = star == std::string::npos ? t->first.size() + 1 : star + 1;
+        }
+      }
+      if (t && !dims.empty()) t = bind_term(*t, dims);
+      out += (out.empty() ? "" : " + ") + (t && !dims.empty() ? term_text(*t) : m);
       Count n = t ? mul(Count::of(t->second), times) : Count{};
       if (t && n.n) {
         auto [it, fresh] = mult_total.try_emplace(t->first, Count::of(0));
@@ -523,8 +563,9 @@ void attach_timings(const ir::ModelIr& ir, SummaryModel& out) {
 
 }  // namespace
 
-SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth) {
-  Tree t{ir, {}, {}, false, {}, {}, {}, {}, {}, {}};
+SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth,
+                           const InputDims& dims) {
+  Tree t{ir, dims, {}, {}, false, {}, {}, {}, {}, {}, {}, {}};
   for (const auto& o : ir.operations)
     t.ops[o.id] = &o;
   std::vector<const ir::Module*> roots;
@@ -641,12 +682,47 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     out.totals.bytes_overflow = bytes.overflow;
     if (range_hi) out.totals.bytes_max = mul(*range_hi, Count::of(b)).n;
   }
+  for (const auto& [name, size] : dims)
+    if (!t.symbols.count(name)) out.totals.unused_dims.push_back(name);
+  for (const auto& sym : t.symbols)
+    out.totals.dims_in_use += (out.totals.dims_in_use.empty() ? "" : ", ") + sym;
   attach_timings(ir, out);
   return out;
 }
 
+InputDims parse_input_shape(const std::string& text) {
+  InputDims dims;
+  if (text.empty()) return dims;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    auto comma = text.find(',', pos);
+    std::string part =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    auto eq = part.find('=');
+    std::string name = eq == std::string::npos ? "" : part.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
+    bool name_ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                   std::all_of(name.begin(), name.end(), [](char c) {
+                     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                   });
+    bool value_ok =
+        !value.empty() && value.size() <= 12 &&
+        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+        std::stoull(value) > 0;
+    if (!name_ok || !value_ok)
+      throw InputError("--input-shape " + text,
+                       "expected name=size pairs of the input's symbolic dimensions, sizes "
+                       "positive integers, e.g. b=1,t=2048 (got `" +
+                           part + "`)");
+    dims[name] = std::stoull(value);
+  }
+  return dims;
+}
+
 std::string render_model_summary(const Analysis& a, const std::string& config_path,
-                                 std::string dtype, int max_depth) {
+                                 const SummaryOptions& opts) {
+  std::string dtype = opts.dtype;
   if (dtype.empty() && !config_path.empty()) {
     auto values = analysis::read_config_values(config_path);
     if (const auto* t = values.find("torch_dtype");
@@ -654,7 +730,7 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
       dtype = dtype_from_torch(t->text);
   }
   if (dtype.empty()) dtype = "F32";
-  SummaryModel m = build_summary(a.ir, dtype, max_depth);
+  SummaryModel m = build_summary(a.ir, dtype, opts.max_depth, opts.input_dims);
   std::string title = a.package_id;
   for (const auto& c : a.ir.components)
     title += "  ·  " + c.qualified_name;

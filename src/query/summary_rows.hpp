@@ -2,6 +2,8 @@
 // The torchinfo-style table's content from the IR: each component's module tree (modules nest by
 // `parent`; candle-nn layers are modules too), the parameter leaves under each layer, subtree
 // parameter counts, and totals. A count over a symbolic shape is unknown, never zero.
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,12 +25,24 @@ std::uint64_t dtype_bytes(const std::string& dtype);
 // "bfloat16" / "float32" / "float16" (config.json torch_dtype) -> "BF16" / "F32" / "F16".
 std::string dtype_from_torch(const std::string& torch_dtype);
 
-// `max_depth` < 0 shows every level; otherwise deeper rows are folded into their ancestor's count.
-SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth = -1);
+// Sizes of the input's symbolic dimensions (`--input-shape b=1,t=2048`): Mult-Adds written in
+// them (`b*t*65536`) become numbers.
+using InputDims = std::map<std::string, std::uint64_t>;
+// Parses `b=1,t=2048`; throws cg::InputError naming `--input-shape` and what was expected.
+InputDims parse_input_shape(const std::string& text);
+
+struct SummaryOptions {
+  std::string dtype;   // "" → config.json's torch_dtype → F32
+  int max_depth = -1;  // < 0 shows every level; otherwise deeper rows fold into their ancestor
+  InputDims input_dims{};
+};
+
+SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth = -1,
+                           const InputDims& dims = {});
 
 // The `summary` command's text. The size is stated at `dtype` when given, else at config.json's
 // `torch_dtype` (what the checkpoint is stored in), else at F32 (a VarMap's default).
 std::string render_model_summary(const Analysis& a, const std::string& config_path,
-                                 std::string dtype, int max_depth = -1);
+                                 const SummaryOptions& opts = {});
 
 }  // namespace cg::query

@@ -1,6 +1,7 @@
 #include "query/summary_table.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 namespace cg::query {
@@ -183,6 +184,11 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
   if (!totals.mult_adds.empty())
     out += "Mult-adds per forward pass (counted layers): " + totals.mult_adds + "\n";
+  for (const auto& d : totals.unused_dims)
+    out += "  --input-shape " + d + ": no Mult-Adds term is written in `" + d + "`" +
+           (totals.dims_in_use.empty() ? std::string(" (none has a symbolic dimension)")
+                                       : " (they use " + totals.dims_in_use + ")") +
+           "\n";
   if (totals.bytes || totals.bytes_overflow) {
     out += "Params size (MB): " +
            (totals.bytes_overflow
@@ -191,6 +197,16 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     if (totals.bytes_max && !totals.bytes_overflow) out += " to " + megabytes(*totals.bytes_max);
     if (!totals.dtype.empty()) out += " at " + totals.dtype;
     out += "\n";
+    // What `accelerate estimate-memory` says for Adam: weights, their gradients and two moments,
+    // all at the weights' dtype (Candle's AdamW keeps its moments in the variable's dtype).
+    if (totals.bytes && !totals.bytes_overflow && *totals.bytes <= UINT64_MAX / 4) {
+      out += "Training with AdamW (MB): " +
+             (totals.lower_bound.empty() ? std::string() : std::string("at least ")) +
+             megabytes(*totals.bytes * 4);
+      if (totals.bytes_max && *totals.bytes_max <= UINT64_MAX / 4)
+        out += " to " + megabytes(*totals.bytes_max * 4);
+      out += " (weights + gradients + 2 moments; activations not counted)\n";
+    }
   }
   out += rule + "\n";
   return out;

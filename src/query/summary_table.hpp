@@ -36,6 +36,9 @@ struct SummaryTotals {
   bool bytes_overflow = false;
   std::string dtype;      // e.g. "F32"; empty if unknown
   std::string mult_adds;  // total per forward pass of the counted layers, or ""
+  // `--input-shape` names that no Mult-Adds term is written in, and the names that are.
+  std::vector<std::string> unused_dims;
+  std::string dims_in_use;
   // Mutually exclusive alternatives the analysis cannot decide (a fallback load, a
   // `contains_tensor` guard, a branch the config does not decide): `total` is the smallest
   // choice, `total_max` (when set) the largest, and each line names one group of alternatives.

@@ -40,7 +40,7 @@ TEST(Alternatives, FallbackMatchCountsOneBranchNotBoth) {
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(168));
   EXPECT_FALSE(m.totals.total_max);  // both alternatives weigh the same: the total is exact
   EXPECT_EQ(m.rows[0].params, std::optional<std::uint64_t>(168));
-  std::string text = cg::query::render_model_summary(a, "", "F32");
+  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32"});
   EXPECT_NE(text.find("Total params: 168\n"), std::string::npos) << text;
   EXPECT_NE(text.find("alternatives: src/lib.rs:58: primary"), std::string::npos) << text;
   EXPECT_NE(text.find("fallback when"), std::string::npos) << text;
@@ -61,7 +61,7 @@ TEST(Alternatives, ContainsTensorGuardIsARange) {
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(80));
   EXPECT_EQ(m.totals.total_max, std::optional<std::uint64_t>(160));
-  std::string text = cg::query::render_model_summary(a, "", "F32");
+  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32"});
   EXPECT_NE(text.find("Total params: 80 to 160 (mutually exclusive alternatives"),
             std::string::npos)
       << text;
@@ -129,8 +129,8 @@ TEST(ConfigBinding, ConfigThatCannotBindIsAWarningInSummary) {
     warned = warned || (f.rule == "config-binding" &&
                         f.message.find("is not bound to `Config`") != std::string::npos);
   EXPECT_TRUE(warned);
-  std::string text =
-      cg::query::render_model_summary(a, fixture("config_not_deserialize") + "/config.json", "F32");
+  std::string text = cg::query::render_model_summary(
+      a, fixture("config_not_deserialize") + "/config.json", {.dtype = "F32"});
   EXPECT_NE(text.find("warning: "), std::string::npos) << text;
   EXPECT_NE(text.find("does not derive Deserialize"), std::string::npos) << text;
   EXPECT_EQ(text.find("pass --config"), std::string::npos) << text;  // it was passed

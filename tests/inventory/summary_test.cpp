@@ -8,6 +8,7 @@
 
 #include "pipeline/pipeline.hpp"
 #include "query/summary_rows.hpp"
+#include "util/error.hpp"
 
 namespace {
 
@@ -42,7 +43,7 @@ TEST(Summary, BoundConfigGivesCountsPerModuleAndTotals) {
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(3950848));
   EXPECT_EQ(m.totals.bytes, std::optional<std::uint64_t>(3950848ull * 4));
 
-  std::string text = cg::query::render_model_summary(a, kCrate + "/config.json", "BF16");
+  std::string text = cg::query::render_model_summary(a, kCrate + "/config.json", {.dtype = "BF16"});
   EXPECT_NE(text.find("Total params: 3,950,848"), std::string::npos) << text;
   EXPECT_NE(text.find("Params size (MB): 7.54 at BF16"), std::string::npos) << text;
   // Mult-adds per call from the dataflow (batch and sequence stay symbolic): 4 layers of
@@ -53,11 +54,50 @@ TEST(Summary, BoundConfigGivesCountsPerModuleAndTotals) {
       << text;
   // Construction order, as torchinfo lists registration order: attention before the MLP.
   EXPECT_LT(text.find("self_attn (Attention)"), text.find("mlp (Mlp)")) << text;
+  // Training memory as `accelerate estimate-memory` gives it for Adam: four times the weights.
+  EXPECT_NE(text.find("Training with AdamW (MB): 30.14 (weights + gradients + 2 moments"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Summary, InputShapeMakesMultAddsNumbers) {
+  auto a = analyze(true);
+  cg::query::SummaryOptions opts;
+  opts.input_dims = cg::query::parse_input_shape("b=2,t=1024");
+  std::string text = cg::query::render_model_summary(a, kCrate + "/config.json", opts);
+  // q_proj: 2 * 1024 * 65536; the total: 2 * 1024 * 2,899,968.
+  EXPECT_NE(text.find("134,217,728"), std::string::npos) << text;
+  EXPECT_NE(text.find("Mult-adds per forward pass (counted layers): 5,939,134,464"),
+            std::string::npos)
+      << text;
+  // Only one dimension given: the other stays a symbol.
+  opts.input_dims = cg::query::parse_input_shape("t=1024");
+  text = cg::query::render_model_summary(a, kCrate + "/config.json", opts);
+  EXPECT_NE(text.find("Mult-adds per forward pass (counted layers): b*2,969,567,232"),
+            std::string::npos)
+      << text;
+  // A name no term uses is said, not silently ignored.
+  opts.input_dims = cg::query::parse_input_shape("T=1024");
+  text = cg::query::render_model_summary(a, kCrate + "/config.json", opts);
+  EXPECT_NE(text.find("--input-shape T: no Mult-Adds term is written in `T` (they use b, t)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Summary, BadInputShapeIsRefusedWithAnExample) {
+  for (const char* bad : {"b", "b=", "b=0", "b=-1", "b=1.5", "=3", "1x=2", "b=1,,t=2"}) {
+    try {
+      cg::query::parse_input_shape(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const cg::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("e.g. b=1,t=2048"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Summary, WithoutConfigCountsAreUnknownNotZero) {
   auto a = analyze(false);
-  std::string text = cg::query::render_model_summary(a, "", "");
+  std::string text = cg::query::render_model_summary(a, "");
   EXPECT_NE(text.find("Total params: unknown (+ 12 parameters of symbolic shape)"),
             std::string::npos)
       << text;
@@ -107,7 +147,7 @@ TEST(Summary, FamilyOverTheExpansionBoundMultipliesInTotals) {
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(kRest + 1000000000ull * kLayer));
   EXPECT_TRUE(m.totals.lower_bound.empty()) << m.totals.lower_bound;
   EXPECT_EQ(m.rows[0].params, m.totals.total);
-  std::string text = cg::query::render_model_summary(a, cfg, "");
+  std::string text = cg::query::render_model_summary(a, cfg);
   EXPECT_NE(text.find("Total params: 725,504,001,048,832\n"), std::string::npos) << text;
   EXPECT_NE(text.find("model.layers.{layer_idx} × 1,000,000,000 (Block) [not expanded: over the "
                       "expansion bound]"),
@@ -125,7 +165,7 @@ TEST(Summary, FamilyOverTheInstanceBoundIsNotCutSilently) {
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(2972713216ull));
   EXPECT_EQ(kRest + 4096 * kLayer, 2972713216ull);
   EXPECT_TRUE(m.totals.lower_bound.empty()) << m.totals.lower_bound;
-  std::string text = cg::query::render_model_summary(a, cfg, "");
+  std::string text = cg::query::render_model_summary(a, cfg);
   EXPECT_NE(text.find("× 4,096 (Block) [not expanded: over the instance bound]"), std::string::npos)
       << text;
   // Nothing half-expanded: no layer instance of the family is listed.
@@ -140,7 +180,7 @@ TEST(Summary, TotalPast64BitsIsAnOverflow) {
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_FALSE(m.totals.total.has_value());
   EXPECT_TRUE(m.totals.overflow);
-  std::string text = cg::query::render_model_summary(a, cfg, "");
+  std::string text = cg::query::render_model_summary(a, cfg);
   EXPECT_NE(text.find("Total params: over 2^64 (overflow)"), std::string::npos) << text;
   std::filesystem::remove(cfg);
 }

@@ -50,7 +50,7 @@ cg::pipeline::Analysis timed() {
 
 TEST(ModuleTimingsView, SummaryTableShowsTimeSelfShareAndCalls) {
   auto a = timed();
-  std::string text = cg::query::render_model_summary(a, "", "F32");
+  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32"});
   EXPECT_NE(text.find("Time (total)"), std::string::npos) << text;
   // The family row: sum over both layers, its slowest instance, self share 6200 / 11200.
   std::string family_line;
@@ -73,7 +73,7 @@ TEST(ModuleTimingsView, SummaryTableShowsTimeSelfShareAndCalls) {
   // Without a trace, the table has no time columns.
   auto plain = timed();
   plain.ir.runtime.reset();
-  EXPECT_EQ(cg::query::render_model_summary(plain, "", "F32").find("Time (total)"),
+  EXPECT_EQ(cg::query::render_model_summary(plain, "", {.dtype = "F32"}).find("Time (total)"),
             std::string::npos);
 }
 
