@@ -199,7 +199,8 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     out += "\n";
     // What `accelerate estimate-memory` says for Adam: weights, their gradients and two moments,
     // all at the weights' dtype (Candle's AdamW keeps its moments in the variable's dtype).
-    if (totals.bytes && !totals.bytes_overflow && *totals.bytes <= UINT64_MAX / 4) {
+    if (totals.bytes && *totals.bytes > 0 && !totals.bytes_overflow &&
+        *totals.bytes <= UINT64_MAX / 4) {
       out += "Training with AdamW (MB): " +
              (totals.lower_bound.empty() ? std::string() : std::string("at least ")) +
              megabytes(*totals.bytes * 4);
