@@ -92,16 +92,15 @@ class [[nodiscard]] Result {
 // An event id as the string API returns it (`{phase}-op-{step}-{counter}`), held inline: returning
 // one allocates nothing, whatever its length (a std::string would allocate past 15 characters,
 // i.e. for most ids of a long run). Converts to std::string_view (end_operation takes one) and to
-// std::string.
+// std::string. It also carries the two numbers its text was made from, so that
+// end_operation(EventId) neither compares nor parses text; the result is the same as ending it
+// by its text.
 class EventId {
  public:
   static constexpr std::size_t kMax = 63;
-  EventId() noexcept { text_[0] = '\0'; }
-  EventId(const EventId& other) noexcept { assign(other.text_, other.size_); }
-  EventId& operator=(const EventId& other) noexcept {
-    assign(other.text_, other.size_);
-    return *this;
-  }
+  EventId() noexcept = default;
+  EventId(const EventId& other) noexcept = default;
+  EventId& operator=(const EventId& other) noexcept = default;
   std::string_view view() const noexcept { return {text_, size_}; }
   operator std::string_view() const noexcept {
     return view();
@@ -119,13 +118,12 @@ class EventId {
 
  private:
   friend class ProfileSession;
-  void assign(const char* text, std::size_t size) noexcept {
-    __builtin_memcpy(text_, text, size);
-    text_[size] = '\0';
-    size_ = static_cast<std::uint8_t>(size);
-  }
-  char text_[kMax + 1];
+  char text_[kMax + 1] = {};  // NUL-terminated
   std::uint8_t size_ = 0;
+  Phase phase_ = Phase::train;
+  bool numbered_ = false;  // step_ and counter_ are the text's numbers
+  std::uint64_t step_ = 0;
+  std::uint64_t counter_ = 0;
 };
 
 struct ProfileConfig {
@@ -255,6 +253,9 @@ class ProfileSession {
                                   std::span<const std::string> inputs = {});
   // Ends an operation begun with begin_operation (on any thread) and returns its duration.
   Result<std::uint64_t> end_operation(std::string_view event_id,
+                                      std::optional<std::string_view> output = std::nullopt);
+  // The same for the EventId begin_operation returned, without comparing or parsing its text.
+  Result<std::uint64_t> end_operation(const EventId& event_id,
                                       std::optional<std::string_view> output = std::nullopt);
   Status record_edge_timing(std::string_view from_static_id, std::string_view to_static_id,
                             std::uint64_t duration_ns);

@@ -212,7 +212,7 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
       if (!length) return report(length.status());
       const std::size_t n = length.value();
       if (n + 1 > id_buf_len) {
-        (void)state->end_by_id(std::string_view(id, n), std::nullopt);
+        (void)state->end_by_id(std::string_view(id, n), nullptr);
         return invalid("cgp_begin_operation: id_buf is smaller than the event id");
       }
       std::memcpy(id_buf, id, n);
@@ -227,9 +227,10 @@ cgp_status cgp_end_operation(cgp_session* session, cgp_str event_id, const cgp_s
                              uint64_t* duration_ns) {
   if (session == nullptr) return invalid("cgp_end_operation: NULL session");
   return guarded([&] {
-    std::optional<std::string_view> out;
+    std::string_view out;
     if (output != nullptr) out = view(*output);
-    auto duration = cgx::detail::session_state(session->session)->end_by_id(view(event_id), out);
+    auto duration = cgx::detail::session_state(session->session)
+                        ->end_by_id(view(event_id), output != nullptr ? &out : nullptr);
     if (!duration) return report(duration.status());
     if (duration_ns != nullptr) *duration_ns = duration.value();
     return CGP_OK;

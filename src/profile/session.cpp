@@ -72,6 +72,8 @@ bool same_op(const HandleInfo& h, std::string_view static_id, std::string_view o
   return true;
 }
 
+}  // namespace
+
 // Parses `{phase}-op-{step}-{counter}` exactly as begin_by_id writes it (no leading zeros).
 bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& step,
                     std::uint64_t& counter) noexcept {
@@ -90,8 +92,6 @@ bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& 
   id.remove_prefix(1);
   return number(counter) && id.empty();
 }
-
-}  // namespace
 
 Result<std::uint32_t> HandleTable::add(const std::string& key, HandleInfo info) {
   if (count_ == kMaxHandles)
@@ -265,7 +265,7 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
     by_content = {hash, handle, true};
   }
   if (by_address.static_id != nullptr) neighbour = by_address;  // keep the older one nearby
-  by_address = {static_id.data(), static_id.size(), handle};
+  by_address = {static_id.data(), static_id.size(), handle, &handles_[handle]};
   return handle;
 }
 
@@ -305,7 +305,7 @@ std::uint32_t SessionState::lookup_module_slow(ThreadState& ts,
     if (!module_path.empty()) {
       const auto address = reinterpret_cast<std::uintptr_t>(module_path.data());
       ts.module_cache[((address ^ module_path.size()) * 0x9E3779B97F4A7C15ull) >> 56] = {
-          module_path.data(), module_path.size(), handle};
+          module_path.data(), module_path.size(), handle, &handles_[handle]};
     }
     return handle;
   } catch (...) {
@@ -314,79 +314,17 @@ std::uint32_t SessionState::lookup_module_slow(ThreadState& ts,
   }
 }
 
-Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::string_view op,
-                                              std::span<const std::string_view> inputs, char* id) {
+Status SessionState::refused(ThreadState* ts) {
   if (finished.load(std::memory_order_acquire))
     return Status(Errc::finished, "profile session is already finished");
-  ThreadState* tsp = thread_state();
-  if (tsp == nullptr) {
-    count_error();
-    return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
-  }
-  ThreadState& ts = *tsp;
-  auto handle = lookup_op(ts, static_id, op, inputs);
-  if (!handle) {
-    // Refused (past the bound of distinct ids): counted in `end.errors`, like every error.
-    count_error();
-    return handle.status();
-  }
-  if (ts.foreign_pending.load(std::memory_order_relaxed)) prune_foreign(ts);
-  Frame frame{
-      take_counter(ts), step.load(std::memory_order_relaxed), 0, 0, 0, handle.value(), true};
-  if (!ts.stack.empty()) {
-    frame.parent_counter = ts.stack.back().counter;
-    frame.parent_step = ts.stack.back().id_step;
-  }
-  // The event id, as the seed formats it; the writer rebuilds it from the numbers. The thread
-  // keeps its last id as text: `{phase}-op-{step}-` is rebuilt only when the step changes, the
-  // counter's digits are incremented in place, and the caller gets one fixed-size copy.
-  if (frame.id_step != ts.last_id_step || ts.id_prefix_length == 0) {
-    const std::string_view phase = phase_name(config.phase);
-    char* q = ts.last_id;
-    std::memcpy(q, phase.data(), phase.size());
-    q += phase.size();
-    std::memcpy(q, "-op-", 4);
-    q = std::to_chars(q + 4, ts.last_id + sizeof ts.last_id, frame.id_step).ptr;
-    *q++ = '-';
-    ts.id_prefix_length = static_cast<std::size_t>(q - ts.last_id);
-    ts.last_id_length = 0;  // no counter text yet
-  }
-  char* const digits = ts.last_id + ts.id_prefix_length;
-  const std::size_t counter_length = ts.last_id_length - ts.id_prefix_length;
-  if (ts.last_id_length != 0 && frame.counter == ts.last_id_counter + 1 &&
-      digits[counter_length - 1] != '9') {
-    ++digits[counter_length - 1];
-  } else {
-    ts.last_id_length = static_cast<std::size_t>(
-        std::to_chars(digits, ts.last_id + sizeof ts.last_id, frame.counter).ptr - ts.last_id);
-  }
-  ts.last_id_step = frame.id_step;
-  ts.last_id_counter = frame.counter;
-  static_assert(sizeof ts.last_id == kEventIdMax + 1);
-  std::memcpy(id, ts.last_id, sizeof ts.last_id);  // constant size: a few vector moves
-  char* const p = id + ts.last_id_length;
-  // Found from any thread by counter: this thread's slot for it, or the shared table when the
-  // slot is held by an older operation still open.
-  IdSlot& slot = ts.id_slots[frame.counter & (ThreadState::kIdSlots - 1)];
-  const bool in_slot = slot.state.load(std::memory_order_acquire) == 0;
-  if (!in_slot) {
-    std::lock_guard<std::mutex> lock(active_mu_);
-    active_.emplace(frame.counter, ActiveOp{frame, &ts, ts.index});
-  }
-  ts.stack.push_back(frame);
-  // Nobody can end the operation before its id is returned, so the start is filled in last.
-  const std::uint64_t start = timer.now();
-  ts.stack.back().start = start;
-  if (in_slot) {
-    slot.frame = frame;
-    slot.frame.start = start;
-    slot.thread = ts.index;
-    slot.state.store(frame.counter, std::memory_order_release);
-  } else {
-    std::lock_guard<std::mutex> lock(active_mu_);
-    active_[frame.counter].frame.start = start;
-  }
-  return static_cast<std::size_t>(p - id);
+  (void)ts;  // nullptr: this thread's buffer could not be allocated
+  count_error();
+  return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
+}
+
+Status SessionState::unknown_id(std::string_view text) {
+  count_error();
+  return Status(Errc::unknown_operation, "unknown profile operation `" + std::string(text) + "`");
 }
 
 bool SessionState::take_open(ThreadState& self, std::uint64_t counter, std::uint64_t id_step,
@@ -422,56 +360,6 @@ bool SessionState::take_open(ThreadState& self, std::uint64_t counter, std::uint
   owner_index = it->second.thread_index;
   active_.erase(it);
   return true;
-}
-
-Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id_text,
-                                              std::optional<std::string_view> output) {
-  const std::uint64_t now = timer.now();
-  if (finished.load(std::memory_order_acquire))
-    return Status(Errc::finished, "profile session is already finished");
-  ThreadState* tsp = thread_state();
-  if (tsp == nullptr) {
-    count_error();
-    return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
-  }
-  ThreadState& ts = *tsp;
-  std::uint64_t id_step = 0, counter = 0;
-  Frame frame{};
-  ThreadState* owner = nullptr;
-  std::uint16_t owner_index = 0;
-  const bool known = event_id_text.size() == ts.last_id_length &&
-                     std::memcmp(event_id_text.data(), ts.last_id, ts.last_id_length) == 0;
-  if (known) {
-    id_step = ts.last_id_step;
-    counter = ts.last_id_counter;
-  }
-  if ((!known && !parse_event_id(event_id_text, phase_name(config.phase), id_step, counter)) ||
-      !take_open(ts, counter, id_step, frame, owner, owner_index)) {
-    count_error();
-    return Status(Errc::unknown_operation,
-                  "unknown profile operation `" + std::string(event_id_text) + "`");
-  }
-  if (owner == &ts) {
-    for (auto it = ts.stack.rbegin(); it != ts.stack.rend(); ++it) {
-      if (it->counter == counter) {
-        ts.stack.erase(std::next(it).base());
-        break;
-      }
-    }
-  } else {
-    std::lock_guard<std::mutex> lock(owner->foreign_mu);
-    owner->foreign_ended.push_back(counter);
-    owner->foreign_pending.store(true, std::memory_order_relaxed);
-  }
-  const std::uint64_t duration = timer.duration_ns(frame.start, now);
-  if (output) {
-    std::lock_guard<std::mutex> lock(outputs_mu_);
-    outputs_.insert_or_assign(counter, std::string(*output));
-  }
-  push(ts, Record{counter, id_step, step.load(std::memory_order_relaxed), frame.start, duration,
-                  frame.parent_counter, frame.parent_step, frame.handle, owner_index,
-                  output ? RecordKind::operation_ns_with_output : RecordKind::operation_ns, 0});
-  return duration;
 }
 
 void SessionState::retire(ThreadState& ts) {
@@ -586,22 +474,17 @@ namespace {
 // Runs `body` with `inputs` as string_views (on the stack for the usual few inputs).
 template <typename F>
 auto with_views(std::span<const std::string> inputs, F&& body) {
-  // Uninitialized on purpose: zeroing eight views cost more than the usual one input.
-  union Small {
-    Small() {}
-    std::string_view items[8];
-  } small;
+  // Raw storage on purpose: zeroing eight views cost more than the usual one input.
+  alignas(std::string_view) unsigned char small[8 * sizeof(std::string_view)];
   std::vector<std::string_view> large;
-  std::span<const std::string_view> views;
-  if (inputs.size() <= std::size(small.items)) {
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      new (&small.items[i]) std::string_view(inputs[i]);
-    views = std::span<const std::string_view>(small.items, inputs.size());
-  } else {
-    large.assign(inputs.begin(), inputs.end());
-    views = large;
+  std::string_view* views = reinterpret_cast<std::string_view*>(small);
+  if (inputs.size() > 8) {
+    large.resize(inputs.size());
+    views = large.data();
   }
-  return body(views);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    new (&views[i]) std::string_view(inputs[i]);
+  return body(std::span<const std::string_view>(views, inputs.size()));
 }
 
 // No exception leaves the library: an allocation failure becomes an error value.
@@ -700,20 +583,44 @@ Result<EventId> ProfileSession::begin_operation(std::string_view static_id, std:
                                                 std::span<const std::string> inputs) {
   static_assert(EventId::kMax == detail::SessionState::kEventIdMax);
   return guarded<Result<EventId>>([&]() -> Result<EventId> {
-    EventId id;
+    // Written in place (one named result, so it is constructed in the caller's storage): the id
+    // is never copied on its way out, and nothing reads it back with wide loads right after its
+    // last digit was stored as a byte (a stalled store forward costs more than the rest).
+    Result<EventId> result{EventId()};
+    EventId& id = result.value();
+    std::uint64_t numbers[2];
     auto length = with_views(inputs, [&](std::span<const std::string_view> views) {
-      return state_->begin_by_id(static_id, op, views, id.text_);
+      return state_->begin_by_id(static_id, op, views, id.text_, numbers);
     });
-    if (!length) return length.status();
+    if (!length) [[unlikely]] {
+      result = length.status();
+      return result;
+    }
     id.text_[length.value()] = '\0';
     id.size_ = static_cast<std::uint8_t>(length.value());
-    return id;
+    id.phase_ = state_->config.phase;
+    id.numbered_ = true;
+    id.step_ = numbers[0];
+    id.counter_ = numbers[1];
+    return result;
   });
 }
 
 Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id,
                                                     std::optional<std::string_view> output) {
-  return guarded<Result<std::uint64_t>>([&] { return state_->end_by_id(event_id, output); });
+  return guarded<Result<std::uint64_t>>(
+      [&] { return state_->end_by_id(event_id, output ? &*output : nullptr); });
+}
+
+Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id,
+                                                    std::optional<std::string_view> output) {
+  return guarded<Result<std::uint64_t>>([&] {
+    // An id of the other phase never parses here: the text path gives the same error.
+    const std::string_view* out = output ? &*output : nullptr;
+    if (!event_id.numbered_ || event_id.phase_ != state_->config.phase)
+      return state_->end_by_id(event_id.view(), out);
+    return state_->end_by_numbers(event_id.step_, event_id.counter_, out, event_id.view());
+  });
 }
 
 Status ProfileSession::record_edge_timing(std::string_view from_static_id,
@@ -759,7 +666,7 @@ Result<TimedOperation> TimedOperation::begin(ProfileSession& session, std::strin
 }
 
 TimedOperation::~TimedOperation() {
-  if (session_) (void)session_->end_operation(event_id_, std::nullopt);
+  if (session_) (void)session_->end_operation(event_id_);
 }
 
 }  // namespace candle_graph

@@ -89,10 +89,12 @@ struct IdSlot {
 // Caller-side cache of the string API's interned operations, keyed by the static id's address
 // and length; a hit is confirmed by comparing the text with the interned handle's, so a buffer
 // reused for another id can never be taken for the old one.
+struct HandleInfo;
 struct InternCacheEntry {
   const char* static_id = nullptr;
   std::size_t length = 0;
   std::uint32_t handle = 0;
+  const HandleInfo* info = nullptr;  // handles_[handle] (table entries never move)
 };
 // Second level, for callers that pass a fresh copy of the id each time (the seed's
 // `ids[i].clone()`): keyed by a cheap hash of the text, again confirmed by comparing it.
@@ -223,10 +225,16 @@ class SessionState {
   // Begins an operation by id and writes its event id (at most kEventIdMax bytes, no NUL) to
   // `id`; returns the id's length.
   static constexpr std::size_t kEventIdMax = 63;
+  // `numbers` (optional) receives the id's step and counter.
   Result<std::size_t> begin_by_id(std::string_view static_id, std::string_view op,
-                                  std::span<const std::string_view> inputs, char* id);
-  Result<std::uint64_t> end_by_id(std::string_view event_id,
-                                  std::optional<std::string_view> output);
+                                  std::span<const std::string_view> inputs, char* id,
+                                  std::uint64_t* numbers = nullptr);
+  Result<std::uint64_t> end_by_id(std::string_view event_id, const std::string_view* output);
+  // The same for an id whose numbers the caller already holds (C++ EventId, which carries the
+  // numbers its text was made from): no text to compare or parse.
+  Result<std::uint64_t> end_by_numbers(std::uint64_t id_step, std::uint64_t counter,
+                                       const std::string_view* output,
+                                       const std::string_view& text_for_errors);
   Status edge(std::string_view from, std::string_view to, std::uint64_t duration_ns);
   // Module scopes (hot_path.cpp): begin returns the scope's token (its counter; 0 when nothing
   // is recorded), end closes it on the calling thread.
@@ -279,6 +287,19 @@ class SessionState {
   // The string API's handle for (static_id, op, inputs): the thread's cache, then the table.
   Result<std::uint32_t> lookup_op(ThreadState& ts, std::string_view static_id, std::string_view op,
                                   std::span<const std::string_view> inputs);
+  // String API after the thread state and the handle are known (hot_path.cpp): opens the
+  // operation and writes its id; closes one and records it.
+  std::size_t open_by_id(ThreadState& ts, std::uint32_t handle, char* id, std::uint64_t* numbers);
+  // `output` is nullptr for none (a pointer: an optional passed in memory is written field by
+  // field and read back whole, a stalled store forward on every call).
+  Result<std::uint64_t> close_by_id(ThreadState& ts, std::uint64_t id_step, std::uint64_t counter,
+                                    std::uint64_t now, const std::string_view* output,
+                                    const std::string_view& text_for_errors);
+  // The cached handle for (static_id, op, inputs), confirmed by content; kNoHandle on a miss.
+  inline std::uint32_t cached_op(ThreadState& ts, std::string_view static_id, std::string_view op,
+                                 std::span<const std::string_view> inputs) noexcept;
+  Status refused(ThreadState* ts);
+  Status unknown_id(std::string_view text);
   // Takes the open string-API operation `counter` begun at `id_step`, wherever it began.
   bool take_open(ThreadState& self, std::uint64_t counter, std::uint64_t id_step, Frame& frame,
                  ThreadState*& owner, std::uint16_t& owner_index);
@@ -367,6 +388,10 @@ class SessionState {
   std::uint64_t modules_written_ = 0;
   std::string mod_prefix_;  // {"kind":"module","event_id":"train-mod-
 };
+
+// Parses `{phase}-op-{step}-{counter}` exactly as the string API writes it (no leading zeros).
+bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& step,
+                    std::uint64_t& counter) noexcept;
 
 void register_session(std::uint64_t id, SessionState* state);
 void unregister_session(std::uint64_t id) noexcept;
