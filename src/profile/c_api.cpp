@@ -206,7 +206,11 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
     return invalid("cgp_begin_operation: NULL argument");
   return guarded([&] {
     return with_views(inputs, inputs_len, [&](std::span<const std::string_view> views) {
-      char id[cgx::detail::SessionState::kEventIdMax + 1];
+      // Written straight into the caller's buffer when it holds the longest id (the usual
+      // CGP_EVENT_ID_MAX one): a local copy read back at once would stall on the id's last byte.
+      char local[cgx::detail::SessionState::kEventIdMax + 1];
+      const bool direct = id_buf_len >= sizeof local;
+      char* id = direct ? id_buf : local;
       auto* state = cgx::detail::session_state(session->session);
       auto length = state->begin_by_id(view(static_id), view(op), views, id);
       if (!length) return report(length.status());
@@ -215,7 +219,7 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
         (void)state->end_by_id(std::string_view(id, n), nullptr);
         return invalid("cgp_begin_operation: id_buf is smaller than the event id");
       }
-      std::memcpy(id_buf, id, n);
+      if (!direct) std::memcpy(id_buf, id, n);
       id_buf[n] = '\0';
       if (id_len != nullptr) *id_len = n;
       return CGP_OK;

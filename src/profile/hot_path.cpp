@@ -308,10 +308,41 @@ void SessionState::push(ThreadState& ts, const Record& record) noexcept {
 // counter. The usual end is on the same thread with the id the begin returned: one comparison of
 // the text, one compare-and-swap to take the slot, one record.
 namespace {
+// Equal texts, compared inline in 8-byte words (short ids: two overlapping words or a few bytes);
+// a call to memcmp per id part cost more than the comparison itself.
 [[gnu::always_inline]] inline bool same_text(const std::string& interned,
                                              std::string_view text) noexcept {
-  return interned.size() == text.size() &&
-         std::memcmp(interned.data(), text.data(), text.size()) == 0;
+  const std::size_t n = text.size();
+  if (interned.size() != n) return false;
+  const char* a = interned.data();
+  const char* b = text.data();
+  if (n > 128) return std::memcmp(a, b, n) == 0;
+  if (n >= 8) {
+    // Static ids run to ~100 bytes: 8-byte words, the last one overlapping the one before.
+    std::uint64_t diff = 0;
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      std::uint64_t x, y;
+      std::memcpy(&x, a + i, 8);
+      std::memcpy(&y, b + i, 8);
+      diff |= x ^ y;
+    }
+    std::uint64_t x, y;
+    std::memcpy(&x, a + n - 8, 8);
+    std::memcpy(&y, b + n - 8, 8);
+    return (diff | (x ^ y)) == 0;
+  }
+  if (n >= 4) {
+    std::uint32_t a0, a1, b0, b1;
+    std::memcpy(&a0, a, 4);
+    std::memcpy(&b0, b, 4);
+    std::memcpy(&a1, a + n - 4, 4);
+    std::memcpy(&b1, b + n - 4, 4);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 // A string-API frame, one field at a time.
 [[gnu::always_inline]] inline void store_frame(Frame& f, std::uint64_t counter,
@@ -332,8 +363,7 @@ namespace {
 [[gnu::always_inline]] inline std::uint32_t SessionState::cached_op(
     ThreadState& ts, std::string_view static_id, std::string_view op,
     std::span<const std::string_view> inputs) noexcept {
-  const auto address = reinterpret_cast<std::uintptr_t>(static_id.data());
-  const std::size_t slot = ((address ^ static_id.size()) * 0x9E3779B97F4A7C15ull) >> 56;
+  const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
   for (std::size_t way = 0; way < 2; ++way) {
     const InternCacheEntry& e = ts.intern_cache[slot ^ way];
     if (e.static_id != static_id.data() || e.length != static_id.size()) continue;
@@ -369,8 +399,9 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
   return open_by_id(ts, handle, id, numbers);
 }
 
-std::size_t SessionState::open_by_id(ThreadState& ts, std::uint32_t handle, char* id,
-                                     std::uint64_t* numbers) {
+[[gnu::always_inline]] inline std::size_t SessionState::open_by_id(ThreadState& ts,
+                                                                   std::uint32_t handle, char* id,
+                                                                   std::uint64_t* numbers) {
   if (ts.foreign_pending.load(std::memory_order_relaxed)) [[unlikely]]
     prune_foreign(ts);
   // The frame's fields are kept in registers and stored field by field into the stack and the
@@ -475,10 +506,9 @@ Result<std::uint64_t> SessionState::end_by_numbers(std::uint64_t id_step, std::u
   return close_by_id(*tsp, id_step, counter, now, output, text_for_errors);
 }
 
-Result<std::uint64_t> SessionState::close_by_id(ThreadState& ts, std::uint64_t id_step,
-                                                std::uint64_t counter, std::uint64_t now,
-                                                const std::string_view* output,
-                                                const std::string_view& text_for_errors) {
+[[gnu::always_inline]] inline Result<std::uint64_t> SessionState::close_by_id(
+    ThreadState& ts, std::uint64_t id_step, std::uint64_t counter, std::uint64_t now,
+    const std::string_view* output, const std::string_view& text_for_errors) {
   Frame frame{};
   ThreadState* owner = &ts;
   std::uint16_t owner_index = ts.index;

@@ -242,8 +242,7 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
                                               std::span<const std::string_view> inputs) {
   // Two-way: an address is looked for in its slot and the slot's neighbour, so the few ids of a
   // model whose addresses share a slot do not evict each other on every lap.
-  const auto address = reinterpret_cast<std::uintptr_t>(static_id.data());
-  const std::size_t slot = ((address ^ static_id.size()) * 0x9E3779B97F4A7C15ull) >> 56;
+  const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
   InternCacheEntry& by_address = ts.intern_cache[slot];
   if (by_address.static_id == static_id.data() && by_address.length == static_id.size() &&
       same_op(handles_[by_address.handle], static_id, op, inputs)) [[likely]]
@@ -612,15 +611,31 @@ Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id,
       [&] { return state_->end_by_id(event_id, output ? &*output : nullptr); });
 }
 
-Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id,
-                                                    std::optional<std::string_view> output) {
+Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id) {
+  return guarded<Result<std::uint64_t>>([&] { return state_->end_by_id(event_id, nullptr); });
+}
+
+namespace {
+Result<std::uint64_t> end_event_id(detail::SessionState& state, const EventId& event_id,
+                                   Phase phase, std::uint64_t step, std::uint64_t counter,
+                                   bool numbered, const std::string_view* output) {
   return guarded<Result<std::uint64_t>>([&] {
     // An id of the other phase never parses here: the text path gives the same error.
-    const std::string_view* out = output ? &*output : nullptr;
-    if (!event_id.numbered_ || event_id.phase_ != state_->config.phase)
-      return state_->end_by_id(event_id.view(), out);
-    return state_->end_by_numbers(event_id.step_, event_id.counter_, out, event_id.view());
+    if (!numbered || phase != state.config.phase) return state.end_by_id(event_id.view(), output);
+    return state.end_by_numbers(step, counter, output, event_id.view());
   });
+}
+}  // namespace
+
+Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id,
+                                                    std::optional<std::string_view> output) {
+  return end_event_id(*state_, event_id, event_id.phase_, event_id.step_, event_id.counter_,
+                      event_id.numbered_, output ? &*output : nullptr);
+}
+
+Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id) {
+  return end_event_id(*state_, event_id, event_id.phase_, event_id.step_, event_id.counter_,
+                      event_id.numbered_, nullptr);
 }
 
 Status ProfileSession::record_edge_timing(std::string_view from_static_id,

@@ -110,7 +110,15 @@ struct ThreadState {
 
   static constexpr std::size_t kIdSlots = 256;
   static constexpr std::size_t kInternCache = 256;  // indexed by the top 8 bits of a hash
-  static constexpr std::size_t kContentCache = 512;
+  // The string API's caches: a model times hundreds of distinct static ids (a layer's dozen ops
+  // times its layers), and three ids sharing a two-way set would miss on every lap.
+  static constexpr unsigned kOpCacheBits = 11;
+  static constexpr std::size_t kOpCache = std::size_t{1} << kOpCacheBits;
+  static constexpr std::size_t kContentCache = 2048;
+  static std::size_t op_cache_slot(const char* address, std::size_t length) noexcept {
+    return ((reinterpret_cast<std::uintptr_t>(address) ^ length) * 0x9E3779B97F4A7C15ull) >>
+           (64 - kOpCacheBits);
+  }
 
   // Owner thread only (an exited thread's state is adopted whole by a later thread).
   std::uint16_t index;  // `thread` of records begun here; new for each OS thread
@@ -123,7 +131,7 @@ struct ThreadState {
   std::uint64_t counter_limit = 0;
   std::vector<Frame> stack;
   std::vector<Frame> module_stack;  // open module scopes (counter = the scope's token)
-  InternCacheEntry intern_cache[kInternCache];
+  InternCacheEntry intern_cache[kOpCache];
   InternCacheEntry module_cache[kInternCache];           // module paths by address and length
   ContentCacheEntry module_content_cache[kInternCache];  // and by a hash of their text
   // The event id this thread's string API returned last: an end_operation with exactly that text
