@@ -141,6 +141,11 @@ struct ProfileConfig {
   // (a thread's buffer is reused by later threads once it exits). open() refuses more than
   // kMaxBufferRecordsPerThread.
   std::size_t buffer_records_per_thread = std::size_t{1} << 16;
+  // Distinct operations, edges and module paths one session interns (each keeps its text until
+  // finish). Past it, a new id is refused: begin_operation, record_edge_timing and op() return
+  // invalid_argument, a module scope records nothing, and every refusal is counted in
+  // `end.errors`. open() refuses more than kMaxDistinctIds.
+  std::uint32_t max_distinct_ids = std::uint32_t{1} << 22;
   TimerKind timer = TimerKind::automatic;
   // Optional device synchronisation (CUDA/Metal: a host timestamp around a kernel measures only
   // its launch). When set, it is called before the clock read at every module scope's begin and
@@ -229,6 +234,8 @@ class ModuleScope {
 
 // The largest buffer_records_per_thread open() accepts: 2^22 records, 256 MiB per thread.
 inline constexpr std::size_t kMaxBufferRecordsPerThread = std::size_t{1} << 22;
+// The largest max_distinct_ids open() accepts (and its default): 4,194,304.
+inline constexpr std::uint32_t kMaxDistinctIds = std::uint32_t{1} << 22;
 
 class ProfileSession {
  public:
@@ -291,6 +298,11 @@ class ProfileSession {
   Result<std::filesystem::path> finish();
 
   const std::filesystem::path& path() const noexcept;
+  // Per-thread buffers allocated so far, each buffer_records_per_thread records of 64 bytes: the
+  // profiler's memory is about this many times that. A thread's buffer goes back to the session
+  // when the thread exits and is reused by the next thread that starts, so this counts the
+  // threads recording at once, not every thread that ever did.
+  std::size_t buffers_allocated() const noexcept;
 
  private:
   friend detail::SessionState* detail::session_state(ProfileSession& session) noexcept;

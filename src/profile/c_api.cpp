@@ -169,7 +169,10 @@ cgp_status cgp_session_op(cgp_session* session, cgp_str static_id, cgp_str op,
       if (state->finished.load(std::memory_order_acquire))
         return report(cgx::Status(cgx::Errc::finished, "profile session is already finished"));
       auto handle = state->intern_op(view(static_id), view(op), views);
-      if (!handle) return report(handle.status());
+      if (!handle) {
+        state->count_error();  // past max_distinct_ids: counted in `end.errors`
+        return report(handle.status());
+      }
       *out = handle.value();
       return CGP_OK;
     });

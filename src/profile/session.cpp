@@ -94,10 +94,10 @@ bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& 
 }
 
 Result<std::uint32_t> HandleTable::add(const std::string& key, HandleInfo info) {
-  if (count_ == kMaxHandles)
+  if (count_ >= limit_)
     return Status(Errc::invalid_argument,
-                  "too many distinct profiled operations and edges (the bound is " +
-                      std::to_string(kMaxHandles) + " per session)");
+                  "too many distinct profiled operations, edges and module paths (the bound is " +
+                      std::to_string(limit_) + " per session: ProfileConfig::max_distinct_ids)");
   std::uint32_t i = count_++;
   auto& chunk = chunks_[i >> kChunkBits];
   if (!chunk) chunk = std::make_unique<HandleInfo[]>(kChunkSize);
@@ -111,6 +111,7 @@ SessionState::SessionState(std::filesystem::path trace_path, ProfileConfig cfg, 
     : path(std::move(trace_path)),
       config(std::move(cfg)),
       timer(config.timer),
+      handles_(config.max_distinct_ids),
       id_(next_session_id.fetch_add(1, std::memory_order_relaxed)),
       op_prefix_("{\"kind\":\"operation\",\"event_id\":\"" + std::string(phase_name(config.phase)) +
                  "-op-"),
@@ -396,7 +397,10 @@ Status SessionState::edge(std::string_view from, std::string_view to, std::uint6
     append_json_string(info.body, to);
     return info;
   });
-  if (!handle) return handle.status();
+  if (!handle) {
+    count_error();  // past max_distinct_ids: counted in `end.errors`
+    return handle.status();
+  }
   ThreadState* tsp = thread_state();
   if (tsp == nullptr) {
     count_error();
@@ -531,6 +535,10 @@ Result<ProfileSession> ProfileSession::open_checked(const std::filesystem::path&
                       " is above the limit of " + std::to_string(kMaxBufferRecordsPerThread) +
                       " records (" + std::to_string(kMaxBufferRecordsPerThread * 64 >> 20) +
                       " MiB per thread)");
+  if (config.max_distinct_ids > kMaxDistinctIds)
+    return Status(Errc::invalid_argument,
+                  "max_distinct_ids " + std::to_string(config.max_distinct_ids) +
+                      " is above the limit of " + std::to_string(kMaxDistinctIds));
   if (path.has_parent_path()) {
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
@@ -652,7 +660,10 @@ Result<OpHandle> ProfileSession::op(std::string_view static_id, std::string_view
     auto handle = with_views(inputs, [&](std::span<const std::string_view> views) {
       return state_->intern_op(static_id, op, views);
     });
-    if (!handle) return handle.status();
+    if (!handle) {
+      state_->count_error();  // past max_distinct_ids: counted in `end.errors`
+      return handle.status();
+    }
     return OpHandle(state_.get(), handle.value());
   });
 }
@@ -670,6 +681,9 @@ Result<std::filesystem::path> ProfileSession::finish() {
 }
 const std::filesystem::path& ProfileSession::path() const noexcept {
   return state_->path;
+}
+std::size_t ProfileSession::buffers_allocated() const noexcept {
+  return state_->rings_allocated();
 }
 
 Result<TimedOperation> TimedOperation::begin(ProfileSession& session, std::string_view static_id,

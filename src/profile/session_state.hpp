@@ -176,8 +176,11 @@ class HandleTable {
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
   static constexpr std::uint32_t kMaxChunks = 4096;
-  // Distinct operations and edges one session interns (4,194,304); later ones are refused.
+  // Distinct operations, edges and module paths one session can intern (4,194,304); the
+  // session's own bound (ProfileConfig::max_distinct_ids) is at most this.
   static constexpr std::uint32_t kMaxHandles = kChunkSize * kMaxChunks;
+  static_assert(kMaxHandles == kMaxDistinctIds);
+  explicit HandleTable(std::uint32_t limit) : limit_(limit) {}
 
   // Returns the handle for `key`, calling make_info() only the first time the key is seen.
   template <typename MakeInfo>
@@ -200,6 +203,7 @@ class HandleTable {
   std::mutex mu_;
   std::unordered_map<std::string, std::uint32_t> index_;
   std::unique_ptr<HandleInfo[]> chunks_[kMaxChunks];
+  const std::uint32_t limit_;
   std::uint32_t count_ = 0;
   std::atomic<std::uint32_t> published_{0};
 };
