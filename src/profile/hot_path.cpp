@@ -318,7 +318,13 @@ namespace {
   const char* b = text.data();
   if (n > 128) return std::memcmp(a, b, n) == 0;
   if (n >= 8) {
-    // Static ids run to ~100 bytes: 8-byte words, the last one overlapping the one before.
+    // Static ids run to ~100 bytes: 8-byte words, the last one overlapping the one before. Ids
+    // of one model differ mostly at their end (`…:41` vs `…:42`, the same length), and a
+    // recycled buffer holds another id at the same address: the last word is compared first.
+    std::uint64_t last_a, last_b;
+    std::memcpy(&last_a, a + n - 8, 8);
+    std::memcpy(&last_b, b + n - 8, 8);
+    if (last_a != last_b) return false;
     std::uint64_t diff = 0;
     for (std::size_t i = 0; i + 8 < n; i += 8) {
       std::uint64_t x, y;
@@ -326,10 +332,7 @@ namespace {
       std::memcpy(&y, b + i, 8);
       diff |= x ^ y;
     }
-    std::uint64_t x, y;
-    std::memcpy(&x, a + n - 8, 8);
-    std::memcpy(&y, b + n - 8, 8);
-    return (diff | (x ^ y)) == 0;
+    return diff == 0;
   }
   if (n >= 4) {
     std::uint32_t a0, a1, b0, b1;
@@ -360,23 +363,54 @@ namespace {
 }
 }  // namespace
 
+namespace {
+[[gnu::always_inline]] inline bool same_op_text(const HandleInfo& h, std::string_view static_id,
+                                                std::string_view op,
+                                                std::span<const std::string_view> inputs) noexcept {
+  if (h.is_edge || h.is_module || !same_text(h.static_id, static_id) || !same_text(h.op, op) ||
+      h.inputs.size() != inputs.size())
+    return false;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!same_text(h.inputs[i], inputs[i])) return false;
+  }
+  return true;
+}
+}  // namespace
+
 [[gnu::always_inline]] inline std::uint32_t SessionState::cached_op(
     ThreadState& ts, std::string_view static_id, std::string_view op,
     std::span<const std::string_view> inputs) noexcept {
   const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
   for (std::size_t way = 0; way < 2; ++way) {
     const InternCacheEntry& e = ts.intern_cache[slot ^ way];
-    if (e.static_id != static_id.data() || e.length != static_id.size()) continue;
-    const HandleInfo& h = *e.info;
-    if (!same_text(h.static_id, static_id) || !same_text(h.op, op) ||
-        h.inputs.size() != inputs.size())
-      continue;
-    bool same_inputs = true;
-    for (std::size_t i = 0; i < inputs.size() && same_inputs; ++i)
-      same_inputs = same_text(h.inputs[i], inputs[i]);
-    if (same_inputs) return e.handle;
+    if (e.static_id == static_id.data() && e.length == static_id.size() &&
+        same_op_text(*e.info, static_id, op, inputs))
+      return e.handle;
   }
   return kNoHandle;
+}
+
+[[gnu::always_inline]] inline std::uint32_t SessionState::cached_op_by_content(
+    ThreadState& ts, std::string_view static_id, std::string_view op,
+    std::span<const std::string_view> inputs) noexcept {
+  const std::uint64_t hash = op_text_hash(static_id, op);
+  const std::size_t set = hash & (ThreadState::kContentCache - 1);
+  const ContentCacheEntry* found = nullptr;
+  for (std::size_t way = 0; way < 2 && found == nullptr; ++way) {
+    const ContentCacheEntry& c = ts.content_cache[set ^ way];
+    if (c.used && c.hash == hash && same_op_text(handles_[c.handle], static_id, op, inputs))
+      found = &c;
+  }
+  if (found == nullptr) return kNoHandle;
+  const ContentCacheEntry& c = *found;
+  const HandleInfo& h = handles_[c.handle];
+  // Remembered by address in the slot's first way (the older entry moves to the second), so a
+  // caller that reuses one buffer per id finds it there next time.
+  const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
+  InternCacheEntry& first = ts.intern_cache[slot];
+  if (first.static_id != nullptr) ts.intern_cache[slot ^ 1] = first;
+  first = {static_id.data(), static_id.size(), c.handle, &h};
+  return c.handle;
 }
 
 Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::string_view op,
@@ -387,6 +421,7 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
     return refused(tsp);
   ThreadState& ts = *tsp;
   std::uint32_t handle = cached_op(ts, static_id, op, inputs);
+  if (handle == kNoHandle) handle = cached_op_by_content(ts, static_id, op, inputs);
   if (handle == kNoHandle) [[unlikely]] {
     auto looked_up = lookup_op(ts, static_id, op, inputs);
     if (!looked_up) {

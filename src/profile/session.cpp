@@ -36,32 +36,6 @@ void append_key_part(std::string& key, std::string_view part) {
   key.append(part);
 }
 
-// A cheap hash of an id's text for the content cache: its length and three 8-byte windows
-// (static ids of one model differ mostly at their end). Collisions only cost a cache miss: every
-// hit is confirmed by comparing the full text.
-std::uint64_t text_hash(std::string_view s) noexcept {
-  std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
-  auto window = [&](std::size_t at) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, s.data() + at, 8);
-    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-  };
-  if (s.size() >= 8) {
-    window(0);
-    window(s.size() / 2 - 4);
-    window(s.size() - 8);
-  } else {
-    for (char c : s)
-      h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
-  }
-  // Murmur3's finalizer: every input bit reaches the low bits the cache index is taken from.
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDull;
-  h ^= h >> 33;
-  h *= 0xC4CEB9FE1A85EC53ull;
-  return h ^ (h >> 33);
-}
-
 bool same_op(const HandleInfo& h, std::string_view static_id, std::string_view op,
              std::span<const std::string_view> inputs) noexcept {
   if (h.is_edge || h.static_id != static_id || h.op != op || h.inputs.size() != inputs.size())
@@ -252,16 +226,23 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
   if (neighbour.static_id == static_id.data() && neighbour.length == static_id.size() &&
       same_op(handles_[neighbour.handle], static_id, op, inputs))
     return neighbour.handle;
-  const std::uint64_t hash = text_hash(static_id) ^ (text_hash(op) << 1);
+  const std::uint64_t hash = op_text_hash(static_id, op);
+  // Two-way as well: ids whose hashes share a set would otherwise evict each other every lap.
   ContentCacheEntry& by_content = ts.content_cache[hash & (ThreadState::kContentCache - 1)];
+  ContentCacheEntry& content_neighbour =
+      ts.content_cache[(hash & (ThreadState::kContentCache - 1)) ^ 1];
   std::uint32_t handle;
   if (by_content.used && by_content.hash == hash &&
       same_op(handles_[by_content.handle], static_id, op, inputs)) {
     handle = by_content.handle;
+  } else if (content_neighbour.used && content_neighbour.hash == hash &&
+             same_op(handles_[content_neighbour.handle], static_id, op, inputs)) {
+    handle = content_neighbour.handle;
   } else {
     auto interned = intern_op(static_id, op, inputs);
     if (!interned) return interned;
     handle = interned.value();
+    if (by_content.used) content_neighbour = by_content;
     by_content = {hash, handle, true};
   }
   if (by_address.static_id != nullptr) neighbour = by_address;  // keep the older one nearby

@@ -104,6 +104,36 @@ struct ContentCacheEntry {
   bool used = false;
 };
 
+// A cheap hash of an id's text for the content cache: its length and three 8-byte windows
+// (static ids of one model differ mostly at their end). Collisions only cost a cache miss: every
+// hit is confirmed by comparing the full text.
+inline std::uint64_t text_hash(std::string_view s) noexcept {
+  std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
+  auto window = [&](std::size_t at) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, s.data() + at, 8);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+  };
+  if (s.size() >= 8) {
+    window(0);
+    window(s.size() / 2 - 4);
+    window(s.size() - 8);
+  } else {
+    for (char c : s)
+      h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+  }
+  // Murmur3's finalizer: every input bit reaches the low bits the cache index is taken from.
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 33);
+}
+// The string API's content-cache key for (static id, op).
+inline std::uint64_t op_text_hash(std::string_view static_id, std::string_view op) noexcept {
+  return text_hash(static_id) ^ (text_hash(op) << 1);
+}
+
 struct ThreadState {
   ThreadState(std::uint16_t thread_index, std::unique_ptr<Record[]> ring_records,
               std::size_t capacity_records);
@@ -310,6 +340,11 @@ class SessionState {
   // The cached handle for (static_id, op, inputs), confirmed by content; kNoHandle on a miss.
   inline std::uint32_t cached_op(ThreadState& ts, std::string_view static_id, std::string_view op,
                                  std::span<const std::string_view> inputs) noexcept;
+  // The same by a hash of the text (a caller passing a fresh copy of the id each time, as the
+  // seed's `ids[i].clone()` does); a hit is remembered by address too.
+  inline std::uint32_t cached_op_by_content(ThreadState& ts, std::string_view static_id,
+                                            std::string_view op,
+                                            std::span<const std::string_view> inputs) noexcept;
   Status refused(ThreadState* ts);
   Status unknown_id(std::string_view text);
   // Takes the open string-API operation `counter` begun at `id_step`, wherever it began.
