@@ -310,7 +310,7 @@ void SessionState::push(ThreadState& ts, const Record& record) noexcept {
 namespace {
 // Equal texts, compared inline in 8-byte words (short ids: two overlapping words or a few bytes);
 // a call to memcmp per id part cost more than the comparison itself.
-[[gnu::always_inline]] inline bool same_text(const std::string& interned,
+[[gnu::always_inline]] inline bool same_text(std::string_view interned,
                                              std::string_view text) noexcept {
   const std::size_t n = text.size();
   if (interned.size() != n) return false;
@@ -521,8 +521,7 @@ Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id,
     return refused(tsp);
   ThreadState& ts = *tsp;
   std::uint64_t id_step = 0, counter = 0;
-  if (event_id.size() == ts.last_id_length &&
-      std::memcmp(event_id.data(), ts.last_id, ts.last_id_length) == 0) [[likely]] {
+  if (same_text(std::string_view(ts.last_id, ts.last_id_length), event_id)) [[likely]] {
     id_step = ts.last_id_step;
     counter = ts.last_id_counter;
   } else if (!parse_event_id(event_id, phase_name(config.phase), id_step, counter)) {

@@ -104,34 +104,48 @@ struct ContentCacheEntry {
   bool used = false;
 };
 
-// A cheap hash of an id's text for the content cache: its length and three 8-byte windows
-// (static ids of one model differ mostly at their end). Collisions only cost a cache miss: every
-// hit is confirmed by comparing the full text.
-inline std::uint64_t text_hash(std::string_view s) noexcept {
-  std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
-  auto window = [&](std::size_t at) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, s.data() + at, 8);
-    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-  };
-  if (s.size() >= 8) {
-    window(0);
-    window(s.size() / 2 - 4);
-    window(s.size() - 8);
-  } else {
-    for (char c : s)
-      h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+// A cheap hash of an id's text for the content caches: its length and a few 8-byte windows
+// (static ids of one model differ mostly at their end), loaded whole, never byte by byte.
+// Collisions only cost a cache miss: every hit is confirmed by comparing the full text.
+inline std::uint64_t text_mix(std::string_view s, std::uint64_t h) noexcept {
+  const std::size_t n = s.size();
+  h = (h ^ n) * 0x9E3779B97F4A7C15ull;
+  auto mix = [&h](std::uint64_t w) { h = (h ^ w) * 0xFF51AFD7ED558CCDull; };
+  if (n >= 8) {
+    std::uint64_t w0, w1, w2;
+    std::memcpy(&w0, s.data(), 8);
+    std::memcpy(&w1, s.data() + n / 2 - 4, 8);
+    std::memcpy(&w2, s.data() + n - 8, 8);
+    mix(w0);
+    mix(w1);
+    mix(w2);
+  } else if (n >= 4) {
+    std::uint32_t lo, hi;
+    std::memcpy(&lo, s.data(), 4);
+    std::memcpy(&hi, s.data() + n - 4, 4);
+    mix(lo | (std::uint64_t{hi} << 32));
+  } else if (n > 0) {
+    const auto byte = [&](std::size_t i) {
+      return std::uint64_t{static_cast<unsigned char>(s[i])};
+    };
+    mix(byte(0) | (byte(n / 2) << 8) | (byte(n - 1) << 16));
   }
-  // Murmur3's finalizer: every input bit reaches the low bits the cache index is taken from.
+  return h;
+}
+// Murmur3's finalizer: every input bit reaches the low bits the cache index is taken from.
+inline std::uint64_t hash_finish(std::uint64_t h) noexcept {
   h ^= h >> 33;
   h *= 0xFF51AFD7ED558CCDull;
   h ^= h >> 33;
   h *= 0xC4CEB9FE1A85EC53ull;
   return h ^ (h >> 33);
 }
+inline std::uint64_t text_hash(std::string_view s) noexcept {
+  return hash_finish(text_mix(s, 0));
+}
 // The string API's content-cache key for (static id, op).
 inline std::uint64_t op_text_hash(std::string_view static_id, std::string_view op) noexcept {
-  return text_hash(static_id) ^ (text_hash(op) << 1);
+  return hash_finish(text_mix(op, text_mix(static_id, 0)));
 }
 
 struct ThreadState {
