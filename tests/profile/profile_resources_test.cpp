@@ -320,6 +320,48 @@ TEST(ProfileStringApi, ReusedBuffersAndFreshCopiesKeepExactIds) {
   EXPECT_NE(lines[4].find("\"inputs\":[]"), std::string::npos) << lines[4];
 }
 
+// Ending by the EventId begin_operation returned (its numbers, no text) and by the id's text give
+// the same records; an id of another phase is unknown either way. A buffer reused for an id that
+// differs only in its first or middle bytes (same length, same last word) is another operation.
+TEST(ProfileStringApi, EndingByEventIdOrByItsTextIsTheSame) {
+  const fs::path path = scratch("string-end.jsonl");
+  auto session = open_or_die(path, cg::ProfileConfig::train("main"));
+  auto outer = session.begin_operation("operation:train:f:outer", "block").value();
+  auto inner = session.begin_operation("operation:train:f:inner", "matmul").value();
+  const std::string inner_text = inner;
+  // The outer one is not the thread's last id: by numbers here, by parsing for a std::string.
+  ASSERT_TRUE(session.end_operation(outer));
+  ASSERT_TRUE(session.end_operation(std::string_view(inner_text)));
+  EXPECT_FALSE(session.end_operation(inner));  // already ended, whichever way it is named
+  auto other = open_or_die(scratch("string-end-infer.jsonl"), cg::ProfileConfig::infer("main"));
+  auto foreign = other.begin_operation("operation:infer:f:0", "relu").value();
+  auto refused = session.end_operation(foreign);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), cg::Errc::unknown_operation);
+  ASSERT_TRUE(other.end_operation(foreign));
+  ASSERT_TRUE(other.finish());
+  char buffer[40];
+  for (const char* text :
+       {"operation:train:model.layers.0.attn:q", "xperation:train:model.layers.0.attn:q",
+        "operation:train:model.layers.1.attn:q"}) {
+    std::memcpy(buffer, text, std::strlen(text));
+    auto id =
+        session.begin_operation(std::string_view(buffer, std::strlen(text)), "matmul").value();
+    ASSERT_TRUE(session.end_operation(id));
+  }
+  ASSERT_TRUE(session.finish());
+  const std::vector<std::string> lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_EQ(field(lines[1], "event_id"), "train-op-0-1");
+  EXPECT_EQ(field(lines[1], "static_id"), "operation:train:f:outer");
+  EXPECT_EQ(field(lines[2], "event_id"), "train-op-0-2");
+  EXPECT_EQ(field(lines[2], "parent"), "train-op-0-1");
+  EXPECT_EQ(field(lines[3], "static_id"), "operation:train:model.layers.0.attn:q");
+  EXPECT_EQ(field(lines[4], "static_id"), "xperation:train:model.layers.0.attn:q");
+  EXPECT_EQ(field(lines[5], "static_id"), "operation:train:model.layers.1.attn:q");
+  EXPECT_EQ(number(lines.back(), "errors"), 2u) << lines.back();
+}
+
 // Ids that merely look like ours are refused exactly as the seed refuses unknown ids.
 TEST(ProfileStringApi, MalformedAndMismatchedIdsAreUnknown) {
   const fs::path path = scratch("string-ids.jsonl");
