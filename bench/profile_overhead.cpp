@@ -148,8 +148,11 @@ const fs::path kNullSink = "/dev/null";
 
 // modules: module scopes (64 VarBuilder paths, `model.layers.N.self_attn`) instead of interned
 // operations, same loop (interned must be true).
+// copy_ids: the string API called with a fresh copy of the static id each time, as the seed's
+// callers do (`ids[i].clone()`): the id is then found by content, not by address.
 Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t chunk = 0,
-             cg::TraceFormat format = cg::TraceFormat::runtime_v4, bool modules = false) {
+             cg::TraceFormat format = cg::TraceFormat::runtime_v4, bool modules = false,
+             bool copy_ids = false) {
   using clock = std::chrono::steady_clock;
   const std::vector<std::string> ids = static_ids();
   const std::vector<std::string> inputs = {"tensor:a"};
@@ -187,6 +190,13 @@ Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t
           const cg::OpHandle& h = handles[i % 64];
           h.begin();
           h.end();
+        }
+      } else if (copy_ids) {
+        for (; i < stop; ++i) {
+          if (i % 64 == 0) session.set_step(i / 64);
+          const std::string copy = ids[i % 64];
+          auto id = session.begin_operation(copy, "matmul", inputs);
+          (void)session.end_operation(id.value());
         }
       } else {
         for (; i < stop; ++i) {
@@ -399,8 +409,8 @@ int main(int argc, char** argv) {
                  run.caller_ns);
   }
   const std::uint64_t string_n = n / 10;
-  std::vector<double> string_burst_cpu, burst_cpu, string_total_cpu, null_total_cpu,
-      string_file_cpu, module_burst_cpu;
+  std::vector<double> string_burst_cpu, string_copy_burst_cpu, burst_cpu, string_total_cpu,
+      null_total_cpu, string_file_cpu, module_burst_cpu;
   for (int r = 0; r < std::max(1, reps / 2); ++r) {
     Run run = run_once(work / "profile-bench-string.jsonl", string_n, false);
     string_caller.push_back(run.caller_ns);
@@ -410,6 +420,10 @@ int main(int argc, char** argv) {
     Run run = run_once(work / "profile-bench-string.jsonl", string_n, false, 32768);
     string_burst_cpu.push_back(run.caller_cpu_ns);
     note("string API, bursts of 32768", r, run);
+    run = run_once(work / "profile-bench-string.jsonl", string_n, false, 32768,
+                   cg::TraceFormat::runtime_v4, false, true);
+    string_copy_burst_cpu.push_back(run.caller_cpu_ns);
+    note("string API, id copied per call, bursts of 32768", r, run);
     run = run_once(work / "profile-bench.jsonl", string_n, true, 32768);
     burst_cpu.push_back(run.caller_cpu_ns);
     run = run_once(work / "profile-bench-modules.jsonl", string_n, true, 32768,
@@ -499,6 +513,11 @@ int main(int argc, char** argv) {
   const double string_cpu = median(string_burst_cpu), interned_cpu = median(burst_cpu);
   row("string API pair vs interned pair, caller CPU", string_cpu, interned_cpu,
       string_cpu / interned_cpu, "<=2x", string_cpu <= 2 * interned_cpu);
+  // The seed's callers pass a fresh copy of the id (found by content); the copy's own
+  // allocation is included, as a caller pays it.
+  const double string_copy_cpu = median(string_copy_burst_cpu);
+  row("  same, id copied per call (seed's ids[i].clone(), copy included)", string_copy_cpu,
+      interned_cpu, string_copy_cpu / interned_cpu, "info", true);
   // A module scope (path looked up in the thread's cache, then what a handle costs) against an
   // interned operation pair, same run, same loop.
   const double module_cpu = median(module_burst_cpu);

@@ -98,7 +98,8 @@ cgp_status cgp_module_begin(cgp_session* session, cgp_str path, cgp_module_scope
 void cgp_module_end(cgp_session* session, cgp_module_scope scope);
 
 /* The seed's string API. The event id is written to id_buf (NUL-terminated; CGP_EVENT_ID_MAX
- * bytes always suffice) and its length to *id_len. */
+ * bytes always suffice) and its length to *id_len. Bytes of id_buf past the terminator (within
+ * id_buf_len) may be overwritten. */
 cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str op,
                                const cgp_str* inputs, size_t inputs_len, char* id_buf,
                                size_t id_buf_len, size_t* id_len);

@@ -46,7 +46,7 @@ attn=$(grep -m1 '"path":"model.layers.2.self_attn",' "$tmp/t.jsonl")
 parent=$(sed -E 's/.*"parent":"([^"]+)".*/\1/' <<<"$attn")
 grep -q "\"event_id\":\"$parent\",\"path\":\"model.layers.2\"" "$tmp/t.jsonl" \
   || fail "self_attn's parent is not its layer's scope: $attn"
-grep -q '"modules":39,"open_modules":0}' "$tmp/t.jsonl" || fail "end record without module counts"
+grep -q '"modules":39,"open_modules":0[,}]' "$tmp/t.jsonl" || fail "end record without module counts"
 grep -q 'STAND-IN' "$tmp/stdout" || fail "the demo must say its work is a stand-in"
 grep -q 'module family not timed: `extra.{j}`' "$tmp/stdout" || fail "unresolved family not reported"
 

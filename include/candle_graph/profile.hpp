@@ -92,16 +92,16 @@ class [[nodiscard]] Result {
 // An event id as the string API returns it (`{phase}-op-{step}-{counter}`), held inline: returning
 // one allocates nothing, whatever its length (a std::string would allocate past 15 characters,
 // i.e. for most ids of a long run). Converts to std::string_view (end_operation takes one) and to
-// std::string.
+// std::string. It also carries the two numbers its text was made from, so that
+// end_operation(EventId) neither compares nor parses text; the result is the same as ending it
+// by its text.
 class EventId {
  public:
   static constexpr std::size_t kMax = 63;
+  // Only the terminator is written: zeroing the whole text costs a `rep stos` on every begin.
   EventId() noexcept { text_[0] = '\0'; }
-  EventId(const EventId& other) noexcept { assign(other.text_, other.size_); }
-  EventId& operator=(const EventId& other) noexcept {
-    assign(other.text_, other.size_);
-    return *this;
-  }
+  EventId(const EventId& other) noexcept = default;
+  EventId& operator=(const EventId& other) noexcept = default;
   std::string_view view() const noexcept { return {text_, size_}; }
   operator std::string_view() const noexcept {
     return view();
@@ -119,13 +119,12 @@ class EventId {
 
  private:
   friend class ProfileSession;
-  void assign(const char* text, std::size_t size) noexcept {
-    __builtin_memcpy(text_, text, size);
-    text_[size] = '\0';
-    size_ = static_cast<std::uint8_t>(size);
-  }
-  char text_[kMax + 1];
+  char text_[kMax + 1];  // NUL-terminated; bytes past it are unspecified
   std::uint8_t size_ = 0;
+  Phase phase_ = Phase::train;
+  bool numbered_ = false;  // step_ and counter_ are the text's numbers
+  std::uint64_t step_ = 0;
+  std::uint64_t counter_ = 0;
 };
 
 struct ProfileConfig {
@@ -142,6 +141,11 @@ struct ProfileConfig {
   // (a thread's buffer is reused by later threads once it exits). open() refuses more than
   // kMaxBufferRecordsPerThread.
   std::size_t buffer_records_per_thread = std::size_t{1} << 16;
+  // Distinct operations, edges and module paths one session interns (each keeps its text until
+  // finish). Past it, a new id is refused: begin_operation, record_edge_timing and op() return
+  // invalid_argument, a module scope records nothing, and every refusal is counted in
+  // `end.errors`. open() refuses more than kMaxDistinctIds.
+  std::uint32_t max_distinct_ids = std::uint32_t{1} << 22;
   TimerKind timer = TimerKind::automatic;
   // Optional device synchronisation (CUDA/Metal: a host timestamp around a kernel measures only
   // its launch). When set, it is called before the clock read at every module scope's begin and
@@ -230,6 +234,8 @@ class ModuleScope {
 
 // The largest buffer_records_per_thread open() accepts: 2^22 records, 256 MiB per thread.
 inline constexpr std::size_t kMaxBufferRecordsPerThread = std::size_t{1} << 22;
+// The largest max_distinct_ids open() accepts (and its default): 4,194,304.
+inline constexpr std::uint32_t kMaxDistinctIds = std::uint32_t{1} << 22;
 
 class ProfileSession {
  public:
@@ -255,7 +261,14 @@ class ProfileSession {
                                   std::span<const std::string> inputs = {});
   // Ends an operation begun with begin_operation (on any thread) and returns its duration.
   Result<std::uint64_t> end_operation(std::string_view event_id,
-                                      std::optional<std::string_view> output = std::nullopt);
+                                      std::optional<std::string_view> output);
+  Result<std::uint64_t> end_operation(std::string_view event_id);
+  // The same for the EventId begin_operation returned, without comparing or parsing its text.
+  // (Separate overloads without `output`: an optional passed by value goes through memory and
+  // is read back wider than it was written, which stalls every call.)
+  Result<std::uint64_t> end_operation(const EventId& event_id,
+                                      std::optional<std::string_view> output);
+  Result<std::uint64_t> end_operation(const EventId& event_id);
   Status record_edge_timing(std::string_view from_static_id, std::string_view to_static_id,
                             std::uint64_t duration_ns);
 
@@ -285,6 +298,11 @@ class ProfileSession {
   Result<std::filesystem::path> finish();
 
   const std::filesystem::path& path() const noexcept;
+  // Per-thread buffers allocated so far, each buffer_records_per_thread records of 64 bytes: the
+  // profiler's memory is about this many times that. A thread's buffer goes back to the session
+  // when the thread exits and is reused by the next thread that starts, so this counts the
+  // threads recording at once, not every thread that ever did.
+  std::size_t buffers_allocated() const noexcept;
 
  private:
   friend detail::SessionState* detail::session_state(ProfileSession& session) noexcept;

@@ -169,7 +169,10 @@ cgp_status cgp_session_op(cgp_session* session, cgp_str static_id, cgp_str op,
       if (state->finished.load(std::memory_order_acquire))
         return report(cgx::Status(cgx::Errc::finished, "profile session is already finished"));
       auto handle = state->intern_op(view(static_id), view(op), views);
-      if (!handle) return report(handle.status());
+      if (!handle) {
+        state->count_error();  // past max_distinct_ids: counted in `end.errors`
+        return report(handle.status());
+      }
       *out = handle.value();
       return CGP_OK;
     });
@@ -206,16 +209,20 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
     return invalid("cgp_begin_operation: NULL argument");
   return guarded([&] {
     return with_views(inputs, inputs_len, [&](std::span<const std::string_view> views) {
-      char id[cgx::detail::SessionState::kEventIdMax + 1];
+      // Written straight into the caller's buffer when it holds the longest id (the usual
+      // CGP_EVENT_ID_MAX one): a local copy read back at once would stall on the id's last byte.
+      char local[cgx::detail::SessionState::kEventIdMax + 1];
+      const bool direct = id_buf_len >= sizeof local;
+      char* id = direct ? id_buf : local;
       auto* state = cgx::detail::session_state(session->session);
       auto length = state->begin_by_id(view(static_id), view(op), views, id);
       if (!length) return report(length.status());
       const std::size_t n = length.value();
       if (n + 1 > id_buf_len) {
-        (void)state->end_by_id(std::string_view(id, n), std::nullopt);
+        (void)state->end_by_id(std::string_view(id, n), nullptr);
         return invalid("cgp_begin_operation: id_buf is smaller than the event id");
       }
-      std::memcpy(id_buf, id, n);
+      if (!direct) std::memcpy(id_buf, id, n);
       id_buf[n] = '\0';
       if (id_len != nullptr) *id_len = n;
       return CGP_OK;
@@ -227,9 +234,10 @@ cgp_status cgp_end_operation(cgp_session* session, cgp_str event_id, const cgp_s
                              uint64_t* duration_ns) {
   if (session == nullptr) return invalid("cgp_end_operation: NULL session");
   return guarded([&] {
-    std::optional<std::string_view> out;
+    std::string_view out;
     if (output != nullptr) out = view(*output);
-    auto duration = cgx::detail::session_state(session->session)->end_by_id(view(event_id), out);
+    auto duration = cgx::detail::session_state(session->session)
+                        ->end_by_id(view(event_id), output != nullptr ? &out : nullptr);
     if (!duration) return report(duration.status());
     if (duration_ns != nullptr) *duration_ns = duration.value();
     return CGP_OK;

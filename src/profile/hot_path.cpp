@@ -202,13 +202,18 @@ void SessionState::prune_foreign(ThreadState& ts) {
 namespace {
 // The scope stack grows past its reserved 64 frames only for deep nesting; an allocation failure
 // there drops the operation instead of escaping into the host program.
-bool push_frame(std::vector<Frame>& stack, const Frame& frame) noexcept {
+[[gnu::noinline]] bool grow_stack(std::vector<Frame>& stack) noexcept {
+  try {
+    stack.reserve(stack.size() * 2);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+[[gnu::always_inline]] inline bool push_frame(std::vector<Frame>& stack,
+                                              const Frame& frame) noexcept {
   if (stack.size() == stack.capacity()) [[unlikely]] {
-    try {
-      stack.reserve(stack.size() * 2);
-    } catch (...) {
-      return false;
-    }
+    if (!grow_stack(stack)) return false;
   }
   stack.push_back(frame);
   return true;
@@ -294,6 +299,316 @@ void SessionState::push(ThreadState& ts, const Record& record) noexcept {
   }
   *slot = record;
   publish(ts);
+}
+
+// The seed's string API. A begin finds its handle in the thread's cache by the static id's
+// address and length, confirms it by comparing the text (a reused buffer is never taken for
+// another id), takes a counter, copies the thread's last id text with its counter's digits bumped
+// in place, and leaves the open operation in a slot of its thread that any thread can claim by
+// counter. The usual end is on the same thread with the id the begin returned: one comparison of
+// the text, one compare-and-swap to take the slot, one record.
+namespace {
+// Equal texts, compared inline in 8-byte words (short ids: two overlapping words or a few bytes);
+// a call to memcmp per id part cost more than the comparison itself.
+[[gnu::always_inline]] inline bool same_text(std::string_view interned,
+                                             std::string_view text) noexcept {
+  const std::size_t n = text.size();
+  if (interned.size() != n) return false;
+  const char* a = interned.data();
+  const char* b = text.data();
+  if (n > 128) return std::memcmp(a, b, n) == 0;
+  if (n >= 8) {
+    // Static ids run to ~100 bytes: 8-byte words, the last one overlapping the one before. Ids
+    // of one model differ mostly at their end (`…:41` vs `…:42`, the same length), and a
+    // recycled buffer holds another id at the same address: the last word is compared first.
+    std::uint64_t last_a, last_b;
+    std::memcpy(&last_a, a + n - 8, 8);
+    std::memcpy(&last_b, b + n - 8, 8);
+    if (last_a != last_b) return false;
+    std::uint64_t diff = 0;
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      std::uint64_t x, y;
+      std::memcpy(&x, a + i, 8);
+      std::memcpy(&y, b + i, 8);
+      diff |= x ^ y;
+    }
+    return diff == 0;
+  }
+  if (n >= 4) {
+    std::uint32_t a0, a1, b0, b1;
+    std::memcpy(&a0, a, 4);
+    std::memcpy(&b0, b, 4);
+    std::memcpy(&a1, a + n - 4, 4);
+    std::memcpy(&b1, b + n - 4, 4);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+// A string-API frame, one field at a time.
+[[gnu::always_inline]] inline void store_frame(Frame& f, std::uint64_t counter,
+                                               std::uint64_t id_step, std::uint64_t start,
+                                               std::uint64_t parent_counter,
+                                               std::uint64_t parent_step,
+                                               std::uint32_t handle) noexcept {
+  f.counter = counter;
+  f.id_step = id_step;
+  f.start = start;
+  f.parent_counter = parent_counter;
+  f.parent_step = parent_step;
+  f.handle = handle;
+  f.by_id = true;
+}
+}  // namespace
+
+namespace {
+[[gnu::always_inline]] inline bool same_op_text(const HandleInfo& h, std::string_view static_id,
+                                                std::string_view op,
+                                                std::span<const std::string_view> inputs) noexcept {
+  if (h.is_edge || h.is_module || !same_text(h.static_id, static_id) || !same_text(h.op, op) ||
+      h.inputs.size() != inputs.size())
+    return false;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!same_text(h.inputs[i], inputs[i])) return false;
+  }
+  return true;
+}
+}  // namespace
+
+[[gnu::always_inline]] inline std::uint32_t SessionState::cached_op(
+    ThreadState& ts, std::string_view static_id, std::string_view op,
+    std::span<const std::string_view> inputs) noexcept {
+  const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
+  for (std::size_t way = 0; way < 2; ++way) {
+    const InternCacheEntry& e = ts.intern_cache[slot ^ way];
+    if (e.static_id == static_id.data() && e.length == static_id.size() &&
+        same_op_text(*e.info, static_id, op, inputs))
+      return e.handle;
+  }
+  return kNoHandle;
+}
+
+[[gnu::always_inline]] inline std::uint32_t SessionState::cached_op_by_content(
+    ThreadState& ts, std::string_view static_id, std::string_view op,
+    std::span<const std::string_view> inputs) noexcept {
+  const std::uint64_t hash = op_text_hash(static_id, op);
+  const std::size_t set = hash & (ThreadState::kContentCache - 1);
+  const ContentCacheEntry* found = nullptr;
+  for (std::size_t way = 0; way < 2 && found == nullptr; ++way) {
+    const ContentCacheEntry& c = ts.content_cache[set ^ way];
+    if (c.used && c.hash == hash && same_op_text(handles_[c.handle], static_id, op, inputs))
+      found = &c;
+  }
+  if (found == nullptr) return kNoHandle;
+  const ContentCacheEntry& c = *found;
+  const HandleInfo& h = handles_[c.handle];
+  // Remembered by address in the slot's first way (the older entry moves to the second), so a
+  // caller that reuses one buffer per id finds it there next time.
+  const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
+  InternCacheEntry& first = ts.intern_cache[slot];
+  if (first.static_id != nullptr) ts.intern_cache[slot ^ 1] = first;
+  first = {static_id.data(), static_id.size(), c.handle, &h};
+  return c.handle;
+}
+
+Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::string_view op,
+                                              std::span<const std::string_view> inputs, char* id,
+                                              std::uint64_t* numbers) {
+  ThreadState* tsp = thread_state_inline();
+  if (tsp == nullptr || finished.load(std::memory_order_acquire)) [[unlikely]]
+    return refused(tsp);
+  ThreadState& ts = *tsp;
+  std::uint32_t handle = cached_op(ts, static_id, op, inputs);
+  if (handle == kNoHandle) handle = cached_op_by_content(ts, static_id, op, inputs);
+  if (handle == kNoHandle) [[unlikely]] {
+    auto looked_up = lookup_op(ts, static_id, op, inputs);
+    if (!looked_up) {
+      // Refused (past the bound of distinct ids): counted in `end.errors`, like every error.
+      count_error();
+      return looked_up.status();
+    }
+    handle = looked_up.value();
+  }
+  return open_by_id(ts, handle, id, numbers);
+}
+
+[[gnu::always_inline]] inline std::size_t SessionState::open_by_id(ThreadState& ts,
+                                                                   std::uint32_t handle, char* id,
+                                                                   std::uint64_t* numbers) {
+  if (ts.foreign_pending.load(std::memory_order_relaxed)) [[unlikely]]
+    prune_foreign(ts);
+  // The frame's fields are kept in registers and stored field by field into the stack and the
+  // slot: a Frame assembled on the stack and then copied is read back with wide loads right
+  // after its narrow stores, which stalls.
+  const std::uint64_t counter = take_counter(ts);
+  const std::uint64_t id_step = step.load(std::memory_order_relaxed);
+  std::uint64_t parent_counter = 0, parent_step = 0;
+  if (!ts.stack.empty()) {
+    parent_counter = ts.stack.back().counter;
+    parent_step = ts.stack.back().id_step;
+  }
+  // The event id, as the seed formats it; the writer rebuilds it from the numbers. The thread
+  // keeps its last id as text: `{phase}-op-{step}-` is rebuilt only when the step changes and the
+  // counter's digits are incremented in place. The caller's copy is taken before the bump and
+  // bumped itself, so no load reads a byte stored a moment ago (a stalled store forward).
+  static_assert(sizeof ts.last_id == kEventIdMax + 1);
+  if (id_step != ts.last_id_step || ts.id_prefix_length == 0) [[unlikely]] {
+    const std::string_view phase = phase_name(config.phase);
+    char* q = ts.last_id;
+    std::memcpy(q, phase.data(), phase.size());
+    q += phase.size();
+    std::memcpy(q, "-op-", 4);
+    q = std::to_chars(q + 4, ts.last_id + sizeof ts.last_id, id_step).ptr;
+    *q++ = '-';
+    ts.id_prefix_length = static_cast<std::size_t>(q - ts.last_id);
+    ts.last_id_length = 0;  // no counter text yet
+  }
+  std::memcpy(id, ts.last_id, sizeof ts.last_id);  // constant size: a few vector moves
+  if (ts.last_id_length != 0 && counter == ts.last_id_counter + 1 &&
+      ts.last_id[ts.last_id_length - 1] != '9') [[likely]] {
+    ++id[ts.last_id_length - 1];
+    ++ts.last_id[ts.last_id_length - 1];
+  } else {
+    char* const digits = id + ts.id_prefix_length;
+    const std::size_t length =
+        static_cast<std::size_t>(std::to_chars(digits, id + kEventIdMax, counter).ptr - id);
+    std::memcpy(ts.last_id + ts.id_prefix_length, digits, length - ts.id_prefix_length);
+    ts.last_id_length = length;
+  }
+  ts.last_id_step = id_step;
+  ts.last_id_counter = counter;
+  if (numbers != nullptr) {
+    numbers[0] = id_step;
+    numbers[1] = counter;
+  }
+  const std::size_t length = ts.last_id_length;
+  // Found from any thread by counter: this thread's slot for it, or the shared table when the
+  // slot is held by an older operation still open.
+  IdSlot& slot = ts.id_slots[counter & (ThreadState::kIdSlots - 1)];
+  const bool in_slot = slot.state.load(std::memory_order_acquire) == 0;
+  if (!in_slot) [[unlikely]] {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    active_.emplace(counter,
+                    ActiveOp{Frame{counter, id_step, 0, parent_counter, parent_step, handle, true},
+                             &ts, ts.index});
+  }
+  // false: no room (out of memory); the operation then parents nothing begun inside it.
+  const bool stacked = ts.stack.size() < ts.stack.capacity() || grow_stack(ts.stack);
+  if (stacked) [[likely]]
+    ts.stack.emplace_back();
+  // Nobody can end the operation before its id is returned, so the start is read last.
+  const std::uint64_t start = timer.now();
+  if (stacked) [[likely]]
+    store_frame(ts.stack.back(), counter, id_step, start, parent_counter, parent_step, handle);
+  if (in_slot) [[likely]] {
+    store_frame(slot.frame, counter, id_step, start, parent_counter, parent_step, handle);
+    slot.thread = ts.index;
+    slot.state.store(counter, std::memory_order_release);
+  } else {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    active_[counter].frame.start = start;
+  }
+  return length;
+}
+
+Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id,
+                                              const std::string_view* output) {
+  const std::uint64_t now = timer.now();
+  ThreadState* tsp = thread_state_inline();
+  if (tsp == nullptr || finished.load(std::memory_order_acquire)) [[unlikely]]
+    return refused(tsp);
+  ThreadState& ts = *tsp;
+  std::uint64_t id_step = 0, counter = 0;
+  if (same_text(std::string_view(ts.last_id, ts.last_id_length), event_id)) [[likely]] {
+    id_step = ts.last_id_step;
+    counter = ts.last_id_counter;
+  } else if (!parse_event_id(event_id, phase_name(config.phase), id_step, counter)) {
+    return unknown_id(event_id);
+  }
+  return close_by_id(ts, id_step, counter, now, output, event_id);
+}
+
+Result<std::uint64_t> SessionState::end_by_numbers(std::uint64_t id_step, std::uint64_t counter,
+                                                   const std::string_view* output,
+                                                   const std::string_view& text_for_errors) {
+  const std::uint64_t now = timer.now();
+  ThreadState* tsp = thread_state_inline();
+  if (tsp == nullptr || finished.load(std::memory_order_acquire)) [[unlikely]]
+    return refused(tsp);
+  return close_by_id(*tsp, id_step, counter, now, output, text_for_errors);
+}
+
+[[gnu::always_inline]] inline Result<std::uint64_t> SessionState::close_by_id(
+    ThreadState& ts, std::uint64_t id_step, std::uint64_t counter, std::uint64_t now,
+    const std::string_view* output, const std::string_view& text_for_errors) {
+  Frame frame{};
+  ThreadState* owner = &ts;
+  std::uint16_t owner_index = ts.index;
+  // Begun on this thread, in its slot: only this thread writes the slot's frame, so it is read
+  // before the slot is taken, and one compare-and-swap (against an ender on another thread) both
+  // takes and frees it.
+  IdSlot& own = ts.id_slots[counter & (ThreadState::kIdSlots - 1)];
+  std::uint64_t expected = counter;
+  bool taken = false;
+  if (own.state.load(std::memory_order_relaxed) == counter) [[likely]] {
+    // Field by field, like open_by_id stored them (see store_frame).
+    frame.counter = own.frame.counter;
+    frame.id_step = own.frame.id_step;
+    frame.start = own.frame.start;
+    frame.parent_counter = own.frame.parent_counter;
+    frame.parent_step = own.frame.parent_step;
+    frame.handle = own.frame.handle;
+    owner_index = own.thread;
+    taken = frame.id_step == id_step && frame.counter == counter &&
+            own.state.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  }
+  if (!taken && !take_open(ts, counter, id_step, frame, owner, owner_index)) [[unlikely]]
+    return unknown_id(text_for_errors);
+  if (owner == &ts) [[likely]] {
+    if (!ts.stack.empty() && ts.stack.back().counter == counter && ts.stack.back().by_id)
+        [[likely]] {
+      ts.stack.pop_back();
+    } else {
+      for (auto it = ts.stack.rbegin(); it != ts.stack.rend(); ++it) {
+        if (it->counter == counter && it->by_id) {
+          ts.stack.erase(std::next(it).base());
+          break;
+        }
+      }
+    }
+  } else {
+    std::lock_guard<std::mutex> lock(owner->foreign_mu);
+    owner->foreign_ended.push_back(counter);
+    owner->foreign_pending.store(true, std::memory_order_relaxed);
+  }
+  const std::uint64_t duration = timer.duration_ns(frame.start, now);
+  if (output != nullptr) [[unlikely]] {
+    {
+      std::lock_guard<std::mutex> lock(outputs_mu_);
+      outputs_.insert_or_assign(counter, std::string(*output));
+    }
+    push(ts, Record{counter, id_step, step.load(std::memory_order_relaxed), frame.start, duration,
+                    frame.parent_counter, frame.parent_step, frame.handle, owner_index,
+                    RecordKind::operation_ns_with_output, 0});
+    return duration;
+  }
+  if (Record* r = claim_slot(ts)) [[likely]] {
+    *r = Record{counter,
+                id_step,
+                step.load(std::memory_order_relaxed),
+                frame.start,
+                duration,
+                frame.parent_counter,
+                frame.parent_step,
+                frame.handle,
+                owner_index,
+                RecordKind::operation_ns,
+                0};
+    publish(ts);
+  }
+  return duration;
 }
 
 // Module scopes. The path is found in the thread's cache by address and length (confirmed by

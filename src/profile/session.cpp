@@ -36,32 +36,6 @@ void append_key_part(std::string& key, std::string_view part) {
   key.append(part);
 }
 
-// A cheap hash of an id's text for the content cache: its length and three 8-byte windows
-// (static ids of one model differ mostly at their end). Collisions only cost a cache miss: every
-// hit is confirmed by comparing the full text.
-std::uint64_t text_hash(std::string_view s) noexcept {
-  std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
-  auto window = [&](std::size_t at) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, s.data() + at, 8);
-    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-  };
-  if (s.size() >= 8) {
-    window(0);
-    window(s.size() / 2 - 4);
-    window(s.size() - 8);
-  } else {
-    for (char c : s)
-      h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
-  }
-  // Murmur3's finalizer: every input bit reaches the low bits the cache index is taken from.
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDull;
-  h ^= h >> 33;
-  h *= 0xC4CEB9FE1A85EC53ull;
-  return h ^ (h >> 33);
-}
-
 bool same_op(const HandleInfo& h, std::string_view static_id, std::string_view op,
              std::span<const std::string_view> inputs) noexcept {
   if (h.is_edge || h.static_id != static_id || h.op != op || h.inputs.size() != inputs.size())
@@ -71,6 +45,8 @@ bool same_op(const HandleInfo& h, std::string_view static_id, std::string_view o
   }
   return true;
 }
+
+}  // namespace
 
 // Parses `{phase}-op-{step}-{counter}` exactly as begin_by_id writes it (no leading zeros).
 bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& step,
@@ -91,13 +67,11 @@ bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& 
   return number(counter) && id.empty();
 }
 
-}  // namespace
-
 Result<std::uint32_t> HandleTable::add(const std::string& key, HandleInfo info) {
-  if (count_ == kMaxHandles)
+  if (count_ >= limit_)
     return Status(Errc::invalid_argument,
-                  "too many distinct profiled operations and edges (the bound is " +
-                      std::to_string(kMaxHandles) + " per session)");
+                  "too many distinct profiled operations, edges and module paths (the bound is " +
+                      std::to_string(limit_) + " per session: ProfileConfig::max_distinct_ids)");
   std::uint32_t i = count_++;
   auto& chunk = chunks_[i >> kChunkBits];
   if (!chunk) chunk = std::make_unique<HandleInfo[]>(kChunkSize);
@@ -111,6 +85,7 @@ SessionState::SessionState(std::filesystem::path trace_path, ProfileConfig cfg, 
     : path(std::move(trace_path)),
       config(std::move(cfg)),
       timer(config.timer),
+      handles_(config.max_distinct_ids),
       id_(next_session_id.fetch_add(1, std::memory_order_relaxed)),
       op_prefix_("{\"kind\":\"operation\",\"event_id\":\"" + std::string(phase_name(config.phase)) +
                  "-op-"),
@@ -242,8 +217,7 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
                                               std::span<const std::string_view> inputs) {
   // Two-way: an address is looked for in its slot and the slot's neighbour, so the few ids of a
   // model whose addresses share a slot do not evict each other on every lap.
-  const auto address = reinterpret_cast<std::uintptr_t>(static_id.data());
-  const std::size_t slot = ((address ^ static_id.size()) * 0x9E3779B97F4A7C15ull) >> 56;
+  const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
   InternCacheEntry& by_address = ts.intern_cache[slot];
   if (by_address.static_id == static_id.data() && by_address.length == static_id.size() &&
       same_op(handles_[by_address.handle], static_id, op, inputs)) [[likely]]
@@ -252,20 +226,27 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
   if (neighbour.static_id == static_id.data() && neighbour.length == static_id.size() &&
       same_op(handles_[neighbour.handle], static_id, op, inputs))
     return neighbour.handle;
-  const std::uint64_t hash = text_hash(static_id) ^ (text_hash(op) << 1);
+  const std::uint64_t hash = op_text_hash(static_id, op);
+  // Two-way as well: ids whose hashes share a set would otherwise evict each other every lap.
   ContentCacheEntry& by_content = ts.content_cache[hash & (ThreadState::kContentCache - 1)];
+  ContentCacheEntry& content_neighbour =
+      ts.content_cache[(hash & (ThreadState::kContentCache - 1)) ^ 1];
   std::uint32_t handle;
   if (by_content.used && by_content.hash == hash &&
       same_op(handles_[by_content.handle], static_id, op, inputs)) {
     handle = by_content.handle;
+  } else if (content_neighbour.used && content_neighbour.hash == hash &&
+             same_op(handles_[content_neighbour.handle], static_id, op, inputs)) {
+    handle = content_neighbour.handle;
   } else {
     auto interned = intern_op(static_id, op, inputs);
     if (!interned) return interned;
     handle = interned.value();
+    if (by_content.used) content_neighbour = by_content;
     by_content = {hash, handle, true};
   }
   if (by_address.static_id != nullptr) neighbour = by_address;  // keep the older one nearby
-  by_address = {static_id.data(), static_id.size(), handle};
+  by_address = {static_id.data(), static_id.size(), handle, &handles_[handle]};
   return handle;
 }
 
@@ -305,7 +286,7 @@ std::uint32_t SessionState::lookup_module_slow(ThreadState& ts,
     if (!module_path.empty()) {
       const auto address = reinterpret_cast<std::uintptr_t>(module_path.data());
       ts.module_cache[((address ^ module_path.size()) * 0x9E3779B97F4A7C15ull) >> 56] = {
-          module_path.data(), module_path.size(), handle};
+          module_path.data(), module_path.size(), handle, &handles_[handle]};
     }
     return handle;
   } catch (...) {
@@ -314,79 +295,17 @@ std::uint32_t SessionState::lookup_module_slow(ThreadState& ts,
   }
 }
 
-Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::string_view op,
-                                              std::span<const std::string_view> inputs, char* id) {
+Status SessionState::refused(ThreadState* ts) {
   if (finished.load(std::memory_order_acquire))
     return Status(Errc::finished, "profile session is already finished");
-  ThreadState* tsp = thread_state();
-  if (tsp == nullptr) {
-    count_error();
-    return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
-  }
-  ThreadState& ts = *tsp;
-  auto handle = lookup_op(ts, static_id, op, inputs);
-  if (!handle) {
-    // Refused (past the bound of distinct ids): counted in `end.errors`, like every error.
-    count_error();
-    return handle.status();
-  }
-  if (ts.foreign_pending.load(std::memory_order_relaxed)) prune_foreign(ts);
-  Frame frame{
-      take_counter(ts), step.load(std::memory_order_relaxed), 0, 0, 0, handle.value(), true};
-  if (!ts.stack.empty()) {
-    frame.parent_counter = ts.stack.back().counter;
-    frame.parent_step = ts.stack.back().id_step;
-  }
-  // The event id, as the seed formats it; the writer rebuilds it from the numbers. The thread
-  // keeps its last id as text: `{phase}-op-{step}-` is rebuilt only when the step changes, the
-  // counter's digits are incremented in place, and the caller gets one fixed-size copy.
-  if (frame.id_step != ts.last_id_step || ts.id_prefix_length == 0) {
-    const std::string_view phase = phase_name(config.phase);
-    char* q = ts.last_id;
-    std::memcpy(q, phase.data(), phase.size());
-    q += phase.size();
-    std::memcpy(q, "-op-", 4);
-    q = std::to_chars(q + 4, ts.last_id + sizeof ts.last_id, frame.id_step).ptr;
-    *q++ = '-';
-    ts.id_prefix_length = static_cast<std::size_t>(q - ts.last_id);
-    ts.last_id_length = 0;  // no counter text yet
-  }
-  char* const digits = ts.last_id + ts.id_prefix_length;
-  const std::size_t counter_length = ts.last_id_length - ts.id_prefix_length;
-  if (ts.last_id_length != 0 && frame.counter == ts.last_id_counter + 1 &&
-      digits[counter_length - 1] != '9') {
-    ++digits[counter_length - 1];
-  } else {
-    ts.last_id_length = static_cast<std::size_t>(
-        std::to_chars(digits, ts.last_id + sizeof ts.last_id, frame.counter).ptr - ts.last_id);
-  }
-  ts.last_id_step = frame.id_step;
-  ts.last_id_counter = frame.counter;
-  static_assert(sizeof ts.last_id == kEventIdMax + 1);
-  std::memcpy(id, ts.last_id, sizeof ts.last_id);  // constant size: a few vector moves
-  char* const p = id + ts.last_id_length;
-  // Found from any thread by counter: this thread's slot for it, or the shared table when the
-  // slot is held by an older operation still open.
-  IdSlot& slot = ts.id_slots[frame.counter & (ThreadState::kIdSlots - 1)];
-  const bool in_slot = slot.state.load(std::memory_order_acquire) == 0;
-  if (!in_slot) {
-    std::lock_guard<std::mutex> lock(active_mu_);
-    active_.emplace(frame.counter, ActiveOp{frame, &ts, ts.index});
-  }
-  ts.stack.push_back(frame);
-  // Nobody can end the operation before its id is returned, so the start is filled in last.
-  const std::uint64_t start = timer.now();
-  ts.stack.back().start = start;
-  if (in_slot) {
-    slot.frame = frame;
-    slot.frame.start = start;
-    slot.thread = ts.index;
-    slot.state.store(frame.counter, std::memory_order_release);
-  } else {
-    std::lock_guard<std::mutex> lock(active_mu_);
-    active_[frame.counter].frame.start = start;
-  }
-  return static_cast<std::size_t>(p - id);
+  (void)ts;  // nullptr: this thread's buffer could not be allocated
+  count_error();
+  return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
+}
+
+Status SessionState::unknown_id(std::string_view text) {
+  count_error();
+  return Status(Errc::unknown_operation, "unknown profile operation `" + std::string(text) + "`");
 }
 
 bool SessionState::take_open(ThreadState& self, std::uint64_t counter, std::uint64_t id_step,
@@ -424,56 +343,6 @@ bool SessionState::take_open(ThreadState& self, std::uint64_t counter, std::uint
   return true;
 }
 
-Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id_text,
-                                              std::optional<std::string_view> output) {
-  const std::uint64_t now = timer.now();
-  if (finished.load(std::memory_order_acquire))
-    return Status(Errc::finished, "profile session is already finished");
-  ThreadState* tsp = thread_state();
-  if (tsp == nullptr) {
-    count_error();
-    return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
-  }
-  ThreadState& ts = *tsp;
-  std::uint64_t id_step = 0, counter = 0;
-  Frame frame{};
-  ThreadState* owner = nullptr;
-  std::uint16_t owner_index = 0;
-  const bool known = event_id_text.size() == ts.last_id_length &&
-                     std::memcmp(event_id_text.data(), ts.last_id, ts.last_id_length) == 0;
-  if (known) {
-    id_step = ts.last_id_step;
-    counter = ts.last_id_counter;
-  }
-  if ((!known && !parse_event_id(event_id_text, phase_name(config.phase), id_step, counter)) ||
-      !take_open(ts, counter, id_step, frame, owner, owner_index)) {
-    count_error();
-    return Status(Errc::unknown_operation,
-                  "unknown profile operation `" + std::string(event_id_text) + "`");
-  }
-  if (owner == &ts) {
-    for (auto it = ts.stack.rbegin(); it != ts.stack.rend(); ++it) {
-      if (it->counter == counter) {
-        ts.stack.erase(std::next(it).base());
-        break;
-      }
-    }
-  } else {
-    std::lock_guard<std::mutex> lock(owner->foreign_mu);
-    owner->foreign_ended.push_back(counter);
-    owner->foreign_pending.store(true, std::memory_order_relaxed);
-  }
-  const std::uint64_t duration = timer.duration_ns(frame.start, now);
-  if (output) {
-    std::lock_guard<std::mutex> lock(outputs_mu_);
-    outputs_.insert_or_assign(counter, std::string(*output));
-  }
-  push(ts, Record{counter, id_step, step.load(std::memory_order_relaxed), frame.start, duration,
-                  frame.parent_counter, frame.parent_step, frame.handle, owner_index,
-                  output ? RecordKind::operation_ns_with_output : RecordKind::operation_ns, 0});
-  return duration;
-}
-
 void SessionState::retire(ThreadState& ts) {
   if (finished.load(std::memory_order_acquire)) return;
   prune_foreign(ts);
@@ -509,7 +378,10 @@ Status SessionState::edge(std::string_view from, std::string_view to, std::uint6
     append_json_string(info.body, to);
     return info;
   });
-  if (!handle) return handle.status();
+  if (!handle) {
+    count_error();  // past max_distinct_ids: counted in `end.errors`
+    return handle.status();
+  }
   ThreadState* tsp = thread_state();
   if (tsp == nullptr) {
     count_error();
@@ -586,22 +458,17 @@ namespace {
 // Runs `body` with `inputs` as string_views (on the stack for the usual few inputs).
 template <typename F>
 auto with_views(std::span<const std::string> inputs, F&& body) {
-  // Uninitialized on purpose: zeroing eight views cost more than the usual one input.
-  union Small {
-    Small() {}
-    std::string_view items[8];
-  } small;
+  // Raw storage on purpose: zeroing eight views cost more than the usual one input.
+  alignas(std::string_view) unsigned char small[8 * sizeof(std::string_view)];
   std::vector<std::string_view> large;
-  std::span<const std::string_view> views;
-  if (inputs.size() <= std::size(small.items)) {
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      new (&small.items[i]) std::string_view(inputs[i]);
-    views = std::span<const std::string_view>(small.items, inputs.size());
-  } else {
-    large.assign(inputs.begin(), inputs.end());
-    views = large;
+  std::string_view* views = reinterpret_cast<std::string_view*>(small);
+  if (inputs.size() > 8) {
+    large.resize(inputs.size());
+    views = large.data();
   }
-  return body(views);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    new (&views[i]) std::string_view(inputs[i]);
+  return body(std::span<const std::string_view>(views, inputs.size()));
 }
 
 // No exception leaves the library: an allocation failure becomes an error value.
@@ -649,6 +516,10 @@ Result<ProfileSession> ProfileSession::open_checked(const std::filesystem::path&
                       " is above the limit of " + std::to_string(kMaxBufferRecordsPerThread) +
                       " records (" + std::to_string(kMaxBufferRecordsPerThread * 64 >> 20) +
                       " MiB per thread)");
+  if (config.max_distinct_ids > kMaxDistinctIds)
+    return Status(Errc::invalid_argument,
+                  "max_distinct_ids " + std::to_string(config.max_distinct_ids) +
+                      " is above the limit of " + std::to_string(kMaxDistinctIds));
   if (path.has_parent_path()) {
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
@@ -700,20 +571,60 @@ Result<EventId> ProfileSession::begin_operation(std::string_view static_id, std:
                                                 std::span<const std::string> inputs) {
   static_assert(EventId::kMax == detail::SessionState::kEventIdMax);
   return guarded<Result<EventId>>([&]() -> Result<EventId> {
-    EventId id;
+    // Written in place (one named result, so it is constructed in the caller's storage): the id
+    // is never copied on its way out, and nothing reads it back with wide loads right after its
+    // last digit was stored as a byte (a stalled store forward costs more than the rest).
+    Result<EventId> result{EventId()};
+    EventId& id = result.value();
+    std::uint64_t numbers[2];
     auto length = with_views(inputs, [&](std::span<const std::string_view> views) {
-      return state_->begin_by_id(static_id, op, views, id.text_);
+      return state_->begin_by_id(static_id, op, views, id.text_, numbers);
     });
-    if (!length) return length.status();
+    if (!length) [[unlikely]] {
+      result = length.status();
+      return result;
+    }
     id.text_[length.value()] = '\0';
     id.size_ = static_cast<std::uint8_t>(length.value());
-    return id;
+    id.phase_ = state_->config.phase;
+    id.numbered_ = true;
+    id.step_ = numbers[0];
+    id.counter_ = numbers[1];
+    return result;
   });
 }
 
 Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id,
                                                     std::optional<std::string_view> output) {
-  return guarded<Result<std::uint64_t>>([&] { return state_->end_by_id(event_id, output); });
+  return guarded<Result<std::uint64_t>>(
+      [&] { return state_->end_by_id(event_id, output ? &*output : nullptr); });
+}
+
+Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id) {
+  return guarded<Result<std::uint64_t>>([&] { return state_->end_by_id(event_id, nullptr); });
+}
+
+namespace {
+Result<std::uint64_t> end_event_id(detail::SessionState& state, const EventId& event_id,
+                                   Phase phase, std::uint64_t step, std::uint64_t counter,
+                                   bool numbered, const std::string_view* output) {
+  return guarded<Result<std::uint64_t>>([&] {
+    // An id of the other phase never parses here: the text path gives the same error.
+    if (!numbered || phase != state.config.phase) return state.end_by_id(event_id.view(), output);
+    return state.end_by_numbers(step, counter, output, event_id.view());
+  });
+}
+}  // namespace
+
+Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id,
+                                                    std::optional<std::string_view> output) {
+  return end_event_id(*state_, event_id, event_id.phase_, event_id.step_, event_id.counter_,
+                      event_id.numbered_, output ? &*output : nullptr);
+}
+
+Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id) {
+  return end_event_id(*state_, event_id, event_id.phase_, event_id.step_, event_id.counter_,
+                      event_id.numbered_, nullptr);
 }
 
 Status ProfileSession::record_edge_timing(std::string_view from_static_id,
@@ -730,7 +641,10 @@ Result<OpHandle> ProfileSession::op(std::string_view static_id, std::string_view
     auto handle = with_views(inputs, [&](std::span<const std::string_view> views) {
       return state_->intern_op(static_id, op, views);
     });
-    if (!handle) return handle.status();
+    if (!handle) {
+      state_->count_error();  // past max_distinct_ids: counted in `end.errors`
+      return handle.status();
+    }
     return OpHandle(state_.get(), handle.value());
   });
 }
@@ -749,6 +663,9 @@ Result<std::filesystem::path> ProfileSession::finish() {
 const std::filesystem::path& ProfileSession::path() const noexcept {
   return state_->path;
 }
+std::size_t ProfileSession::buffers_allocated() const noexcept {
+  return state_->rings_allocated();
+}
 
 Result<TimedOperation> TimedOperation::begin(ProfileSession& session, std::string_view static_id,
                                              std::string_view op,
@@ -759,7 +676,7 @@ Result<TimedOperation> TimedOperation::begin(ProfileSession& session, std::strin
 }
 
 TimedOperation::~TimedOperation() {
-  if (session_) (void)session_->end_operation(event_id_, std::nullopt);
+  if (session_) (void)session_->end_operation(event_id_);
 }
 
 }  // namespace candle_graph

@@ -89,10 +89,12 @@ struct IdSlot {
 // Caller-side cache of the string API's interned operations, keyed by the static id's address
 // and length; a hit is confirmed by comparing the text with the interned handle's, so a buffer
 // reused for another id can never be taken for the old one.
+struct HandleInfo;
 struct InternCacheEntry {
   const char* static_id = nullptr;
   std::size_t length = 0;
   std::uint32_t handle = 0;
+  const HandleInfo* info = nullptr;  // handles_[handle] (table entries never move)
 };
 // Second level, for callers that pass a fresh copy of the id each time (the seed's
 // `ids[i].clone()`): keyed by a cheap hash of the text, again confirmed by comparing it.
@@ -102,13 +104,65 @@ struct ContentCacheEntry {
   bool used = false;
 };
 
+// A cheap hash of an id's text for the content caches: its length and a few 8-byte windows
+// (static ids of one model differ mostly at their end), loaded whole, never byte by byte.
+// Collisions only cost a cache miss: every hit is confirmed by comparing the full text.
+inline std::uint64_t text_mix(std::string_view s, std::uint64_t h) noexcept {
+  const std::size_t n = s.size();
+  h = (h ^ n) * 0x9E3779B97F4A7C15ull;
+  auto mix = [&h](std::uint64_t w) { h = (h ^ w) * 0xFF51AFD7ED558CCDull; };
+  if (n >= 8) {
+    std::uint64_t w0, w1, w2;
+    std::memcpy(&w0, s.data(), 8);
+    std::memcpy(&w1, s.data() + n / 2 - 4, 8);
+    std::memcpy(&w2, s.data() + n - 8, 8);
+    mix(w0);
+    mix(w1);
+    mix(w2);
+  } else if (n >= 4) {
+    std::uint32_t lo, hi;
+    std::memcpy(&lo, s.data(), 4);
+    std::memcpy(&hi, s.data() + n - 4, 4);
+    mix(lo | (std::uint64_t{hi} << 32));
+  } else if (n > 0) {
+    const auto byte = [&](std::size_t i) {
+      return std::uint64_t{static_cast<unsigned char>(s[i])};
+    };
+    mix(byte(0) | (byte(n / 2) << 8) | (byte(n - 1) << 16));
+  }
+  return h;
+}
+// Murmur3's finalizer: every input bit reaches the low bits the cache index is taken from.
+inline std::uint64_t hash_finish(std::uint64_t h) noexcept {
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 33);
+}
+inline std::uint64_t text_hash(std::string_view s) noexcept {
+  return hash_finish(text_mix(s, 0));
+}
+// The string API's content-cache key for (static id, op).
+inline std::uint64_t op_text_hash(std::string_view static_id, std::string_view op) noexcept {
+  return hash_finish(text_mix(op, text_mix(static_id, 0)));
+}
+
 struct ThreadState {
   ThreadState(std::uint16_t thread_index, std::unique_ptr<Record[]> ring_records,
               std::size_t capacity_records);
 
   static constexpr std::size_t kIdSlots = 256;
   static constexpr std::size_t kInternCache = 256;  // indexed by the top 8 bits of a hash
-  static constexpr std::size_t kContentCache = 512;
+  // The string API's caches: a model times hundreds of distinct static ids (a layer's dozen ops
+  // times its layers), and three ids sharing a two-way set would miss on every lap.
+  static constexpr unsigned kOpCacheBits = 11;
+  static constexpr std::size_t kOpCache = std::size_t{1} << kOpCacheBits;
+  static constexpr std::size_t kContentCache = 2048;
+  static std::size_t op_cache_slot(const char* address, std::size_t length) noexcept {
+    return ((reinterpret_cast<std::uintptr_t>(address) ^ length) * 0x9E3779B97F4A7C15ull) >>
+           (64 - kOpCacheBits);
+  }
 
   // Owner thread only (an exited thread's state is adopted whole by a later thread).
   std::uint16_t index;  // `thread` of records begun here; new for each OS thread
@@ -121,7 +175,7 @@ struct ThreadState {
   std::uint64_t counter_limit = 0;
   std::vector<Frame> stack;
   std::vector<Frame> module_stack;  // open module scopes (counter = the scope's token)
-  InternCacheEntry intern_cache[kInternCache];
+  InternCacheEntry intern_cache[kOpCache];
   InternCacheEntry module_cache[kInternCache];           // module paths by address and length
   ContentCacheEntry module_content_cache[kInternCache];  // and by a hash of their text
   // The event id this thread's string API returned last: an end_operation with exactly that text
@@ -166,8 +220,11 @@ class HandleTable {
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
   static constexpr std::uint32_t kMaxChunks = 4096;
-  // Distinct operations and edges one session interns (4,194,304); later ones are refused.
+  // Distinct operations, edges and module paths one session can intern (4,194,304); the
+  // session's own bound (ProfileConfig::max_distinct_ids) is at most this.
   static constexpr std::uint32_t kMaxHandles = kChunkSize * kMaxChunks;
+  static_assert(kMaxHandles == kMaxDistinctIds);
+  explicit HandleTable(std::uint32_t limit) : limit_(limit) {}
 
   // Returns the handle for `key`, calling make_info() only the first time the key is seen.
   template <typename MakeInfo>
@@ -190,6 +247,7 @@ class HandleTable {
   std::mutex mu_;
   std::unordered_map<std::string, std::uint32_t> index_;
   std::unique_ptr<HandleInfo[]> chunks_[kMaxChunks];
+  const std::uint32_t limit_;
   std::uint32_t count_ = 0;
   std::atomic<std::uint32_t> published_{0};
 };
@@ -223,10 +281,16 @@ class SessionState {
   // Begins an operation by id and writes its event id (at most kEventIdMax bytes, no NUL) to
   // `id`; returns the id's length.
   static constexpr std::size_t kEventIdMax = 63;
+  // `numbers` (optional) receives the id's step and counter.
   Result<std::size_t> begin_by_id(std::string_view static_id, std::string_view op,
-                                  std::span<const std::string_view> inputs, char* id);
-  Result<std::uint64_t> end_by_id(std::string_view event_id,
-                                  std::optional<std::string_view> output);
+                                  std::span<const std::string_view> inputs, char* id,
+                                  std::uint64_t* numbers = nullptr);
+  Result<std::uint64_t> end_by_id(std::string_view event_id, const std::string_view* output);
+  // The same for an id whose numbers the caller already holds (C++ EventId, which carries the
+  // numbers its text was made from): no text to compare or parse.
+  Result<std::uint64_t> end_by_numbers(std::uint64_t id_step, std::uint64_t counter,
+                                       const std::string_view* output,
+                                       const std::string_view& text_for_errors);
   Status edge(std::string_view from, std::string_view to, std::uint64_t duration_ns);
   // Module scopes (hot_path.cpp): begin returns the scope's token (its counter; 0 when nothing
   // is recorded), end closes it on the calling thread.
@@ -279,6 +343,24 @@ class SessionState {
   // The string API's handle for (static_id, op, inputs): the thread's cache, then the table.
   Result<std::uint32_t> lookup_op(ThreadState& ts, std::string_view static_id, std::string_view op,
                                   std::span<const std::string_view> inputs);
+  // String API after the thread state and the handle are known (hot_path.cpp): opens the
+  // operation and writes its id; closes one and records it.
+  std::size_t open_by_id(ThreadState& ts, std::uint32_t handle, char* id, std::uint64_t* numbers);
+  // `output` is nullptr for none (a pointer: an optional passed in memory is written field by
+  // field and read back whole, a stalled store forward on every call).
+  Result<std::uint64_t> close_by_id(ThreadState& ts, std::uint64_t id_step, std::uint64_t counter,
+                                    std::uint64_t now, const std::string_view* output,
+                                    const std::string_view& text_for_errors);
+  // The cached handle for (static_id, op, inputs), confirmed by content; kNoHandle on a miss.
+  inline std::uint32_t cached_op(ThreadState& ts, std::string_view static_id, std::string_view op,
+                                 std::span<const std::string_view> inputs) noexcept;
+  // The same by a hash of the text (a caller passing a fresh copy of the id each time, as the
+  // seed's `ids[i].clone()` does); a hit is remembered by address too.
+  inline std::uint32_t cached_op_by_content(ThreadState& ts, std::string_view static_id,
+                                            std::string_view op,
+                                            std::span<const std::string_view> inputs) noexcept;
+  Status refused(ThreadState* ts);
+  Status unknown_id(std::string_view text);
   // Takes the open string-API operation `counter` begun at `id_step`, wherever it began.
   bool take_open(ThreadState& self, std::uint64_t counter, std::uint64_t id_step, Frame& frame,
                  ThreadState*& owner, std::uint16_t& owner_index);
@@ -367,6 +449,10 @@ class SessionState {
   std::uint64_t modules_written_ = 0;
   std::string mod_prefix_;  // {"kind":"module","event_id":"train-mod-
 };
+
+// Parses `{phase}-op-{step}-{counter}` exactly as the string API writes it (no leading zeros).
+bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& step,
+                    std::uint64_t& counter) noexcept;
 
 void register_session(std::uint64_t id, SessionState* state);
 void unregister_session(std::uint64_t id) noexcept;

@@ -72,4 +72,13 @@ Timer::Timer(TimerKind requested) noexcept {
                        std::memory_order_relaxed);
 }
 
+std::uint64_t Timer::error_at_finish_ns() const noexcept {
+  if (!tsc_) return 0;
+  const ClockPair now = read_pair();
+  if (now.steady < origin_steady_) return 0;
+  const std::uint64_t predicted = since_origin_ns(now.tsc);
+  const std::uint64_t actual = now.steady - origin_steady_;
+  return predicted > actual ? predicted - actual : actual - predicted;
+}
+
 }  // namespace candle_graph::detail

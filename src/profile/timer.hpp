@@ -42,6 +42,11 @@ class Timer {
   // (docs/runtime-4.md: error bound).
   std::uint64_t since_origin_ns(std::uint64_t raw) const noexcept;
   std::uint64_t duration_ns(std::uint64_t start_raw, std::uint64_t end_raw) const noexcept;
+  // The second calibration, at finish: one more (TSC, steady_clock) pair, and how far the
+  // opening calibration's conversion of that TSC reading is from steady_clock's own reading, in
+  // ns (0 with steady_clock). Every duration D of the session is then within about
+  // D / session length × this (+ the opening pair's gap) of what steady_clock would give.
+  std::uint64_t error_at_finish_ns() const noexcept;
 
  private:
   bool tsc_ = false;

@@ -391,6 +391,11 @@ void SessionState::write_end_record(std::uint64_t open_operations, std::uint64_t
     line += ",\"open_modules\":";
     append_u64(line, open_modules);
   }
+  // TSC sessions: the second calibration (docs/runtime-4.md, Clock).
+  if (timer.uses_tsc()) {
+    line += ",\"clock_error_ns\":";
+    append_u64(line, timer.error_at_finish_ns());
+  }
   line += "}\n";
   out_append(line);
   write_out();
