@@ -120,6 +120,8 @@ struct Candidate {
   std::string path;      // Module: module path; External: `candle_core::Tensor`
 };
 
+struct LoweredCache;  // lower.cpp
+
 class Crate {
  public:
   // Loads from `root_file` (absolute); `crate_dir` anchors the crate-relative paths.
@@ -183,6 +185,10 @@ class Crate {
   std::unordered_map<std::string, std::vector<std::size_t>> by_qualified_;
   std::unordered_map<std::size_t, std::vector<std::size_t>> impls_by_type_;
   std::unordered_map<std::string, std::size_t> module_index_;
+  // Lowered bodies, filled on demand by `lowered` (src/rust/lower.cpp); shared so a Crate stays
+  // movable.
+  std::shared_ptr<LoweredCache> lowered_ = make_lowered_cache();
+  static std::shared_ptr<LoweredCache> make_lowered_cache();
 };
 
 // Everything the CLI needs: the Cargo context (absent for a crate without Cargo.toml, whose
