@@ -96,7 +96,8 @@ enum class Kind : std::uint8_t {
                    // Path `x`); cfg = its `#[cfg]`s (False ones kept)
   Unit,            // `()`
   Unsupported,     // any other expression: str = its syntax kind; kids = its lowered
-                   // sub-expressions, so effects inside are still seen
+                   // sub-expressions, so effects inside are still seen. Also (no kids) any
+                   // node nested more than 4,000 levels deep (generated or hostile input)
 
   // ---- patterns ----
   PIdent,        // str = name; flags & kMut / kRefBinding; a = sub-pattern of `x @ P` (kNone).

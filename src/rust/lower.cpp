@@ -19,6 +19,7 @@
 #include "rust/body.hpp"
 #include "rust/crate.hpp"
 #include "rust/literal.hpp"
+#include "util/deep_stack.hpp"
 
 namespace cg::rust {
 
@@ -34,9 +35,12 @@ std::shared_ptr<LoweredCache> Crate::make_lowered_cache() {
 
 namespace {
 
-// Deeper nesting (only seen in generated or hostile input) lowers to Unsupported leaves instead
-// of exhausting the stack.
-constexpr int kMaxDepth = 400;
+// Bodies nest shallowly in practice; one nesting deeper than kShallowDepth is lowered again on
+// a thread with a large stack (util/deep_stack.hpp), so no build's stack frames decide. Deeper
+// than kMaxDepth (only generated or hostile input: above the interpreters' own bounds) lowers to
+// Unsupported leaves.
+constexpr int kShallowDepth = 96;
+constexpr int kMaxDepth = 4000;
 
 std::string_view type_of(TSNode n) {
   return ts_node_type(n);
@@ -171,6 +175,21 @@ class Lowering {
   NodeId expr(TSNode n, int depth);
   NodeId pat(TSNode n, int depth);
   NodeId block(TSNode n, TSNode span, std::uint8_t flags, int depth);
+  // Lowers with `fn` (a call of expr/block on this Lowering): on this thread while the nesting
+  // stays shallow, else again from scratch on a large stack.
+  template <typename Fn>
+  NodeId run(Fn fn) {
+    limit_ = kShallowDepth;
+    NodeId root = fn();
+    if (!hit_limit_) return root;
+    b_.nodes_.clear();
+    b_.kids_.clear();
+    b_.pool_.clear();
+    hit_limit_ = false;
+    limit_ = kMaxDepth;
+    util::run_on_deep_stack([&] { root = fn(); });
+    return root;
+  }
   // Drops the arena's spare capacity once the body is complete.
   void finish() {
     b_.nodes_.shrink_to_fit();
@@ -180,6 +199,14 @@ class Lowering {
  private:
   const CfgSet& cfg_;
   Body& b_;
+  int limit_ = kMaxDepth;
+  bool hit_limit_ = false;
+
+  bool too_deep(int depth) {
+    if (depth <= limit_) return false;
+    hit_limit_ = true;
+    return true;
+  }
   std::string_view text_;
 
   std::string_view slice(std::uint32_t a, std::uint32_t e) const {
@@ -242,7 +269,7 @@ class Lowering {
   NodeId unsupported(TSNode n, int depth) {
     NodeId id = add(Kind::Unsupported, n);
     at(id).str = at(id).syntax;
-    if (depth > kMaxDepth) return id;
+    if (too_deep(depth)) return id;
     std::vector<NodeId> kids;
     for (const Child& c : children(n)) {
       if (!ts_node_is_named(c.node)) continue;
@@ -469,7 +496,7 @@ NodeId Lowering::structure(TSNode n, int depth) {
 NodeId Lowering::block(TSNode n, TSNode span, std::uint8_t flags, int depth) {
   NodeId id = add(Kind::Block, span);
   at(id).flags |= flags;
-  if (depth > kMaxDepth) {
+  if (too_deep(depth)) {
     at(id).kind = Kind::Unsupported;
     at(id).str = at(id).syntax;
     return id;
@@ -581,7 +608,7 @@ NodeId Lowering::statement(TSNode n, bool last, Tri cfg, bool& is_tail, int dept
 
 NodeId Lowering::expr(TSNode n, int depth) {
   if (ts_node_is_null(n)) return kNone;
-  if (depth > kMaxDepth) {
+  if (too_deep(depth)) {
     NodeId id = add(Kind::Unsupported, n);
     at(id).str = at(id).syntax;
     return id;
@@ -776,7 +803,7 @@ NodeId Lowering::expr(TSNode n, int depth) {
 NodeId Lowering::pat(TSNode n, int depth) {
   if (ts_node_is_null(n)) return kNone;
   std::string_view k = type_of(n);
-  if (depth > kMaxDepth) {
+  if (too_deep(depth)) {
     NodeId id = add(Kind::PUnsupported, n);
     at(id).str = at(id).syntax;
     return id;
@@ -944,10 +971,10 @@ const Body& Crate::lowered(std::size_t item) const {
     if (!ts_node_is_null(it.node)) {
       if (it.kind == ItemKind::Function || it.kind == ItemKind::Method) {
         TSNode b = it.body();
-        if (!ts_node_is_null(b)) body->root = low.block(b, b, 0, 0);
+        if (!ts_node_is_null(b)) body->root = low.run([&] { return low.block(b, b, 0, 0); });
       } else if (it.kind == ItemKind::Const || it.kind == ItemKind::Static) {
         TSNode v = field_of(it.node, "value");
-        if (!ts_node_is_null(v)) body->root = low.expr(v, 0);
+        if (!ts_node_is_null(v)) body->root = low.run([&] { return low.expr(v, 0); });
       }
     }
     low.finish();
@@ -1010,7 +1037,7 @@ Body lower_expression(TSNode expr, std::string_view file_text) {
   static const CfgSet kNoCfg;
   Body body;
   Lowering low(kNoCfg, file_text, 0, body);
-  if (!ts_node_is_null(expr)) body.root = low.expr(expr, 0);
+  if (!ts_node_is_null(expr)) body.root = low.run([&] { return low.expr(expr, 0); });
   low.finish();
   return body;
 }

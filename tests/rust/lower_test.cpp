@@ -384,6 +384,27 @@ TEST_F(Lower, ItemsWithoutBodiesAndBadIndices) {
   EXPECT_EQ(c.lowered(c.items().size() + 5).root, kNone);
 }
 
+TEST_F(Lower, DeepNestingLowersFullyThenStopsAtTheBoundNotTheStack) {
+  std::string deep = "1", deeper = "1";
+  for (int i = 0; i < 1500; ++i)
+    deep = "(" + deep + ")";
+  for (int i = 0; i < 6000; ++i)
+    deeper = "-" + deeper;
+  load("fn deep() -> u32 { " + deep + " }\nfn deeper() -> i32 { " + deeper + " }\n");
+  const Body& d = body("deep");
+  std::size_t parens = 0;
+  for (NodeId id = 0; id < d.size(); ++id) {
+    EXPECT_NE(d[id].kind, Kind::Unsupported);
+    parens += d[id].kind == Kind::Paren;
+  }
+  EXPECT_EQ(parens, 1500u) << "lowered in full (on a large stack)";
+  const Body& e = body("deeper");
+  std::size_t cut = 0;
+  for (NodeId id = 0; id < e.size(); ++id)
+    cut += e[id].kind == Kind::Unsupported;
+  EXPECT_EQ(cut, 1u) << "past 4,000 levels the rest is one Unsupported leaf";
+}
+
 TEST_F(Lower, CachedAndThreadSafe) {
   const Crate& c = load("fn a() { 1 } fn b() { 2 } fn c() { 3 }\n");
   std::vector<const Body*> seen(c.items().size() * 4);
