@@ -9,11 +9,17 @@
 // positions (`file:byte:name`) and messages quoting the source stay as before. Text fields are
 // views into the ParsedFile's text or into the body's own string pool: valid while the Crate
 // lives.
+//
+// The lowering (src/rust/lower.cpp) follows tree-sitter-rust's tree faithfully: one node per
+// syntax node it keeps, with that node's exact span, so `source(id)` is what tree-sitter's node
+// text was. Comments and attribute items are never nodes (a statement's `#[cfg]` is its `cfg`).
+// Where tree-sitter's shape is not the obvious one, the Kind comments below say so.
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rust/cfg.hpp"
@@ -25,25 +31,37 @@ inline constexpr NodeId kNone = 0xffffffffu;
 
 enum class Kind : std::uint8_t {
   // ---- statements (children of Block) ----
-  Let,       // a = pattern, b = value (kNone for `let x;`), c = `else` block (kNone);
-             // str = the type annotation's text ("" when absent)
-  ExprStmt,  // a = the expression; flags & kSemicolon when written with `;`
-  Item,      // a nested item (fn/struct/use/const/impl/mod …): str = its syntax kind; no children
-  MacroStmt,  // a macro in statement position: as Macro (below), flags & kSemicolon
+  Let,        // a = pattern, b = value (kNone for `let x;`), c = `else` block (kNone);
+              // str = the type annotation's text ("" when absent); `let mut x` puts kMut on the
+              // PIdent
+  ExprStmt,   // a = the expression; flags & kSemicolon when written with `;`. As in tree-sitter,
+              // a block-like expression (`if`/`match`/`for`/block) ending a block without `;` is
+              // an ExprStmt too, not the block's tail (see Body::value_tail)
+  Item,       // a nested item (fn/struct/use/const/impl/mod/macro_rules …): str = its syntax
+              // kind; no children
+  MacroStmt,  // a macro in statement position (`m!(..);`, or `m! { .. }` not ending the block):
+              // as Macro (below), flags & kSemicolon. A macro ending a block is its tail Macro.
 
   // ---- expressions ----
   Block,       // kids = statements then (flags & kHasTail) the tail expression as the last kid;
-               // flags & kUnsafe / kAsync for `unsafe {}` / `async {}`
+               // flags & kUnsafe / kAsync for `unsafe {}` / `async {}` (span: the whole
+               // `unsafe { .. }`); str = the label of `'a: { .. }` ("" otherwise); flags &
+               // kExtras when tree-sitter saw comments, attributes, a label or `;` among its
+               // named children (kTrailingExtras: after the last statement)
   Lit,         // lit = the literal kind; str = source text; text = decoded string literal value
+               // ("" when the literal is malformed); byte strings are Str, `b'x'` is Byte
   Path,        // str = the path as written, generics kept (`Tensor::zeros`, `Self::new`,
-               // `DType::F32`, `x`, `self`); flags & kSelf for `self`
+               // `DType::F32`, `x`, `self`); flags & kSelf for `self`. Also `f::<T>` written
+               // outside a call (str = its whole text)
   Field,       // a = base; str = field name (`0` for tuple fields)
   Call,        // a = callee expression (usually Path; a Generic wrapper is lowered away, its
                // turbofish text in `text`); kids = arguments
   MethodCall,  // a = receiver; str = method name; text = turbofish (`::<f32>`) or ""; kids = args
   Macro,       // str = macro path as written (`format`, `candle::bail`); text = the token tree's
                // inner text (between the delimiters); kids = the comma-separated arguments that
-               // parse as expressions (format!/vec!/println!/assert!/write! …; empty otherwise)
+               // parse as expressions (format!/vec!/println!/assert!/write! …; empty otherwise).
+               // Today kids are always empty: no interpreter reads macro arguments as
+               // expressions yet (parse_format_args reads `text`)
   Binary,      // str = operator (`+`, `&&`, `==` …); a = left, b = right
   Unary,       // str = `-`, `!` or `*`; a = operand
   Ref,         // `&e` / `&mut e`: a = operand; flags & kMut
@@ -56,12 +74,13 @@ enum class Kind : std::uint8_t {
   LetCond,     // `let P = e` inside an if/while condition: a = pattern, b = value; a `&&` chain of
                // let-conditions lowers to Binary `&&` of LetConds
   Match,       // a = scrutinee; kids = Arm nodes (cfg-inactive arms dropped)
-  Arm,         // a = pattern, b = guard expression (kNone), c = body expression
+  Arm,         // a = pattern, b = guard expression (kNone), c = body expression; text = the
+               // pattern and guard as written (`A(x) if x > 0`); cfg = its `#[cfg]`s
   For,         // a = pattern, b = iterated expression, c = body Block; str = label ("" or `'a`)
   While,       // a = condition (expression or LetCond), b = body Block; str = label
   Loop,        // a = body Block; str = label
-  Closure,     // kids = parameter patterns; a = body expression; str = the parameters' text;
-               // flags & kMove
+  Closure,     // kids = parameter patterns; a = body expression; str = the parameters' text
+               // (`|a, b: u32|`, pipes included); flags & kMove
   Return,      // a = value (kNone)
   Break,       // a = value (kNone); str = label
   Continue,    // str = label
@@ -73,20 +92,24 @@ enum class Kind : std::uint8_t {
   ArrayRepeat,     // `[e; n]`: a = element, b = count
   Range,           // a = start (kNone), b = end (kNone); str = `..` or `..=`
   Struct,          // str = the type path as written; kids = FieldInit; a = `..base` (kNone)
-  FieldInit,       // str = field name; a = value; flags & kShorthand for `Foo { x }`
+  FieldInit,       // str = field name; a = value; flags & kShorthand for `Foo { x }` (a = the
+                   // Path `x`); cfg = its `#[cfg]`s (False ones kept)
   Unit,            // `()`
   Unsupported,     // any other expression: str = its syntax kind; kids = its lowered
-                   // sub-expressions, so effects inside are still seen
+                   // sub-expressions, so effects inside are still seen. Also (no kids) any
+                   // node nested more than 4,000 levels deep (generated or hostile input)
 
   // ---- patterns ----
-  PIdent,        // str = name; flags & kMut / kRefBinding; a = sub-pattern of `x @ P` (kNone)
+  PIdent,        // str = name; flags & kMut / kRefBinding; a = sub-pattern of `x @ P` (kNone).
+                 // A lone identifier starting with an upper-case letter (`None`, `MAX`) is a
+                 // PPath instead: Rust reads it as a variant or constant
   PWild,         // `_`
   PRest,         // `..`
   PTuple,        // kids
   PSlice,        // kids
   PTupleStruct,  // str = path; kids
   PStruct,       // str = path; kids = PField; flags & kHasRest for `..`
-  PField,        // str = field name; a = pattern (a PIdent for shorthand)
+  PField,        // str = field name; a = pattern (a PIdent for shorthand, spanning `ref mut x`)
   PLit,          // str = literal text (negative numbers included); lit = kind
   PPath,         // str = path (`None`, `Kind::A`, a const)
   POr,           // kids
@@ -108,13 +131,17 @@ inline constexpr std::uint8_t kMove = 64;
 inline constexpr std::uint8_t kSelf = 128;
 inline constexpr std::uint8_t kUnsafe = 16;  // Block only
 inline constexpr std::uint8_t kAsync = 32;   // Block only
+inline constexpr std::uint8_t kExtras = 64;  // Block only: comments/attributes/label/`;` inside
+inline constexpr std::uint8_t kTrailingExtras = 8;  // Block only: a comment, attribute or `;`
+                                                    // follows its last statement
 
 struct Node {
   Kind kind = Kind::Unsupported;
   LitKind lit = LitKind::None;
   std::uint8_t flags = 0;
-  // Statements only: the `#[cfg]` attributes written on it, under the crate's cfg (statements
-  // whose cfg is False are kept, so a domain can report them; interpreters skip them).
+  // Statements only (and a Block's tail, Arms, FieldInits): the `#[cfg]` attributes written on
+  // it, under the crate's cfg, as Crate::attributes_active computes them (statements whose cfg
+  // is False are kept, so a domain can report them; interpreters skip them).
   Tri cfg = Tri::True;
   NodeId a = kNone, b = kNone, c = kNone;
   std::uint32_t kids_begin = 0, kids_count = 0;  // into Body::kids
@@ -122,6 +149,10 @@ struct Node {
   std::uint32_t line = 0;                        // 1-based line of `start`
   std::string_view str;                          // see Kind
   std::string_view text;                         // see Kind
+  // The tree-sitter node kind it was lowered from (`call_expression`, `identifier`,
+  // `let_chain` …; "" for nodes the lowering synthesized, like the inner `&&` of a let chain),
+  // for messages that must read as they did when the analysis walked syntax trees.
+  std::string_view syntax;
 };
 
 class Body {
@@ -152,6 +183,18 @@ class Body {
     const Node& n = nodes_[block];
     return (n.flags & kHasTail) && n.kids_count ? kids_[n.kids_begin + n.kids_count - 1] : kNone;
   }
+  // The value a block produces: its tail, else the expression of a last ExprStmt written
+  // without `;` (a trailing `if`/`match`, which tree-sitter parses as a statement); kNone
+  // otherwise.
+  NodeId value_tail(NodeId block) const {
+    NodeId t = tail(block);
+    if (t != kNone) return t;
+    const Node& n = nodes_[block];
+    if (n.kids_count == 0) return kNone;
+    const Node& last = nodes_[kids_[n.kids_begin + n.kids_count - 1]];
+    return last.kind == Kind::ExprStmt && !(last.flags & kSemicolon) ? last.a : kNone;
+  }
+  std::string_view file_text() const { return file_text_; }
   // Peels Paren / Ref / Try (and whichever of them `kinds` lists) off `id`.
   NodeId peel(NodeId id, std::initializer_list<Kind> kinds) const {
     while (id != kNone) {
@@ -174,12 +217,22 @@ class Body {
 };
 
 // `format!("a.{}.{name}", i, name = n)`'s parts, from a Macro node's token text: the template
-// literal (decoded), positional argument texts and named ones, split at top-level commas.
+// literal's raw text (between the first two `"`, escapes NOT decoded), positional argument texts
+// and named ones, split at commas outside ()/[]/{} with spaces, tabs and newlines removed; `a=b`
+// (without
+// `==`) is named. A repeated name keeps its first place and its last value. ok = false when the
+// text holds no two `"`.
 struct FormatArgs {
   bool ok = false;
   std::string templ;
   std::vector<std::string> positional;
   std::vector<std::pair<std::string, std::string>> named;
+  // The named argument's text, nullptr when absent.
+  const std::string* find(std::string_view name) const {
+    for (const auto& [k, v] : named)
+      if (k == name) return &v;
+    return nullptr;
+  }
 };
 FormatArgs parse_format_args(std::string_view macro_tokens);
 

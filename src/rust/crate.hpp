@@ -63,6 +63,10 @@ struct Field {
   std::string type_text;
   std::string base_type;                  // peeled through Option/Vec/Box/Arc/Rc/&/&mut
   Container container = Container::None;  // outermost wrapper peeled
+  // Named fields: the attribute items written since the previous field (`#[serde(rename =
+  // "x")]`), as written, and the field's 1-based line. Empty / 0 for tuple fields.
+  std::vector<std::string> attributes;
+  std::uint32_t line = 0;
 };
 
 struct Param {
@@ -83,6 +87,9 @@ struct Item {
   std::uint32_t line = 0;
   TSNode node{};              // the item node
   std::vector<Field> fields;  // structs
+  // Structs and unions: the attribute items right before the item (nearest first; a comment
+  // ends the run), as written: `#[derive(Deserialize)]`, `#[serde(default)]`.
+  std::vector<std::string> attributes;
   std::vector<Param> params;  // functions and methods, `self` excluded
   SelfKind self_kind = SelfKind::None;
   std::string return_type;
@@ -119,6 +126,8 @@ struct Candidate {
   std::size_t item = 0;  // Kind::Item
   std::string path;      // Module: module path; External: `candle_core::Tensor`
 };
+
+struct LoweredCache;  // lower.cpp
 
 class Crate {
  public:
@@ -183,6 +192,10 @@ class Crate {
   std::unordered_map<std::string, std::vector<std::size_t>> by_qualified_;
   std::unordered_map<std::size_t, std::vector<std::size_t>> impls_by_type_;
   std::unordered_map<std::string, std::size_t> module_index_;
+  // Lowered bodies, filled on demand by `lowered` (src/rust/lower.cpp); shared so a Crate stays
+  // movable.
+  std::shared_ptr<LoweredCache> lowered_ = make_lowered_cache();
+  static std::shared_ptr<LoweredCache> make_lowered_cache();
 };
 
 // Everything the CLI needs: the Cargo context (absent for a crate without Cargo.toml, whose
