@@ -151,6 +151,9 @@ class Engine {
   Value eval_call(NodeId n);
   Value eval_method_call(NodeId n);
   std::vector<Value> eval_args(NodeId n);
+  void eval_assign(NodeId n);
+  Value eval_aggregate(NodeId n);
+  void eval_forked(NodeId n);
   void eval_kids(NodeId n);
   void bind(NodeId pat, const Value& v);
   void bind_name(const std::string& name, const Value& v);

@@ -91,13 +91,9 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::While:
     case Kind::Loop:
       return eval_loop(n);
-    case Kind::Closure: {
-      // Analyzed in a forked environment; the closure value itself is opaque.
-      Env saved = env();
-      eval(nd.a);
-      env() = std::move(saved);
+    case Kind::Closure:  // analyzed in a forked environment; the closure value is opaque
+      eval_forked(nd.a);
       return {};
-    }
     case Kind::Return:
       if (nd.a != rust::kNone) {
         Value v = eval(nd.a);
@@ -105,13 +101,9 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
       }
       return {};
     case Kind::Assign:
-    case Kind::CompoundAssign: {
-      Value r = eval(nd.b);
-      const rust::Node& l = b[nd.a];
-      if (nd.kind == Kind::Assign && l.kind == Kind::Path && l.syntax == "identifier")
-        env()[std::string(l.str)] = std::move(r);
+    case Kind::CompoundAssign:
+      eval_assign(n);
       return {};
-    }
     case Kind::Index: {
       Value v = eval(nd.a);
       eval(nd.b);
@@ -119,17 +111,8 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     }
     case Kind::Tuple:
     case Kind::Array:
-    case Kind::ArrayRepeat: {
-      std::vector<Value> elems;
-      if (nd.kind == Kind::ArrayRepeat) {
-        elems.push_back(eval(nd.a));
-        elems.push_back(eval(nd.b));
-      } else {
-        for (NodeId k : b.kids(n))
-          elems.push_back(eval(k));
-      }
-      return dom_.aggregate(*this, n, std::move(elems));
-    }
+    case Kind::ArrayRepeat:
+      return eval_aggregate(n);
     case Kind::Macro:
     case Kind::MacroStmt:
       return dom_.macro(*this, n);
@@ -154,6 +137,40 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     default:  // struct literals, ranges, `()`, `continue`, items, patterns: nothing followed
       return {};
   }
+}
+
+// `x = v` rebinds a local (no undo entry: it outlives the block); `x += v` and assignments to
+// fields or indexes only evaluate the right side.
+template <class D>
+void Engine<D>::eval_assign(NodeId n) {
+  const rust::Body& b = body();
+  const rust::Node& nd = b[n];
+  Value r = eval(nd.b);
+  const rust::Node& l = b[nd.a];
+  if (nd.kind == Kind::Assign && l.kind == Kind::Path && l.syntax == "identifier")
+    env()[std::string(l.str)] = std::move(r);
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_aggregate(NodeId n) {
+  const rust::Body& b = body();
+  const rust::Node& nd = b[n];
+  std::vector<Value> elems;
+  if (nd.kind == Kind::ArrayRepeat) {
+    elems.push_back(eval(nd.a));
+    elems.push_back(eval(nd.b));
+  } else {
+    for (NodeId k : b.kids(n))
+      elems.push_back(eval(k));
+  }
+  return dom_.aggregate(*this, n, std::move(elems));
+}
+
+template <class D>
+void Engine<D>::eval_forked(NodeId n) {
+  Env saved = env();
+  eval(n);
+  env() = std::move(saved);
 }
 
 template <class D>
