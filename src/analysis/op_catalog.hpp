@@ -108,3 +108,64 @@ std::string_view to_string(ShapeRule r);
 std::string_view to_string(Requirement r);
 
 }  // namespace cg::analysis
+
+namespace cg::analysis {
+
+// ---- What an op's name means beyond its rule (src/analysis/op_catalog_traits.cpp) ------------
+// The tensor domain asks these instead of spelling op names itself, so a new op with one of these
+// behaviours is one row here.
+
+// How an op's output numeric domain follows from its operands'.
+enum class DomainCombine {
+  catalog,    // unary_domain for one operand, the rule's domain otherwise
+  product,    // mul_domain of the first two operands (mul, broadcast_mul)
+  sum,        // add_domain of the first two operands (add, broadcast_add)
+  reduction,  // the operand's domain; [0, 1] summed is only non-negative (sum, mean, max …)
+  affine,     // affine_domain from the literal scale and shift arguments (affine)
+};
+
+// How a permute_dimensions op reorders its operand's dimensions.
+enum class Permutation { unknown, swap_last_two, swap_literal_arguments };
+
+enum class LayoutEffect { none, strided, contiguous };
+
+struct OpTraits {
+  DomainCombine combine = DomainCombine::catalog;
+  Permutation permutation = Permutation::unknown;
+  LayoutEffect layout = LayoutEffect::none;
+  // The first of three operands is a U8 mask outside the dtype agreement (where_cond).
+  bool mask_operand = false;
+  // The output is a `log` whose -inf is not discharged while its operand may be 0 (log).
+  bool log = false;
+  // An operand of unknown domain is still reported (log, recip): elsewhere (a divisor, sqrt) an
+  // unknown domain is everywhere in real models and would drown the proven findings.
+  bool report_unknown_domain = false;
+  // A candle-nn loss whose expansion holds a sigmoid, a `log` and a multiply
+  // (binary_cross_entropy_with_logit); `expansion` is where, as "crate-version/file:lines".
+  bool expanded_log_loss = false;
+  std::string_view expansion;
+  // The output's last dimension and the multiply-adds come from the receiver's [out, in] weight
+  // (Linear::forward).
+  bool linear_weight = false;
+  // The output's device is the argument's (`to_device(&Device::Cpu)`), not the receiver's.
+  bool device_argument = false;
+};
+
+// Traits of an op by its catalog name (`OpRule::name`, or the op name when the rule has none).
+const OpTraits& op_traits(std::string_view name);
+
+// The candle op a Rust binary operator on tensors is (`+` → add); nullopt for other operators.
+std::optional<std::string_view> operator_op(std::string_view op);
+// First path segments under which a free function call is a candle op (`candle_nn::ops::x`,
+// `Tensor::zeros`, `loss::mse`); a bare name is looked up too.
+bool candle_call_root(std::string_view first_segment);
+// `Var::<leaf>` constructors, whose output is a trainable variable.
+bool var_constructor(std::string_view leaf);
+// Constructors whose dtype is the element type of their host-data argument (from_slice …).
+bool reads_host_data(std::string_view leaf);
+// Methods that return their receiver's value as far as tensors go (clone, unwrap, iter …).
+bool passthrough_method(std::string_view method);
+// Methods that return no tensor (dims, shape, dtype, to_vec1, len …).
+bool non_tensor_method(std::string_view method);
+
+}  // namespace cg::analysis

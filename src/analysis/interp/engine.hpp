@@ -1,0 +1,179 @@
+#pragma once
+// The abstract interpreter over lowered bodies (src/rust/body.hpp), parameterised by a domain.
+//
+// The engine owns what every interpretation of Rust shares: environments with block scoping,
+// `let`/pattern binding, joins of `if`/`match` branches, loops (one symbolic iteration, then a
+// merge with the state before the loop), closures (their body runs in a forked environment),
+// `return`, inlining of crate-local calls with a recursion guard and a depth bound, the per-run
+// work budget and the nesting bound, and skipping statements whose `#[cfg]` is False. It knows
+// no domain fact: what a literal, path, field, call, method call, operator or macro denotes is the
+// domain's answer. See docs/architecture.md ("The interpreter") for the interface in one table.
+//
+// A domain is a class with:
+//   using Value = …;   default-constructed = nothing known
+//   Value join(const std::vector<Value>&)                       branches, returns
+//   Value loop_merge(const Value& before, const Value& after)   a name after one loop iteration
+//   Value literal(Engine&, NodeId) / path(Engine&, NodeId)     (path: names not bound locally)
+//   Value field(Engine&, NodeId, Value base)
+//   Value call(Engine&, NodeId, std::vector<Value> args)      the callee is the node's `a`
+//   Value method_call(Engine&, NodeId, Value recv, std::vector<Value> args)
+//   Value binary(Engine&, NodeId, Value l, Value r) / unary(Engine&, NodeId, Value v)
+//   Value macro(Engine&, NodeId) / aggregate(Engine&, NodeId, std::vector<Value> elements)
+//   void array_argument(std::vector<Value> elements, std::vector<Value>& args)  `f(&[a, b])`
+//   void let_begin(Engine&, NodeId let); Value let_value(Engine&, NodeId let, Value v)
+//   Value parameter(std::size_t fn_item, std::size_t i, Value arg)     binding an argument
+//   void enter(Engine&, std::size_t callee, bool entry)                a call is inlined
+//   Value returned(std::size_t fn_item, Value joined)                  the call's value
+//   void bound(Engine&, const Bound&)                                  a limit was reached
+// Domains call back `invoke` to inline a crate-local function and `lookup`/`frame`/`body` to read
+// the state.
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rust/body.hpp"
+#include "rust/crate.hpp"
+
+namespace cg::analysis::interp {
+
+using rust::Kind;
+using rust::NodeId;
+
+struct Limits {
+  std::size_t max_call_depth = 24;   // inlined calls open at once
+  std::size_t node_budget = 400000;  // nodes evaluated per run (`begin_run`)
+  int max_nesting = 1000;            // evaluation frames open at once, inlined calls included
+};
+
+// A limit the engine stopped at; the domain reports it (a `dataflow-bound` finding).
+struct Bound {
+  enum class What { budget, nesting, recursion } what = What::budget;
+  NodeId node = rust::kNone;  // nesting: where; kNone when the lowering cut the tree there
+  std::size_t item = 0;       // recursion: the function not inlined again
+  std::size_t depth = 0;      // recursion: inlined calls open
+};
+
+template <class Domain>
+class Engine {
+ public:
+  using Value = typename Domain::Value;
+  using Env = std::map<std::string, Value>;
+
+  struct Frame {
+    std::size_t item = 0;
+    const rust::Body* body = nullptr;
+    Env env;
+    std::vector<Value> returns;
+  };
+
+  Engine(const rust::Crate& crate, Domain& domain, Limits limits = {})
+      : crate_(crate), dom_(domain), limits_(limits) {}
+
+  // A run is one entrypoint: the budget starts again.
+  void begin_run() {
+    used_ = 0;
+    exhausted_ = false;
+  }
+  std::size_t used() const { return used_; }
+  const Limits& limits() const { return limits_; }
+
+  // Interprets function `item` with `self` and `args` (the entry, or an inlined call): binds the
+  // parameters, runs the body, and returns the domain's value of the call. A call already open,
+  // or past the depth bound, is not inlined (Bound::recursion) and is nothing known.
+  Value invoke(std::size_t item, const Value* self, const std::vector<Value>& args, bool entry) {
+    if (!tick()) return {};
+    const rust::Body& body = crate_.lowered(item);
+    if (body.root == rust::kNone) return {};
+    if (std::find(stack_.begin(), stack_.end(), item) != stack_.end() ||
+        stack_.size() >= limits_.max_call_depth) {
+      Bound b;
+      b.what = Bound::What::recursion;
+      b.item = item;
+      b.depth = stack_.size();
+      dom_.bound(*this, b);
+      return {};
+    }
+    dom_.enter(*this, item, entry);
+    Frame fr;
+    fr.item = item;
+    fr.body = &body;
+    if (self) fr.env["self"] = *self;
+    const auto& params = crate_.items()[item].params;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      fr.env[params[i].name] = dom_.parameter(item, i, i < args.size() ? args[i] : Value{});
+    stack_.push_back(item);
+    frames_.push_back(&fr);
+    Value r = eval(body.root);
+    fr.returns.push_back(std::move(r));
+    frames_.pop_back();
+    stack_.pop_back();
+    return dom_.returned(item, dom_.join(fr.returns));
+  }
+
+  // ---- state the domain reads ----------------------------------------------------------------
+  const rust::Crate& crate() const { return crate_; }
+  bool running() const { return !frames_.empty(); }
+  Frame& frame() { return *frames_.back(); }
+  const rust::Body& body() const { return *frames_.back()->body; }
+  const rust::Node& node(NodeId id) const { return body()[id]; }
+  std::size_t item() const { return frames_.back()->item; }
+  // A local of the current frame, nullptr when unbound.
+  const Value* lookup(const std::string& name) const {
+    const Env& env = frames_.back()->env;
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : &it->second;
+  }
+  // Evaluates an expression of the current body (a domain asking for a sub-expression's value).
+  Value eval(NodeId n);
+
+ private:
+  bool tick() {
+    if (exhausted_) return false;
+    if (++used_ > limits_.node_budget) {
+      exhausted_ = true;
+      dom_.bound(*this, Bound{});
+      return false;
+    }
+    return true;
+  }
+  Env& env() { return frames_.back()->env; }
+
+  Value dispatch(NodeId n);
+  Value eval_block(NodeId n);
+  void eval_let(NodeId n);
+  Value eval_if(NodeId n);
+  Value eval_match(NodeId n);
+  Value eval_loop(NodeId n);
+  Value eval_call(NodeId n);
+  Value eval_method_call(NodeId n);
+  std::vector<Value> eval_args(NodeId n);
+  void eval_assign(NodeId n);
+  Value eval_aggregate(NodeId n);
+  void eval_forked(NodeId n);
+  void eval_kids(NodeId n);
+  void bind(NodeId pat, const Value& v);
+  void bind_name(const std::string& name, const Value& v);
+  void bind_guard_names(NodeId n, const Value& v, int depth);
+  void merge_loop(const Env& before);
+  static bool truncated(const rust::Node& n);
+
+  const rust::Crate& crate_;
+  Domain& dom_;
+  Limits limits_;
+  std::vector<std::size_t> stack_;  // functions being inlined
+  std::vector<Frame*> frames_;
+  // Per open block: the names its bindings shadowed and their previous values (nullopt: unbound),
+  // so leaving the block restores only those (no copy of the whole environment).
+  std::vector<std::vector<std::pair<std::string, std::optional<Value>>>> undo_;
+  int nesting_ = 0;
+  std::size_t used_ = 0;
+  bool exhausted_ = false;
+};
+
+}  // namespace cg::analysis::interp
+
+#include "analysis/interp/engine_impl.hpp"

@@ -1,0 +1,411 @@
+#pragma once
+// Engine<Domain>'s evaluation of lowered nodes (included by engine.hpp).
+#include <string_view>
+
+namespace cg::analysis::interp {
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval(NodeId n) {
+  if (n == rust::kNone || !tick()) return {};
+  if (nesting_ >= limits_.max_nesting) {
+    Bound b;
+    b.what = Bound::What::nesting;
+    b.node = n;
+    dom_.bound(*this, b);
+    return {};
+  }
+  ++nesting_;
+  struct Nest {
+    int& d;
+    ~Nest() { --d; }
+  } nest{nesting_};
+  return dispatch(n);
+}
+
+// The lowering cuts a tree deeper than its own bound into a childless Unsupported node of the
+// kind it would have lowered: for the interpreter that is the nesting bound.
+template <class D>
+bool Engine<D>::truncated(const rust::Node& n) {
+  if (n.kind != Kind::Unsupported || n.kids_count != 0) return false;
+  static constexpr std::string_view kLowered[] = {
+      "call_expression",  "field_expression",     "binary_expression",        "block",
+      "if_expression",    "match_expression",     "parenthesized_expression", "try_expression",
+      "unary_expression", "reference_expression", "type_cast_expression",     "index_expression",
+      "tuple_expression", "array_expression",     "closure_expression",       "for_expression",
+      "while_expression", "loop_expression",      "await_expression",         "return_expression"};
+  for (std::string_view k : kLowered)
+    if (n.syntax == k) return true;
+  return false;
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
+  const rust::Body& b = body();
+  const rust::Node& nd = b[n];
+  switch (nd.kind) {
+    case Kind::Block:
+      // `unsafe { .. }` / `async { .. }` run for their effects; their value is not followed.
+      if (nd.flags & (rust::kUnsafe | rust::kAsync)) {
+        eval_block(n);
+        return {};
+      }
+      return eval_block(n);
+    case Kind::Paren:
+    case Kind::Ref:
+    case Kind::Try:
+    case Kind::Cast:
+    case Kind::Await:
+      return eval(nd.a);
+    case Kind::Unary:
+      return dom_.unary(*this, n, eval(nd.a));
+    case Kind::Lit:
+      return dom_.literal(*this, n);
+    case Kind::Path:
+      if (nd.syntax == "identifier" || nd.syntax == "self") {
+        const Value* v = lookup(std::string(nd.str));
+        return v ? *v : Value{};
+      }
+      return dom_.path(*this, n);
+    case Kind::Field:
+      return dom_.field(*this, n, eval(nd.a));
+    case Kind::Call:
+      return eval_call(n);
+    case Kind::MethodCall:
+      return eval_method_call(n);
+    case Kind::Binary:
+      if (nd.syntax != "binary_expression") {  // a chain of `let` conditions
+        eval(nd.a);
+        eval(nd.b);
+        return {};
+      }
+      {
+        Value l = eval(nd.a);
+        Value r = eval(nd.b);
+        return dom_.binary(*this, n, std::move(l), std::move(r));
+      }
+    case Kind::If:
+      return eval_if(n);
+    case Kind::Match:
+      return eval_match(n);
+    case Kind::For:
+    case Kind::While:
+    case Kind::Loop:
+      return eval_loop(n);
+    case Kind::Closure:  // analyzed in a forked environment; the closure value is opaque
+      eval_forked(nd.a);
+      return {};
+    case Kind::Return:
+      if (nd.a != rust::kNone) {
+        Value v = eval(nd.a);
+        frame().returns.push_back(std::move(v));
+      }
+      return {};
+    case Kind::Assign:
+    case Kind::CompoundAssign:
+      eval_assign(n);
+      return {};
+    case Kind::Index: {
+      Value v = eval(nd.a);
+      eval(nd.b);
+      return v;
+    }
+    case Kind::Tuple:
+    case Kind::Array:
+    case Kind::ArrayRepeat:
+      return eval_aggregate(n);
+    case Kind::Macro:
+    case Kind::MacroStmt:
+      return dom_.macro(*this, n);
+    case Kind::LetCond:  // the condition's value is evaluated; its pattern binds nothing
+      eval(nd.b);
+      return {};
+    case Kind::Break:
+      eval(nd.a);
+      return {};
+    case Kind::ExprStmt:
+      return eval(nd.a);
+    case Kind::Unsupported:
+      if (truncated(nd)) {
+        Bound bd;
+        bd.what = Bound::What::nesting;
+        bd.node = n;
+        dom_.bound(*this, bd);
+        return {};
+      }
+      eval_kids(n);
+      return {};
+    default:  // struct literals, ranges, `()`, `continue`, items, patterns: nothing followed
+      return {};
+  }
+}
+
+// `x = v` rebinds a local (no undo entry: it outlives the block); `x += v` and assignments to
+// fields or indexes only evaluate the right side.
+template <class D>
+void Engine<D>::eval_assign(NodeId n) {
+  const rust::Body& b = body();
+  const rust::Node& nd = b[n];
+  Value r = eval(nd.b);
+  const rust::Node& l = b[nd.a];
+  if (nd.kind == Kind::Assign && l.kind == Kind::Path && l.syntax == "identifier")
+    env()[std::string(l.str)] = std::move(r);
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_aggregate(NodeId n) {
+  const rust::Body& b = body();
+  const rust::Node& nd = b[n];
+  std::vector<Value> elems;
+  if (nd.kind == Kind::ArrayRepeat) {
+    elems.push_back(eval(nd.a));
+    elems.push_back(eval(nd.b));
+  } else {
+    for (NodeId k : b.kids(n))
+      elems.push_back(eval(k));
+  }
+  return dom_.aggregate(*this, n, std::move(elems));
+}
+
+template <class D>
+void Engine<D>::eval_forked(NodeId n) {
+  Env saved = env();
+  eval(n);
+  env() = std::move(saved);
+}
+
+template <class D>
+void Engine<D>::eval_kids(NodeId n) {
+  for (NodeId k : body().kids(n))
+    eval(k);
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_block(NodeId n) {
+  // Names bound in the block go out of scope at its end; assignments to outer names persist.
+  undo_.emplace_back();
+  const rust::Body& b = body();
+  Value last;
+  NodeId tail = b.tail(n);
+  for (NodeId s : b.kids(n)) {
+    const rust::Node& st = b[s];
+    if (st.cfg == rust::Tri::False) continue;
+    if (st.kind == Kind::Let) {
+      eval_let(s);
+    } else if (st.kind == Kind::ExprStmt || st.kind == Kind::MacroStmt) {
+      eval(s);
+    } else if (st.kind == Kind::Item) {
+      continue;
+    } else if (s == tail) {
+      last = eval(s);
+      continue;
+    } else {
+      eval(s);
+    }
+    last = Value{};
+  }
+  Env& e = env();
+  auto& log = undo_.back();
+  for (auto it = log.rbegin(); it != log.rend(); ++it) {
+    if (it->second)
+      e[it->first] = std::move(*it->second);
+    else
+      e.erase(it->first);
+  }
+  undo_.pop_back();
+  return last;
+}
+
+template <class D>
+void Engine<D>::eval_let(NodeId n) {
+  const rust::Node& nd = body()[n];
+  dom_.let_begin(*this, n);
+  Value v = eval(nd.b);
+  v = dom_.let_value(*this, n, std::move(v));
+  eval(nd.c);
+  bind(nd.a, v);
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
+  const rust::Node& nd = body()[n];
+  eval(nd.a);
+  Env before = env();
+  Value a = eval(nd.b);
+  Env after_a = env();
+  env() = std::move(before);
+  Value b = eval(nd.c);
+  for (auto& [k, v] : env()) {
+    auto it = after_a.find(k);
+    if (it != after_a.end()) v = dom_.join({it->second, v});
+  }
+  return dom_.join({a, b});
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_match(NodeId n) {
+  const rust::Body& b = body();
+  Value scrut = eval(b[n].a);
+  std::vector<Value> arms;
+  Env before = env();
+  for (NodeId arm : b.kids(n)) {
+    const rust::Node& an = b[arm];
+    env() = before;
+    bind(an.a, scrut);
+    bind_guard_names(an.b, scrut, 0);
+    arms.push_back(eval(an.c));
+  }
+  env() = std::move(before);
+  return dom_.join(arms);
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_loop(NodeId n) {
+  const rust::Node& nd = body()[n];
+  if (nd.kind == Kind::For) {
+    Value it = eval(nd.b);
+    Env saved = env();
+    bind(nd.a, it);
+    eval(nd.c);
+    merge_loop(saved);
+  } else {
+    NodeId cond = nd.kind == Kind::While ? nd.a : rust::kNone;
+    NodeId loop_body = nd.kind == Kind::While ? nd.b : nd.a;
+    eval(cond);
+    Env saved = env();
+    eval(loop_body);
+    merge_loop(saved);
+  }
+  return {};
+}
+
+// One symbolic iteration, then every name the loop could have changed is the domain's merge of
+// its value before and after; names bound inside the loop are gone.
+template <class D>
+void Engine<D>::merge_loop(const Env& before) {
+  Env& e = env();
+  Env out;
+  for (const auto& [k, v] : before) {
+    auto it = e.find(k);
+    out[k] = it == e.end() ? v : dom_.loop_merge(v, it->second);
+  }
+  e = std::move(out);
+}
+
+template <class D>
+std::vector<typename Engine<D>::Value> Engine<D>::eval_args(NodeId n) {
+  const rust::Body& b = body();
+  std::vector<Value> out;
+  for (NodeId a : b.kids(n)) {
+    NodeId inner = b.peel(a, {Kind::Ref});
+    if (inner != rust::kNone && b[inner].syntax == "array_expression") {
+      std::vector<Value> elems;
+      if (b[inner].kind == Kind::ArrayRepeat) {
+        elems.push_back(eval(b[inner].a));
+        elems.push_back(eval(b[inner].b));
+      } else {
+        for (NodeId k : b.kids(inner))
+          elems.push_back(eval(k));
+      }
+      dom_.array_argument(std::move(elems), out);
+      continue;
+    }
+    out.push_back(eval(a));
+  }
+  return out;
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_call(NodeId n) {
+  std::vector<Value> args = eval_args(n);
+  return dom_.call(*this, n, std::move(args));
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_method_call(NodeId n) {
+  Value recv = eval(body()[n].a);
+  std::vector<Value> args = eval_args(n);
+  return dom_.method_call(*this, n, std::move(recv), std::move(args));
+}
+
+template <class D>
+void Engine<D>::bind_name(const std::string& name, const Value& v) {
+  Env& e = env();
+  if (!undo_.empty()) {
+    auto& log = undo_.back();
+    bool seen = std::any_of(log.begin(), log.end(), [&](const auto& x) { return x.first == name; });
+    if (!seen) {
+      auto it = e.find(name);
+      log.emplace_back(name, it == e.end() ? std::nullopt : std::optional<Value>(it->second));
+    }
+  }
+  e[name] = v;
+}
+
+// Every name a pattern introduces is bound to the whole value (a tuple pattern binds each name
+// to the tuple's value). As the syntax walker did: a variant or constant written as one
+// identifier (`None`, `Some(..)`'s `Some`) is bound too, a shorthand struct field (`Foo { a }`)
+// is not.
+template <class D>
+void Engine<D>::bind(NodeId pat, const Value& v) {
+  if (pat == rust::kNone) return;
+  const rust::Body& b = body();
+  const rust::Node& p = b[pat];
+  auto single = [](std::string_view s) {
+    return !s.empty() && s.find("::") == std::string_view::npos &&
+           s.find('<') == std::string_view::npos;
+  };
+  switch (p.kind) {
+    case Kind::PIdent:
+      bind_name(std::string(p.str), v);
+      bind(p.a, v);
+      return;
+    case Kind::PPath:
+      if (single(p.str)) bind_name(std::string(p.str), v);
+      return;
+    case Kind::PTupleStruct:
+      if (single(p.str)) bind_name(std::string(p.str), v);
+      for (NodeId k : b.kids(pat))
+        bind(k, v);
+      return;
+    case Kind::PField:
+      if (p.a != rust::kNone && b[p.a].start != p.start) bind(p.a, v);  // not shorthand
+      return;
+    case Kind::PTuple:
+    case Kind::PSlice:
+    case Kind::PStruct:
+    case Kind::POr:
+      for (NodeId k : b.kids(pat))
+        bind(k, v);
+      return;
+    case Kind::PRef:
+      bind(p.a, v);
+      return;
+    default:
+      return;
+  }
+}
+
+// The syntax walker bound a match arm's pattern node whole, guard included: every plain
+// identifier the guard mentions names the scrutinee inside that arm. Kept so outputs stay the
+// same; a later domain may want the guard evaluated instead.
+template <class D>
+void Engine<D>::bind_guard_names(NodeId n, const Value& v, int depth) {
+  if (n == rust::kNone || depth > 64) return;
+  const rust::Body& b = body();
+  const rust::Node& g = b[n];
+  if (g.kind == Kind::Path) {
+    if (g.syntax == "identifier") bind_name(std::string(g.str), v);
+    return;
+  }
+  if (g.kind == Kind::PIdent) {
+    bind_name(std::string(g.str), v);
+    return;
+  }
+  bind_guard_names(g.a, v, depth + 1);
+  bind_guard_names(g.b, v, depth + 1);
+  bind_guard_names(g.c, v, depth + 1);
+  for (NodeId k : b.kids(n))
+    bind_guard_names(k, v, depth + 1);
+}
+
+}  // namespace cg::analysis::interp

@@ -1,0 +1,164 @@
+// Calls, method calls and operators in the tensor domain: crate-local functions are inlined (one
+// Call operation in the caller), candle functions and tensor methods go through the op catalog,
+// `backward`/optimizer steps mark losses, and `xs.apply(&layer)` is `layer.forward(xs)`.
+#include "analysis/tensor/domain.hpp"
+#include "util/text.hpp"
+
+namespace cg::analysis::tensor {
+namespace {
+
+using rust::Kind;
+
+std::string first_segment(const std::string& p) {
+  auto s = p.find("::");
+  return s == std::string::npos ? p : p.substr(0, s);
+}
+
+}  // namespace
+
+Val TensorDomain::call(Eng& eng, NodeId n, std::vector<Val> args) {
+  const rust::Body& b = eng.body();
+  NodeId callee = b[n].a;
+  if (callee == rust::kNone) return {};
+  std::string_view ft = b[callee].syntax;
+  if (ft != "identifier" && ft != "scoped_identifier") return {};
+  return free_call(eng, n, std::string(b.source(callee)), args);
+}
+
+Val TensorDomain::free_call(Eng& eng, NodeId n, const std::string& path, std::vector<Val>& args) {
+  for (const auto& c : crate_.resolve_in(eng.item(), path)) {
+    if (c.kind != rust::Candidate::Kind::Item) continue;
+    const auto& it = crate_.items()[c.item];
+    if (it.kind != rust::ItemKind::Function && it.kind != rust::ItemKind::Method) continue;
+    if (it.cfg.state == rust::Tri::False) continue;
+    if (it.self_kind != rust::SelfKind::None && !args.empty()) {
+      Val self = args.front();
+      std::vector<Val> rest(args.begin() + 1, args.end());
+      return inline_call(eng, n, c.item, &self, rest, it.name);
+    }
+    Val r = inline_call(eng, n, c.item, nullptr, args, it.name);
+    std::string_view leaf = last_path_segment(path);
+    if (!r.tensor && (leaf == "new" || leaf == "load")) {
+      std::ptrdiff_t o = owner_item(c.item);
+      if (o >= 0) r.type_item = o;
+    }
+    return r;
+  }
+  std::string first = first_segment(path);
+  std::string leaf(last_path_segment(path));
+  if (first == "Var" && var_constructor(leaf)) {
+    OpRule rule = cat_.lookup(leaf);
+    Val v = apply_catalog(eng, n, "Var::" + leaf, rule, args, nullptr);
+    v.grad = Grad::trainable;
+    run_.trainable.insert(v.tid);
+    out_.tensor(v.tid)->requires_grad = true;
+    return v;
+  }
+  if (candle_call_root(first) || path.find("::") == std::string::npos) {
+    OpRule rule = cat_.lookup(leaf);
+    if (rule.known() || first == "Tensor") {
+      Val v = apply_catalog(eng, n, leaf, rule, args, nullptr);
+      if (reads_host_data(leaf) && v.dtype == "Unknown") {
+        if (auto d = host_dtype(eng, eng.body().kid(n, 0), n)) {
+          v.dtype = *d;
+          mark_host_dtype(eng, v, *d, n);
+        }
+      }
+      return v;
+    }
+  }
+  return {};
+}
+
+Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> args) {
+  const rust::Body& b = eng.body();
+  const std::string method(b[n].str);
+  if (method == "backward" && recv.tensor) {
+    if (!recv.tid.empty()) mark_loss(eng, recv.tid, false);
+    return {};
+  }
+  if (method == "backward_step" || method == "step") {
+    for (const auto& a : args)
+      if (a.tensor && !a.tid.empty()) mark_loss(eng, a.tid, false);
+    if (method == "backward_step") run_.train = true;
+    return {};
+  }
+  if (passthrough_method(method)) return recv;
+  // (a) crate-local receiver type: inline the unique method.
+  std::ptrdiff_t m = pick_method(recv.type_item, method);
+  if (m >= 0) return inline_call(eng, n, static_cast<std::size_t>(m), &recv, args, method);
+  // `xs.apply(&layer)` is `layer.forward(xs)`.
+  if (method == "apply" && !args.empty()) {
+    std::ptrdiff_t fwd = pick_method(args[0].type_item, "forward");
+    if (fwd >= 0)
+      return inline_call(eng, n, static_cast<std::size_t>(fwd), &args[0], {recv}, "forward");
+    if (recv.tensor) {
+      OpRule rule = cat_.lookup_method(args[0].ext_type, "forward");
+      std::vector<Val> ops{recv};
+      return apply_catalog(eng, n, "forward", rule, ops, &args[0]);
+    }
+  }
+  if (method.rfind("dims", 0) == 0 && recv.tensor && !recv.tid.empty()) dims_tid_ = recv.tid;
+  if (non_tensor_method(method)) return {};
+  // (b) external module type with a catalog rule (`Linear::forward`).
+  if (!recv.tensor && !recv.ext_type.empty()) {
+    OpRule rule = cat_.lookup_method(recv.ext_type, method);
+    if (rule.known() || method == "forward" || method == "forward_t")
+      return apply_catalog(eng, n, method, rule, args, &recv);
+    return {};
+  }
+  // (c) tensor receiver (or unknown receiver with a known tensor op).
+  OpRule rule = cat_.lookup(method);
+  NodeId rnode = b.peel(b[n].a, {Kind::Paren});
+  std::string_view rk = rnode == rust::kNone ? std::string_view{} : b[rnode].syntax;
+  bool scalar_recv =
+      recv.num || rk == "type_cast_expression" || rk.find("literal") != std::string_view::npos;
+  if (!scalar_recv && (recv.tensor || rule.known())) {
+    std::vector<Val> ops{recv};
+    ops.insert(ops.end(), args.begin(), args.end());
+    if (!recv.tensor) ops.front().tensor = true;
+    return apply_catalog(eng, n, method, rule, ops, nullptr);
+  }
+  return {};
+}
+
+Val TensorDomain::binary(Eng& eng, NodeId n, Val l, Val r) {
+  const std::string_view op = eng.body()[n].str;
+  auto name = operator_op(op);
+  if (!name || (!l.tensor && !r.tensor)) {
+    Val v;
+    if (l.num && r.num) {
+      double a = *l.num, c = *r.num;
+      v.num = op == "+" ? a + c : op == "-" ? a - c : op == "*" ? a * c : c != 0 ? a / c : 0;
+    }
+    return v;
+  }
+  const std::string op_name(*name);
+  if (l.tensor != r.tensor) {
+    // tensor ∘ scalar: dtype and grad of the tensor operand, no conflict or risk.
+    const Val& t = l.tensor ? l : r;
+    OpRule rule;
+    rule.name = op_name;
+    rule.dtype = DtypeRule::preserve;
+    rule.grad = GradRule::propagates;
+    rule.shape = ShapeRule::preserve;
+    std::vector<const Val*> ins{&t};
+    Val out = make_op(eng, n, op_name, rule, ins, nullptr, std::nullopt);
+    const Val& s = l.tensor ? r : l;
+    if (s.num) {
+      double k = *s.num;
+      if (op == "+" && l.tensor)
+        out.dom = affine_domain(t.dom, 1.0, k);
+      else if (op == "*")
+        out.dom = affine_domain(t.dom, k, 0.0);
+      else
+        out.dom = NumericDomain::unknown;
+    }
+    return out;
+  }
+  OpRule rule = cat_.lookup(op_name);
+  std::vector<Val> ops{l, r};
+  return apply_catalog(eng, n, op_name, rule, ops, nullptr);
+}
+
+}  // namespace cg::analysis::tensor

@@ -1,0 +1,136 @@
+#pragma once
+// The tensor domain of the interpreter (src/analysis/interp/engine.hpp): what Candle code does to
+// tensors — operations with edit-stable ids applied through the audited op catalog (dtype,
+// gradient, shape, numeric domain, device, layout), crate-local calls inlined as one Call
+// operation, parameters linked to the operations that read them — and the facts the finding
+// checks (src/analysis/checks/) look at.
+//
+// Operations are keyed by their syntax node, so an operation reached from several entrypoints (or
+// inlined twice) keeps one edit-stable id: operation_id(<function containing it>, <op name>,
+// <occurrence in that function>).
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "analysis/checks/check.hpp"
+#include "analysis/config_binding.hpp"
+#include "analysis/dataflow.hpp"
+#include "analysis/interp/engine.hpp"
+#include "analysis/op_catalog.hpp"
+#include "analysis/tensor/value.hpp"
+#include "ir/stable_id.hpp"
+
+namespace cg::analysis::tensor {
+
+using rust::NodeId;
+
+class TensorDomain {
+ public:
+  using Value = Val;
+  using Eng = interp::Engine<TensorDomain>;
+  using Checks = std::vector<std::unique_ptr<checks::Check>>;
+
+  TensorDomain(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir,
+               checks::Reporter& out, Checks& checks);
+
+  // One entrypoint: its tensor parameters become input tensors, the body is interpreted, the
+  // run's facts go to the checks. Returns the nodes the run evaluated.
+  std::size_t run_entry(Eng& eng, std::size_t fn_index, std::size_t item);
+  // After every entrypoint: operation phases, sorted call lists.
+  void finish();
+  void limit(const checks::LimitFact& l);
+
+  // ---- the interpreter's domain interface (engine.hpp) ----------------------------------------
+  Val join(const std::vector<Val>& vs) const { return tensor::join(vs); }
+  Val loop_merge(const Val& before, const Val& after) const {
+    return tensor::loop_merge(before, after);
+  }
+  Val literal(Eng& eng, NodeId n);
+  Val path(Eng& eng, NodeId n);
+  Val field(Eng& eng, NodeId n, Val base);
+  Val call(Eng& eng, NodeId n, std::vector<Val> args);
+  Val method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> args);
+  Val binary(Eng& eng, NodeId n, Val l, Val r);
+  Val unary(Eng& eng, NodeId n, Val v);
+  Val macro(Eng&, NodeId) { return {}; }
+  Val aggregate(Eng& eng, NodeId n, std::vector<Val> elems);
+  void array_argument(std::vector<Val> elems, std::vector<Val>& args);
+  void let_begin(Eng&, NodeId) { dims_tid_.clear(); }
+  Val let_value(Eng& eng, NodeId let, Val v);
+  Val parameter(std::size_t item, std::size_t i, Val arg);
+  void enter(Eng& eng, std::size_t callee, bool entry);
+  Val returned(std::size_t item, Val joined);
+  void bound(Eng& eng, const interp::Bound& b);
+
+ private:
+  // ---- operations (ops.cpp) ------------------------------------------------------------------
+  Val make_op(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
+              const std::vector<const Val*>& ins, const Val* recv,
+              const std::optional<std::string>& explicit_dtype);
+  std::size_t record_op(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
+                        const std::vector<const Val*>& ins, const Val* recv);
+  void transfer(const std::string& name, const OpRule& rule, const std::vector<const Val*>& ins,
+                const std::optional<std::string>& explicit_dtype, Val& out) const;
+  void update_tensor(Eng& eng, NodeId node, const std::string& name, const Val& out);
+  Val apply_catalog(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
+                    const std::vector<Val>& operands, const Val* recv);
+  Val inline_call(Eng& eng, NodeId node, std::size_t callee, const Val* self,
+                  const std::vector<Val>& args, const std::string& name);
+  void link_params(const std::string& op_id, const Val* recv);
+  void mark_loss(Eng& eng, const std::string& tid, bool loss_fn = true);
+
+  // ---- shapes, devices, multiply-adds (shape.cpp) ------------------------------------------
+  ir::TensorShape shape_of(Eng& eng, NodeId node, const OpRule& rule,
+                           const std::vector<const Val*>& ins);
+  std::optional<std::string> mult_adds(const OpRule& rule, const std::vector<const Val*>& ins,
+                                       const Val* recv, ir::TensorShape& out_shape);
+  ir::DeviceFact device_of(Eng& eng, NodeId node, const std::string& name,
+                           const std::vector<const Val*>& ins);
+  const ir::TensorShape* shape_of_tensor(const Val* v);
+  std::optional<std::vector<std::uint64_t>> linear_weight(const Val* recv) const;
+  std::optional<double> static_num(Eng& eng, NodeId n, int depth);
+  std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f);
+  void record_dims(Eng& eng, NodeId let);
+
+  // ---- types and host data (facts.cpp) -------------------------------------------------------
+  Val typed_val(const std::string& module, const std::string& type_text, const std::string& base);
+  std::ptrdiff_t resolve_type(const std::string& module, const std::string& type) const;
+  std::ptrdiff_t owner_item(std::size_t item) const;
+  std::ptrdiff_t pick_method(std::ptrdiff_t type_item, const std::string& name) const;
+  std::optional<std::string> host_dtype(Eng& eng, NodeId arg, NodeId call);
+  void mark_host_dtype(Eng& eng, const Val& v, const std::string& dtype, NodeId node);
+  Val free_call(Eng& eng, NodeId n, const std::string& path, std::vector<Val>& args);
+
+  const std::string& fid_of(std::size_t item) const;  // its IR function id (cached)
+  std::string src(Eng& eng, NodeId n) const;
+  void operation_fact(const std::string& name, const OpRule& rule,
+                      const std::vector<const Val*>& ins, const Val& out, std::size_t oi,
+                      const std::string& source);
+
+  const rust::Crate& crate_;
+  const OpCatalog& cat_;
+  ir::ModelIr& ir_;
+  checks::Reporter& out_;
+  Checks& checks_;
+  std::optional<ConfigBinding> binding_;  // set when a config.json is bound
+  // struct item -> the numbers its constructor gives its fields with the config bound.
+  std::unordered_map<std::ptrdiff_t, std::map<std::string, double>> ctor_nums_;
+  std::unordered_map<std::string, std::size_t> fn_index_;
+  std::map<std::string, std::vector<std::string>> modules_by_type_;
+  std::map<std::string, std::vector<const ir::Module*>> children_;
+  std::map<std::string, std::vector<std::size_t>> params_by_module_;
+  std::unordered_map<std::string, std::size_t> op_by_node_;  // "file:byte:name" -> operation
+  ir::OccurrenceCounter occ_;
+  std::unordered_map<std::size_t, std::unordered_set<std::string>> uses_seen_;  // per parameter
+  std::vector<int> op_phases_;             // per operation: 1 train, 2 infer, 3 both
+  std::string dims_tid_;                   // the tensor whose dims() the current `let` reads
+  checks::RunFacts run_;                   // the entrypoint being interpreted
+  mutable std::vector<std::string> fids_;  // per item
+};
+
+}  // namespace cg::analysis::tensor

@@ -1,0 +1,117 @@
+// One entrypoint's run in the tensor domain, and what is written once every entrypoint ran.
+#include <algorithm>
+
+#include "analysis/tensor/domain.hpp"
+
+namespace cg::analysis::tensor {
+
+TensorDomain::TensorDomain(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir,
+                           checks::Reporter& out, Checks& checks)
+    : crate_(crate),
+      cat_(OpCatalog::for_version(opts.candle_version)),
+      ir_(ir),
+      out_(out),
+      checks_(checks) {
+  if (opts.config) binding_.emplace(crate, opts.config);
+  for (std::size_t i = 0; i < ir_.functions.size(); ++i)
+    fn_index_[ir_.functions[i].id] = i;
+  for (const auto& m : ir_.modules) {
+    modules_by_type_[m.qualified_type.value_or("")].push_back(m.id);
+    if (m.parent) children_[*m.parent].push_back(&m);
+  }
+  for (std::size_t i = 0; i < ir_.parameters.size(); ++i)
+    if (ir_.parameters[i].module) params_by_module_[*ir_.parameters[i].module].push_back(i);
+}
+
+void TensorDomain::limit(const checks::LimitFact& l) {
+  for (auto& c : checks_)
+    c->limit(l, out_);
+}
+
+void TensorDomain::bound(Eng& eng, const interp::Bound& b) {
+  checks::LimitFact l;
+  l.entry_fid = run_.entry_fid;
+  switch (b.what) {
+    case interp::Bound::What::budget:
+      l.kind = checks::LimitFact::Kind::run_budget;
+      l.limit = eng.limits().node_budget;
+      break;
+    case interp::Bound::What::nesting:
+      l.kind = checks::LimitFact::Kind::nesting;
+      l.limit = static_cast<std::size_t>(eng.limits().max_nesting);
+      l.source = src(eng, b.node);
+      break;
+    case interp::Bound::What::recursion:
+      l.kind = checks::LimitFact::Kind::recursion;
+      l.function = crate_.items()[b.item].qualified;
+      l.fid = fid_of(b.item);
+      l.depth = b.depth;
+      l.source = crate_.source(b.item);
+      break;
+  }
+  limit(l);
+}
+
+std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t item) {
+  run_ = checks::RunFacts{};
+  run_.fn_index = fn_index;
+  run_.entry_fid = ir_.functions[fn_index].id;
+  for (auto& c : checks_)
+    c->run_begin();
+  const auto& it = crate_.items()[item];
+  Val self;
+  std::ptrdiff_t owner = owner_item(item);
+  if (owner >= 0) {
+    self.type_item = owner;
+    const auto& o = crate_.items()[static_cast<std::size_t>(owner)];
+    auto mit = modules_by_type_.find(o.qualified);
+    if (mit != modules_by_type_.end()) self.modules.insert(mit->second.begin(), mit->second.end());
+  }
+  auto add_unique = [](std::vector<std::string>& v, const std::string& id) {
+    if (std::find(v.begin(), v.end(), id) == v.end()) v.push_back(id);
+  };
+  std::vector<Val> args;
+  for (const auto& p : it.params) {
+    Val v = typed_val(it.module, p.type_text, "");
+    if (v.tensor) {
+      v.tid = ir::contract_tensor_id(run_.entry_fid, p.name);
+      auto ti = out_.add_tensor(v.tid, p.name, ir::TensorRole::input, run_.entry_fid);
+      if (v.grad == Grad::trainable) {
+        ir_.tensors[ti].requires_grad = true;
+        run_.trainable.insert(v.tid);
+      }
+      add_unique(ir_.functions[fn_index].tensor_inputs, v.tid);
+    }
+    args.push_back(v);
+  }
+  eng.begin_run();
+  Val ret = eng.invoke(item, &self, args, true);
+  if (ret.tensor && !ret.tid.empty()) {
+    run_.returned.insert(ret.tid);
+    add_unique(ir_.functions[fn_index].tensor_outputs, ret.tid);
+  }
+  auto& f = ir_.functions[fn_index];
+  ir::ExecutionPhase ph = run_.train ? ir::ExecutionPhase::train : ir::ExecutionPhase::infer;
+  if (std::find(f.execution_phases.begin(), f.execution_phases.end(), ph) ==
+      f.execution_phases.end())
+    f.execution_phases.push_back(ph);
+  for (std::size_t oi : run_.ops) {
+    if (op_phases_.size() <= oi) op_phases_.resize(oi + 1, 0);
+    op_phases_[oi] |= run_.train ? 1 : 2;
+  }
+  for (auto& c : checks_)
+    c->run_end(run_, out_);
+  return eng.used();
+}
+
+void TensorDomain::finish() {
+  // An operation reached by both a train and an infer graph has no single phase.
+  for (std::size_t oi = 0; oi < op_phases_.size(); ++oi) {
+    if (op_phases_[oi] == 1) ir_.operations[oi].execution_phase = ir::ExecutionPhase::train;
+    if (op_phases_[oi] == 2) ir_.operations[oi].execution_phase = ir::ExecutionPhase::infer;
+  }
+  for (auto& f : ir_.functions)
+    std::sort(f.calls.begin(), f.calls.end());
+}
+
+}  // namespace cg::analysis::tensor

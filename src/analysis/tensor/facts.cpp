@@ -1,0 +1,324 @@
+// The tensor domain's answers for values that are not operations: literals, paths, fields of
+// module instances (parameters, config-bound numbers, submodules), `let` annotations, parameters
+// of inlined functions, and the element type of host data.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "analysis/tensor/domain.hpp"
+#include "analysis/tensor/dtype.hpp"
+#include "util/text.hpp"
+
+namespace cg::analysis::tensor {
+namespace {
+
+using rust::Kind;
+
+bool mentions(const std::string& s, const char* w) {
+  return s.find(w) != std::string::npos;
+}
+
+std::string last_segment(const std::string& p) {
+  return std::string(last_path_segment(p));
+}
+
+std::string peel_generics(std::string t) {
+  while (!t.empty() && (t[0] == '&' || t[0] == ' '))
+    t.erase(0, 1);
+  if (t.rfind("mut ", 0) == 0) t = t.substr(4);
+  if (t.rfind("dyn ", 0) == 0) t = t.substr(4);
+  auto lt = t.find('<');
+  if (lt != std::string::npos) t = t.substr(0, lt);
+  return t;
+}
+
+bool tensor_type(const std::string& t) {
+  std::string b = last_segment(peel_generics(t));
+  while (!b.empty() && (b[0] == '&' || b[0] == ' '))
+    b.erase(0, 1);
+  if (b.rfind("mut ", 0) == 0) b = b.substr(4);
+  return b == "Tensor" || b == "Var";
+}
+
+bool var_type(const std::string& t) {
+  return last_segment(peel_generics(t)) == "Var";
+}
+
+std::string strip_result(std::string t) {
+  auto lt = t.find('<');
+  if (lt != std::string::npos &&
+      (t.rfind("Result", 0) == 0 || t.rfind("Option", 0) == 0 || mentions(t, "::Result<")))
+    return t.substr(lt + 1, t.rfind('>') - lt - 1);
+  return t;
+}
+
+// The last `let <name> = ..` under `n` ending before byte `before` (preorder, as written).
+rust::NodeId let_of(const rust::Body& b, rust::NodeId n, std::string_view name,
+                    std::uint32_t before, int depth) {
+  rust::NodeId best = rust::kNone;
+  if (n == rust::kNone || depth > 64 || b[n].start >= before) return best;
+  const rust::Node& nd = b[n];
+  if (nd.kind == Kind::Let && nd.a != rust::kNone) {
+    const rust::Node& p = b[nd.a];
+    // Not the `let` the call is in (`let mask = Tensor::from_slice(&mask, ..)`).
+    if (p.kind == Kind::PIdent && p.syntax == "identifier" && p.str == name && nd.end <= before)
+      best = n;
+  }
+  auto visit = [&](rust::NodeId c) {
+    rust::NodeId r = let_of(b, c, name, before, depth + 1);
+    if (r != rust::kNone) best = r;
+  };
+  visit(nd.a);
+  visit(nd.b);
+  visit(nd.c);
+  for (rust::NodeId c : b.kids(n))
+    visit(c);
+  return best;
+}
+
+}  // namespace
+
+const std::string& TensorDomain::fid_of(std::size_t item) const {
+  if (fids_.size() <= item) fids_.resize(crate_.items().size());
+  std::string& fid = fids_[item];
+  if (fid.empty()) {
+    const auto& it = crate_.items()[item];
+    fid = ir::function_id(it.qualified, it.cfg.predicates);
+  }
+  return fid;
+}
+
+std::string TensorDomain::src(Eng& eng, NodeId n) const {
+  return crate_.files()[crate_.items()[eng.item()].file]->path() + ":" +
+         std::to_string(eng.node(n).line);
+}
+
+// The struct/enum item the impl of method `item` is for.
+std::ptrdiff_t TensorDomain::owner_item(std::size_t item) const {
+  const auto& it = crate_.items()[item];
+  if (it.impl < 0) return -1;
+  const auto& impl = crate_.impls()[static_cast<std::size_t>(it.impl)];
+  for (const auto& c : crate_.resolve(impl.module, impl.self_base))
+    if (c.kind == rust::Candidate::Kind::Item) return static_cast<std::ptrdiff_t>(c.item);
+  return -1;
+}
+
+std::ptrdiff_t TensorDomain::resolve_type(const std::string& module,
+                                          const std::string& type) const {
+  std::string t = peel_generics(type);
+  if (t.empty()) return -1;
+  for (const auto& c : crate_.resolve(module, t)) {
+    if (c.kind != rust::Candidate::Kind::Item) continue;
+    auto k = crate_.items()[c.item].kind;
+    if (k == rust::ItemKind::Struct || k == rust::ItemKind::Enum)
+      return static_cast<std::ptrdiff_t>(c.item);
+  }
+  return -1;
+}
+
+std::ptrdiff_t TensorDomain::pick_method(std::ptrdiff_t type_item, const std::string& name) const {
+  if (type_item < 0) return -1;
+  for (std::size_t m : crate_.methods(static_cast<std::size_t>(type_item), name))
+    if (crate_.items()[m].cfg.state != rust::Tri::False) return static_cast<std::ptrdiff_t>(m);
+  return -1;
+}
+
+Val TensorDomain::typed_val(const std::string& module, const std::string& type_text,
+                            const std::string& base) {
+  Val v;
+  const std::string& t = base.empty() ? type_text : base;
+  if (tensor_type(t) && !mentions(type_text, "Vec") && !mentions(type_text, "Option")) {
+    v.tensor = true;
+    v.grad = var_type(t) ? Grad::trainable : Grad::unknown;
+    return v;
+  }
+  v.type_item = resolve_type(module, t);
+  if (v.type_item < 0) {
+    // External types only (`Linear`); primitives (`usize`, `f64`) are scalars.
+    std::string ext = last_segment(peel_generics(t));
+    if (!ext.empty() && std::isupper(static_cast<unsigned char>(ext[0]))) v.ext_type = ext;
+  }
+  return v;
+}
+
+Val TensorDomain::literal(Eng& eng, NodeId n) {
+  const rust::Node& nd = eng.node(n);
+  Val v;
+  if (nd.syntax != "integer_literal" && nd.syntax != "float_literal") return v;
+  std::string s(nd.str);
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  v.num = std::strtod(s.c_str(), nullptr);
+  v.grad = Grad::frozen;
+  return v;
+}
+
+Val TensorDomain::path(Eng& eng, NodeId n) {
+  const rust::Node& nd = eng.node(n);
+  Val v;
+  if (nd.syntax != "scoped_identifier") return v;
+  if (nd.str.rfind("DType::", 0) == 0 || nd.str.rfind("candle_core::DType::", 0) == 0 ||
+      nd.str.rfind("candle::DType::", 0) == 0) {
+    v.dtype = std::string(last_path_segment(nd.str));
+    v.grad = Grad::frozen;
+  }
+  return v;
+}
+
+Val TensorDomain::unary(Eng& eng, NodeId n, Val v) {
+  if (v.num && eng.node(n).str == "-") v.num = -*v.num;
+  return v;
+}
+
+Val TensorDomain::aggregate(Eng&, NodeId, std::vector<Val> elems) {
+  for (auto& v : elems)
+    if (v.tensor) return std::move(v);
+  return {};
+}
+
+// `&[&a, &b]` contributes every tensor element (cat/stack).
+void TensorDomain::array_argument(std::vector<Val> elems, std::vector<Val>& args) {
+  bool any = false;
+  for (auto& v : elems)
+    if (v.tensor) {
+      args.push_back(std::move(v));
+      any = true;
+    }
+  if (!any) args.emplace_back();
+}
+
+Val TensorDomain::let_value(Eng& eng, NodeId let, Val v) {
+  if (!dims_tid_.empty()) record_dims(eng, let);
+  const std::string ty(eng.node(let).str);
+  if (!ty.empty() && !v.tensor && v.type_item < 0) {
+    Val tv = typed_val(crate_.items()[eng.item()].module, ty, "");
+    if (tv.tensor || tv.type_item >= 0) v = tv;
+  }
+  return v;
+}
+
+Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
+  const std::string f(eng.node(n).str);
+  const std::string& fid = fid_of(eng.item());
+  Val out;
+  if (base.type_item >= 0) {
+    const auto& owner = crate_.items()[static_cast<std::size_t>(base.type_item)];
+    for (const auto& fl : owner.fields) {
+      if (fl.name != f) continue;
+      Val typed = typed_val(owner.module, fl.type_text, fl.base_type);
+      out = typed;
+      if (!typed.tensor && typed.type_item < 0 && typed.ext_type.empty())
+        out.num = constructor_number(base.type_item, f);
+      if (typed.tensor &&
+          (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
+           fl.container == rust::Container::Arc)) {
+        out.tid = ir::contract_tensor_id(fid, "self." + f);
+        auto ti = out_.add_tensor(out.tid, f, ir::TensorRole::parameter, fid);
+        if (typed.grad == Grad::trainable) {
+          ir_.tensors[ti].requires_grad = true;
+          run_.trainable.insert(out.tid);
+        }
+      }
+      break;
+    }
+  }
+  out.field = f;
+  for (const auto& m : base.modules) {
+    auto it = children_.find(m);
+    if (it == children_.end()) continue;
+    for (const ir::Module* c : it->second)
+      if (c->field && *c->field == f) out.modules.insert(c->id);
+  }
+  if (!out.tensor || out.tid.empty()) return out;
+  // A raw tensor field read links the parameters of the owning module whose key ends in `f`.
+  for (const auto& m : base.modules) {
+    auto it = params_by_module_.find(m);
+    if (it == params_by_module_.end()) continue;
+    for (std::size_t pi : it->second) {
+      const auto& key = ir_.parameters[pi].key;
+      bool ends = key == f ||
+                  (key.size() > f.size() && key.compare(key.size() - f.size(), f.size(), f) == 0 &&
+                   key[key.size() - f.size() - 1] == '.');
+      if (!ends) continue;
+      ir::Tensor& pt = *out_.tensor(out.tid);
+      pt.parameter = ir_.parameters[pi].id;
+      if (ir_.parameters[pi].shape && !pt.shape.rank) {
+        for (std::uint64_t d : *ir_.parameters[pi].shape)
+          pt.shape.dimensions.push_back({std::nullopt, std::to_string(d)});
+        pt.shape.rank = pt.shape.dimensions.size();
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> TensorDomain::host_dtype(Eng& eng, NodeId arg, NodeId call) {
+  const rust::Body& b = eng.body();
+  arg = b.peel(arg, {Kind::Ref});
+  if (arg == rust::kNone) return std::nullopt;
+  std::string_view k = b[arg].syntax;
+  if (k == "macro_invocation" || k == "array_expression" || k == "integer_literal" ||
+      k == "float_literal")
+    return named_dtype(std::string(b.source(arg)));
+  if (k != "identifier") return std::nullopt;
+  std::string_view name = b[arg].str;
+  const auto& item = crate_.items()[eng.item()];
+  NodeId let = let_of(b, b.root, name, b[call].start, 0);
+  if (let != rust::kNone) {
+    const rust::Node& ln = b[let];
+    if (!ln.str.empty()) {
+      if (auto d = named_dtype(std::string(ln.str))) return d;
+    }
+    // Host data built in place; a call result (`x.to_vec1()?`, `load(..)`) names no element.
+    // `.collect()` of an iterator chain names its element in the closures; any other call's
+    // argument types say nothing about what it returns.
+    if (ln.b == rust::kNone) return std::nullopt;
+    const rust::Node& val = b[ln.b];
+    bool collect = val.kind == Kind::MethodCall && val.str == "collect" && val.text.empty();
+    if (val.syntax == "macro_invocation" || val.syntax == "array_expression" || collect)
+      return named_dtype(std::string(b.source(ln.b)));
+    return std::nullopt;
+  }
+  for (const auto& p : item.params)
+    if (p.name == name) return named_dtype(p.type_text);
+  return std::nullopt;
+}
+
+void TensorDomain::mark_host_dtype(Eng& eng, const Val& v, const std::string& dtype, NodeId node) {
+  ir::Tensor* t = out_.tensor(v.tid);
+  if (!t || t->dtype != "Unknown") return;
+  t->dtype = dtype;
+  ir::Evidence e;
+  e.kind = ir::EvidenceKind::inferred;
+  e.confidence = ir::Confidence::proven;
+  e.source = src(eng, node);
+  e.detail = "static dtype from the element type of the host data";
+  t->evidence.push_back(std::move(e));
+}
+
+// ---- calls into crate-local functions ----------------------------------------------------------
+
+Val TensorDomain::parameter(std::size_t item, std::size_t i, Val v) {
+  if (v.tensor || v.type_item >= 0) return v;
+  const auto& it = crate_.items()[item];
+  Val t = typed_val(it.module, it.params[i].type_text, "");
+  if (!t.tensor && t.type_item < 0) return v;
+  t.modules = v.modules;
+  return t;
+}
+
+void TensorDomain::enter(Eng& eng, std::size_t callee, bool entry) {
+  if (!eng.running() || entry) return;
+  auto ci = fn_index_.find(fid_of(eng.item()));
+  if (ci == fn_index_.end()) return;
+  auto& calls = ir_.functions[ci->second].calls;
+  std::string fid = fid_of(callee);
+  if (std::find(calls.begin(), calls.end(), fid) == calls.end()) calls.push_back(fid);
+}
+
+Val TensorDomain::returned(std::size_t item, Val out) {
+  const std::string& rt = crate_.items()[item].return_type;
+  if (!out.tensor && tensor_type(rt.empty() ? "" : strip_result(rt))) out.tensor = true;
+  return out;
+}
+
+}  // namespace cg::analysis::tensor

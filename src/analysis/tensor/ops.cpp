@@ -1,0 +1,265 @@
+// Applying an operation: recording it in the IR once per syntax node, the catalog rule's effect on
+// the output value (dtype, gradient, numeric domain), the output tensor's facts, and the
+// operation fact every check sees.
+#include "analysis/tensor/domain.hpp"
+#include "analysis/tensor/dtype.hpp"
+
+namespace cg::analysis::tensor {
+
+// Records (or re-finds) the operation at `node`; its index into ir.operations.
+std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& name,
+                                    const OpRule& rule, const std::vector<const Val*>& ins,
+                                    const Val* recv) {
+  const rust::Node& nd = eng.node(node);
+  std::string key =
+      std::to_string(crate_.items()[eng.item()].file) + ":" + std::to_string(nd.start) + ":" + name;
+  auto found = op_by_node_.find(key);
+  if (found != op_by_node_.end()) {
+    std::size_t oi = found->second;
+    // An op first reached where its operand shapes were unknown (its function analyzed as an
+    // entrypoint of its own) takes the shape of a later context that knows them.
+    ir::Tensor& t = *out_.tensor(ir_.operations[oi].output);
+    if (!t.shape.rank) {
+      t.shape = shape_of(eng, node, rule, ins);
+      ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, t.shape);
+    }
+    return oi;
+  }
+  const std::string fid = fid_of(eng.item());
+  std::uint64_t occ = occ_.next(fid + std::string(1, '\0') + name);
+  ir::Operation op;
+  op.id = ir::operation_id(fid, name, occ);
+  op.function = fid;
+  op.name = name;
+  // The callee label when it names a type's method ("Embedding::forward"): a call the method
+  // name alone leaves anonymous (four `forward`s in one function) becomes readable.
+  if (rule.known() && rule.name.find("::") != std::string::npos) op.qualified_name = rule.name;
+  op.source = src(eng, node);
+  op.output = ir::dataflow_tensor_id(fid, name, occ);
+  op.dtype_rule = std::string(to_string(rule.dtype));
+  op.gradient_rule = std::string(to_string(rule.grad));
+  op.shape_rule = std::string(to_string(rule.shape));
+  op.domain_rule = std::string(to_string(rule.requirement));
+  op.device_rule = "same_as_inputs";
+  for (const Val* v : ins)
+    if (!v->tid.empty()) op.inputs.push_back(v->tid);
+  ir::Evidence e;
+  e.kind = ir::EvidenceKind::source;
+  bool inlined = rule.note.rfind("inlined", 0) == 0;
+  e.confidence = rule.known() || inlined ? ir::Confidence::proven : ir::Confidence::unknown;
+  e.source = op.source;
+  e.detail = rule.known() ? "audited rule `" + rule.name + "`" : rule.note;
+  op.evidence.push_back(std::move(e));
+  ir_.operations.push_back(std::move(op));
+  std::size_t oi = ir_.operations.size() - 1;
+  op_by_node_[key] = oi;
+  std::size_t ti =
+      out_.add_tensor(ir_.operations[oi].output, name, ir::TensorRole::activation, fid);
+  ir_.tensors[ti].shape = shape_of(eng, node, rule, ins);
+  ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, ir_.tensors[ti].shape);
+  ir_.tensors[ti].device = device_of(eng, node, name, ins);
+  if (ir_.tensors[ti].device.kind == ir::DeviceKind::cpu)
+    ir_.operations[oi].device_rule = "explicit";
+  return oi;
+}
+
+// The rule's effect on the output value.
+void TensorDomain::transfer(const std::string& name, const OpRule& rule,
+                            const std::vector<const Val*>& ins,
+                            const std::optional<std::string>& explicit_dtype, Val& out) const {
+  switch (rule.dtype) {
+    case DtypeRule::preserve:
+      out.dtype = ins.empty() ? "Unknown" : ins.front()->dtype;
+      break;
+    case DtypeRule::same_as_inputs: {
+      OperandDtypes d = operand_dtypes(name, ins);
+      out.dtype = (!d.conflict && !d.known.empty() && !d.any_unknown) ? d.known.front() : "Unknown";
+      break;
+    }
+    case DtypeRule::explicit_arg:
+      out.dtype = explicit_dtype.value_or("Unknown");
+      break;
+    case DtypeRule::fixed:
+      out.dtype = rule.fixed_dtype.empty() ? "Unknown" : rule.fixed_dtype;
+      break;
+    case DtypeRule::unknown:
+      break;
+  }
+  switch (rule.grad) {
+    case GradRule::severs:
+      out.grad = Grad::severed;
+      break;
+    case GradRule::layout_dependent:
+      out.grad = Grad::layout_dependent;
+      break;
+    case GradRule::propagates: {
+      if (ins.empty()) {  // a constructor: a constant
+        out.grad = Grad::frozen;
+        break;
+      }
+      bool any_sev = false, any_ld = false, any_tr = false, all_frozen = true;
+      for (const Val* v : ins) {
+        any_sev = any_sev || v->grad == Grad::severed;
+        any_ld = any_ld || v->grad == Grad::layout_dependent;
+        any_tr = any_tr || v->grad == Grad::trainable || v->grad == Grad::differentiable;
+        all_frozen = all_frozen && v->grad == Grad::frozen;
+      }
+      out.grad = any_sev      ? Grad::severed
+                 : any_ld     ? Grad::layout_dependent
+                 : any_tr     ? Grad::differentiable
+                 : all_frozen ? Grad::frozen
+                              : Grad::unknown;
+      break;
+    }
+    case GradRule::unknown:
+      break;
+  }
+  const std::string& n = rule.name.empty() ? name : rule.name;
+  const OpTraits& traits = op_traits(n);
+  if (traits.combine == DomainCombine::product) {
+    out.dom = ins.size() >= 2 ? mul_domain(ins[0]->dom, ins[1]->dom) : NumericDomain::unknown;
+  } else if (traits.combine == DomainCombine::sum) {
+    out.dom = ins.size() >= 2 ? add_domain(ins[0]->dom, ins[1]->dom) : NumericDomain::unknown;
+  } else if (traits.combine == DomainCombine::reduction && !ins.empty() &&
+             ins[0]->dom != NumericDomain::unknown) {
+    out.dom = join_domain(ins[0]->dom, ins[0]->dom == NumericDomain::saturating_unit
+                                           ? NumericDomain::non_negative
+                                           : ins[0]->dom);
+  } else {
+    out.dom = ins.size() == 1 ? unary_domain(n, ins[0]->dom, rule.domain) : rule.domain;
+  }
+  auto k = static_cast<std::size_t>(rule.checked_operand);
+  if (traits.log && rule.requirement != Requirement::none && k < ins.size()) {
+    DomainRequirement req = rule.requirement == Requirement::non_zero ? DomainRequirement::non_zero
+                            : rule.requirement == Requirement::non_negative
+                                ? DomainRequirement::non_negative
+                                : DomainRequirement::strictly_positive;
+    if (auto v = domain_violation(req, ins[k]->dom)) {
+      out.undischarged_log = true;
+      out.log_of_zero = *v == Violation::proven;
+    }
+  }
+}
+
+// The output tensor's dtype evidence, gradient requirement and layout.
+void TensorDomain::update_tensor(Eng& eng, NodeId node, const std::string& name, const Val& out) {
+  ir::Tensor& t = *out_.tensor(out.tid);
+  if (t.dtype == "Unknown" && out.dtype != "Unknown") {
+    t.dtype = out.dtype;
+    ir::Evidence e;
+    e.kind = ir::EvidenceKind::inferred;
+    e.confidence = ir::Confidence::proven;
+    e.source = src(eng, node);
+    e.detail = "static dtype via operation `" + name + "`";
+    t.evidence.push_back(std::move(e));
+  }
+  if (out.grad == Grad::severed || out.grad == Grad::frozen) t.requires_grad = false;
+  if (out.grad == Grad::differentiable && run_.train) t.requires_grad = true;
+}
+
+void TensorDomain::operation_fact(const std::string& name, const OpRule& rule,
+                                  const std::vector<const Val*>& ins, const Val& out,
+                                  std::size_t oi, const std::string& source) {
+  const std::string& catalog = rule.name.empty() ? name : rule.name;
+  const ir::Operation& op = ir_.operations[oi];
+  std::string op_id = op.id, out_id = op.output;
+  checks::OperationFact fact{name, catalog, rule, ins, out, op_id, out_id, source};
+  for (auto& c : checks_)
+    c->operation(fact, out_);
+}
+
+// Records (or re-finds) the operation at `node` and returns its output value.
+Val TensorDomain::make_op(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
+                          const std::vector<const Val*>& ins, const Val* recv,
+                          const std::optional<std::string>& explicit_dtype) {
+  std::size_t oi = record_op(eng, node, name, rule, ins, recv);
+  const std::string op_id = ir_.operations[oi].id;
+  const std::string out_id = ir_.operations[oi].output;
+  run_.ops.insert(oi);
+  link_params(op_id, recv);
+  Val out;
+  out.tensor = true;
+  out.tid = out_id;
+  bool sev = rule.grad == GradRule::severs;
+  for (const Val* v : ins)
+    if (!v->tid.empty()) run_.succ[v->tid].push_back({out_id, sev});
+  transfer(name, rule, ins, explicit_dtype, out);
+  operation_fact(name, rule, ins, out, oi, src(eng, node));
+  if (rule.is_loss) mark_loss(eng, out_id);
+  update_tensor(eng, node, name, out);
+  const std::string& n = rule.name.empty() ? name : rule.name;
+  LayoutEffect layout = op_traits(n).layout;
+  ir::Tensor& t = *out_.tensor(out_id);
+  if (layout == LayoutEffect::strided) t.layout.kind = ir::LayoutKind::strided;
+  if (layout == LayoutEffect::contiguous) t.layout.kind = ir::LayoutKind::contiguous;
+  return out;
+}
+
+void TensorDomain::mark_loss(Eng& eng, const std::string& tid, bool loss_fn) {
+  run_.train = true;
+  run_.loss_tensors.insert(tid);
+  if (ir::Tensor* t = out_.tensor(tid)) t->role = ir::TensorRole::loss;
+  if (!loss_fn) return;
+  auto fi = fn_index_.find(fid_of(eng.item()));
+  if (fi != fn_index_.end()) ir_.functions[fi->second].is_loss = true;
+}
+
+void TensorDomain::link_params(const std::string& op_id, const Val* recv) {
+  if (!recv) return;
+  for (const auto& m : recv->modules) {
+    auto it = params_by_module_.find(m);
+    if (it == params_by_module_.end()) continue;
+    for (std::size_t pi : it->second)
+      // A set beside the ordered list: a parameter used by thousands of operations must not
+      // cost a scan of its uses per use.
+      if (uses_seen_[pi].insert(op_id).second) ir_.parameters[pi].uses.push_back(op_id);
+  }
+}
+
+Val TensorDomain::apply_catalog(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
+                                const std::vector<Val>& operands, const Val* recv) {
+  std::vector<const Val*> ins;
+  for (const auto& v : operands)
+    if (v.tensor) ins.push_back(&v);
+  std::optional<std::string> dtype;
+  for (const auto& a : operands)
+    if (!a.tensor && a.dtype != "Unknown") {
+      dtype = a.dtype;
+      break;
+    }
+  Val out = make_op(eng, node, name, rule, ins, recv, dtype);
+  if (op_traits(name).combine == DomainCombine::affine && operands.size() >= 3 && operands[1].num &&
+      operands[2].num)
+    out.dom = affine_domain(operands[0].dom, *operands[1].num, *operands[2].num);
+  return out;
+}
+
+// An inlined crate-local call becomes one Call operation in the caller named after the method
+// (`forward`), fed by the callee's returned tensor; parameters of the receiver link to it.
+Val TensorDomain::inline_call(Eng& eng, NodeId node, std::size_t callee, const Val* self,
+                              const std::vector<Val>& args, const std::string& name) {
+  Val r = eng.invoke(callee, self, args, false);
+  if (!r.tensor) return r;
+  std::vector<const Val*> ins;
+  for (const auto& a : args)
+    if (a.tensor) ins.push_back(&a);
+  ins.push_back(&r);
+  OpRule rule;
+  rule.name = name;
+  rule.note = "inlined crate-local call `" + crate_.items()[callee].qualified + "`";
+  Val out = make_op(eng, node, name, rule, ins, self, {});
+  // A single returned tensor's shape is the call's (a tuple return binds every name to one
+  // value, so its shape would be wrong for all but the first element).
+  if (crate_.items()[callee].return_type.find('(') == std::string::npos) {
+    const ir::TensorShape* rs = shape_of_tensor(&r);
+    ir::Tensor& ot = *out_.tensor(out.tid);
+    if (rs && !ot.shape.rank) ot.shape = *rs;
+  }
+  out.dtype = r.dtype;
+  out.grad = r.grad;
+  out.dom = r.dom;
+  out.undischarged_log = r.undischarged_log;
+  return out;
+}
+
+}  // namespace cg::analysis::tensor

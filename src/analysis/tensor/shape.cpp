@@ -1,0 +1,303 @@
+// Shape, device and multiply-add facts of the tensor domain (spec reference-static §4.3): symbolic
+// output shapes from the catalog's shape rule, `dims3()` destructurings naming a tensor's
+// dimensions, config-bound numbers, and torchinfo's "mult-adds" for matmuls and Linear forwards.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include "analysis/tensor/domain.hpp"
+
+namespace cg::analysis::tensor {
+namespace {
+
+using rust::Kind;
+
+std::string dim_text(double d) {
+  return std::to_string(static_cast<std::uint64_t>(d));
+}
+
+// The product of dimension expressions as "b*t*4096" (numbers folded, symbols kept when they are
+// plain names such as `b`/`t`); nullopt when a factor is an expression or unknown (`?`).
+std::optional<std::string> product(const std::vector<std::string>& factors) {
+  double k = 1;
+  std::string sym;
+  for (const auto& f : factors) {
+    if (f.empty()) return std::nullopt;
+    bool digits = std::all_of(f.begin(), f.end(),
+                              [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (digits) {
+      k *= std::strtod(f.c_str(), nullptr);
+      continue;
+    }
+    bool name = (std::isalpha(static_cast<unsigned char>(f[0])) || f[0] == '_') &&
+                std::all_of(f.begin(), f.end(), [](char c) {
+                  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                });
+    if (!name) return std::nullopt;
+    sym += (sym.empty() ? "" : "*") + f;
+  }
+  if (k > 9.2e18) return std::nullopt;
+  std::string num = std::to_string(static_cast<std::uint64_t>(k));
+  if (sym.empty()) return num;
+  return k == 1 ? sym : sym + "*" + num;
+}
+
+std::vector<std::string> dim_exprs(const ir::TensorShape& s) {
+  std::vector<std::string> v;
+  for (const auto& d : s.dimensions)
+    v.push_back(d.expr);
+  return v;
+}
+
+// The elements of a tuple or array expression (`[x; n]` is x and n).
+std::vector<rust::NodeId> elements(const rust::Body& b, rust::NodeId n) {
+  if (b[n].kind == Kind::ArrayRepeat) return {b[n].a, b[n].b};
+  return b.kids(n);
+}
+
+}  // namespace
+
+const ir::TensorShape* TensorDomain::shape_of_tensor(const Val* v) {
+  const ir::Tensor* t = out_.tensor(v->tid);
+  if (!t || !t->shape.rank) return nullptr;
+  return &t->shape;
+}
+
+// The number the constructor of `type_item` gives primitive field `f` with config.json bound
+// (`head_dim: cfg.hidden_size / cfg.num_attention_heads`); nullopt when symbolic or unbound.
+std::optional<double> TensorDomain::constructor_number(std::ptrdiff_t type_item,
+                                                       const std::string& f) {
+  if (!binding_ || type_item < 0) return std::nullopt;
+  auto it = ctor_nums_.find(type_item);
+  if (it == ctor_nums_.end()) {
+    std::map<std::string, double> nums;
+    for (const auto& [name, v] :
+         binding_->constructor_fields(static_cast<std::size_t>(type_item))) {
+      if (v.kind == SymValue::Kind::integer) nums[name] = static_cast<double>(v.integer);
+      if (v.kind == SymValue::Kind::real) nums[name] = v.real;
+    }
+    it = ctor_nums_.emplace(type_item, std::move(nums)).first;
+  }
+  auto n = it->second.find(f);
+  if (n == it->second.end()) return std::nullopt;
+  return n->second;
+}
+
+// A dimension expression's value without side effects: literals, locals holding numbers,
+// `self.f` bound through the constructor, and + - * / of those. Non-negative integers only.
+std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
+  if (n == rust::kNone || depth > 16) return std::nullopt;
+  const rust::Body& b = eng.body();
+  const rust::Node& nd = b[n];
+  std::optional<double> r;
+  if (nd.syntax == "integer_literal") {
+    std::string s(nd.str);
+    s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+    r = std::strtod(s.c_str(), nullptr);
+  } else if (nd.kind == Kind::Path && nd.syntax == "identifier") {
+    const Val* v = eng.lookup(std::string(nd.str));
+    if (v && !v->tensor) r = v->num;
+  } else if (nd.kind == Kind::Field) {
+    const rust::Node& base = b[nd.a];
+    if (base.kind == Kind::Path && (base.syntax == "self" || base.syntax == "identifier")) {
+      if (const Val* v = eng.lookup(std::string(base.str)))
+        r = constructor_number(v->type_item, std::string(nd.str));
+    }
+  } else if (nd.kind == Kind::Paren) {
+    r = static_num(eng, nd.a, depth + 1);
+  } else if (nd.kind == Kind::Binary && nd.syntax == "binary_expression") {
+    auto x = static_num(eng, nd.a, depth + 1);
+    auto y = static_num(eng, nd.b, depth + 1);
+    if (x && y) {
+      if (nd.str == "+") r = *x + *y;
+      if (nd.str == "-") r = *x - *y;
+      if (nd.str == "*") r = *x * *y;
+      if (nd.str == "/" && *y != 0) r = std::floor(*x / *y);
+    }
+  }
+  if (r && (*r < 0 || *r != std::floor(*r) || *r > 1e15)) return std::nullopt;
+  return r;
+}
+
+// A candle-nn Linear's weight shape [out, in] from the receiver module's parameters.
+std::optional<std::vector<std::uint64_t>> TensorDomain::linear_weight(const Val* recv) const {
+  if (!recv) return std::nullopt;
+  for (const auto& m : recv->modules) {
+    auto it = params_by_module_.find(m);
+    if (it == params_by_module_.end()) continue;
+    for (std::size_t pi : it->second) {
+      const auto& p = ir_.parameters[pi];
+      bool weight = p.key == "weight" ||
+                    (p.key.size() > 7 && p.key.compare(p.key.size() - 7, 7, ".weight") == 0);
+      if (weight && p.shape && p.shape->size() == 2) return p.shape;
+    }
+  }
+  return std::nullopt;
+}
+
+// Multiply-adds (torchinfo's "mult-adds") of a matmul or Linear forward; sets the Linear output
+// shape. Needs concrete shapes, or symbolic only in plain names (`b`, `t`).
+std::optional<std::string> TensorDomain::mult_adds(const OpRule& rule,
+                                                   const std::vector<const Val*>& ins,
+                                                   const Val* recv, ir::TensorShape& out_shape) {
+  if (rule.shape == ShapeRule::matrix_product && ins.size() >= 2) {
+    const ir::TensorShape* a = shape_of_tensor(ins[0]);
+    const ir::TensorShape* b = shape_of_tensor(ins[1]);
+    if (!a || !b || a->dimensions.size() < 2 || b->dimensions.size() < 2) return std::nullopt;
+    auto f = dim_exprs(*a);
+    f.push_back(b->dimensions.back().expr);
+    return product(f);
+  }
+  if (op_traits(rule.name).linear_weight && !ins.empty()) {
+    auto w = linear_weight(recv);
+    const ir::TensorShape* a = shape_of_tensor(ins[0]);
+    if (!w || !a || a->dimensions.empty()) return std::nullopt;
+    // The forward only runs when the input's last dim is the weight's `in` (`_hidden` from
+    // dims3() is that number), so the count uses the weight's.
+    out_shape = *a;
+    out_shape.source_expr.reset();
+    out_shape.dimensions.back() = {std::nullopt, std::to_string((*w)[0])};
+    auto f = dim_exprs(*a);
+    f.back() = std::to_string((*w)[1]);
+    f.push_back(std::to_string((*w)[0]));
+    return product(f);
+  }
+  return std::nullopt;
+}
+
+// Device facts (§4.3): `to_device(&Device::Cpu)`, constructors given `&Device::Cpu` or
+// `&x.device()`, and every other operation on the device of its first tensor operand.
+ir::DeviceFact TensorDomain::device_of(Eng& eng, NodeId node, const std::string& name,
+                                       const std::vector<const Val*>& ins) {
+  ir::DeviceFact d;
+  if (!op_traits(name).device_argument && !ins.empty()) {
+    if (!ins[0]->tid.empty()) {
+      d.kind = ir::DeviceKind::same_as;
+      d.same_as = ins[0]->tid;
+    }
+    return d;
+  }
+  const rust::Body& b = eng.body();
+  if (b[node].kind != Kind::Call && b[node].kind != Kind::MethodCall) return d;
+  for (NodeId a : b.kids(node)) {
+    a = b.peel(a, {Kind::Ref});
+    std::string_view t = b.source(a);
+    if (t == "Device::Cpu" || t == "candle::Device::Cpu" || t == "candle_core::Device::Cpu") {
+      d.kind = ir::DeviceKind::cpu;
+      return d;
+    }
+    const rust::Node& an = b[a];
+    if (an.kind == Kind::MethodCall && an.str == "device" && an.text.empty()) {
+      const Val* v = eng.lookup(std::string(b.source(an.a)));
+      if (v && v->tensor && !v->tid.empty()) {
+        d.kind = ir::DeviceKind::same_as;
+        d.same_as = v->tid;
+        return d;
+      }
+    }
+  }
+  return d;
+}
+
+// Symbolic output shape (§4.3): rank and dimension expressions where the rule and the operands
+// say so; an empty shape otherwise.
+ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule,
+                                       const std::vector<const Val*>& ins) {
+  ir::TensorShape out;
+  const ir::TensorShape* a = ins.empty() ? nullptr : shape_of_tensor(ins[0]);
+  const rust::Body& b = eng.body();
+  bool has_args = b[node].kind == Kind::Call || b[node].kind == Kind::MethodCall;
+  auto arg = [&](std::uint32_t i) { return has_args ? b.kid(node, i) : rust::kNone; };
+  auto syntax = [&](NodeId n) { return n == rust::kNone ? std::string_view{} : b[n].syntax; };
+  switch (rule.shape) {
+    case ShapeRule::preserve:
+    case ShapeRule::keep_dimension:
+      if (a) out = *a;
+      break;
+    case ShapeRule::explicit_argument: {
+      NodeId t = b.peel(arg(0), {Kind::Ref});
+      if (syntax(t) == "tuple_expression" || syntax(t) == "array_expression") {
+        for (NodeId d : elements(b, t)) {
+          auto k = static_num(eng, d, 0);
+          out.dimensions.push_back({std::nullopt, k ? dim_text(*k) : std::string(b.source(d))});
+        }
+        out.rank = out.dimensions.size();
+      }
+      break;
+    }
+    case ShapeRule::permute_dimensions:
+      if (a) {
+        out = *a;
+        Permutation p = op_traits(rule.name).permutation;
+        if (p == Permutation::swap_last_two && out.dimensions.size() >= 2) {
+          std::swap(out.dimensions[out.dimensions.size() - 1],
+                    out.dimensions[out.dimensions.size() - 2]);
+        } else if (p == Permutation::swap_literal_arguments &&
+                   syntax(arg(0)) == "integer_literal" && syntax(arg(1)) == "integer_literal") {
+          auto i = std::strtoull(std::string(b.source(arg(0))).c_str(), nullptr, 10);
+          auto j = std::strtoull(std::string(b.source(arg(1))).c_str(), nullptr, 10);
+          if (i < out.dimensions.size() && j < out.dimensions.size())
+            std::swap(out.dimensions[i], out.dimensions[j]);
+          else
+            out = {};
+        } else if (p != Permutation::swap_last_two) {
+          for (auto& d : out.dimensions)
+            d = {std::nullopt, "?"};
+        }
+      }
+      break;
+    case ShapeRule::matrix_product:
+      if (a && ins.size() >= 2) {
+        const ir::TensorShape* m = shape_of_tensor(ins[1]);
+        if (m && a->dimensions.size() == m->dimensions.size() && a->dimensions.size() >= 2) {
+          out = *a;
+          out.dimensions.back() = m->dimensions.back();
+        }
+      }
+      break;
+    case ShapeRule::insert_dimension:
+      if (a) {
+        out.rank = *a->rank + 1;
+        for (std::uint64_t i = 0; i < *out.rank; ++i)
+          out.dimensions.push_back({std::nullopt, "?"});
+      }
+      break;
+    default:
+      break;
+  }
+  if (out.rank) out.source_expr.reset();
+  return out;
+}
+
+// `let (b, t, c) = x.dims3()?` / `let [b, t] = x.dims()` names x's dimensions (its contract).
+void TensorDomain::record_dims(Eng& eng, NodeId let) {
+  const rust::Body& b = eng.body();
+  NodeId pat = b[let].a;
+  if (pat == rust::kNone) return;
+  std::string_view pt = b[pat].syntax;
+  if (pt != "tuple_pattern" && pt != "slice_pattern") return;
+  ir::Tensor* t = out_.tensor(dims_tid_);
+  if (!t || t->shape.rank) return;
+  ir::TensorShape shape;
+  for (NodeId c : b.kids(pat)) {
+    const rust::Node& cn = b[c];
+    // A plain name (`B` too, which the lowering reads as a constant pattern) or `_`.
+    bool ident = (cn.kind == Kind::PIdent || cn.kind == Kind::PPath) && cn.syntax == "identifier" &&
+                 cn.a == rust::kNone && !(cn.flags & (rust::kMut | rust::kRefBinding));
+    bool wild = cn.kind == Kind::PWild;
+    if (!ident && !wild) return;  // `..` rest patterns: rank unknown
+    std::string name = wild ? "_" : std::string(cn.str);
+    ir::Dimension d;
+    if (name != "_" && name.front() != '_') d.name = name;
+    d.expr = name;
+    shape.dimensions.push_back(std::move(d));
+  }
+  shape.rank = shape.dimensions.size();
+  // The whole `let` as written, as the syntax walker quoted it.
+  shape.source_expr = std::string(b.source(let));
+  if (shape.source_expr->size() > 120) shape.source_expr.reset();
+  t->shape = std::move(shape);
+}
+
+}  // namespace cg::analysis::tensor

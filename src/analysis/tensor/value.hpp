@@ -1,0 +1,44 @@
+#pragma once
+// The tensor domain's abstract value: what the dataflow knows about one Rust value — a tensor
+// (its IR id, dtype, gradient state, numeric domain), a number, a crate-local or external type
+// instance, and the inventory modules it may denote.
+#include <cstddef>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/numeric_domain.hpp"
+
+namespace cg::analysis::tensor {
+
+enum class Grad { trainable, frozen, differentiable, severed, layout_dependent, unknown };
+
+struct Val {
+  bool tensor = false;
+  std::string tid;  // IR tensor id (tensors only)
+  std::string dtype = "Unknown";
+  Grad grad = Grad::unknown;
+  NumericDomain dom = NumericDomain::unknown;
+  bool undischarged_log = false;
+  bool log_of_zero = false;       // a `log` whose operand is 0 on every execution
+  std::optional<double> num;      // a numeric literal
+  std::ptrdiff_t type_item = -1;  // crate-local struct/enum this value is an instance of
+  std::string ext_type;           // external type name (`Linear`) when known
+  std::set<std::string> modules;  // inventory module ids this value may denote
+  std::string field;              // `f` when the value is `<owner>.f`
+};
+
+inline Grad join_grad(Grad a, Grad b) {
+  return a == b ? a : Grad::unknown;
+}
+
+// The value of a join (branches, returns): values that carry nothing are ignored; the first
+// carrying one gives the tensor id, type and number; dtype, gradient and domain agree or are
+// unknown; module sets unite.
+Val join(const std::vector<Val>& vs);
+
+// A name after one loop iteration: the iteration's tensor, else the join with the value before.
+Val loop_merge(const Val& before, const Val& after);
+
+}  // namespace cg::analysis::tensor
