@@ -104,7 +104,7 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
       auto it = by_package.find(pkg);
       if (it == by_package.end() || decided.count(pkg) > 0) continue;
       cargo::DependencySource& src = sources[it->second];
-      const std::string label = src.package + " " + src.version;
+      std::string label = src.package + (src.version.empty() ? "" : " " + src.version);
       if (is_catalogued_package(pkg)) {
         src.analysis =
             "not loaded: Candle's own crate (its constructors and operations are read "
@@ -135,6 +135,7 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
                         " is not loaded into the analysis: " + m.error);
         continue;
       }
+      if (src.version.empty() && !m.version.empty()) label += " " + m.version;
       fs::path root = src.dir / m.lib_path;
       std::error_code ec;
       if (!fs::is_regular_file(root, ec)) {
@@ -155,7 +156,7 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
       rust::CrateUnit u;
       u.name = cargo::CargoContext::crate_name(pkg);
       u.package = pkg;
-      u.version = src.version;
+      u.version = src.version.empty() ? m.version : src.version;
       u.root_module = "::" + u.name;
       u.file_prefix = pkg + "/";
       for (const auto& d : m.dependencies)
