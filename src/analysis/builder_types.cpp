@@ -76,28 +76,34 @@ bool BuilderTypes::contains(std::size_t item) const {
 }
 
 bool BuilderTypes::names(const rust::Crate& crate, const std::string& module,
-                         const std::string& type_text) const {
+                         const std::string& type_text, bool wrappers) const {
   std::string path = bare_path(type_text);
   if (path.empty()) return false;
   if (is_varbuilder_name(leaf_of(path))) return true;
   for (const auto& c : crate.resolve(module, path)) {
     if (c.kind == rust::Candidate::Kind::External && is_varbuilder_name(leaf_of(c.path)))
       return true;
-    if (c.kind == rust::Candidate::Kind::Item && contains(c.item)) return true;
+    if (c.kind != rust::Candidate::Kind::Item) continue;
+    auto it = std::lower_bound(items.begin(), items.end(), c.item);
+    if (it != items.end() && *it == c.item &&
+        (wrappers || field[static_cast<std::size_t>(it - items.begin())].empty()))
+      return true;
   }
   return false;
 }
 
 BuilderTypes find_builder_types(const rust::Crate& crate) {
   const auto& items = crate.items();
-  std::map<std::size_t, std::string> found;
+  std::map<std::size_t, std::pair<std::string, std::string>> found;  // why, field
   BuilderTypes cur;
   auto refresh = [&] {
     cur.items.clear();
     cur.why.clear();
+    cur.field.clear();
     for (const auto& [i, w] : found) {
       cur.items.push_back(i);
-      cur.why.push_back(w);
+      cur.why.push_back(w.first);
+      cur.field.push_back(w.second);
     }
   };
   // Inherent methods with `self` named as one of VarBuilder's: what a wrapper would forward.
@@ -123,7 +129,13 @@ BuilderTypes find_builder_types(const rust::Crate& crate) {
         std::string target = text.substr(eq + 1);
         if (auto semi = target.rfind(';'); semi != std::string::npos) target.erase(semi);
         if (cur.names(crate, it.module, target)) {
-          found[i] = "alias of " + bare_path(target);
+          // An alias of a wrapper is a wrapper: it forwards through the same field.
+          std::string via;
+          if (!cur.names(crate, it.module, target, false))
+            for (const auto& c : crate.resolve(it.module, bare_path(target)))
+              if (c.kind == rust::Candidate::Kind::Item)
+                if (auto f = found.find(c.item); f != found.end()) via = f->second.second;
+          found[i] = {"alias of " + bare_path(target), via};
           changed = true;
         }
         continue;
@@ -132,7 +144,7 @@ BuilderTypes find_builder_types(const rust::Crate& crate) {
       std::vector<std::string> builder_fields;
       for (const auto& f : it.fields)
         if (cur.names(crate, it.module, f.type_text)) builder_fields.push_back(f.name);
-      std::string why;
+      std::string why, forwarded;
       for (const auto& field : builder_fields) {
         for (std::size_t m : builder_methods) {
           const rust::Item& fn = items[m];
@@ -140,13 +152,14 @@ BuilderTypes find_builder_types(const rust::Crate& crate) {
           if (std::find(own.begin(), own.end(), m) == own.end()) continue;
           if (forwards_to(strip_space(crate.node_text(fn.file, fn.node)), field)) {
             why = "forwards `" + fn.name + "` to its VarBuilder field `" + field + "`";
+            forwarded = field;
             break;
           }
         }
         if (!why.empty()) break;
       }
       if (!why.empty()) {
-        found[i] = why;
+        found[i] = {why, forwarded};
         changed = true;
       }
     }

@@ -26,12 +26,16 @@ namespace cg::analysis {
 struct BuilderTypes {
   std::vector<std::size_t> items;  // struct and type-alias items, ascending
   std::vector<std::string> why;    // per item: "alias of candle_nn::VarBuilder", …
+  // Per item: the field holding the VarBuilder a wrapper forwards to ("" for an alias). A walker
+  // follows a wrapper's prefix through this field (`Self { inner: vb.pp(..) }`).
+  std::vector<std::string> field;
 
   bool contains(std::size_t item) const;
   // Whether `type_text` as written in `module` (`&Vb<'a>`, `mut W`, `layers::Vb`) names one of
-  // them, or a VarBuilder itself.
-  bool names(const rust::Crate& crate, const std::string& module,
-             const std::string& type_text) const;
+  // them, or a VarBuilder itself. With `wrappers` false, only aliases (and VarBuilders) count:
+  // a wrapper's prefix is only right when the walker follows it into the wrapper's field.
+  bool names(const rust::Crate& crate, const std::string& module, const std::string& type_text,
+             bool wrappers = true) const;
 };
 
 BuilderTypes find_builder_types(const rust::Crate& crate);

@@ -52,6 +52,7 @@ TEST_F(BuilderTypes, AliasesOfAVarBuilderAndOfEachOther) {
             "Vb: alias of candle_nn::VarBuilder\n"
             "Sharded: alias of candle_nn::var_builder::ShardedVarBuilder\n"
             "inner::Again: alias of super::Vb\n");
+  EXPECT_TRUE(types_.names(loaded_.crate, "inner", "&Again<'a>", false));
 }
 
 TEST_F(BuilderTypes, WrapperForwardingVarBuilderMethodsToItsField) {
@@ -71,6 +72,11 @@ TEST_F(BuilderTypes, WrapperForwardingVarBuilderMethodsToItsField) {
   EXPECT_TRUE(types_.names(loaded_.crate, "", "crate::Alias"));
   EXPECT_TRUE(types_.names(loaded_.crate, "", "ShardedVarBuilder"));
   EXPECT_FALSE(types_.names(loaded_.crate, "", "String"));
+  // Aliases only: the wrapper (and an alias of it) forwards through its field `inner`.
+  EXPECT_EQ(types_.field, (std::vector<std::string>{"inner", "inner"}));
+  EXPECT_FALSE(types_.names(loaded_.crate, "", "&mut EngineVb<'a>", false));
+  EXPECT_FALSE(types_.names(loaded_.crate, "", "Alias", false));
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "ShardedVarBuilder", false));
 }
 
 TEST_F(BuilderTypes, WrapperOfAWrapper) {
