@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "analysis/config_values.hpp"
 #include "analysis/dataflow.hpp"
@@ -244,6 +245,33 @@ void merge_traces(const Options& opts, const rust::Crate& crate, Analysis& a) {
     a.traces.push_back(std::move(t.info));
 }
 
+// A loaded dependency's public layer types have VarBuilder constructors too, but they are not the
+// crate's components: a component whose type lives in a dependency (`::their_layers::Mlp`) is
+// dropped with its modules, parameters, edges and findings. (The inventory's candidate loop can
+// skip `!crate.is_local(type_item)` instead, which also saves walking them; then this finds
+// nothing to drop.)
+void drop_dependency_components(ir::ModelIr& ir) {
+  std::set<std::string> gone;
+  for (const auto& c : ir.components)
+    if (c.qualified_name.rfind("::", 0) == 0) gone.insert(c.id);
+  if (gone.empty()) return;
+  std::erase_if(ir.components, [&](const ir::Component& c) { return gone.count(c.id) > 0; });
+  std::set<std::string> dropped = gone;
+  for (const auto& m : ir.modules)
+    if (gone.count(m.component) > 0) dropped.insert(m.id);
+  for (const auto& p : ir.parameters)
+    if (gone.count(p.component) > 0) dropped.insert(p.id);
+  std::erase_if(ir.modules, [&](const ir::Module& m) { return gone.count(m.component) > 0; });
+  std::erase_if(ir.parameters, [&](const ir::Parameter& p) { return gone.count(p.component) > 0; });
+  std::erase_if(ir.architecture_edges, [&](const ir::ArchitectureEdge& e) {
+    return dropped.count(e.from) > 0 || dropped.count(e.to) > 0;
+  });
+  std::erase_if(ir.findings, [&](const ir::Finding& f) {
+    return std::any_of(f.related.begin(), f.related.end(),
+                       [&](const std::string& id) { return dropped.count(id) > 0; });
+  });
+}
+
 }  // namespace
 
 runtime::SpanCatalog span_catalog(const rust::Crate& crate, const ir::ModelIr& ir) {
@@ -315,6 +343,7 @@ Analysis analyze(const Options& opts) {
     inv.args[name] = *v;
   }
   analysis::build_inventory(crate, inv, a.ir);
+  if (crate.units().size() > 1) drop_dependency_components(a.ir);
 
   analysis::DataflowOptions df;
   df.candle_version = versions.core;

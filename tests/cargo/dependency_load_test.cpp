@@ -95,7 +95,7 @@ std::set<std::string> parameter_keys(const cg::pipeline::Analysis& a) {
 TEST(DependencyLoad, WorkspaceLayerCrateResolvesToItsItems) {
   Loaded l = load(kFixtures / "deps_workspace/model", empty_home());
   const cg::rust::Crate& c = l.crate.crate;
-  EXPECT_EQ(source(l, "their-layers").analysis, "loaded: 2 files, 8 items");
+  EXPECT_EQ(source(l, "their-layers").analysis, "loaded: 2 files, 10 items");
   ASSERT_EQ(c.units().size(), 2u);
   EXPECT_EQ(c.units()[1].root_module, "::their_layers");
   // `their_layers::linear(…)` is the dependency's function (its default feature `bias` chose
@@ -134,6 +134,12 @@ TEST(DependencyLoad, ParametersBuiltThroughTheLayerCrateAppear) {
         "blocks.0.mlp.down_proj.bias", "head.weight", "head.bias"})
     EXPECT_EQ(keys.count(k), 1u) << k;
   EXPECT_EQ(keys.size(), 12u);
+  // The layer crate's unused public layer (`Gate`, with a VarBuilder constructor) is not one of
+  // the model crate's components.
+  ASSERT_EQ(a.ir.components.size(), 1u);
+  EXPECT_EQ(a.ir.components[0].qualified_name, "Model");
+  for (const auto& m : a.ir.modules)
+    EXPECT_EQ(m.component, a.ir.components[0].id);
   for (const auto& p : a.ir.parameters) {
     if (p.key == "head.weight") {
       EXPECT_EQ(p.source, "src/lib.rs:17");

@@ -21,7 +21,7 @@ analysis_of() { jq -r --arg p "$1" '.items[0].dependencies[] | select(.package =
 
 # A workspace layer crate: every key its constructors register under the model's prefixes.
 run "$work/home" doctor "$fx/deps_workspace/model" >"$work/doctor.json"
-[ "$(analysis_of their-layers)" = "loaded: 2 files, 8 items" ] || fail "their-layers: $(analysis_of their-layers)"
+[ "$(analysis_of their-layers)" = "loaded: 2 files, 10 items" ] || fail "their-layers: $(analysis_of their-layers)"
 run "$work/home" parameters "$fx/deps_workspace/model" >"$work/params.json"
 keys="$(jq -r '.items[].name' "$work/params.json" | tr '\n' ' ')"
 for k in blocks.0.norm.weight blocks.1.mlp.up_proj.weight blocks.1.mlp.up_proj.bias head.weight head.bias; do
@@ -33,6 +33,9 @@ CARGO_HOME="$work/home" "$cg" query parameter "$id" --path "$fx/deps_workspace/m
   || fail "parameter $id"
 jq -r '.items[0].source' "$work/p.json" | grep -qx 'their-layers/src/blocks/mod.rs:12' \
   || fail "the key's source is in the layer crate: $(jq -c '.items[0].source' "$work/p.json")"
+run "$work/home" components "$fx/deps_workspace/model" >"$work/comps.json"
+[ "$(jq -r '[.items[].name] | join(" ")' "$work/comps.json")" = Model ] \
+  || fail "only the model crate's components: $(jq -c '[.items[].name]' "$work/comps.json")"
 # The dependency's functions are walked, not listed as the model's.
 run "$work/home" functions "$fx/deps_workspace/model" >"$work/fns.json"
 jq -r '.items[].name' "$work/fns.json" | grep -q '^::' && fail "dependency functions listed: $(cat "$work/fns.json")"
