@@ -152,8 +152,8 @@ class CrateBuilder {
       for (std::size_t i = 0; i < level.size(); ++i) {
         Pending& p = level[i];
         if (!parsed[i]) {
-          diags().push_back({"source-load", p.decl_file.empty() ? rel(p.abs) : p.decl_file,
-                             p.decl_line, errors[i]});
+          c_.diags_.push_back({"source-load", p.decl_file.empty() ? rel(p.abs) : p.decl_file,
+                               p.decl_line, errors[i]});
           continue;
         }
         // A crate-wide budget on source bytes: analysis memory grows with the source, and real
@@ -161,7 +161,7 @@ class CrateBuilder {
         // same files are kept on every run.
         std::size_t bytes = parsed[i]->text().size();
         if (loaded_bytes_ + bytes > max_bytes_) {
-          diags().push_back(
+          c_.diags_.push_back(
               {"source-load", p.decl_file.empty() ? rel(p.abs) : p.decl_file, p.decl_line,
                rel(p.abs) + " is past the " + (unit_ == 0 ? "crate's" : "dependency's") +
                    " source budget of " + budget_text(max_bytes_) + " (" +
@@ -169,10 +169,10 @@ class CrateBuilder {
           continue;
         }
         if (loaded_files_ + 1 > max_files_) {
-          diags().push_back({"source-load", p.decl_file.empty() ? rel(p.abs) : p.decl_file,
-                             p.decl_line,
-                             rel(p.abs) + " is past the dependency's budget of " +
-                                 std::to_string(max_files_) + " files; skipped"});
+          c_.diags_.push_back({"source-load", p.decl_file.empty() ? rel(p.abs) : p.decl_file,
+                               p.decl_line,
+                               rel(p.abs) + " is past the dependency's budget of " +
+                                   std::to_string(max_files_) + " files; skipped"});
           continue;
         }
         loaded_bytes_ += bytes;
@@ -185,11 +185,11 @@ class CrateBuilder {
         std::size_t shown = 0;
         for (const auto& prob : f.problems()) {
           if (shown++ == 5) break;
-          diags().push_back({"syntax-error", f.path(), prob.line,
-                             prob.what + " at column " + std::to_string(prob.column) +
-                                 (f.problem_count() > 5 && shown == 5
-                                      ? " (" + std::to_string(f.problem_count()) + " in file)"
-                                      : "")});
+          c_.diags_.push_back({"syntax-error", f.path(), prob.line,
+                               prob.what + " at column " + std::to_string(prob.column) +
+                                   (f.problem_count() > 5 && shown == 5
+                                        ? " (" + std::to_string(f.problem_count()) + " in file)"
+                                        : "")});
         }
         add_module(p.module, fi, false, 0, 0, p.cfg);
         p.stack.push_back(p.abs);
@@ -205,8 +205,6 @@ class CrateBuilder {
     auto r = abs.lexically_relative(dir_);
     return r.empty() ? abs.string() : prefix_ + r.generic_string();
   }
-
-  std::vector<Diagnostic>& diags() { return unit_ == 0 ? c_.diags_ : c_.units_[unit_].diagnostics; }
 
   static std::string budget_text(std::size_t bytes) {
     return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
@@ -316,8 +314,8 @@ class CrateBuilder {
       if (cfg.state == Tri::False) continue;
       for (auto& p : own.cfg)
         if (cfg_.eval(p) == Tri::Unknown)
-          diags().push_back({"cfg-unknown", c_.files_[fi]->path(), line_of(ch),
-                             "cfg(" + p + ") is not understood; both alternatives are kept"});
+          c_.diags_.push_back({"cfg-unknown", c_.files_[fi]->path(), line_of(ch),
+                               "cfg(" + p + ") is not understood; both alternatives are kept"});
       item(fi, ch, type, module, child_dir, cfg, own, stack, next, depth);
     }
   }
@@ -403,8 +401,8 @@ class CrateBuilder {
       TSNode body = ts_node_child_by_field_name(ch, "body", 4);
       if (!ts_node_is_null(body)) {
         if (depth >= kMaxInlineDepth) {
-          diags().push_back({"parse-depth", c_.files_[fi]->path(), line_of(ch),
-                             "inline modules nest deeper than 64; the rest is skipped"});
+          c_.diags_.push_back({"parse-depth", c_.files_[fi]->path(), line_of(ch),
+                               "inline modules nest deeper than 64; the rest is skipped"});
           return;
         }
         add_module(path, fi, true, line_of(ch), ts_node_end_point(ch).row + 1, cfg);
@@ -427,15 +425,15 @@ class CrateBuilder {
         std::string want = attrs.path.empty() ? rel(child_dir / (name + ".rs")) + " or " +
                                                     rel(child_dir / name / "mod.rs")
                                               : rel(target);
-        diags().push_back({"source-load", c_.files_[fi]->path(), line_of(ch),
-                           "file not found for module `" + name + "` (looked for " + want + ")"});
+        c_.diags_.push_back({"source-load", c_.files_[fi]->path(), line_of(ch),
+                             "file not found for module `" + name + "` (looked for " + want + ")"});
         return;
       }
       target = fs::weakly_canonical(target);
       if (std::find(stack.begin(), stack.end(), target) != stack.end()) {
-        diags().push_back({"path-cycle", c_.files_[fi]->path(), line_of(ch),
-                           "module `" + name + "` loads " + rel(target) +
-                               ", which is already on the module path; not loaded again"});
+        c_.diags_.push_back({"path-cycle", c_.files_[fi]->path(), line_of(ch),
+                             "module `" + name + "` loads " + rel(target) +
+                                 ", which is already on the module path; not loaded again"});
         return;
       }
       Pending p;
@@ -632,8 +630,12 @@ std::size_t Crate::load_dependency(CrateUnit unit, const fs::path& package_dir,
   std::error_code ec;
   fs::path dir = fs::weakly_canonical(package_dir, ec);
   fs::path root = fs::weakly_canonical(root_file, ec);
+  std::size_t diags_before = diags_.size();
   CrateBuilder(*this, dir, units_[index].cfg, index, limits).run(root, 2);
   CrateUnit& u = units_[index];
+  // What its loader could not do is the dependency's, never the analysed crate's.
+  u.diagnostics.assign(diags_.begin() + static_cast<std::ptrdiff_t>(diags_before), diags_.end());
+  diags_.resize(diags_before);
   u.files = files_.size() - files_before;
   u.items = items_.size() - items_before;
   for (std::size_t f = files_before; f < files_.size(); ++f)
