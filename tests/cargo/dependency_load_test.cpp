@@ -266,9 +266,12 @@ TEST(DependencyLoad, WhatCannotBeLoadedIsANoteAndTheRestGoesOn) {
 
 TEST(DependencyLoad, BudgetSpentCyclesAndCandlesOwnCrates) {
   Tree t("cycle");
-  t.write("Cargo.toml", "[workspace]\nmembers = [\"app\", \"a\", \"b\", \"late\"]\n");
-  t.package("app", "a = { path = \"../a\" }\nlate = { path = \"../late\" }\n",
-            "pub fn f() { a::x(); late::y(); }\n");
+  t.write("Cargo.toml", "[workspace]\nmembers = [\"app\", \"a\", \"b\", \"late\", \"unnamed\"]\n");
+  t.package("app",
+            "a = { path = \"../a\" }\nlate = { path = \"../late\" }\n"
+            "unnamed = { path = \"../unnamed\" }\n",
+            "pub fn f() { a::x(); late::y(); }\n// unnamed is only in a comment: unnamed_x::\n");
+  t.package("unnamed", "", "pub fn u() {}\n");
   t.package("a", "b = { path = \"../b\" }\n", "pub fn x() { b::z(); }\n");
   t.package("b", "a = { path = \"../a\" }\n", "pub fn z() { a::x(); }\n");
   t.package("late", "", "pub fn y() {}\n");
@@ -284,6 +287,8 @@ TEST(DependencyLoad, BudgetSpentCyclesAndCandlesOwnCrates) {
   EXPECT_EQ(source(l, "late").analysis, "loaded: 1 files, 1 items");
   EXPECT_EQ(source(l, "b").analysis, "loaded: 1 files, 1 items");
   EXPECT_THAT(source(l, "candle-nn").analysis, HasSubstr("not loaded: Candle's own crate"));
+  // Lazily: a dependency no loaded code names is not read.
+  EXPECT_EQ(source(l, "unnamed").analysis, "not loaded: no loaded crate's code names it");
   EXPECT_EQ(l.crate.crate.units().size(), 4u) << "each package once, whatever the cycle";
   EXPECT_EQ(resolved(l.crate.crate, "::b", "a::x"), "::a::x @ a/src/lib.rs:1");
   EXPECT_EQ(resolved(l.crate.crate, "", "candle_nn::linear"), "external candle_nn::linear");
