@@ -533,6 +533,7 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
                         c->second + "), which Cargo rejects; each package was read once";
       s.note = s.note.empty() ? cyc : s.note + "; " + cyc;
     }
+    if (!s.dir.empty()) s.shown_dir = shown(s.dir);
     out.push_back(std::move(s));
   }
   // Several versions of candle-core or candle-nn in one lock: the Candle release the analysis
@@ -608,6 +609,68 @@ std::vector<std::string> dependency_notes(const std::vector<DependencySource>& s
     out.push_back(n);
   }
   return out;
+}
+
+}  // namespace cg::cargo
+
+namespace cg::cargo {
+
+PackageManifest read_package_manifest(const fs::path& package_dir) {
+  PackageManifest m;
+  auto t = parse_toml(package_dir / "Cargo.toml", m.error);
+  if (!t) return m;
+  const toml::table& tab = *t;
+  m.name = str(tab["package"]["name"]);
+  m.version = str(tab["package"]["version"]);
+  if (auto p = tab["lib"]["path"].value<std::string>()) m.lib_path = *p;
+  if (const toml::table* f = tab["features"].as_table())
+    for (const auto& [key, value] : *f) {
+      auto& list = m.features[std::string(key.str())];
+      if (const toml::array* a = value.as_array())
+        for (const auto& e : *a)
+          if (auto s = e.value<std::string>()) list.push_back(*s);
+    }
+  auto add_deps = [&](const toml::table* deps) {
+    if (deps == nullptr) return;
+    for (const auto& [key, value] : *deps) {
+      PackageManifest::Dep d;
+      d.package = std::string(key.str());
+      if (const toml::table* dt = value.as_table()) {
+        if (auto p = (*dt)["package"].value<std::string>()) d.package = *p;
+        if (auto b = (*dt)["default-features"].value<bool>()) d.default_features = *b;
+        if (const toml::array* a = (*dt)["features"].as_array())
+          for (const auto& e : *a)
+            if (auto s = e.value<std::string>()) d.features.push_back(*s);
+      }
+      d.alias = CargoContext::crate_name(std::string(key.str()));
+      m.dependencies.push_back(std::move(d));
+    }
+  };
+  add_deps(tab["dependencies"].as_table());
+  if (const toml::table* targets = tab["target"].as_table())
+    for (const auto& [key, value] : *targets)
+      if (const toml::table* tt = value.as_table()) add_deps((*tt)["dependencies"].as_table());
+  std::sort(m.dependencies.begin(), m.dependencies.end(),
+            [](const auto& a, const auto& b) { return a.alias < b.alias; });
+  return m;
+}
+
+std::vector<std::string> expand_features(const PackageManifest& m,
+                                         const std::vector<std::string>& requested,
+                                         bool with_default) {
+  std::set<std::string> on;
+  std::deque<std::string> todo(requested.begin(), requested.end());
+  if (with_default && m.features.count("default") > 0) todo.push_back("default");
+  while (!todo.empty()) {
+    std::string f = std::move(todo.front());
+    todo.pop_front();
+    if (f.rfind("dep:", 0) == 0 || f.find('/') != std::string::npos) continue;
+    if (!on.insert(f).second) continue;
+    if (auto it = m.features.find(f); it != m.features.end())
+      for (const auto& g : it->second)
+        todo.push_back(g);
+  }
+  return {on.begin(), on.end()};
 }
 
 }  // namespace cg::cargo

@@ -5,6 +5,7 @@
 // VERSION`, and git checkouts `$CARGO_HOME/git/checkouts/*/REV`. Nothing is downloaded; a
 // dependency not on disk says where it was looked for.
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct DependencySource {
   std::string source;   // Cargo.lock's `source` (`registry+…`, `git+…#rev`); empty for paths
   SourceOrigin origin = SourceOrigin::missing;
   std::filesystem::path dir;  // the package directory (holds its Cargo.toml); empty if missing
+  std::string shown_dir;      // `dir` as notes show it: `$CARGO_HOME/…` or workspace-relative
   std::vector<std::string> searched;    // where it was looked for, in order (for the note)
   std::vector<std::string> depends_on;  // package names, from Cargo.lock
   bool reaches_candle = false;  // is, or depends (transitively) on, candle-core or candle-nn
@@ -30,7 +32,33 @@ struct DependencySource {
   // dependencies, several candle versions in one lock). Paths are `$CARGO_HOME/…` or relative to
   // the workspace root, so the IR finding built from it is the same on every machine.
   std::string note;
+  // Whether its items were loaded into the analysis, filled by the pipeline (doctor shows it):
+  // "loaded: 3 files, 41 items", "not loaded: …" with the reason; empty when not considered.
+  std::string analysis;
 };
+
+// What the analysis needs from a dependency's own Cargo.toml to load it like the analysed crate:
+// its library root, its features, and the names its code imports its own dependencies by.
+struct PackageManifest {
+  std::string name, version;
+  std::string lib_path = "src/lib.rs";  // `[lib] path`, relative to the package directory
+  std::map<std::string, std::vector<std::string>> features;  // the `[features]` table
+  struct Dep {
+    std::string alias;    // the identifier its code uses (`-` → `_`)
+    std::string package;  // `package = ".."` when renamed
+    std::vector<std::string> features;
+    bool default_features = true;
+  };
+  std::vector<Dep> dependencies;  // [dependencies] and every [target.*.dependencies], by alias
+  std::string error;              // set when unreadable: "malformed Cargo.toml (line 3): …"
+};
+PackageManifest read_package_manifest(const std::filesystem::path& package_dir);
+
+// The features active for a package: `requested` (plus "default" when `with_default`), expanded
+// through its `[features]` table; `dep:x` and `x/y` entries enable no feature of the package.
+std::vector<std::string> expand_features(const PackageManifest& m,
+                                         const std::vector<std::string>& requested,
+                                         bool with_default);
 
 struct SourceOptions {
   // `$CARGO_HOME`; empty: the environment's CARGO_HOME, else $HOME/.cargo.

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "analysis/config_values.hpp"
 #include "analysis/dataflow.hpp"
@@ -12,6 +13,7 @@
 #include "analysis/layer_catalog.hpp"
 #include "analysis/op_catalog.hpp"
 #include "ir/stable_id.hpp"
+#include "pipeline/dependencies.hpp"
 #include "pipeline/scope.hpp"
 #include "runtime/merge_ir.hpp"
 #include "runtime/tracing_chrome.hpp"
@@ -53,6 +55,9 @@ std::vector<ir::Function> functions_of(const rust::Crate& crate) {
     const rust::Item& item = crate.items()[i];
     if (item.kind != rust::ItemKind::Function && item.kind != rust::ItemKind::Method) continue;
     if (item.cfg.state == rust::Tri::False) continue;
+    // A loaded dependency's functions are walked when the crate's code calls them; they are not
+    // the crate's functions or entrypoints.
+    if (!crate.is_local(i)) continue;
     ir::Function fn;
     fn.id = ir::function_id(item.qualified, item.cfg.predicates);
     fn.name = item.name;
@@ -93,7 +98,7 @@ struct CandleVersions {
 
 // The Cargo context as the IR records it, with the findings about how it was obtained.
 CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Options& opts,
-                                    Analysis& a) {
+                                    const std::vector<std::string>& load_notes, Analysis& a) {
   CandleVersions versions;
   ir::ModelIr& ir = a.ir;
   if (!loaded.cargo) {
@@ -106,7 +111,6 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
   }
   const cargo::CargoContext& c = *loaded.cargo;
   a.package_id = c.package + " " + c.version;
-  a.dependencies = cargo::locate_dependency_sources(c);
   a.manifest_path = fs::relative(c.manifest_path, c.package_dir).string();
   ir::CargoSummary s;
   s.build_id = c.build_id;
@@ -130,6 +134,9 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
         c.lock_problem + "; Cargo.lock is not used (Candle versions fall back to requirements)",
         a.manifest_path));
   for (const auto& note : cargo::dependency_notes(a.dependencies))
+    ir.findings.push_back(ir::make_finding("dependency-source", ir::Severity::information,
+                                           ir::Confidence::proven, note, a.manifest_path));
+  for (const auto& note : load_notes)
     ir.findings.push_back(ir::make_finding("dependency-source", ir::Severity::information,
                                            ir::Confidence::proven, note, a.manifest_path));
   if (!c.cfgs_from_rustc) {
@@ -182,8 +189,8 @@ void record_source_findings(const rust::Crate& crate, const CandleVersions& vers
     ir.findings.push_back(ir::make_finding(d.rule, ir::Severity::warning, ir::Confidence::unknown,
                                            "incomplete source analysis: " + d.message, src));
   }
-  for (const auto& f : crate.files())
-    if (!f->ok()) ++a.files_with_syntax_errors;
+  for (std::size_t f = 0; f < crate.files().size(); ++f)
+    if (crate.unit_of_file(f) == 0 && !crate.files()[f]->ok()) ++a.files_with_syntax_errors;
 }
 
 // The first byte that is not blank: `{` (runtime JSONL or document, or a Chrome trace object) or
@@ -239,6 +246,33 @@ void merge_traces(const Options& opts, const rust::Crate& crate, Analysis& a) {
     a.traces.push_back(std::move(t.info));
 }
 
+// A loaded dependency's public layer types have VarBuilder constructors too, but they are not the
+// crate's components: a component whose type lives in a dependency (`::their_layers::Mlp`) is
+// dropped with its modules, parameters, edges and findings. (The inventory's candidate loop can
+// skip `!crate.is_local(type_item)` instead, which also saves walking them; then this finds
+// nothing to drop.)
+void drop_dependency_components(ir::ModelIr& ir) {
+  std::set<std::string> gone;
+  for (const auto& c : ir.components)
+    if (c.qualified_name.rfind("::", 0) == 0) gone.insert(c.id);
+  if (gone.empty()) return;
+  std::erase_if(ir.components, [&](const ir::Component& c) { return gone.count(c.id) > 0; });
+  std::set<std::string> dropped = gone;
+  for (const auto& m : ir.modules)
+    if (gone.count(m.component) > 0) dropped.insert(m.id);
+  for (const auto& p : ir.parameters)
+    if (gone.count(p.component) > 0) dropped.insert(p.id);
+  std::erase_if(ir.modules, [&](const ir::Module& m) { return gone.count(m.component) > 0; });
+  std::erase_if(ir.parameters, [&](const ir::Parameter& p) { return gone.count(p.component) > 0; });
+  std::erase_if(ir.architecture_edges, [&](const ir::ArchitectureEdge& e) {
+    return dropped.count(e.from) > 0 || dropped.count(e.to) > 0;
+  });
+  std::erase_if(ir.findings, [&](const ir::Finding& f) {
+    return std::any_of(f.related.begin(), f.related.end(),
+                       [&](const std::string& id) { return dropped.count(id) > 0; });
+  });
+}
+
 }  // namespace
 
 runtime::SpanCatalog span_catalog(const rust::Crate& crate, const ir::ModelIr& ir) {
@@ -270,13 +304,24 @@ Analysis analyze(const Options& opts) {
   sel.target_triple = opts.target;
   sel.cargo_target = opts.cargo_target;
   rust::LoadedCrate loaded = rust::load_crate(opts.path, sel);
+  Analysis a;
+  // Dependencies whose source is on disk and that build Candle layers join the crate before it
+  // is analysed, so the analysis walks their constructors like the crate's own.
+  std::vector<std::string> load_notes;
+  if (loaded.cargo) {
+    a.dependencies = cargo::locate_dependency_sources(*loaded.cargo);
+    load_notes = load_dependencies(loaded.crate, *loaded.cargo, a.dependencies);
+  }
   const rust::Crate& crate = loaded.crate;
 
-  Analysis a;
   a.ir.analysis_id = loaded.analysis_id;
-  a.files = crate.files().size();
-  a.items = crate.items().size();
-  const CandleVersions versions = record_cargo_context(loaded, opts, a);
+  a.files = crate.units()[0].files;
+  a.items = crate.units()[0].items;
+  for (std::size_t u = 1; u < crate.units().size(); ++u) {
+    a.dependency_files += crate.units()[u].files;
+    a.dependency_items += crate.units()[u].items;
+  }
+  const CandleVersions versions = record_cargo_context(loaded, opts, load_notes, a);
   record_source_findings(crate, versions, a);
   a.ir.functions = functions_of(crate);
 
@@ -299,6 +344,7 @@ Analysis analyze(const Options& opts) {
     inv.args[name] = *v;
   }
   analysis::build_inventory(crate, inv, a.ir);
+  if (crate.units().size() > 1) drop_dependency_components(a.ir);
 
   analysis::DataflowOptions df;
   df.candle_version = versions.core;

@@ -48,6 +48,9 @@ struct Analysis {
   std::size_t files = 0;
   std::size_t files_with_syntax_errors = 0;
   std::size_t items = 0;
+  // Loaded dependency crates (pipeline/dependencies.hpp): their files and items, beyond the above.
+  std::size_t dependency_files = 0;
+  std::size_t dependency_items = 0;
   std::vector<runtime::TraceInfo> traces;    // runtime traces read, in the order given
   std::vector<std::string> rejected_traces;  // paths of traces not merged (identity mismatch)
   // Where each dependency's source is on this machine (doctor lists them); not part of the IR,

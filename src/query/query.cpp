@@ -302,6 +302,7 @@ void write_dependencies(JsonWriter& w, const std::vector<cargo::DependencySource
         .field("origin", std::string(cargo::to_string(d->origin)));
     if (!d->dir.empty()) w.field("source_dir", d->dir.string());
     if (!d->problem.empty()) w.field("problem", d->problem);
+    if (!d->analysis.empty()) w.field("analysis", d->analysis);
     if (d->origin == cargo::SourceOrigin::missing) {
       w.key("searched").begin_array();
       for (const auto& s : d->searched)

@@ -53,8 +53,10 @@ std::string join_path(const std::string& module, const std::string& name) {
   return module.empty() ? name : module + "::" + name;
 }
 
+// A dependency's root module `::name` is its own parent, as the analysed crate's root `""` is.
 std::string parent_of(const std::string& module) {
   auto p = module.rfind("::");
+  if (p == 0) return module;
   return p == std::string::npos ? std::string() : module.substr(0, p);
 }
 
@@ -100,6 +102,17 @@ class CrateBuilder {
  public:
   CrateBuilder(Crate& c, fs::path dir, const CfgSet& cfg)
       : c_(c), dir_(std::move(dir)), cfg_(cfg) {}
+  // A dependency: its unit, root module (`::name`), file-name prefix and limits.
+  CrateBuilder(Crate& c, fs::path dir, const CfgSet& cfg, std::size_t unit,
+               const DependencyLimits& limits)
+      : c_(c),
+        dir_(std::move(dir)),
+        cfg_(cfg),
+        unit_(unit),
+        root_module_(c.units_[unit].root_module),
+        prefix_(c.units_[unit].file_prefix),
+        max_bytes_(limits.max_bytes),
+        max_files_(limits.max_files) {}
 
   struct Pending {
     fs::path abs;
@@ -114,6 +127,10 @@ class CrateBuilder {
   void run(const fs::path& root_file, int threads) {
     Pending root;
     root.abs = root_file;
+    root.module = root_module_;
+    items_before_ = c_.items_.size();
+    uses_before_ = c_.uses_.size();
+    impls_before_ = c_.impls_.size();
     root.child_dir = root_file.parent_path();
     std::vector<Pending> level{root};
     while (!level.empty()) {
@@ -143,16 +160,26 @@ class CrateBuilder {
         // model crates are a few MB (candle-transformers: 3.2 MB). Counted in load order, so the
         // same files are kept on every run.
         std::size_t bytes = parsed[i]->text().size();
-        if (loaded_bytes_ + bytes > kMaxCrateBytes) {
+        if (loaded_bytes_ + bytes > max_bytes_) {
           c_.diags_.push_back(
               {"source-load", p.decl_file.empty() ? rel(p.abs) : p.decl_file, p.decl_line,
-               rel(p.abs) + " is past the crate's source budget of " +
-                   std::to_string(kMaxCrateBytes >> 20) + " MiB (" + std::to_string(loaded_bytes_) +
-                   " bytes already loaded); skipped"});
+               rel(p.abs) + " is past the " + (unit_ == 0 ? "crate's" : "dependency's") +
+                   " source budget of " + budget_text(max_bytes_) + " (" +
+                   std::to_string(loaded_bytes_) + " bytes already loaded); skipped"});
+          continue;
+        }
+        if (loaded_files_ + 1 > max_files_) {
+          c_.diags_.push_back({"source-load", p.decl_file.empty() ? rel(p.abs) : p.decl_file,
+                               p.decl_line,
+                               rel(p.abs) + " is past the dependency's budget of " +
+                                   std::to_string(max_files_) + " files; skipped"});
           continue;
         }
         loaded_bytes_ += bytes;
+        ++loaded_files_;
         std::size_t fi = c_.files_.size();
+        file_abs_[fi] = p.abs;
+        c_.file_unit_.push_back(unit_);
         c_.files_.push_back(std::move(parsed[i]));
         const ParsedFile& f = *c_.files_.back();
         std::size_t shown = 0;
@@ -176,7 +203,12 @@ class CrateBuilder {
  private:
   std::string rel(const fs::path& abs) const {
     auto r = abs.lexically_relative(dir_);
-    return r.empty() ? abs.string() : r.generic_string();
+    return r.empty() ? abs.string() : prefix_ + r.generic_string();
+  }
+
+  static std::string budget_text(std::size_t bytes) {
+    return bytes % (1u << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                                   : std::to_string(bytes) + " bytes";
   }
 
   void read_and_parse(const Pending& p, std::unique_ptr<ParsedFile>& out, std::string& err) const {
@@ -301,6 +333,7 @@ class CrateBuilder {
     it.file = fi;
     it.line = line_of(n);
     it.node = n;
+    it.unit = unit_;
     c_.items_.push_back(std::move(it));
     return c_.items_.size() - 1;
   }
@@ -393,9 +426,7 @@ class CrateBuilder {
       std::error_code ec;
       if (!attrs.path.empty()) {
         // `#[path]` is relative to the directory of the file holding the `mod` item.
-        target = fs::path(c_.files_[fi]->path()).is_absolute()
-                     ? fs::path(attrs.path)
-                     : (dir_ / c_.files_[fi]->path()).parent_path() / attrs.path;
+        target = file_abs_[fi].parent_path() / attrs.path;
         if (depth > 0) target = child_dir / attrs.path;
       } else if (fs::is_regular_file(child_dir / (name + ".rs"), ec)) {
         target = child_dir / (name + ".rs");
@@ -446,7 +477,7 @@ class CrateBuilder {
       push_item(fi, ch, ItemKind::Static, module, cfg);
     } else if (t == "macro_definition") {
       // `#[macro_export]` puts the macro at the crate root, whatever module defines it.
-      push_item(fi, ch, ItemKind::Macro, attrs.macro_export ? std::string() : module, cfg);
+      push_item(fi, ch, ItemKind::Macro, attrs.macro_export ? root_module_ : module, cfg);
     } else if (t == "type_item") {
       push_item(fi, ch, ItemKind::TypeAlias, module, cfg);
     } else if (t == "impl_item") {
@@ -531,20 +562,21 @@ class CrateBuilder {
     c_.impls_.push_back(std::move(im));
   }
 
+  // Indexes what this run added (a dependency is loaded into a crate already indexed).
   void finalize() {
-    for (std::size_t i = 0; i < c_.items_.size(); ++i) {
+    for (std::size_t i = items_before_; i < c_.items_.size(); ++i) {
       const Item& it = c_.items_[i];
       if (it.kind != ItemKind::Method) c_.by_scope_[it.module + '\n' + it.name].push_back(i);
       c_.by_qualified_[it.qualified].push_back(i);
     }
-    for (std::size_t i = 0; i < c_.uses_.size(); ++i) {
+    for (std::size_t i = uses_before_; i < c_.uses_.size(); ++i) {
       const UseBinding& u = c_.uses_[i];
       if (u.glob)
         c_.globs_by_module_[u.module].push_back(i);
       else if (!u.name.empty() && u.name != "_")
         c_.uses_by_scope_[u.module + '\n' + u.name].push_back(i);
     }
-    for (std::size_t i = 0; i < c_.impls_.size(); ++i) {
+    for (std::size_t i = impls_before_; i < c_.impls_.size(); ++i) {
       Impl& im = c_.impls_[i];
       for (const auto& cand : c_.resolve_segments(im.module, split_path(im.self_base), 0)) {
         if (cand.kind != Candidate::Kind::Item) continue;
@@ -568,7 +600,14 @@ class CrateBuilder {
   Crate& c_;
   fs::path dir_;
   const CfgSet& cfg_;
+  std::size_t unit_ = 0;
+  std::string root_module_;  // "" or `::name`
+  std::string prefix_;       // prepended to file names: "" or "their-layers/"
+  std::size_t max_bytes_ = kMaxCrateBytes, max_files_ = SIZE_MAX;
   std::size_t loaded_bytes_ = 0;  // source bytes kept so far
+  std::size_t loaded_files_ = 0;
+  std::size_t items_before_ = 0, uses_before_ = 0, impls_before_ = 0;
+  std::unordered_map<std::size_t, fs::path> file_abs_;  // where each file of this run was read
 };
 
 Crate Crate::load(const fs::path& crate_dir, const fs::path& root_file,
@@ -576,11 +615,82 @@ Crate Crate::load(const fs::path& crate_dir, const fs::path& root_file,
   Crate c;
   c.ctx_ = ctx;
   c.cfg_ = cfg;
+  CrateUnit self;
+  if (ctx != nullptr) {
+    self.name = cargo::CargoContext::crate_name(ctx->package);
+    self.package = ctx->package;
+    self.version = ctx->version;
+  }
+  self.cfg = cfg;
+  c.units_.push_back(std::move(self));
   std::error_code ec;
   fs::path dir = fs::weakly_canonical(crate_dir, ec);
   fs::path root = fs::weakly_canonical(root_file, ec);
   CrateBuilder(c, dir, cfg).run(root, threads);
+  c.units_[0].files = c.files_.size();
+  c.units_[0].items = c.items_.size();
+  for (const auto& f : c.files_)
+    c.units_[0].bytes += f->text().size();
   return c;
+}
+
+std::size_t Crate::load_dependency(CrateUnit unit, const fs::path& package_dir,
+                                   const fs::path& root_file, const DependencyLimits& limits) {
+  std::size_t index = units_.size();
+  std::size_t files_before = files_.size(), items_before = items_.size();
+  units_.push_back(std::move(unit));
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(package_dir, ec);
+  fs::path root = fs::weakly_canonical(root_file, ec);
+  std::size_t diags_before = diags_.size();
+  CrateBuilder(*this, dir, units_[index].cfg, index, limits).run(root, 2);
+  CrateUnit& u = units_[index];
+  // What its loader could not do is the dependency's, never the analysed crate's.
+  u.diagnostics.assign(diags_.begin() + static_cast<std::ptrdiff_t>(diags_before), diags_.end());
+  diags_.resize(diags_before);
+  u.files = files_.size() - files_before;
+  u.items = items_.size() - items_before;
+  for (std::size_t f = files_before; f < files_.size(); ++f)
+    u.bytes += files_[f]->text().size();
+  return index;
+}
+
+std::size_t Crate::unit_of_module(const std::string& module) const {
+  if (module.rfind("::", 0) != 0) return 0;
+  auto end = module.find("::", 2);
+  std::string root = module.substr(0, end);
+  for (std::size_t u = 1; u < units_.size(); ++u)
+    if (units_[u].root_module == root) return u;
+  return 0;
+}
+
+std::vector<Candidate> Crate::extern_crate(const std::string& module, const std::string& name,
+                                           bool more_segments) const {
+  std::size_t unit = unit_of_module(module);
+  std::string pkg;
+  bool known = false;
+  if (unit == 0) {
+    pkg = ctx_ != nullptr ? ctx_->package_for_alias(name) : std::string();
+    known = !pkg.empty();
+    if (ctx_ != nullptr)
+      for (const auto& d : ctx_->dependencies)
+        if (cargo::CargoContext::crate_name(d.package) == name) known = true;
+  } else if (auto it = units_[unit].externs.find(name); it != units_[unit].externs.end()) {
+    pkg = it->second;
+    known = true;
+  }
+  if (!pkg.empty())
+    for (std::size_t u = 1; u < units_.size(); ++u)
+      if (units_[u].package == pkg) return {{Candidate::Kind::Module, 0, units_[u].root_module}};
+  bool sysroot = name == "std" || name == "core" || name == "alloc";
+  // Without a Cargo context (or in a dependency, whose manifest may name crates the lock does
+  // not), a lowercase first segment of a longer path is taken for a crate, as before.
+  bool guess = (ctx_ == nullptr || unit != 0) && more_segments && !name.empty() &&
+               std::islower(static_cast<unsigned char>(name[0]));
+  if (sysroot || known || guess)
+    return {
+        {Candidate::Kind::External, 0, pkg.empty() ? name : cargo::CargoContext::crate_name(pkg)}};
+  return {};
 }
 
 Tri Crate::attributes_active(std::size_t file, TSNode node) const {
@@ -596,7 +706,8 @@ Tri Crate::attributes_active(std::size_t file, TSNode node) const {
     if (open != std::string::npos && close != std::string::npos && close > open)
       preds.push_back(normalize_cfg(std::string_view(t).substr(open + 1, close - open - 1)));
   }
-  return cfg_.eval_all(preds);
+  std::size_t unit = file < file_unit_.size() ? file_unit_[file] : 0;
+  return (unit == 0 ? cfg_ : units_[unit].cfg).eval_all(preds);
 }
 
 std::string Crate::node_text(std::size_t file, TSNode n) const {
@@ -675,12 +786,21 @@ std::vector<Candidate> Crate::resolve_segments(const std::string& module,
   if (segs.empty() || depth > 24 || ++resolve_steps > kMaxResolveSteps) return cur;
   std::size_t i = 0;
   const std::string& s0 = segs[0];
-  if (s0.empty()) {  // `::name` — an external crate
+  if (s0.empty()) {  // `::name` — an external crate (a loaded dependency's root module)
     if (segs.size() < 2) return cur;
-    cur.push_back({Candidate::Kind::External, 0, segs[1]});
+    cur = extern_crate(module, segs[1], true);
+    bool loaded = !cur.empty() && cur[0].kind == Candidate::Kind::Module;
+    if (!loaded) {
+      // `::their_layers::x` as written by the loader itself names a loaded unit's module.
+      cur.clear();
+      for (std::size_t u = 1; u < units_.size(); ++u)
+        if (units_[u].root_module == "::" + segs[1])
+          cur.push_back({Candidate::Kind::Module, 0, units_[u].root_module});
+      if (cur.empty()) cur.push_back({Candidate::Kind::External, 0, segs[1]});
+    }
     i = 2;
   } else if (s0 == "crate") {
-    cur.push_back({Candidate::Kind::Module, 0, ""});
+    cur.push_back({Candidate::Kind::Module, 0, units_[unit_of_module(module)].root_module});
     i = 1;
   } else if (s0 == "self" || s0 == "super") {
     std::string m = module;
@@ -692,18 +812,7 @@ std::vector<Candidate> Crate::resolve_segments(const std::string& module,
   } else {
     // A module-relative name (2018 uniform paths), else a dependency or a sysroot crate.
     cur = lookup_in(module, s0, depth);
-    if (cur.empty()) {
-      std::string pkg = ctx_ != nullptr ? ctx_->package_for_alias(s0) : std::string();
-      bool sysroot = s0 == "std" || s0 == "core" || s0 == "alloc";
-      bool dependency = !pkg.empty();
-      if (ctx_ != nullptr)
-        for (const auto& d : ctx_->dependencies)
-          if (cargo::CargoContext::crate_name(d.package) == s0) dependency = true;
-      if (sysroot || dependency ||
-          (ctx_ == nullptr && segs.size() > 1 && std::islower(static_cast<unsigned char>(s0[0]))))
-        cur.push_back({Candidate::Kind::External, 0,
-                       pkg.empty() ? s0 : cargo::CargoContext::crate_name(pkg)});
-    }
+    if (cur.empty()) cur = extern_crate(module, s0, segs.size() > 1);
     i = 1;
   }
   for (; i < segs.size() && !cur.empty(); ++i) {
@@ -847,7 +956,7 @@ std::vector<std::size_t> Crate::unresolved_imports() const {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < uses_.size(); ++i) {
     const UseBinding& u = uses_[i];
-    if (u.path.empty()) continue;
+    if (u.path.empty() || unit_of_module(u.module) != 0) continue;
     const std::string& s0 = u.path[0];
     if (s0 != "crate" && s0 != "self" && s0 != "super") continue;
     if (resolve_segments(u.module, u.path, 0).empty()) out.push_back(i);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -94,6 +95,7 @@ struct Item {
   SelfKind self_kind = SelfKind::None;
   std::string return_type;
   std::ptrdiff_t impl = -1;  // methods: index into Crate::impls()
+  std::size_t unit = 0;      // index into Crate::units(): 0 is the analysed crate
   TSNode body() const;       // functions: the block, null node when absent
 };
 
@@ -128,6 +130,30 @@ struct Candidate {
 };
 
 struct LoweredCache;  // lower.cpp
+// One crate whose items a Crate holds. Unit 0 is the analysed crate (module paths `""`,
+// `models::llama`, files crate-relative). Each dependency loaded with `load_dependency` is another
+// unit: its module paths start with `::` and its crate name (`::their_layers::linear`, the
+// absolute path Rust itself gives an extern crate's item, so they never collide with the analysed
+// crate's modules), its files are named `PACKAGE/src/lib.rs` (the package name, then the path
+// inside the package), and its items resolve through its own manifest's dependencies.
+struct CrateUnit {
+  std::string name;     // the crate name its dependents import it by: "their_layers"
+  std::string package;  // "their-layers"; the analysed crate's package ("" without Cargo.toml)
+  std::string version;
+  std::string root_module;  // "" for unit 0, "::their_layers"
+  std::string file_prefix;  // "" for unit 0, "their-layers/"
+  // The crate names its code imports, to their packages (renames applied).
+  std::map<std::string, std::string> externs;
+  CfgSet cfg;  // its cfg: the target's, with its own active features
+  std::size_t files = 0, bytes = 0, items = 0;
+  std::vector<Diagnostic> diagnostics;  // dependencies: what its loader could not do
+};
+
+// How much one dependency may add (the pipeline passes what is left of a budget for all of them).
+struct DependencyLimits {
+  std::size_t max_files = 0;
+  std::size_t max_bytes = 0;
+};
 
 class Crate {
  public:
@@ -141,6 +167,22 @@ class Crate {
   const std::vector<Impl>& impls() const { return impls_; }
   const std::vector<UseBinding>& uses() const { return uses_; }
   const std::vector<Diagnostic>& diagnostics() const { return diags_; }
+  const std::vector<CrateUnit>& units() const { return units_; }
+  // Whether the item belongs to the analysed crate (not to a loaded dependency).
+  bool is_local(std::size_t item) const { return items_[item].unit == 0; }
+  // The unit a module path belongs to (0 for the analysed crate's modules).
+  std::size_t unit_of_module(const std::string& module) const;
+  std::size_t unit_of_file(std::size_t file) const {
+    return file < file_unit_.size() ? file_unit_[file] : 0;
+  }
+
+  // Loads a dependency's sources (root file `root_file` inside `package_dir`) as a new unit, with
+  // the same loader, under `limits`; returns its index. What could not be loaded (files past the
+  // limits, syntax errors, unreadable modules) is in the unit's `diagnostics`, never in the
+  // analysed crate's. Must be called before the crate is analysed (indices grow).
+  std::size_t load_dependency(CrateUnit unit, const std::filesystem::path& package_dir,
+                              const std::filesystem::path& root_file,
+                              const DependencyLimits& limits);
 
   const Module* module(const std::string& path) const;
   // Items with that qualified name (cfg alternatives are separate entries).
@@ -177,6 +219,10 @@ class Crate {
   std::vector<Candidate> resolve_segments(const std::string& module,
                                           const std::vector<std::string>& segs, int depth) const;
   std::vector<Candidate> resolve_type_text(const std::string& module, std::string text) const;
+  // The first segment of a path, not bound in `module`, as an extern crate of its unit: a loaded
+  // dependency's root module, else External; empty when it names none.
+  std::vector<Candidate> extern_crate(const std::string& module, const std::string& name,
+                                      bool more_segments) const;
 
   std::vector<std::unique_ptr<ParsedFile>> files_;
   std::vector<Module> modules_;
@@ -184,6 +230,8 @@ class Crate {
   std::vector<Impl> impls_;
   std::vector<UseBinding> uses_;
   std::vector<Diagnostic> diags_;
+  std::vector<CrateUnit> units_;
+  std::vector<std::size_t> file_unit_;  // unit of each file
   const cargo::CargoContext* ctx_ = nullptr;
   CfgSet cfg_;
   std::unordered_map<std::string, std::vector<std::size_t>> by_scope_;  // module + '\n' + name

@@ -1,0 +1,116 @@
+// VarBuilder-like types recognised by what they are, not by their name: aliases, wrappers that
+// forward VarBuilder's methods to a VarBuilder field, and re-exports; types merely named like a
+// VarBuilder, or holding one without forwarding its interface, are not.
+#include "analysis/builder_types.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "rust/crate.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class BuilderTypes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("cg_builder_types_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_ / "src");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& rel, const std::string& text) {
+    fs::create_directories((dir_ / rel).parent_path());
+    std::ofstream(dir_ / rel, std::ios::binary) << text;
+  }
+  // The qualified names found, with why, as "name: why" lines.
+  std::string found(const std::string& lib) {
+    write("src/lib.rs", lib);
+    loaded_ = cg::rust::load_crate(dir_, {});
+    types_ = cg::analysis::find_builder_types(loaded_.crate);
+    std::string out;
+    for (std::size_t k = 0; k < types_.items.size(); ++k)
+      out += loaded_.crate.items()[types_.items[k]].qualified + ": " + types_.why[k] + "\n";
+    return out;
+  }
+  fs::path dir_;
+  cg::rust::LoadedCrate loaded_;
+  cg::analysis::BuilderTypes types_;
+};
+
+TEST_F(BuilderTypes, AliasesOfAVarBuilderAndOfEachOther) {
+  EXPECT_EQ(found("pub type Vb<'a> = candle_nn::VarBuilder<'a>;\n"
+                  "pub type Sharded = candle_nn::var_builder::ShardedVarBuilder<'static>;\n"
+                  "pub mod inner { pub type Again<'a> = super::Vb<'a>; }\n"
+                  "pub type Weights = Vec<f32>;\n"
+                  "pub type VarBuilderish = std::collections::HashMap<String, u32>;\n"),
+            "Vb: alias of candle_nn::VarBuilder\n"
+            "Sharded: alias of candle_nn::var_builder::ShardedVarBuilder\n"
+            "inner::Again: alias of super::Vb\n");
+  EXPECT_TRUE(types_.names(loaded_.crate, "inner", "&Again<'a>", false));
+}
+
+TEST_F(BuilderTypes, WrapperForwardingVarBuilderMethodsToItsField) {
+  EXPECT_EQ(
+      found("use candle_nn::var_builder::ShardedVarBuilder;\n"
+            "#[derive(Clone)]\n"
+            "pub struct EngineVb<'a> { inner: ShardedVarBuilder<'a>, device: u32 }\n"
+            "impl<'a> EngineVb<'a> {\n"
+            "  pub fn pp<S: ToString>(&self, s: S) -> Self {\n"
+            "    Self { inner: self.inner\n      .pp(s), device: self.device }\n  }\n"
+            "  pub fn get_with_hints(&self, n: &str) -> u32 { self.inner.get_with_hints(n) }\n"
+            "}\n"
+            "pub type Alias<'a> = EngineVb<'a>;\n"),
+      "EngineVb: forwards `pp` to its VarBuilder field `inner`\n"
+      "Alias: alias of EngineVb\n");
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "&mut EngineVb<'a>"));
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "crate::Alias"));
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "ShardedVarBuilder"));
+  EXPECT_FALSE(types_.names(loaded_.crate, "", "String"));
+  // Aliases only: the wrapper (and an alias of it) forwards through its field `inner`.
+  EXPECT_EQ(types_.field, (std::vector<std::string>{"inner", "inner"}));
+  EXPECT_FALSE(types_.names(loaded_.crate, "", "&mut EngineVb<'a>", false));
+  EXPECT_FALSE(types_.names(loaded_.crate, "", "Alias", false));
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "ShardedVarBuilder", false));
+}
+
+TEST_F(BuilderTypes, WrapperOfAWrapper) {
+  EXPECT_EQ(
+      found("pub struct A { vb: candle_nn::VarBuilder<'static> }\n"
+            "impl A { pub fn push_prefix(&self, s: &str) -> A { A { vb: self.vb.push_prefix(s) } } "
+            "}\n"
+            "pub struct B { a: A }\n"
+            "impl B { pub fn set_device(&mut self, d: u32) { self.a.push_prefix(\"x\"); } }\n"),
+      "A: forwards `push_prefix` to its VarBuilder field `vb`\n"
+      "B: forwards `set_device` to its VarBuilder field `a`\n");
+}
+
+TEST_F(BuilderTypes, NamesProveNothing) {
+  // Named like a builder, with a builder-named method, but holding no VarBuilder.
+  // Holding a VarBuilder, but using it in a method that is not VarBuilder's interface.
+  // Holding one, with a `pp` that does not touch it.
+  EXPECT_EQ(found("pub struct MyVarBuilder { prefix: String }\n"
+                  "impl MyVarBuilder { pub fn pp(&self, s: &str) -> Self { Self { prefix: "
+                  "format!(\"{}.{s}\", self.prefix) } } }\n"
+                  "pub struct LazyModel { vb: candle_nn::VarBuilder<'static> }\n"
+                  "impl LazyModel { pub fn layer(&self) -> u32 { self.vb.pp(\"x\"); 0 } }\n"
+                  "pub struct Other { vb: candle_nn::VarBuilder<'static>, n: u32 }\n"
+                  "impl Other { pub fn pp(&self) -> u32 { self.n } }\n"),
+            "");
+  EXPECT_FALSE(types_.names(loaded_.crate, "", "MyVarBuilder"));
+}
+
+TEST_F(BuilderTypes, ReExportsResolveToTheVarBuilder) {
+  EXPECT_EQ(found("pub use candle_nn::var_builder::ShardedVarBuilder as VarBuilder;\n"
+                  "pub mod m { pub use candle_nn::VarBuilder as Vb; }\n"),
+            "");
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "VarBuilder<'a>"));
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "m::Vb"));
+}
+
+}  // namespace
