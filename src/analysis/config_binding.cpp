@@ -1,9 +1,9 @@
 #include "analysis/config_binding.hpp"
 
 #include <cstring>
-#include <functional>
+#include <vector>
 
-#include "analysis/syntax.hpp"
+#include "rust/body.hpp"
 #include "rust/literal.hpp"
 #include "util/text.hpp"
 
@@ -73,12 +73,41 @@ SymValue type_default(const std::string& type_text) {
   return SymValue::symbolic("Default::default()", "the default of `" + t + "` is not evaluated");
 }
 
+using rust::Kind;
+using rust::kNone;
+using rust::NodeId;
+
+// The first struct literal under `n` in source order (depth-first): any when `name` is empty,
+// else `Self { .. }` / `<name> { .. }` outside closures.
+rust::NodeId first_struct_literal(const rust::Body& b, rust::NodeId n, const std::string& name,
+                                  int depth) {
+  if (n == rust::kNone || (depth > 64 && !name.empty())) return rust::kNone;
+  const rust::Node& node = b[n];
+  if (node.kind == rust::Kind::Struct) {
+    if (name.empty() || node.str == "Self" || node.str == name) return n;
+  }
+  if (!name.empty() && (node.kind == rust::Kind::Closure || node.kind == rust::Kind::Item))
+    return rust::kNone;
+  // Children in source order: a struct literal's fields come before its `..base`.
+  std::vector<rust::NodeId> order;
+  if (node.kind == rust::Kind::Struct) order = b.kids(n);
+  for (rust::NodeId c : {node.a, node.b, node.c})
+    order.push_back(c);
+  if (node.kind != rust::Kind::Struct)
+    for (rust::NodeId c : b.kids(n))
+      order.push_back(c);
+  for (rust::NodeId c : order) {
+    rust::NodeId r = first_struct_literal(b, c, name, depth + 1);
+    if (r != rust::kNone) return r;
+  }
+  return rust::kNone;
+}
+
 // Evaluates a function body: `let` bindings, then the tail (or a `return`).
-class BodyContext : public EvalContext {
+class BodyContext : public BodyEvalContext {
  public:
-  BodyContext(const ConfigBinding& b, const rust::Crate& c, std::size_t file,
-              std::optional<ConfigRef> self)
-      : binding_(b), crate_(c), file_(file), self_(std::move(self)) {}
+  BodyContext(const ConfigBinding& b, std::optional<ConfigRef> self)
+      : binding_(b), self_(std::move(self)) {}
   std::map<std::string, SymValue, std::less<>> locals;
   std::map<std::string, ConfigRef, std::less<>> config_locals;  // `cfg` parameters (constructors)
 
@@ -87,40 +116,39 @@ class BodyContext : public EvalContext {
     if (it != locals.end()) return it->second;
     return std::nullopt;
   }
-  std::optional<SymValue> field(TSNode base, std::string_view name) override {
-    auto ref = resolve(base);
+  std::optional<SymValue> field(const rust::Body& body, NodeId base,
+                                std::string_view name) override {
+    auto ref = resolve(body, base);
     if (!ref) return std::nullopt;
     auto r = binding_.field(*ref, name);
     if (r.config) return std::nullopt;
     return r.value;
   }
-  std::optional<SymValue> method(TSNode recv, std::string_view name,
+  std::optional<SymValue> method(const rust::Body& body, NodeId recv, std::string_view name,
                                  const std::vector<SymValue>& args) override {
-    auto ref = resolve(recv);
+    auto ref = resolve(body, recv);
     if (!ref) return std::nullopt;
     return binding_.method(*ref, name, args);
   }
 
  private:
-  std::optional<ConfigRef> resolve(TSNode n) {
-    std::string_view k = kind_of(n);
+  std::optional<ConfigRef> resolve(const rust::Body& body, NodeId n) {
+    if (n == kNone) return std::nullopt;
+    std::string_view k = body[n].syntax;
     if (k == "self") return self_;
     if (k == "identifier") {
-      auto it = config_locals.find(node_text(n, crate_.files()[file_]->text()));
+      auto it = config_locals.find(body.source(n));
       if (it != config_locals.end()) return it->second;
       return std::nullopt;
     }
     if (k == "field_expression") {
-      auto base = resolve(field_of(n, "value"));
+      auto base = resolve(body, body[n].a);
       if (!base) return std::nullopt;
-      return binding_.field(*base, node_text(field_of(n, "field"), crate_.files()[file_]->text()))
-          .config;
+      return binding_.field(*base, body[n].str).config;
     }
     return std::nullopt;
   }
   const ConfigBinding& binding_;
-  const rust::Crate& crate_;
-  std::size_t file_;
   std::optional<ConfigRef> self_;
 };
 
@@ -134,42 +162,28 @@ const ConfigBinding::StructInfo& ConfigBinding::info(std::size_t item) const {
   if (it != infos_.end()) return it->second;
   StructInfo s;
   const rust::Item& st = crate_.items()[item];
-  const std::string& src = crate_.files()[st.file]->text();
-  for (TSNode a = ts_node_prev_named_sibling(st.node);
-       !ts_node_is_null(a) && kind_of(a) == "attribute_item"; a = ts_node_prev_named_sibling(a)) {
-    std::string t = node_text(a, src);
+  for (const std::string& t : st.attributes) {
     if (contains_word(t, "derive") && contains_word(t, "Deserialize")) s.deserialize = true;
     if (contains_word(t, "serde") && contains_word(t, "default") && !attr_value(t, "default"))
       s.struct_default = true;
   }
-  TSNode body = field_of(st.node, "body");
-  std::vector<std::string> pending;  // attribute texts before the next field
-  if (!ts_node_is_null(body)) {
-    std::uint32_t n = ts_node_named_child_count(body);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      TSNode ch = ts_node_named_child(body, i);
-      if (kind_of(ch) == "attribute_item") {
-        pending.push_back(node_text(ch, src));
-        continue;
-      }
-      if (kind_of(ch) != "field_declaration") continue;
-      FieldInfo f;
-      f.name = node_text(field_of(ch, "name"), src);
-      f.type_text = node_text(field_of(ch, "type"), src);
-      f.json_name = f.name;
-      f.line = ts_node_start_point(ch).row + 1;
-      for (const auto& a : pending) {
-        if (!contains_word(a, "serde")) continue;
-        if (auto r = attr_value(a, "rename")) f.json_name = *r;
-        if (auto al = attr_value(a, "alias")) f.aliases.push_back(*al);
-        if (auto d = attr_value(a, "default"))
-          f.default_fn = *d;
-        else if (contains_word(a, "default"))
-          f.serde_default = true;
-      }
-      pending.clear();
-      s.fields.push_back(std::move(f));
+  for (const rust::Field& field : st.fields) {
+    if (field.line == 0) continue;  // tuple fields
+    FieldInfo f;
+    f.name = field.name;
+    f.type_text = field.type_text;
+    f.json_name = f.name;
+    f.line = field.line;
+    for (const auto& a : field.attributes) {
+      if (!contains_word(a, "serde")) continue;
+      if (auto r = attr_value(a, "rename")) f.json_name = *r;
+      if (auto al = attr_value(a, "alias")) f.aliases.push_back(*al);
+      if (auto d = attr_value(a, "default"))
+        f.default_fn = *d;
+      else if (contains_word(a, "default"))
+        f.serde_default = true;
     }
+    s.fields.push_back(std::move(f));
   }
   return infos_.emplace(item, std::move(s)).first->second;
 }
@@ -262,30 +276,17 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
   }
   if (c.via >= 0) {
     // The conversion's struct literal says how the field is computed from the source struct.
-    const rust::Item& conv = crate_.items()[static_cast<std::size_t>(c.via)];
-    const std::string& src = crate_.files()[conv.file]->text();
-    TSNode lit{};
-    std::function<void(TSNode)> find = [&](TSNode n) {
-      if (!ts_node_is_null(lit) || ts_node_is_null(n)) return;
-      if (kind_of(n) == "struct_expression") {
-        lit = n;
-        return;
-      }
-      std::uint32_t k = ts_node_named_child_count(n);
-      for (std::uint32_t i = 0; i < k && ts_node_is_null(lit); ++i)
-        find(ts_node_named_child(n, i));
-    };
-    find(conv.body());
+    const std::size_t conv_item = static_cast<std::size_t>(c.via);
+    const rust::Item& conv = crate_.items()[conv_item];
+    const rust::Body& body = crate_.lowered(conv_item);
+    NodeId lit = first_struct_literal(body, body.root, {}, 0);
     ConfigRef source;
     source.item = c.via_source;
     source.bound = true;
-    BodyContext ctx(*this, crate_, conv.file, source);
-    TSNode list = ts_node_is_null(lit) ? TSNode{} : field_of(lit, "body");
-    std::uint32_t k = ts_node_is_null(list) ? 0 : ts_node_named_child_count(list);
-    for (std::uint32_t i = 0; i < k; ++i) {
-      TSNode fi = ts_node_named_child(list, i);
-      if (kind_of(fi) == "field_initializer" && node_text(field_of(fi, "field"), src) == name) {
-        out.value = evaluate(field_of(fi, "value"), src, ctx);
+    BodyContext ctx(*this, source);
+    for (NodeId fi : lit == kNone ? std::vector<NodeId>{} : body.kids(lit)) {
+      if (!(body[fi].flags & rust::kShorthand) && body[fi].str == name) {
+        out.value = evaluate(body, body[fi].a, ctx);
         if (!out.value.concrete()) out.value.text = shown;
         return out;
       }
@@ -332,21 +333,15 @@ SymValue ConfigBinding::default_of(const ConfigRef& c, const StructInfo& s,
   if (s.struct_default) {
     // `impl Default for Config { fn default() -> Self { Self { field: .., .. } } }`
     for (std::size_t m : crate_.methods(c.item, "default")) {
-      TSNode body = crate_.items()[m].body();
-      if (ts_node_is_null(body)) continue;
-      const std::string& src = crate_.files()[crate_.items()[m].file]->text();
-      std::uint32_t n = ts_node_named_child_count(body);
-      if (n == 0) continue;
-      TSNode tail = ts_node_named_child(body, n - 1);
-      if (kind_of(tail) != "struct_expression") continue;
-      TSNode list = field_of(tail, "body");
-      std::uint32_t k = ts_node_named_child_count(list);
-      for (std::uint32_t i = 0; i < k; ++i) {
-        TSNode fi = ts_node_named_child(list, i);
-        if (kind_of(fi) != "field_initializer") continue;
-        if (node_text(field_of(fi, "field"), src) != f.name) continue;
-        BodyContext ctx(*this, crate_, crate_.items()[m].file, std::nullopt);
-        return evaluate(field_of(fi, "value"), src, ctx);
+      const rust::Body& body = crate_.lowered(m);
+      if (body.root == kNone || (body[body.root].flags & rust::kTrailingExtras)) continue;
+      NodeId tail = body.tail(body.root);
+      if (tail == kNone || body[tail].syntax != "struct_expression") continue;
+      for (NodeId fi : body.kids(tail)) {
+        if (body[fi].flags & rust::kShorthand) continue;
+        if (body[fi].str != f.name) continue;
+        BodyContext ctx(*this, std::nullopt);
+        return evaluate(body, body[fi].a, ctx);
       }
     }
     return type_default(f.type_text);
@@ -375,58 +370,38 @@ std::optional<SymValue> ConfigBinding::method(const ConfigRef& c, std::string_vi
 SymValue ConfigBinding::eval_fn_body(std::size_t fn_item, const std::optional<ConfigRef>& self,
                                      const std::vector<SymValue>& args) const {
   const rust::Item& f = crate_.items()[fn_item];
-  TSNode body = f.body();
-  if (ts_node_is_null(body)) return SymValue::symbolic(f.name + "()", "no body");
+  const rust::Body& body = crate_.lowered(fn_item);
+  if (body.root == kNone) return SymValue::symbolic(f.name + "()", "no body");
   if (depth_ > 16) return SymValue::symbolic(f.name + "()", "config methods nest too deeply");
   ++depth_;
   struct Guard {
     int& d;
     ~Guard() { --d; }
   } guard{depth_};
-  const std::string& src = crate_.files()[f.file]->text();
-  BodyContext ctx(*this, crate_, f.file, self);
+  BodyContext ctx(*this, self);
   for (std::size_t i = 0; i < f.params.size() && i < args.size(); ++i)
     ctx.locals[f.params[i].name] = args[i];
-  std::uint32_t n = ts_node_named_child_count(body);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    TSNode st = ts_node_named_child(body, i);
-    std::string_view k = kind_of(st);
-    if (k == "line_comment" || k == "block_comment") continue;
-    if (k == "let_declaration") {
-      TSNode pat = field_of(st, "pattern");
-      TSNode val = field_of(st, "value");
-      if (!ts_node_is_null(pat) && kind_of(pat) == "identifier" && !ts_node_is_null(val))
-        ctx.locals[node_text(pat, src)] = evaluate(val, src, ctx);
+  // A comment or attribute after the last statement leaves no tail to evaluate.
+  const bool trailing = body[body.root].flags & rust::kTrailingExtras;
+  const std::vector<NodeId> stmts = body.kids(body.root);
+  for (std::size_t i = 0; i < stmts.size(); ++i) {
+    NodeId st = stmts[i];
+    const rust::Node& n = body[st];
+    if (n.kind == Kind::Let) {
+      if (n.a != kNone && body[n.a].syntax == "identifier" && n.b != kNone)
+        ctx.locals[std::string(body.source(n.a))] = evaluate(body, n.b, ctx);
       continue;
     }
-    if (k == "expression_statement") {
-      TSNode e = ts_node_named_child(st, 0);
-      if (!ts_node_is_null(e) && kind_of(e) == "return_expression")
-        return evaluate(ts_node_named_child(e, 0), src, ctx);
+    if (n.kind == Kind::ExprStmt || n.kind == Kind::MacroStmt) {
+      if (n.kind == Kind::ExprStmt && n.a != kNone && body[n.a].kind == Kind::Return)
+        return evaluate(body, body[n.a].a, ctx);
       continue;
     }
-    if (k == "return_expression") return evaluate(ts_node_named_child(st, 0), src, ctx);
-    if (i + 1 == n) return evaluate(st, src, ctx);
+    if (n.kind == Kind::Return) return evaluate(body, n.a, ctx);
+    if (i + 1 == stmts.size() && !trailing) return evaluate(body, st, ctx);
   }
   return SymValue::symbolic(f.name + "()", "body without a tail expression");
 }
-
-namespace {
-// The first struct literal `Self { .. }` / `Name { .. }` under `n` (depth-first).
-TSNode find_struct_literal(TSNode n, std::string_view src, const std::string& name, int depth) {
-  if (ts_node_is_null(n) || depth > 64) return TSNode{};
-  if (kind_of(n) == "struct_expression") {
-    std::string t = node_text(field_of(n, "name"), src);
-    if (t == "Self" || t == name) return n;
-  }
-  if (kind_of(n) == "closure_expression" || kind_of(n) == "function_item") return TSNode{};
-  for (std::uint32_t i = 0; i < ts_node_named_child_count(n); ++i) {
-    TSNode r = find_struct_literal(ts_node_named_child(n, i), src, name, depth + 1);
-    if (!ts_node_is_null(r)) return r;
-  }
-  return TSNode{};
-}
-}  // namespace
 
 std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t type_item) const {
   std::map<std::string, SymValue> out;
@@ -436,12 +411,11 @@ std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t ty
     for (std::size_t m : crate_.methods(type_item, ctor)) {
       const rust::Item& f = crate_.items()[m];
       if (f.cfg.state == rust::Tri::False) continue;
-      TSNode body = f.body();
-      if (ts_node_is_null(body)) continue;
-      const std::string& src = crate_.files()[f.file]->text();
-      TSNode lit = find_struct_literal(body, src, type_name, 0);
-      if (ts_node_is_null(lit)) continue;
-      BodyContext ctx(*this, crate_, f.file, std::nullopt);
+      const rust::Body& body = crate_.lowered(m);
+      if (body.root == kNone) continue;
+      NodeId lit = first_struct_literal(body, body.root, type_name, 0);
+      if (lit == kNone) continue;
+      BodyContext ctx(*this, std::nullopt);
       for (const auto& p : f.params) {
         auto ref = config_of_type(p.type_text, f.module);
         if (!ref) continue;
@@ -449,24 +423,19 @@ std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t ty
       }
       if (ctx.config_locals.empty()) continue;
       // Top-level `let x = <expr>;` bindings before the literal (the usual shape of a `new`).
-      for (std::uint32_t i = 0; i < ts_node_named_child_count(body); ++i) {
-        TSNode st = ts_node_named_child(body, i);
-        if (ts_node_start_byte(st) >= ts_node_start_byte(lit)) break;
-        if (kind_of(st) != "let_declaration") continue;
-        TSNode pat = field_of(st, "pattern");
-        TSNode val = field_of(st, "value");
-        if (!ts_node_is_null(pat) && kind_of(pat) == "identifier" && !ts_node_is_null(val))
-          ctx.locals[node_text(pat, src)] = evaluate(val, src, ctx);
+      for (NodeId st : body.kids(body.root)) {
+        const rust::Node& n = body[st];
+        if (n.start >= body[lit].start) break;
+        if (n.kind != Kind::Let) continue;
+        if (n.a != kNone && body[n.a].syntax == "identifier" && n.b != kNone)
+          ctx.locals[std::string(body.source(n.a))] = evaluate(body, n.b, ctx);
       }
-      TSNode list = field_of(lit, "body");
-      for (std::uint32_t i = 0; i < ts_node_named_child_count(list); ++i) {
-        TSNode c = ts_node_named_child(list, i);
-        if (kind_of(c) == "shorthand_field_initializer") {
-          std::string name = node_text(c, src);
+      for (NodeId c : body.kids(lit)) {
+        if (body[c].flags & rust::kShorthand) {
+          std::string name(body.source(c));
           if (auto v = ctx.lookup(name)) out.emplace(name, *v);
-        } else if (kind_of(c) == "field_initializer") {
-          out.emplace(node_text(field_of(c, "field"), src),
-                      evaluate(field_of(c, "value"), src, ctx));
+        } else {
+          out.emplace(std::string(body[c].str), evaluate(body, body[c].a, ctx));
         }
       }
       return out;

@@ -129,6 +129,10 @@ std::optional<SymValue> Walker::method(const rust::Body&, NodeId recv, std::stri
   return std::nullopt;
 }
 
+SymValue Walker::eval(NodeId n) {
+  return evaluate(body(), n, *this);
+}
+
 // Environment -----------------------------------------------------------------------------------
 
 Value* Walker::find_var(const std::string& name) {

@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -102,8 +101,6 @@ struct Diag {
 // `MyVarBuilderConfig` is not one.
 bool is_builder_type(const rust::Crate& crate, const std::string& module, std::string t);
 
-struct SyntaxBridge;  // inventory_eval_bridge.cpp (temporary)
-
 class Walker : public BodyEvalContext {
  public:
   Walker(const rust::Crate& crate, const LayerCatalog& catalog, bool audited,
@@ -171,7 +168,6 @@ class Walker : public BodyEvalContext {
   // alternatives of one group).
   std::vector<AlternativeMark> alt_ctx_;
   std::size_t alt_groups_ = 0;
-  std::shared_ptr<SyntaxBridge> bridge_;
 
   // Node access in the current frame's body.
   Frame& frame() { return *stack_.back(); }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "rust/literal.hpp"
+#include "rust/lower.hpp"
 
 namespace cg::analysis {
 
@@ -125,14 +126,20 @@ namespace {
 
 constexpr int kMaxDepth = 96;
 
+using rust::Body;
+using rust::Kind;
+using rust::kNone;
+using rust::NodeId;
+
+// Evaluates lowered nodes. Dispatch and messages follow the syntax kind each node was lowered
+// from (`Node::syntax`), so results read exactly as when the evaluator walked syntax trees.
 struct Evaluator {
-  std::string_view src;
-  EvalContext& ctx;
+  const Body& body;
+  BodyEvalContext& ctx;
 
-  std::string text(TSNode n) const { return node_text(n, src); }
-  static std::string_view type(TSNode n) { return ts_node_type(n); }
+  std::string text(NodeId n) const { return std::string(body.source(n)); }
 
-  SymValue unknown(TSNode n, std::string reason) const {
+  SymValue unknown(NodeId n, std::string reason) const {
     return SymValue::symbolic(text(n), std::move(reason));
   }
 
@@ -166,18 +173,16 @@ struct Evaluator {
     return SymValue::symbolic(std::move(text), std::move(reason));
   }
 
-  SymValue binary(TSNode n, int depth) {
-    TSNode l = ts_node_child_by_field_name(n, "left", 4);
-    TSNode r = ts_node_child_by_field_name(n, "right", 5);
-    TSNode op_node = ts_node_child_by_field_name(n, "operator", 8);
-    if (ts_node_is_null(l) || ts_node_is_null(r) || ts_node_is_null(op_node))
+  SymValue binary(NodeId n, int depth) {
+    const rust::Node& node = body[n];
+    if (node.a == kNone || node.b == kNone || node.str.empty())
       return unknown(n, "incomplete binary expression");
-    std::string op = text(op_node);
-    SymValue a = eval(l, depth + 1);
+    std::string op(node.str);
+    SymValue a = eval(node.a, depth + 1);
     // Short-circuit booleans exactly like Rust.
     if (op == "&&" && a.kind == SymValue::Kind::boolean && !a.boolean) return a;
     if (op == "||" && a.kind == SymValue::Kind::boolean && a.boolean) return a;
-    SymValue b = eval(r, depth + 1);
+    SymValue b = eval(node.b, depth + 1);
     // `x && false` is false and `x || true` is true whatever x is (no side effects here).
     if (op == "&&" && b.kind == SymValue::Kind::boolean && !b.boolean) return b;
     if (op == "||" && b.kind == SymValue::Kind::boolean && b.boolean) return b;
@@ -239,12 +244,11 @@ struct Evaluator {
     return unknown(n, "operator `" + op + "` not evaluated on floats");
   }
 
-  SymValue cast(TSNode n, int depth) {
-    TSNode value = ts_node_child_by_field_name(n, "value", 5);
-    TSNode ty = ts_node_child_by_field_name(n, "type", 4);
-    if (ts_node_is_null(value) || ts_node_is_null(ty)) return unknown(n, "incomplete cast");
-    SymValue v = eval(value, depth + 1);
-    std::string t = text(ty);
+  SymValue cast(NodeId n, int depth) {
+    const rust::Node& node = body[n];
+    if (node.a == kNone || node.str.empty()) return unknown(n, "incomplete cast");
+    SymValue v = eval(node.a, depth + 1);
+    std::string t(node.str);
     if (!v.concrete()) return SymValue::symbolic(operand(v, true) + " as " + t, v.reason);
     bool to_float = t == "f32" || t == "f64";
     if (!numeric(v)) return unknown(n, "cast of a non-number");
@@ -256,25 +260,31 @@ struct Evaluator {
     return v;
   }
 
-  SymValue call(TSNode n, int depth) {
-    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
-    TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
-    if (ts_node_is_null(fn)) return unknown(n, "incomplete call");
-    std::vector<TSNode> arg_nodes;
-    if (!ts_node_is_null(args)) {
-      std::uint32_t count = ts_node_named_child_count(args);
-      for (std::uint32_t i = 0; i < count; ++i)
-        arg_nodes.push_back(ts_node_named_child(args, i));
-    }
-    if (type(fn) == "identifier" && text(fn) == "Some" && arg_nodes.size() == 1)
+  // The callee as written: `f`, `Tensor::zeros::<f32>`, `x.get::<u32>`.
+  std::string callee_text(NodeId n) const {
+    const rust::Node& node = body[n];
+    if (node.text.empty()) return node.kind == Kind::Call ? text(node.a) : std::string();
+    // The turbofish is a view into the file text ending where the callee ends.
+    std::string_view file = body.file_text();
+    auto end = static_cast<std::size_t>(node.text.data() + node.text.size() - file.data());
+    if (end < node.start || end > file.size()) return {};
+    return std::string(file.substr(node.start, end - node.start));
+  }
+
+  SymValue call(NodeId n, int depth) {
+    const rust::Node& node = body[n];
+    if (node.kind == Kind::Call && node.a == kNone) return unknown(n, "incomplete call");
+    std::vector<NodeId> arg_nodes = body.kids(n);
+    if (node.kind == Kind::Call && node.text.empty() && body[node.a].syntax == "identifier" &&
+        body.source(node.a) == "Some" && arg_nodes.size() == 1)
       return eval(arg_nodes[0], depth + 1);
-    if (type(fn) != "field_expression") return unknown(n, "call of `" + text(fn) + "`");
-    TSNode recv = ts_node_child_by_field_name(fn, "value", 5);
-    TSNode name_node = ts_node_child_by_field_name(fn, "field", 5);
-    if (ts_node_is_null(recv) || ts_node_is_null(name_node)) return unknown(n, "incomplete call");
-    std::string name = text(name_node);
+    if (node.kind != Kind::MethodCall || !node.text.empty())
+      return unknown(n, "call of `" + callee_text(n) + "`");
+    NodeId recv = node.a;
+    if (recv == kNone || node.str.empty()) return unknown(n, "incomplete call");
+    std::string name(node.str);
     std::vector<SymValue> argv;
-    for (TSNode a : arg_nodes)
+    for (NodeId a : arg_nodes)
       argv.push_back(eval(a, depth + 1));
     auto as_text = [&](const SymValue& r, const std::string& reason) {
       std::string t = operand(r, true) + "." + name + "(";
@@ -351,7 +361,7 @@ struct Evaluator {
         return SymValue::of_int(out);
       }
     }
-    if (auto v = ctx.method(recv, name, argv)) return *v;
+    if (auto v = ctx.method(body, recv, name, argv)) return *v;
     SymValue r = eval(recv, depth + 1);
     std::string call_text = operand(r, true) + "." + name + "(";
     for (std::size_t i = 0; i < argv.size(); ++i)
@@ -361,20 +371,18 @@ struct Evaluator {
                               r.concrete() ? "method `" + name + "` not evaluated" : r.reason);
   }
 
-  SymValue eval(TSNode n, int depth) {
-    if (ts_node_is_null(n)) return SymValue::symbolic("", "missing expression");
+  SymValue eval(NodeId n, int depth) {
+    if (n == kNone) return SymValue::symbolic("", "missing expression");
     if (depth > kMaxDepth) return unknown(n, "expression nested too deeply");
-    std::string_view t = type(n);
+    const rust::Node& node = body[n];
+    std::string_view t = node.syntax;
     if (t == "integer_literal" || t == "float_literal" || t == "boolean_literal" ||
         t == "string_literal" || t == "raw_string_literal") {
-      if (auto v = parse_literal(t, text(n))) return *v;
+      if (auto v = parse_literal(t, body.source(n))) return *v;
       return unknown(n, "unparsed literal");
     }
-    if (t == "parenthesized_expression" || t == "reference_expression") {
-      TSNode inner = ts_node_named_child(n, ts_node_named_child_count(n) - 1);
-      return eval(inner, depth + 1);
-    }
-    if (t == "try_expression") return eval(ts_node_named_child(n, 0), depth + 1);
+    if (t == "parenthesized_expression" || t == "reference_expression" || t == "try_expression")
+      return eval(node.a, depth + 1);
     if (t == "identifier") {
       std::string name = text(n);
       if (name == "None") return SymValue::none();
@@ -382,16 +390,14 @@ struct Evaluator {
       return unknown(n, "`" + name + "` is not bound");
     }
     if (t == "field_expression") {
-      TSNode base = ts_node_child_by_field_name(n, "value", 5);
-      TSNode field = ts_node_child_by_field_name(n, "field", 5);
-      if (ts_node_is_null(base) || ts_node_is_null(field)) return unknown(n, "incomplete field");
-      if (auto v = ctx.field(base, text(field))) return *v;
+      if (node.a == kNone || node.str.empty()) return unknown(n, "incomplete field");
+      if (auto v = ctx.field(body, node.a, node.str)) return *v;
       return unknown(n, "`" + text(n) + "` is not bound");
     }
     if (t == "binary_expression") return binary(n, depth);
     if (t == "unary_expression") {
-      std::string op = text(n).substr(0, 1);
-      SymValue v = eval(ts_node_named_child(n, 0), depth + 1);
+      std::string op(node.str);
+      SymValue v = eval(node.a, depth + 1);
       if (!v.concrete()) return unknown(n, v.reason);
       if (op == "-" && v.kind == SymValue::Kind::integer) return SymValue::of_int(-v.integer);
       if (op == "-" && v.kind == SymValue::Kind::real) return SymValue::of_real(-v.real);
@@ -401,21 +407,19 @@ struct Evaluator {
     if (t == "type_cast_expression") return cast(n, depth);
     if (t == "call_expression") return call(n, depth);
     if (t == "if_expression") {
-      TSNode cond = ts_node_child_by_field_name(n, "condition", 9);
-      TSNode cons = ts_node_child_by_field_name(n, "consequence", 11);
-      TSNode alt = ts_node_child_by_field_name(n, "alternative", 11);
-      SymValue c = eval(cond, depth + 1);
+      SymValue c = eval(node.a, depth + 1);
       if (c.kind != SymValue::Kind::boolean)
         return unknown(n, c.concrete() ? "non-boolean condition" : c.reason);
-      if (c.boolean) return eval(cons, depth + 1);
-      if (ts_node_is_null(alt)) return unknown(n, "if without else");
-      return eval(ts_node_named_child(alt, 0), depth + 1);
+      if (c.boolean) return eval(node.b, depth + 1);
+      if (node.c == kNone) return unknown(n, "if without else");
+      return eval(node.c, depth + 1);
     }
     if (t == "block") {
-      // Only a block whose single element is a tail expression is evaluated.
-      if (ts_node_named_child_count(n) == 1) {
-        TSNode only = ts_node_named_child(n, 0);
-        if (std::string_view(ts_node_type(only)).find("statement") == std::string_view::npos)
+      // Only a block whose single element is a tail expression is evaluated (a statement, a
+      // comment or an attribute beside it makes it a block with statements).
+      if (node.kids_count == 1 && !(node.flags & rust::kExtras)) {
+        NodeId only = body.kid(n, 0);
+        if (body[only].syntax.find("statement") == std::string_view::npos)
           return eval(only, depth + 1);
       }
       return unknown(n, "block with statements");
@@ -430,11 +434,37 @@ struct Evaluator {
   }
 };
 
+// The syntax-tree API over the lowered evaluator: the expression is lowered on its own and the
+// caller's context is asked about the syntax nodes the lowered ones came from.
+class SyntaxContext : public BodyEvalContext {
+ public:
+  SyntaxContext(TSNode root, EvalContext& inner) : root_(root), inner_(inner) {}
+  std::optional<SymValue> lookup(std::string_view name) override { return inner_.lookup(name); }
+  std::optional<SymValue> field(const Body& b, NodeId base, std::string_view f) override {
+    return inner_.field(rust::syntax_node(root_, b, base), f);
+  }
+  std::optional<SymValue> method(const Body& b, NodeId recv, std::string_view m,
+                                 const std::vector<SymValue>& args) override {
+    return inner_.method(rust::syntax_node(root_, b, recv), m, args);
+  }
+
+ private:
+  TSNode root_;
+  EvalContext& inner_;
+};
+
 }  // namespace
 
-SymValue evaluate(TSNode expr, std::string_view source, EvalContext& ctx) {
-  Evaluator e{source, ctx};
+SymValue evaluate(const rust::Body& body, rust::NodeId expr, BodyEvalContext& ctx) {
+  Evaluator e{body, ctx};
   return e.eval(expr, 0);
+}
+
+SymValue evaluate(TSNode expr, std::string_view source, EvalContext& ctx) {
+  if (ts_node_is_null(expr)) return SymValue::symbolic("", "missing expression");
+  rust::Body body = rust::lower_expression(expr, source);
+  SyntaxContext adapter(expr, ctx);
+  return evaluate(body, body.root, adapter);
 }
 
 }  // namespace cg::analysis

@@ -47,7 +47,7 @@ enum class Kind : std::uint8_t {
                // flags & kUnsafe / kAsync for `unsafe {}` / `async {}` (span: the whole
                // `unsafe { .. }`); str = the label of `'a: { .. }` ("" otherwise); flags &
                // kExtras when tree-sitter saw comments, attributes, a label or `;` among its
-               // named children
+               // named children (kTrailingExtras: after the last statement)
   Lit,         // lit = the literal kind; str = source text; text = decoded string literal value
                // ("" when the literal is malformed); byte strings are Str, `b'x'` is Byte
   Path,        // str = the path as written, generics kept (`Tensor::zeros`, `Self::new`,
@@ -131,6 +131,8 @@ inline constexpr std::uint8_t kSelf = 128;
 inline constexpr std::uint8_t kUnsafe = 16;  // Block only
 inline constexpr std::uint8_t kAsync = 32;   // Block only
 inline constexpr std::uint8_t kExtras = 64;  // Block only: comments/attributes/label/`;` inside
+inline constexpr std::uint8_t kTrailingExtras = 8;  // Block only: a comment, attribute or `;`
+                                                    // follows its last statement
 
 struct Node {
   Kind kind = Kind::Unsupported;

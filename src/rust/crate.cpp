@@ -329,14 +329,23 @@ class CrateBuilder {
   }
 
   void fill_fields(std::size_t fi, Item& it) {
+    for (TSNode a = ts_node_prev_named_sibling(it.node);
+         !ts_node_is_null(a) && std::strcmp(ts_node_type(a), "attribute_item") == 0;
+         a = ts_node_prev_named_sibling(a))
+      it.attributes.push_back(text(fi, a));
     TSNode body = ts_node_child_by_field_name(it.node, "body", 4);
     if (ts_node_is_null(body)) return;
     bool tuple = std::strcmp(ts_node_type(body), "ordered_field_declaration_list") == 0;
     std::uint32_t n = ts_node_named_child_count(body);
     std::size_t index = 0;
+    std::vector<std::string> pending;  // attributes since the previous field
     for (std::uint32_t i = 0; i < n; ++i) {
       TSNode f = ts_node_named_child(body, i);
       Field field;
+      if (!tuple && std::strcmp(ts_node_type(f), "attribute_item") == 0) {
+        pending.push_back(text(fi, f));
+        continue;
+      }
       if (tuple) {
         const char* t = ts_node_type(f);
         if (std::strcmp(t, "visibility_modifier") == 0 || std::strcmp(t, "attribute_item") == 0)
@@ -349,6 +358,9 @@ class CrateBuilder {
         TSNode ty = ts_node_child_by_field_name(f, "type", 4);
         field.name = ts_node_is_null(name) ? "" : text(fi, name);
         field.type_text = ts_node_is_null(ty) ? "" : text(fi, ty);
+        field.attributes = std::move(pending);
+        pending.clear();
+        field.line = line_of(f);
       }
       PeeledType p = peel_type(field.type_text);
       field.base_type = p.base;

@@ -63,6 +63,10 @@ struct Field {
   std::string type_text;
   std::string base_type;                  // peeled through Option/Vec/Box/Arc/Rc/&/&mut
   Container container = Container::None;  // outermost wrapper peeled
+  // Named fields: the attribute items written since the previous field (`#[serde(rename =
+  // "x")]`), as written, and the field's 1-based line. Empty / 0 for tuple fields.
+  std::vector<std::string> attributes;
+  std::uint32_t line = 0;
 };
 
 struct Param {
@@ -83,6 +87,9 @@ struct Item {
   std::uint32_t line = 0;
   TSNode node{};              // the item node
   std::vector<Field> fields;  // structs
+  // Structs and unions: the attribute items right before the item (nearest first; a comment
+  // ends the run), as written: `#[derive(Deserialize)]`, `#[serde(default)]`.
+  std::vector<std::string> attributes;
   std::vector<Param> params;  // functions and methods, `self` excluded
   SelfKind self_kind = SelfKind::None;
   std::string return_type;

@@ -1,6 +1,8 @@
 // Lowering: tree-sitter-rust's syntax tree of one function body (or const value) into the typed
 // arena of rust/body.hpp. This is the one place that knows tree-sitter's expression, statement
 // and pattern node kinds and field names; teaching the analysis a construct starts here.
+#include "rust/lower.hpp"
+
 #include <tree_sitter/api.h>
 
 #include <cctype>
@@ -160,8 +162,8 @@ bool is_item_kind(std::string_view k) {
 
 class Lowering {
  public:
-  Lowering(const Crate& crate, std::size_t file, Body& body)
-      : crate_(crate), file_(file), b_(body), text_(crate.files()[file]->text()) {
+  Lowering(const CfgSet& cfg, std::string_view text, std::size_t file, Body& body)
+      : cfg_(cfg), b_(body), text_(text) {
     b_.file = file;
     b_.file_text_ = text_;
   }
@@ -176,8 +178,7 @@ class Lowering {
   }
 
  private:
-  const Crate& crate_;
-  std::size_t file_;
+  const CfgSet& cfg_;
   Body& b_;
   std::string_view text_;
 
@@ -227,7 +228,7 @@ class Lowering {
       if (open != std::string::npos && close != std::string::npos && close > open)
         preds.push_back(normalize_cfg(std::string_view(t).substr(open + 1, close - open - 1)));
     }
-    return crate_.cfg_set().eval_all(preds);
+    return cfg_.eval_all(preds);
   }
   Tri inner_attributes(TSNode n) const {
     std::vector<TSNode> attrs;
@@ -480,7 +481,7 @@ NodeId Lowering::block(TSNode n, TSNode span, std::uint8_t flags, int depth) {
     Tri cfg;
   };
   std::vector<Stmt> stmts;
-  bool extras = false;
+  bool extras = false, trailing = false;
   std::vector<TSNode> attrs;
   for (const Child& c : children(n)) {
     if (!ts_node_is_named(c.node)) continue;
@@ -488,18 +489,22 @@ NodeId Lowering::block(TSNode n, TSNode span, std::uint8_t flags, int depth) {
     if (k == "attribute_item") {
       attrs.push_back(c.node);
       extras = true;
+      trailing = true;
       continue;
     }
     if (is_comment(k) || k == "inner_attribute_item" || k == "label" || k == "empty_statement") {
       extras = true;
+      trailing = k != "label";
       attrs.clear();
       if (k == "label") at(id).str = text(c.node);
       continue;
     }
     stmts.push_back({c.node, attrs.empty() ? Tri::True : attributes(attrs)});
     attrs.clear();
+    trailing = false;
   }
   if (extras) at(id).flags |= kExtras;
+  if (trailing) at(id).flags |= kTrailingExtras;
   std::vector<NodeId> kids;
   bool has_tail = false;
   for (std::size_t i = 0; i < stmts.size(); ++i) {
@@ -935,7 +940,7 @@ const Body& Crate::lowered(std::size_t item) const {
   auto body = std::make_unique<Body>();
   if (item < items_.size()) {
     const Item& it = items_[item];
-    Lowering low(*this, it.file, *body);
+    Lowering low(cfg_, files_[it.file]->text(), it.file, *body);
     if (!ts_node_is_null(it.node)) {
       if (it.kind == ItemKind::Function || it.kind == ItemKind::Method) {
         TSNode b = it.body();
@@ -995,6 +1000,30 @@ FormatArgs parse_format_args(std::string_view body) {
     }
   }
   return out;
+}
+
+}  // namespace cg::rust
+
+namespace cg::rust {
+
+Body lower_expression(TSNode expr, std::string_view file_text) {
+  static const CfgSet kNoCfg;
+  Body body;
+  Lowering low(kNoCfg, file_text, 0, body);
+  if (!ts_node_is_null(expr)) body.root = low.expr(expr, 0);
+  low.finish();
+  return body;
+}
+
+TSNode syntax_node(TSNode root, const Body& body, NodeId id) {
+  if (id == kNone || id >= body.size() || ts_node_is_null(root)) return TSNode{};
+  const Node& n = body[id];
+  TSNode t = ts_node_descendant_for_byte_range(root, n.start, n.end);
+  for (TSNode up = t;
+       !ts_node_is_null(up) && ts_node_start_byte(up) == n.start && ts_node_end_byte(up) == n.end;
+       up = ts_node_parent(up))
+    if (n.syntax == ts_node_type(up)) return up;
+  return t;
 }
 
 }  // namespace cg::rust

@@ -1,29 +1,74 @@
 #include "analysis/symbolic.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
+#include "rust/crate.hpp"
 #include "rust/parse.hpp"
 
 namespace {
 
 using cg::analysis::SymValue;
+using cg::rust::Body;
+using cg::rust::NodeId;
 
 // Binds `cfg.<field>` from a map (as config binding will from config.json) and locals by name.
-class MapContext : public cg::analysis::EvalContext {
+class MapContext : public cg::analysis::BodyEvalContext {
  public:
   std::map<std::string, SymValue> fields, locals;
-  std::string_view src;
   std::optional<SymValue> lookup(std::string_view name) override {
     auto it = locals.find(std::string(name));
     if (it == locals.end()) return std::nullopt;
     return it->second;
   }
-  std::optional<SymValue> field(TSNode base, std::string_view f) override {
-    if (cg::analysis::node_text(base, src) != "cfg") return std::nullopt;
+  std::optional<SymValue> field(const Body& b, NodeId base, std::string_view f) override {
+    if (b.source(base) != "cfg") return std::nullopt;
     auto it = fields.find(std::string(f));
     if (it == fields.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<SymValue> method(const Body&, NodeId, std::string_view,
+                                 const std::vector<SymValue>&) override {
+    return std::nullopt;
+  }
+};
+
+// `expr` as the value of `let x = ..;` in a one-function crate, lowered and evaluated.
+SymValue eval(const std::string& expr, MapContext& ctx) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("cg_symbolic_" + std::to_string(getpid()));
+  fs::create_directories(dir / "src");
+  std::ofstream(dir / "src/lib.rs", std::ios::binary) << "fn f() { let x = " + expr + "; }\n";
+  auto loaded = cg::rust::load_crate(dir, {});
+  fs::remove_all(dir);
+  const auto& c = loaded.crate;
+  auto fns = c.find("f");
+  EXPECT_EQ(fns.size(), 1u) << expr;
+  const Body& b = c.lowered(fns.at(0));
+  NodeId let = b.kid(b.root, 0);
+  EXPECT_EQ(b[let].kind, cg::rust::Kind::Let) << expr;
+  return cg::analysis::evaluate(b, b[let].b, ctx);
+}
+
+// The syntax-tree API (kept until the inventory evaluates lowered bodies; it lowers the
+// expression and runs the same evaluator).
+class SyntaxMapContext : public cg::analysis::EvalContext {
+ public:
+  MapContext* map = nullptr;
+  std::string_view src;
+  std::optional<SymValue> lookup(std::string_view name) override {
+    auto it = map->locals.find(std::string(name));
+    if (it == map->locals.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<SymValue> field(TSNode base, std::string_view f) override {
+    if (cg::analysis::node_text(base, src) != "cfg") return std::nullopt;
+    auto it = map->fields.find(std::string(f));
+    if (it == map->fields.end()) return std::nullopt;
     return it->second;
   }
   std::optional<SymValue> method(TSNode, std::string_view, const std::vector<SymValue>&) override {
@@ -31,9 +76,11 @@ class MapContext : public cg::analysis::EvalContext {
   }
 };
 
-SymValue eval(const std::string& expr, MapContext& ctx) {
+SymValue eval_syntax(const std::string& expr, MapContext& map) {
   auto file = cg::rust::ParsedFile::parse("src/t.rs", "fn f() { let x = " + expr + "; }\n");
   EXPECT_TRUE(file.ok()) << expr;
+  SyntaxMapContext ctx;
+  ctx.map = &map;
   ctx.src = file.text();
   // source_file > function_item > block > let_declaration(value)
   TSNode root = ts_tree_root_node(file.tree());
@@ -116,6 +163,36 @@ TEST(Symbolic, SymbolicOperandsComposeTheirTexts) {
   auto v = eval("heads * (cfg.hidden_size / heads)", c);
   EXPECT_EQ(v.kind, SymValue::Kind::symbolic);
   EXPECT_EQ(v.text, "cfg.n_head * (4096 / cfg.n_head)");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Symbolic, SyntaxTreeApiGivesTheLoweredResults) {
+  auto c = llama();
+  c.locals["heads"] = SymValue::symbolic("cfg.n_head", "unbound");
+  for (const char* e :
+       {"cfg.hidden_size / cfg.num_attention_heads", "cfg.intermediate_size * 2",
+        "heads * (cfg.hidden_size / heads)", "if cfg.tie_word_embeddings { 0 } else { 1 }",
+        "{ let y = 1; y }", "x.get::<u32>(1)", "Some(cfg.hidden_size)", "'c'", "|a| a",
+        "if let Some(v) = cfg.num_key_value_heads { v } else { 2 }", "unsafe { 3 }"}) {
+    SymValue a = eval(e, c), b = eval_syntax(e, c);
+    EXPECT_EQ(a.display(), b.display()) << e;
+    EXPECT_EQ(a.reason, b.reason) << e;
+  }
+}
+
+TEST(Symbolic, MessagesNameTheConstructAsWritten) {
+  auto c = llama();
+  EXPECT_EQ(eval("x.get::<u32>(1)", c).reason, "call of `x.get::<u32>`");
+  EXPECT_EQ(eval("Tensor::zeros::<f32>(1)", c).reason, "call of `Tensor::zeros::<f32>`");
+  EXPECT_EQ(eval("{ let y = 1; y }", c).reason, "block with statements");
+  EXPECT_EQ(eval("{ let y = 1; }", c).reason, "let_declaration not evaluated");
+  EXPECT_EQ(eval("if let Some(v) = w { v } else { 2 }", c).reason, "let_condition not evaluated");
+  EXPECT_EQ(eval("'c'", c).reason, "char_literal not evaluated");
+  EXPECT_EQ(eval("Some(cfg.hidden_size)", c).display(), "4096");
+  EXPECT_EQ(eval("Option::None", c).kind, SymValue::Kind::none);
 }
 
 }  // namespace
