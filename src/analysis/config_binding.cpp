@@ -104,7 +104,7 @@ rust::NodeId first_struct_literal(const rust::Body& b, rust::NodeId n, const std
 }
 
 // Evaluates a function body: `let` bindings, then the tail (or a `return`).
-class BodyContext : public BodyEvalContext {
+class BodyContext : public EvalContext {
  public:
   BodyContext(const ConfigBinding& b, std::optional<ConfigRef> self)
       : binding_(b), self_(std::move(self)) {}

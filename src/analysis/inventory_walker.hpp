@@ -101,7 +101,7 @@ struct Diag {
 // `MyVarBuilderConfig` is not one.
 bool is_builder_type(const rust::Crate& crate, const std::string& module, std::string t);
 
-class Walker : public BodyEvalContext {
+class Walker : public EvalContext {
  public:
   Walker(const rust::Crate& crate, const LayerCatalog& catalog, bool audited,
          const ConfigBinding& binding, bool bind_config)
@@ -126,7 +126,7 @@ class Walker : public BodyEvalContext {
   // Walks the root constructor `ctor` of type `type_item` as instance 0.
   void run_root(std::size_t type_item, std::size_t ctor);
 
-  // BodyEvalContext ---------------------------------------------------------------------------
+  // EvalContext ---------------------------------------------------------------------------
   std::optional<SymValue> lookup(std::string_view name) override;
   std::optional<SymValue> field(const rust::Body& body, NodeId base,
                                 std::string_view name) override;

@@ -7,7 +7,6 @@
 #include <limits>
 
 #include "rust/literal.hpp"
-#include "rust/lower.hpp"
 
 namespace cg::analysis {
 
@@ -67,12 +66,6 @@ std::string SymValue::display() const {
       return text;
   }
   return text;
-}
-
-std::string node_text(TSNode node, std::string_view source) {
-  std::uint32_t b = ts_node_start_byte(node), e = ts_node_end_byte(node);
-  if (b > source.size() || e > source.size() || e < b) return {};
-  return std::string(source.substr(b, e - b));
 }
 
 std::optional<SymValue> parse_literal(std::string_view kind, std::string_view text) {
@@ -135,7 +128,7 @@ using rust::NodeId;
 // from (`Node::syntax`), so results read exactly as when the evaluator walked syntax trees.
 struct Evaluator {
   const Body& body;
-  BodyEvalContext& ctx;
+  EvalContext& ctx;
 
   std::string text(NodeId n) const { return std::string(body.source(n)); }
 
@@ -434,37 +427,11 @@ struct Evaluator {
   }
 };
 
-// The syntax-tree API over the lowered evaluator: the expression is lowered on its own and the
-// caller's context is asked about the syntax nodes the lowered ones came from.
-class SyntaxContext : public BodyEvalContext {
- public:
-  SyntaxContext(TSNode root, EvalContext& inner) : root_(root), inner_(inner) {}
-  std::optional<SymValue> lookup(std::string_view name) override { return inner_.lookup(name); }
-  std::optional<SymValue> field(const Body& b, NodeId base, std::string_view f) override {
-    return inner_.field(rust::syntax_node(root_, b, base), f);
-  }
-  std::optional<SymValue> method(const Body& b, NodeId recv, std::string_view m,
-                                 const std::vector<SymValue>& args) override {
-    return inner_.method(rust::syntax_node(root_, b, recv), m, args);
-  }
-
- private:
-  TSNode root_;
-  EvalContext& inner_;
-};
-
 }  // namespace
 
-SymValue evaluate(const rust::Body& body, rust::NodeId expr, BodyEvalContext& ctx) {
+SymValue evaluate(const rust::Body& body, rust::NodeId expr, EvalContext& ctx) {
   Evaluator e{body, ctx};
   return e.eval(expr, 0);
-}
-
-SymValue evaluate(TSNode expr, std::string_view source, EvalContext& ctx) {
-  if (ts_node_is_null(expr)) return SymValue::symbolic("", "missing expression");
-  rust::Body body = rust::lower_expression(expr, source);
-  SyntaxContext adapter(expr, ctx);
-  return evaluate(body, body.root, adapter);
 }
 
 }  // namespace cg::analysis

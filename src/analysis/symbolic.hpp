@@ -3,8 +3,6 @@
 // (`cfg.hidden_size / cfg.num_attention_heads`, `cfg.head_dim.unwrap_or(64)`,
 // `if cfg.tie_word_embeddings {…}`) as far as the bound facts allow. Whatever cannot be evaluated
 // stays symbolic: its source text plus the reason, never a guessed number.
-#include <tree_sitter/api.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,25 +38,11 @@ struct SymValue {
 
 // What the evaluator asks its caller: bindings of names, fields and crate-local methods. Return
 // nullopt for "I do not know" (the expression then stays symbolic with a reason naming it).
+// `field` and `method` receive the base / receiver node of the lowered body (src/rust/body.hpp) so
+// the caller can evaluate it in its own domain.
 class EvalContext {
  public:
   virtual ~EvalContext() = default;
-  virtual std::optional<SymValue> lookup(std::string_view name) = 0;
-  virtual std::optional<SymValue> field(TSNode base, std::string_view field) = 0;
-  virtual std::optional<SymValue> method(TSNode receiver, std::string_view method,
-                                         const std::vector<SymValue>& args) = 0;
-};
-
-// Evaluates `expr` (a tree-sitter node into `source`). Depth-bounded: deeper expressions stay
-// symbolic with a reason instead of exhausting the stack.
-SymValue evaluate(TSNode expr, std::string_view source, EvalContext& ctx);
-
-// The same over a lowered body (src/rust/body.hpp): the form every interpreter uses once the
-// analysis no longer walks tree-sitter nodes (issue #19). `field` and `method` receive the base /
-// receiver node so the caller can evaluate it in its own domain.
-class BodyEvalContext {
- public:
-  virtual ~BodyEvalContext() = default;
   virtual std::optional<SymValue> lookup(std::string_view name) = 0;
   virtual std::optional<SymValue> field(const rust::Body& body, rust::NodeId base,
                                         std::string_view field) = 0;
@@ -66,10 +50,9 @@ class BodyEvalContext {
                                          std::string_view method,
                                          const std::vector<SymValue>& args) = 0;
 };
-SymValue evaluate(const rust::Body& body, rust::NodeId expr, BodyEvalContext& ctx);
-
-// Text of a node (helper shared with callers).
-std::string node_text(TSNode node, std::string_view source);
+// Evaluates `expr` of `body`. Depth-bounded: deeper expressions stay symbolic with a reason
+// instead of exhausting the stack.
+SymValue evaluate(const rust::Body& body, rust::NodeId expr, EvalContext& ctx);
 
 // Parses a Rust literal's text (`10_000.0`, `1e-5`, `0usize`, `0x10`, `true`, `"x"`).
 std::optional<SymValue> parse_literal(std::string_view kind, std::string_view text);

@@ -1,7 +1,6 @@
 // Lowering: tree-sitter-rust's syntax tree of one function body (or const value) into the typed
 // arena of rust/body.hpp. This is the one place that knows tree-sitter's expression, statement
 // and pattern node kinds and field names; teaching the analysis a construct starts here.
-#include "rust/lower.hpp"
 
 #include <tree_sitter/api.h>
 
@@ -1027,30 +1026,6 @@ FormatArgs parse_format_args(std::string_view body) {
     }
   }
   return out;
-}
-
-}  // namespace cg::rust
-
-namespace cg::rust {
-
-Body lower_expression(TSNode expr, std::string_view file_text) {
-  static const CfgSet kNoCfg;
-  Body body;
-  Lowering low(kNoCfg, file_text, 0, body);
-  if (!ts_node_is_null(expr)) body.root = low.run([&] { return low.expr(expr, 0); });
-  low.finish();
-  return body;
-}
-
-TSNode syntax_node(TSNode root, const Body& body, NodeId id) {
-  if (id == kNone || id >= body.size() || ts_node_is_null(root)) return TSNode{};
-  const Node& n = body[id];
-  TSNode t = ts_node_descendant_for_byte_range(root, n.start, n.end);
-  for (TSNode up = t;
-       !ts_node_is_null(up) && ts_node_start_byte(up) == n.start && ts_node_end_byte(up) == n.end;
-       up = ts_node_parent(up))
-    if (n.syntax == ts_node_type(up)) return up;
-  return t;
 }
 
 }  // namespace cg::rust

@@ -17,7 +17,7 @@ using cg::rust::Body;
 using cg::rust::NodeId;
 
 // Binds `cfg.<field>` from a map (as config binding will from config.json) and locals by name.
-class MapContext : public cg::analysis::BodyEvalContext {
+class MapContext : public cg::analysis::EvalContext {
  public:
   std::map<std::string, SymValue> fields, locals;
   std::optional<SymValue> lookup(std::string_view name) override {
@@ -52,43 +52,6 @@ SymValue eval(const std::string& expr, MapContext& ctx) {
   NodeId let = b.kid(b.root, 0);
   EXPECT_EQ(b[let].kind, cg::rust::Kind::Let) << expr;
   return cg::analysis::evaluate(b, b[let].b, ctx);
-}
-
-// The syntax-tree API (kept until the inventory evaluates lowered bodies; it lowers the
-// expression and runs the same evaluator).
-class SyntaxMapContext : public cg::analysis::EvalContext {
- public:
-  MapContext* map = nullptr;
-  std::string_view src;
-  std::optional<SymValue> lookup(std::string_view name) override {
-    auto it = map->locals.find(std::string(name));
-    if (it == map->locals.end()) return std::nullopt;
-    return it->second;
-  }
-  std::optional<SymValue> field(TSNode base, std::string_view f) override {
-    if (cg::analysis::node_text(base, src) != "cfg") return std::nullopt;
-    auto it = map->fields.find(std::string(f));
-    if (it == map->fields.end()) return std::nullopt;
-    return it->second;
-  }
-  std::optional<SymValue> method(TSNode, std::string_view, const std::vector<SymValue>&) override {
-    return std::nullopt;
-  }
-};
-
-SymValue eval_syntax(const std::string& expr, MapContext& map) {
-  auto file = cg::rust::ParsedFile::parse("src/t.rs", "fn f() { let x = " + expr + "; }\n");
-  EXPECT_TRUE(file.ok()) << expr;
-  SyntaxMapContext ctx;
-  ctx.map = &map;
-  ctx.src = file.text();
-  // source_file > function_item > block > let_declaration(value)
-  TSNode root = ts_tree_root_node(file.tree());
-  TSNode fn = ts_node_named_child(root, 0);
-  TSNode body = ts_node_child_by_field_name(fn, "body", 4);
-  TSNode let = ts_node_named_child(body, 0);
-  TSNode value = ts_node_child_by_field_name(let, "value", 5);
-  return cg::analysis::evaluate(value, file.text(), ctx);
 }
 
 MapContext llama() {
@@ -168,20 +131,6 @@ TEST(Symbolic, SymbolicOperandsComposeTheirTexts) {
 }  // namespace
 
 namespace {
-
-TEST(Symbolic, SyntaxTreeApiGivesTheLoweredResults) {
-  auto c = llama();
-  c.locals["heads"] = SymValue::symbolic("cfg.n_head", "unbound");
-  for (const char* e :
-       {"cfg.hidden_size / cfg.num_attention_heads", "cfg.intermediate_size * 2",
-        "heads * (cfg.hidden_size / heads)", "if cfg.tie_word_embeddings { 0 } else { 1 }",
-        "{ let y = 1; y }", "x.get::<u32>(1)", "Some(cfg.hidden_size)", "'c'", "|a| a",
-        "if let Some(v) = cfg.num_key_value_heads { v } else { 2 }", "unsafe { 3 }"}) {
-    SymValue a = eval(e, c), b = eval_syntax(e, c);
-    EXPECT_EQ(a.display(), b.display()) << e;
-    EXPECT_EQ(a.reason, b.reason) << e;
-  }
-}
 
 TEST(Symbolic, MessagesNameTheConstructAsWritten) {
   auto c = llama();
