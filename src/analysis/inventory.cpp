@@ -38,20 +38,20 @@ struct Candidate {
   std::size_t type_item, ctor;
 };
 
-bool takes_builder(const rust::Crate& crate, const rust::Item& f) {
+bool takes_builder(const rust::Crate& crate, const BuilderTypes& types, const rust::Item& f) {
   for (const auto& p : f.params)
-    if (is_builder_type(crate, f.module, p.type_text)) return true;
+    if (is_builder_type(types, crate, f.module, p.type_text)) return true;
   return false;
 }
 
-std::vector<Candidate> find_candidates(const rust::Crate& crate) {
+std::vector<Candidate> find_candidates(const rust::Crate& crate, const BuilderTypes& types) {
   // Associated functions taking a VarBuilder, by the qualified type of their impl.
   std::map<std::string, std::vector<std::size_t>> vb_methods;
   for (std::size_t m = 0; m < crate.items().size(); ++m) {
     const rust::Item& f = crate.items()[m];
     if (f.kind != rust::ItemKind::Method || f.impl < 0 || f.self_kind != rust::SelfKind::None)
       continue;
-    if (!takes_builder(crate, f)) continue;
+    if (!takes_builder(crate, types, f)) continue;
     const rust::Impl& impl = crate.impls()[static_cast<std::size_t>(f.impl)];
     vb_methods[impl.module.empty() ? impl.self_base : impl.module + "::" + impl.self_base]
         .push_back(m);
@@ -60,12 +60,14 @@ std::vector<Candidate> find_candidates(const rust::Crate& crate) {
   for (std::size_t i = 0; i < crate.items().size(); ++i) {
     const rust::Item& t = crate.items()[i];
     if (t.kind != rust::ItemKind::Struct || t.cfg.state == rust::Tri::False) continue;
+    // A loaded dependency's layer types are walked when the crate builds them, never as roots.
+    if (!crate.is_local(i)) continue;
     auto takes_vb = [&](std::size_t m) {
       const rust::Item& f = crate.items()[m];
       if (f.self_kind != rust::SelfKind::None || f.cfg.state == rust::Tri::False) return false;
       if (f.impl >= 0 && !crate.impls()[static_cast<std::size_t>(f.impl)].trait.empty())
         return false;
-      return takes_builder(crate, f) && mentions_self_or(f.return_type, t.name);
+      return takes_builder(crate, types, f) && mentions_self_or(f.return_type, t.name);
     };
     std::size_t chosen = SIZE_MAX;
     for (const auto& name : std::vector<std::string>{"new", "load"})
@@ -98,6 +100,7 @@ struct Setup {
   const LayerCatalog& catalog;
   bool audited;
   const ConfigBinding& binding;
+  const BuilderTypes& types;
 };
 
 // The components to analyze: `--root`, or the public candidates no other candidate builds.
@@ -113,7 +116,7 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
     }
     // Roots are the public candidates no other candidate builds; finding them needs every
     // walk, unbound (the config belongs to the root only).
-    Walker w(crate, s.catalog, s.audited, s.binding, false);
+    Walker w(crate, s.catalog, s.audited, s.binding, s.types, false);
     w.set_shallow();
     w.run_root(c.type_item, c.ctor);
     for (const auto& q : w.constructed_types)
@@ -161,7 +164,8 @@ void add_finding(ir::ModelIr& ir, std::string rule, ir::Severity sev, std::strin
                                          std::move(msg), std::move(source), std::move(related)));
 }
 
-ir::Component component_of(const rust::Crate& crate, const Candidate& cand) {
+ir::Component component_of(const rust::Crate& crate, const BuilderTypes& types,
+                           const Candidate& cand) {
   const rust::Item& t = crate.items()[cand.type_item];
   ir::Component comp;
   comp.id = ir::component_id(t.qualified);
@@ -171,7 +175,7 @@ ir::Component component_of(const rust::Crate& crate, const Candidate& cand) {
   const rust::Item& ctor = crate.items()[cand.ctor];
   comp.constructor = ir::function_id(ctor.qualified, ctor.cfg.predicates);
   for (const auto& p : ctor.params)
-    if (is_builder_type(crate, ctor.module, p.type_text)) {
+    if (is_builder_type(types, crate, ctor.module, p.type_text)) {
       ir::Builder b;
       b.name = p.name;
       b.evidence.push_back({ir::EvidenceKind::source, ir::Confidence::proven,
@@ -296,10 +300,12 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
   const LayerCatalog& catalog = LayerCatalog::for_version("0.11.0");
   const bool audited = LayerCatalog::for_version(opts.candle_nn_version).audited();
   ConfigBinding binding(crate, opts.config);
-  std::vector<Result> results =
-      choose_roots(crate, find_candidates(crate), opts, Setup{catalog, audited, binding});
+  const BuilderTypes types = find_builder_types(crate);
+  std::vector<Result> results = choose_roots(crate, find_candidates(crate, types), opts,
+                                             Setup{catalog, audited, binding, types});
   for (auto& r : results) {
-    r.walker = std::make_unique<Walker>(crate, catalog, audited, binding, opts.config != nullptr);
+    r.walker =
+        std::make_unique<Walker>(crate, catalog, audited, binding, types, opts.config != nullptr);
     r.walker->set_args(&opts.args);
     r.walker->run_root(r.cand.type_item, r.cand.ctor);
   }
@@ -307,7 +313,7 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
   for (auto& r : results) {
     const rust::Item& t = crate.items()[r.cand.type_item];
     Walker& w = *r.walker;
-    ir::Component comp = component_of(crate, r.cand);
+    ir::Component comp = component_of(crate, types, r.cand);
     add_parameters(w, add_modules(w, comp, ir), comp, ir);
     for (const auto& f : ir.functions)
       if (f.is_entrypoint && f.owner_type && *f.owner_type == t.qualified)

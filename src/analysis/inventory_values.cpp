@@ -5,21 +5,9 @@
 
 namespace cg::analysis::inventory {
 
-bool is_builder_type(const rust::Crate& crate, const std::string& module, std::string t) {
-  auto lt = t.find('<');
-  if (lt != std::string::npos) t = t.substr(0, lt);
-  std::string path;
-  for (char c : t)
-    if (!(c == '&' || c == ' ' || c == '\'')) path.push_back(c);
-  if (path.rfind("mut", 0) == 0) path = path.substr(3);
-  auto is_name = [](const std::string& p) {
-    std::string leaf = last_segment(p);
-    return leaf == "VarBuilder" || leaf == "VarBuilderArgs" || leaf == "ShardedVarBuilder";
-  };
-  if (is_name(path)) return true;
-  for (const auto& c : crate.resolve(module, path))
-    if (c.kind == rust::Candidate::Kind::External && is_name(c.path)) return true;
-  return false;
+bool is_builder_type(const BuilderTypes& types, const rust::Crate& crate, const std::string& module,
+                     const std::string& t) {
+  return types.names(crate, module, t, /*wrappers=*/false);
 }
 
 void Walker::run_root(std::size_t type_item, std::size_t ctor) {
@@ -147,7 +135,7 @@ Value* Walker::find_var(const std::string& name) {
 
 Value Walker::param_value(const rust::Param& p, const std::string& module) {
   Value v;
-  if (is_builder_type(crate_, module, p.type_text)) {
+  if (is_builder_type(builder_types_, crate_, module, p.type_text)) {
     v.kind = Value::Kind::builder;
     v.root = p.name;
     return v;

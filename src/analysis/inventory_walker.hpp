@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/builder_types.hpp"
 #include "analysis/config_binding.hpp"
 #include "analysis/inventory.hpp"
 #include "analysis/inventory_keys.hpp"
@@ -99,16 +100,20 @@ struct Diag {
 // A VarBuilder parameter type: `VarBuilder`, `&VarBuilder<'a>`, `candle_nn::VarBuilder`,
 // `VarBuilderArgs<B>`, `ShardedVarBuilder`, or an import alias of one (`use ..VarBuilder as VB`).
 // `MyVarBuilderConfig` is not one.
-bool is_builder_type(const rust::Crate& crate, const std::string& module, std::string t);
+// A VarBuilder, or a VarBuilder-like alias found by `find_builder_types` (not a wrapper: its
+// prefix is only right once the walker follows it into the wrapper's field).
+bool is_builder_type(const BuilderTypes& types, const rust::Crate& crate, const std::string& module,
+                     const std::string& t);
 
 class Walker : public EvalContext {
  public:
   Walker(const rust::Crate& crate, const LayerCatalog& catalog, bool audited,
-         const ConfigBinding& binding, bool bind_config)
+         const ConfigBinding& binding, const BuilderTypes& builder_types, bool bind_config)
       : crate_(crate),
         catalog_(catalog),
         audited_(audited),
         binding_(binding),
+        builder_types_(builder_types),
         bind_config_(bind_config) {}
 
   std::vector<Inst> insts;
@@ -154,6 +159,7 @@ class Walker : public EvalContext {
   const LayerCatalog& catalog_;
   bool audited_;
   const ConfigBinding& binding_;
+  const BuilderTypes& builder_types_;
   bool bind_config_;
   bool shallow_ = false;
   const std::map<std::string, SymValue>* args_ = nullptr;
