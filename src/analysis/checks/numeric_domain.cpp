@@ -14,10 +14,8 @@ DomainRequirement requirement_of(Requirement r) {
                                           : DomainRequirement::strictly_positive;
 }
 
-class NumericDomainCheck : public Check {
+class NumericDomainCheck : public HazardCheck {
  public:
-  void run_begin() override { hazards_.clear(); }
-
   void operation(const OperationFact& op, Reporter&) override {
     const OpTraits& traits = op_traits(op.catalog);
     const auto& ins = op.ins;
@@ -50,12 +48,6 @@ class NumericDomainCheck : public Check {
              " operand, but its producer's domain is " + std::string(to_string(ins[k]->dom)),
          op.source, op.out_id, op.op_id});
   }
-
-  void run_end(const RunFacts& run, Reporter& out) override { report_.report(run, hazards_, out); }
-
- private:
-  std::vector<Hazard> hazards_;
-  HazardReport report_;
 };
 
 }  // namespace

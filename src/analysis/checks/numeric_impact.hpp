@@ -30,4 +30,18 @@ class HazardReport {
   std::map<std::string, std::size_t> at_;  // rule + '\n' + op -> index into ir.findings
 };
 
+// A numeric check: hazards found at operations during a run, reported with their impact at its
+// end. A subclass only says which operations are hazards (`operation`, pushing to `hazards_`).
+class HazardCheck : public Check {
+ public:
+  void run_begin() override { hazards_.clear(); }
+  void run_end(const RunFacts& run, Reporter& out) override { report_.report(run, hazards_, out); }
+
+ protected:
+  std::vector<Hazard> hazards_;
+
+ private:
+  HazardReport report_;
+};
+
 }  // namespace cg::analysis::checks

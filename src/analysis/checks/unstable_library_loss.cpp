@@ -7,10 +7,8 @@
 namespace cg::analysis::checks {
 namespace {
 
-class UnstableLibraryLoss : public Check {
+class UnstableLibraryLoss : public HazardCheck {
  public:
-  void run_begin() override { hazards_.clear(); }
-
   void operation(const OperationFact& op, Reporter&) override {
     const OpTraits& traits = op_traits(op.catalog);
     if (!traits.expanded_log_loss) return;
@@ -24,12 +22,6 @@ class UnstableLibraryLoss : public Check {
     hazards_.push_back({"zero-times-infinity", false, true, true, kZeroTimesLogMessage + suffix,
                         op.source, op.out_id, op.op_id});
   }
-
-  void run_end(const RunFacts& run, Reporter& out) override { report_.report(run, hazards_, out); }
-
- private:
-  std::vector<Hazard> hazards_;
-  HazardReport report_;
 };
 
 }  // namespace
