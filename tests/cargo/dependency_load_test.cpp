@@ -11,6 +11,7 @@
 #include <set>
 
 #include "analysis/builder_types.hpp"
+#include "cargo/temp_tree.hpp"
 #include "pipeline/dependencies.hpp"
 #include "pipeline/pipeline.hpp"
 #include "rust/crate.hpp"
@@ -195,18 +196,8 @@ TEST(DependencyLoad, VendoredForkIsLoadedWithItsVarBuilderWrapper) {
 }
 
 // A temporary workspace: app → a layer crate per case, each reaching candle-nn.
-struct Tree {
-  fs::path root;
-  explicit Tree(const std::string& name) {
-    root = fs::temp_directory_path() / ("cg-depload-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
-  }
-  ~Tree() { fs::remove_all(root); }
-  void write(const fs::path& rel, const std::string& text) const {
-    fs::create_directories((root / rel).parent_path());
-    std::ofstream(root / rel) << text;
-  }
+struct Tree : cg::test::TempTree {
+  explicit Tree(const std::string& name) : TempTree("cg-depload", name) {}
   void package(const std::string& name, const std::string& deps, const std::string& lib) const {
     write(name + "/Cargo.toml", "[package]\nname = \"" + name +
                                     "\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"

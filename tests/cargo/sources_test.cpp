@@ -10,6 +10,8 @@
 #include <chrono>
 #include <fstream>
 
+#include "cargo/temp_tree.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -18,18 +20,8 @@ using cg::cargo::SourceOrigin;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Tree {
-  fs::path root;
-  explicit Tree(const std::string& name) {
-    root = fs::temp_directory_path() / ("cg-sources-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
-  }
-  ~Tree() { fs::remove_all(root); }
-  void write(const fs::path& rel, const std::string& text) const {
-    fs::create_directories((root / rel).parent_path());
-    std::ofstream(root / rel) << text;
-  }
+struct Tree : cg::test::TempTree {
+  explicit Tree(const std::string& name) : TempTree("cg-sources", name) {}
   void package(const fs::path& rel, const std::string& name, const std::string& version,
                const std::string& deps = "") const {
     write(rel / "Cargo.toml", "[package]\nname = \"" + name + "\"\nversion = \"" + version +
