@@ -221,14 +221,18 @@ class Lowering {
   NodeId add(Kind k, TSNode n) {
     Node node;
     node.kind = k;
-    if (!ts_node_is_null(n)) {
-      node.start = ts_node_start_byte(n);
-      node.end = ts_node_end_byte(n);
-      node.line = ts_node_start_point(n).row + 1;
-      node.syntax = ts_node_type(n);
-    }
     b_.nodes_.push_back(node);
-    return static_cast<NodeId>(b_.nodes_.size() - 1);
+    auto id = static_cast<NodeId>(b_.nodes_.size() - 1);
+    if (!ts_node_is_null(n)) respan(id, n);
+    return id;
+  }
+  // Gives node `id` the span, line and syntax kind of `n` (a wrapper the node stands for).
+  void respan(NodeId id, TSNode n) {
+    Node& node = at(id);
+    node.start = ts_node_start_byte(n);
+    node.end = ts_node_end_byte(n);
+    node.line = ts_node_start_point(n).row + 1;
+    node.syntax = ts_node_type(n);
   }
   void set_kids(NodeId id, const std::vector<NodeId>& kids) {
     Node& n = at(id);
@@ -380,11 +384,9 @@ NodeId Lowering::let_chain(TSNode n, int depth) {
   }
   if (acc == kNone) return unsupported(n, depth);
   // The outermost `&&` is the let_chain node itself.
-  Node& top = at(acc);
-  top.start = ts_node_start_byte(n);
-  top.end = ts_node_end_byte(n);
-  top.line = ts_node_start_point(n).row + 1;
-  if (top.kind == Kind::Binary) top.syntax = ts_node_type(n);
+  auto syntax = at(acc).syntax;
+  respan(acc, n);
+  if (at(acc).kind != Kind::Binary) at(acc).syntax = syntax;
   return acc;
 }
 
@@ -576,11 +578,7 @@ NodeId Lowering::statement(TSNode n, bool last, Tri cfg, bool& is_tail, int dept
     }
     if (!ts_node_is_null(inner) && type_of(inner) == "macro_invocation") {
       id = macro(inner, Kind::MacroStmt);
-      Node& node = at(id);
-      node.start = ts_node_start_byte(n);
-      node.end = ts_node_end_byte(n);
-      node.line = ts_node_start_point(n).row + 1;
-      node.syntax = ts_node_type(n);
+      respan(id, n);
     } else {
       id = add(Kind::ExprStmt, n);
       NodeId e = opt_expr(inner, depth + 1);
@@ -909,12 +907,8 @@ NodeId Lowering::pat(TSNode n, int depth) {
       at(u).str = at(u).syntax;
       return u;
     }
-    Node& node = at(id);
-    node.flags |= k == "mut_pattern" ? kMut : kRefBinding;
-    node.start = ts_node_start_byte(n);
-    node.end = ts_node_end_byte(n);
-    node.line = ts_node_start_point(n).row + 1;
-    node.syntax = ts_node_type(n);
+    at(id).flags |= k == "mut_pattern" ? kMut : kRefBinding;
+    respan(id, n);
     return id;
   }
   if (k == "reference_pattern") {
@@ -933,13 +927,9 @@ NodeId Lowering::pat(TSNode n, int depth) {
       NodeId id = pat(kids[0], depth + 1);
       if (at(id).kind == Kind::PIdent || at(id).kind == Kind::PPath) {
         NodeId sub = pat(kids[1], depth + 1);
-        Node& node = at(id);
-        node.kind = Kind::PIdent;
-        node.a = sub;
-        node.start = ts_node_start_byte(n);
-        node.end = ts_node_end_byte(n);
-        node.line = ts_node_start_point(n).row + 1;
-        node.syntax = ts_node_type(n);
+        at(id).kind = Kind::PIdent;
+        at(id).a = sub;
+        respan(id, n);
         return id;
       }
     }
