@@ -69,6 +69,16 @@ bool forwards_to(const std::string& body, const std::string& field) {
   return false;
 }
 
+// Whether a `deref` body (whitespace stripped) returns `&self.field` as its value.
+bool returns_field(const std::string& body, const std::string& field) {
+  const std::string needle = "&self." + field;
+  for (auto pos = body.find(needle); pos != std::string::npos; pos = body.find(needle, pos + 1)) {
+    std::size_t end = pos + needle.size();
+    if (end < body.size() && (body[end] == '}' || body[end] == ';')) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool BuilderTypes::contains(std::size_t item) const {
@@ -157,6 +167,22 @@ BuilderTypes find_builder_types(const rust::Crate& crate) {
           }
         }
         if (!why.empty()) break;
+      }
+      // `impl Deref for W { type Target = VarBuilder; fn deref(&self) -> &Self::Target {
+      // &self.vb } }`: every VarBuilder method is reachable on the wrapper through its field.
+      for (const auto& field : builder_fields) {
+        if (!why.empty()) break;
+        for (std::size_t m : crate.methods(i, "deref")) {
+          const rust::Item& fn = items[m];
+          if (fn.impl < 0 || fn.cfg.state == rust::Tri::False ||
+              leaf_of(crate.impls()[static_cast<std::size_t>(fn.impl)].trait) != "Deref")
+            continue;
+          if (returns_field(strip_space(crate.node_text(fn.file, fn.node)), field)) {
+            why = "derefs to its VarBuilder field `" + field + "`";
+            forwarded = field;
+            break;
+          }
+        }
       }
       if (!why.empty()) {
         found[i] = {why, forwarded};

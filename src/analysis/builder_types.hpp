@@ -10,6 +10,8 @@
 //   one of VarBuilder's (`pp`, `push_prefix`, `get*`, `set_device`, `set_dtype`, `device`,
 //   `dtype`, `contains_tensor`, …) whose body calls a VarBuilder method on that field
 //   (`self.inner.pp(..)`): it forwards VarBuilder's interface;
+// - a struct that implements `Deref` by returning such a field (`&self.vb`): VarBuilder's whole
+//   interface is reachable on it;
 // "A VarBuilder" is a path that resolves outside the loaded code to `VarBuilder`,
 // `VarBuilderArgs` or `ShardedVarBuilder`; a re-export of one (`pub use
 // candle_nn::var_builder::ShardedVarBuilder as VarBuilder`) resolves to it and needs no entry.

@@ -55,6 +55,24 @@ TEST_F(BuilderTypes, AliasesOfAVarBuilderAndOfEachOther) {
   EXPECT_TRUE(types_.names(loaded_.crate, "inner", "&Again<'a>", false));
 }
 
+TEST_F(BuilderTypes, WrapperDerefingToItsVarBuilderField) {
+  EXPECT_EQ(found("use std::ops::Deref;\n"
+                  "pub struct Vb<'a> { vb: candle_nn::VarBuilder<'a>, rank: usize }\n"
+                  "impl<'a> Deref for Vb<'a> {\n"
+                  "  type Target = candle_nn::VarBuilder<'a>;\n"
+                  "  fn deref(&self) -> &Self::Target { &self.vb }\n"
+                  "}\n"
+                  "pub struct Ranked { rank: usize, names: Vec<String> }\n"
+                  "impl std::ops::Deref for Ranked {\n"
+                  "  type Target = usize;\n"
+                  "  fn deref(&self) -> &usize { &self.rank }\n"
+                  "}\n"),
+            "Vb: derefs to its VarBuilder field `vb`\n");
+  EXPECT_EQ(types_.field, (std::vector<std::string>{"vb"}));
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "&Vb<'_>"));
+  EXPECT_FALSE(types_.names(loaded_.crate, "", "Ranked"));
+}
+
 TEST_F(BuilderTypes, WrapperForwardingVarBuilderMethodsToItsField) {
   EXPECT_EQ(
       found("use candle_nn::var_builder::ShardedVarBuilder;\n"
