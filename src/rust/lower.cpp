@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -96,6 +97,11 @@ bool has_token(TSNode n, std::string_view token) {
     if (!ts_node_is_named(c.node) && type_of(c.node) == token) return true;
   return false;
 }
+TSNode first_named(TSNode parent) {
+  auto kids = named_kids(parent);
+  return kids.empty() ? TSNode{} : kids[0];
+}
+
 TSNode child_of_kind(TSNode n, std::string_view kind) {
   for (const Child& c : children(n))
     if (type_of(c.node) == kind) return c.node;
@@ -312,6 +318,16 @@ class Lowering {
   NodeId structure(TSNode n, int depth);
   NodeId macro(TSNode n, Kind k);
   NodeId statement(TSNode n, bool last, Tri cfg, bool& is_tail, int depth);
+  std::optional<NodeId> branch_or_loop(TSNode n, std::string_view k, int depth);
+  std::optional<NodeId> aggregate(TSNode n, std::string_view k, int depth);
+  std::optional<NodeId> compound_pattern(TSNode n, std::string_view k, int depth);
+  // A node of `kind` spanning `n` whose one operand is `child` (absent when null).
+  NodeId unary(Kind kind, TSNode n, TSNode child, int depth) {
+    NodeId id = add(kind, n);
+    NodeId a = opt_expr(child, depth + 1);
+    at(id).a = a;
+    return id;
+  }
 };
 
 NodeId Lowering::macro(TSNode n, Kind k) {
@@ -603,79 +619,8 @@ NodeId Lowering::statement(TSNode n, bool last, Tri cfg, bool& is_tail, int dept
   return id;
 }
 
-NodeId Lowering::expr(TSNode n, int depth) {
-  if (ts_node_is_null(n)) return kNone;
-  if (too_deep(depth)) {
-    NodeId id = add(Kind::Unsupported, n);
-    at(id).str = at(id).syntax;
-    return id;
-  }
-  std::string_view k = type_of(n);
-  auto unary = [&](Kind kind, TSNode child) {
-    NodeId id = add(kind, n);
-    NodeId a = opt_expr(child, depth + 1);
-    at(id).a = a;
-    return id;
-  };
-  auto first = [&](TSNode parent) {
-    auto kids = named_kids(parent);
-    return kids.empty() ? TSNode{} : kids[0];
-  };
-  if (k == "identifier" || k == "scoped_identifier" || k == "self" || k == "crate" ||
-      k == "super" || k == "generic_function") {
-    NodeId id = add(Kind::Path, n);
-    at(id).str = text(n);
-    if (k == "self") at(id).flags |= kSelf;
-    return id;
-  }
-  if (k == "integer_literal" || k == "float_literal" || k == "boolean_literal" ||
-      k == "char_literal" || k == "string_literal" || k == "raw_string_literal")
-    return literal(n);
-  if (k == "call_expression") return call(n, depth);
-  if (k == "field_expression") {
-    NodeId id = unary(Kind::Field, field_of(n, "value"));
-    at(id).str = text(field_of(n, "field"));
-    return id;
-  }
-  if (k == "macro_invocation") return macro(n, Kind::Macro);
-  if (k == "binary_expression" || k == "assignment_expression" || k == "compound_assignment_expr") {
-    Kind kind = k == "binary_expression"       ? Kind::Binary
-                : k == "assignment_expression" ? Kind::Assign
-                                               : Kind::CompoundAssign;
-    NodeId id = add(kind, n);
-    NodeId l = opt_expr(field_of(n, "left"), depth + 1);
-    NodeId r = opt_expr(field_of(n, "right"), depth + 1);
-    Node& node = at(id);
-    node.a = l;
-    node.b = r;
-    if (kind != Kind::Assign) node.str = text(field_of(n, "operator"));
-    return id;
-  }
-  if (k == "unary_expression") {
-    NodeId id = unary(Kind::Unary, first(n));
-    std::string_view t = text(n);
-    at(id).str = t.substr(0, t.empty() ? 0 : 1);
-    return id;
-  }
-  if (k == "reference_expression") {
-    NodeId id = unary(Kind::Ref, field_of(n, "value"));
-    if (!ts_node_is_null(child_of_kind(n, "mutable_specifier"))) at(id).flags |= kMut;
-    return id;
-  }
-  if (k == "try_expression") return unary(Kind::Try, first(n));
-  if (k == "await_expression") return unary(Kind::Await, first(n));
-  if (k == "parenthesized_expression") return unary(Kind::Paren, first(n));
-  if (k == "type_cast_expression") {
-    NodeId id = unary(Kind::Cast, field_of(n, "value"));
-    at(id).str = text(field_of(n, "type"));
-    return id;
-  }
-  if (k == "block") return block(n, n, 0, depth);
-  if (k == "unsafe_block" || k == "async_block") {
-    TSNode inner = child_of_kind(n, "block");
-    if (ts_node_is_null(inner)) return unsupported(n, depth);
-    return block(inner, n, k == "unsafe_block" ? kUnsafe : kAsync, depth);
-  }
+// `if`, loops and jumps (`return`, `break`, `continue`); nullopt for any other kind.
+std::optional<NodeId> Lowering::branch_or_loop(TSNode n, std::string_view k, int depth) {
   if (k == "if_expression") {
     NodeId id = add(Kind::If, n);
     NodeId c = condition(field_of(n, "condition"), depth + 1);
@@ -683,14 +628,13 @@ NodeId Lowering::expr(TSNode n, int depth) {
     NodeId t = ts_node_is_null(cons) ? kNone : expr(cons, depth + 1);
     NodeId e = kNone;
     if (TSNode alt = field_of(n, "alternative"); !ts_node_is_null(alt))
-      e = opt_expr(first(alt), depth + 1);
+      e = opt_expr(first_named(alt), depth + 1);
     Node& node = at(id);
     node.a = c;
     node.b = t;
     node.c = e;
     return id;
   }
-  if (k == "match_expression") return match(n, depth);
   if (k == "for_expression") {
     NodeId id = add(Kind::For, n);
     TSNode p = field_of(n, "pattern");
@@ -715,17 +659,16 @@ NodeId Lowering::expr(TSNode n, int depth) {
     return id;
   }
   if (k == "loop_expression") {
-    NodeId id = unary(Kind::Loop, field_of(n, "body"));
+    NodeId id = unary(Kind::Loop, n, field_of(n, "body"), depth);
     at(id).str = label_of(n);
     return id;
   }
-  if (k == "closure_expression") return closure(n, depth);
-  if (k == "return_expression") return unary(Kind::Return, first(n));
+  if (k == "return_expression") return unary(Kind::Return, n, first_named(n), depth);
   if (k == "break_expression") {
     TSNode value{};
     for (TSNode c : named_kids(n))
       if (type_of(c) != "label") value = c;
-    NodeId id = unary(Kind::Break, value);
+    NodeId id = unary(Kind::Break, n, value, depth);
     at(id).str = label_of(n);
     return id;
   }
@@ -734,6 +677,11 @@ NodeId Lowering::expr(TSNode n, int depth) {
     at(id).str = label_of(n);
     return id;
   }
+  return std::nullopt;
+}
+
+// Indexing, tuples, arrays (`[x; n]` too), `()` and ranges; nullopt for any other kind.
+std::optional<NodeId> Lowering::aggregate(TSNode n, std::string_view k, int depth) {
   if (k == "index_expression") {
     auto kids = named_kids(n);
     NodeId id = add(Kind::Index, n);
@@ -792,9 +740,153 @@ NodeId Lowering::expr(TSNode n, int depth) {
     at(id).b = b;
     return id;
   }
+  return std::nullopt;
+}
+
+NodeId Lowering::expr(TSNode n, int depth) {
+  if (ts_node_is_null(n)) return kNone;
+  if (too_deep(depth)) {
+    NodeId id = add(Kind::Unsupported, n);
+    at(id).str = at(id).syntax;
+    return id;
+  }
+  std::string_view k = type_of(n);
+  if (k == "identifier" || k == "scoped_identifier" || k == "self" || k == "crate" ||
+      k == "super" || k == "generic_function") {
+    NodeId id = add(Kind::Path, n);
+    at(id).str = text(n);
+    if (k == "self") at(id).flags |= kSelf;
+    return id;
+  }
+  if (k == "integer_literal" || k == "float_literal" || k == "boolean_literal" ||
+      k == "char_literal" || k == "string_literal" || k == "raw_string_literal")
+    return literal(n);
+  if (k == "call_expression") return call(n, depth);
+  if (k == "field_expression") {
+    NodeId id = unary(Kind::Field, n, field_of(n, "value"), depth);
+    at(id).str = text(field_of(n, "field"));
+    return id;
+  }
+  if (k == "macro_invocation") return macro(n, Kind::Macro);
+  if (k == "binary_expression" || k == "assignment_expression" || k == "compound_assignment_expr") {
+    Kind kind = k == "binary_expression"       ? Kind::Binary
+                : k == "assignment_expression" ? Kind::Assign
+                                               : Kind::CompoundAssign;
+    NodeId id = add(kind, n);
+    NodeId l = opt_expr(field_of(n, "left"), depth + 1);
+    NodeId r = opt_expr(field_of(n, "right"), depth + 1);
+    Node& node = at(id);
+    node.a = l;
+    node.b = r;
+    if (kind != Kind::Assign) node.str = text(field_of(n, "operator"));
+    return id;
+  }
+  if (k == "unary_expression") {
+    NodeId id = unary(Kind::Unary, n, first_named(n), depth);
+    std::string_view t = text(n);
+    at(id).str = t.substr(0, t.empty() ? 0 : 1);
+    return id;
+  }
+  if (k == "reference_expression") {
+    NodeId id = unary(Kind::Ref, n, field_of(n, "value"), depth);
+    if (!ts_node_is_null(child_of_kind(n, "mutable_specifier"))) at(id).flags |= kMut;
+    return id;
+  }
+  if (k == "try_expression") return unary(Kind::Try, n, first_named(n), depth);
+  if (k == "await_expression") return unary(Kind::Await, n, first_named(n), depth);
+  if (k == "parenthesized_expression") return unary(Kind::Paren, n, first_named(n), depth);
+  if (k == "type_cast_expression") {
+    NodeId id = unary(Kind::Cast, n, field_of(n, "value"), depth);
+    at(id).str = text(field_of(n, "type"));
+    return id;
+  }
+  if (k == "block") return block(n, n, 0, depth);
+  if (k == "unsafe_block" || k == "async_block") {
+    TSNode inner = child_of_kind(n, "block");
+    if (ts_node_is_null(inner)) return unsupported(n, depth);
+    return block(inner, n, k == "unsafe_block" ? kUnsafe : kAsync, depth);
+  }
+  if (k == "match_expression") return match(n, depth);
+  if (k == "closure_expression") return closure(n, depth);
+  if (auto id = branch_or_loop(n, k, depth)) return *id;
+  if (auto id = aggregate(n, k, depth)) return *id;
   if (k == "struct_expression") return structure(n, depth);
   if (k == "let_condition" || k == "let_chain") return condition(n, depth);
   return unsupported(n, depth);
+}
+
+// Struct patterns and the binding modifiers (`mut x`, `ref x`, `&x`, `x @ p`); nullopt for any
+// other kind (and for a capture that is not `name @ pattern`).
+std::optional<NodeId> Lowering::compound_pattern(TSNode n, std::string_view k, int depth) {
+  if (k == "struct_pattern") {
+    NodeId id = add(Kind::PStruct, n);
+    at(id).str = text(field_of(n, "type"));
+    std::vector<NodeId> kids;
+    for (TSNode c : named_kids(n)) {
+      std::string_view ck = type_of(c);
+      if (ck == "remaining_field_pattern") {
+        at(id).flags |= kHasRest;
+      } else if (ck == "field_pattern") {
+        NodeId f = add(Kind::PField, c);
+        TSNode name = field_of(c, "name");
+        at(f).str = text(name);
+        TSNode sub = field_of(c, "pattern");
+        NodeId sp;
+        if (!ts_node_is_null(sub)) {
+          sp = pat(sub, depth + 1);
+        } else {
+          sp = add(Kind::PIdent, c);
+          at(sp).str = text(name);
+          if (has_token(c, "ref")) at(sp).flags |= kRefBinding;
+          if (!ts_node_is_null(child_of_kind(c, "mutable_specifier"))) at(sp).flags |= kMut;
+        }
+        at(f).a = sp;
+        kids.push_back(f);
+      }
+    }
+    set_kids(id, kids);
+    return id;
+  }
+  if (k == "mut_pattern" || k == "ref_pattern") {
+    auto kids = pattern_kids(n);
+    TSNode inner{};
+    for (TSNode c : kids)
+      if (type_of(c) != "mutable_specifier") inner = c;
+    NodeId id = ts_node_is_null(inner) ? kNone : pat(inner, depth + 1);
+    if (id == kNone || at(id).kind != Kind::PIdent) {
+      if (id != kNone) return id;
+      NodeId u = add(Kind::PUnsupported, n);
+      at(u).str = at(u).syntax;
+      return u;
+    }
+    at(id).flags |= k == "mut_pattern" ? kMut : kRefBinding;
+    respan(id, n);
+    return id;
+  }
+  if (k == "reference_pattern") {
+    NodeId id = add(Kind::PRef, n);
+    if (!ts_node_is_null(child_of_kind(n, "mutable_specifier"))) at(id).flags |= kMut;
+    TSNode inner{};
+    for (TSNode c : pattern_kids(n))
+      if (type_of(c) != "mutable_specifier") inner = c;
+    NodeId a = ts_node_is_null(inner) ? kNone : pat(inner, depth + 1);
+    at(id).a = a;
+    return id;
+  }
+  if (k == "captured_pattern") {
+    auto kids = pattern_kids(n);
+    if (kids.size() == 2) {
+      NodeId id = pat(kids[0], depth + 1);
+      if (at(id).kind == Kind::PIdent || at(id).kind == Kind::PPath) {
+        NodeId sub = pat(kids[1], depth + 1);
+        at(id).kind = Kind::PIdent;
+        at(id).a = sub;
+        respan(id, n);
+        return id;
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 NodeId Lowering::pat(TSNode n, int depth) {
@@ -866,74 +958,7 @@ NodeId Lowering::pat(TSNode n, int depth) {
     set_kids(id, kids);
     return id;
   }
-  if (k == "struct_pattern") {
-    NodeId id = add(Kind::PStruct, n);
-    at(id).str = text(field_of(n, "type"));
-    std::vector<NodeId> kids;
-    for (TSNode c : named_kids(n)) {
-      std::string_view ck = type_of(c);
-      if (ck == "remaining_field_pattern") {
-        at(id).flags |= kHasRest;
-      } else if (ck == "field_pattern") {
-        NodeId f = add(Kind::PField, c);
-        TSNode name = field_of(c, "name");
-        at(f).str = text(name);
-        TSNode sub = field_of(c, "pattern");
-        NodeId sp;
-        if (!ts_node_is_null(sub)) {
-          sp = pat(sub, depth + 1);
-        } else {
-          sp = add(Kind::PIdent, c);
-          at(sp).str = text(name);
-          if (has_token(c, "ref")) at(sp).flags |= kRefBinding;
-          if (!ts_node_is_null(child_of_kind(c, "mutable_specifier"))) at(sp).flags |= kMut;
-        }
-        at(f).a = sp;
-        kids.push_back(f);
-      }
-    }
-    set_kids(id, kids);
-    return id;
-  }
-  if (k == "mut_pattern" || k == "ref_pattern") {
-    auto kids = pattern_kids(n);
-    TSNode inner{};
-    for (TSNode c : kids)
-      if (type_of(c) != "mutable_specifier") inner = c;
-    NodeId id = ts_node_is_null(inner) ? kNone : pat(inner, depth + 1);
-    if (id == kNone || at(id).kind != Kind::PIdent) {
-      if (id != kNone) return id;
-      NodeId u = add(Kind::PUnsupported, n);
-      at(u).str = at(u).syntax;
-      return u;
-    }
-    at(id).flags |= k == "mut_pattern" ? kMut : kRefBinding;
-    respan(id, n);
-    return id;
-  }
-  if (k == "reference_pattern") {
-    NodeId id = add(Kind::PRef, n);
-    if (!ts_node_is_null(child_of_kind(n, "mutable_specifier"))) at(id).flags |= kMut;
-    TSNode inner{};
-    for (TSNode c : pattern_kids(n))
-      if (type_of(c) != "mutable_specifier") inner = c;
-    NodeId a = ts_node_is_null(inner) ? kNone : pat(inner, depth + 1);
-    at(id).a = a;
-    return id;
-  }
-  if (k == "captured_pattern") {
-    auto kids = pattern_kids(n);
-    if (kids.size() == 2) {
-      NodeId id = pat(kids[0], depth + 1);
-      if (at(id).kind == Kind::PIdent || at(id).kind == Kind::PPath) {
-        NodeId sub = pat(kids[1], depth + 1);
-        at(id).kind = Kind::PIdent;
-        at(id).a = sub;
-        respan(id, n);
-        return id;
-      }
-    }
-  }
+  if (auto id = compound_pattern(n, k, depth)) return *id;
   if (k == "range_pattern") {
     NodeId id = add(Kind::PRange, n);
     at(id).str = text(n);
