@@ -120,7 +120,11 @@ fn distinct_ids_past_the_configured_bound_are_refused_and_counted() {
     session.op("s:1", "gelu", &[]).unwrap();
     let err = session.begin_operation("s:2", "relu", &[]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-    assert!(err.message().contains("max_distinct_ids"), "{}", err.message());
+    assert!(
+        err.message().contains("max_distinct_ids"),
+        "{}",
+        err.message()
+    );
     let id = session.begin_operation("s:0", "relu", &[]).unwrap();
     session.end_operation(&id, None).unwrap();
     session.finish().unwrap();
