@@ -63,6 +63,23 @@ typedef struct cgp_config {
   void* device_sync_user;
 } cgp_config;
 
+/* Options added after cgp_config's layout was fixed (it stays as it is, so programs built against
+ * an older header keep working). Size-prefixed: `struct_size` is sizeof(cgp_open_options) as the
+ * caller compiled it, and the library reads only the fields that fit in it, so later versions
+ * can append fields. Fill it with cgp_open_options_init, then set what you need. */
+typedef struct cgp_open_options {
+  size_t struct_size;
+  /* Distinct (static id, op, inputs), edges and module paths the session interns, at most
+   * CGP_MAX_DISTINCT_IDS (also the default; 0 means the default). Past it a new id is refused:
+   * cgp_begin_operation, cgp_record_edge_timing and cgp_session_op return
+   * CGP_ERR_INVALID_ARGUMENT, a module scope records nothing, and every refusal is counted in the
+   * `end` record's `errors` (docs/runtime-4.md, "Bound"). Ids interned before keep working. */
+  uint32_t max_distinct_ids;
+} cgp_open_options;
+
+/* The largest max_distinct_ids (4,194,304) and its default. */
+#define CGP_MAX_DISTINCT_IDS 4194304u
+
 typedef struct cgp_session cgp_session;
 /* An interned operation: valid for the session that returned it. */
 typedef uint32_t cgp_op;
@@ -75,6 +92,14 @@ void cgp_config_init(cgp_config* config, cgp_str entrypoint, cgp_phase phase);
 /* Creates parent directories, truncates `path`, writes `meta`. On success *out owns the session;
  * release it with cgp_session_finish or cgp_session_free. */
 cgp_status cgp_session_open(cgp_str path, const cgp_config* config, cgp_session** out);
+
+/* Sets struct_size and the defaults (max_distinct_ids = CGP_MAX_DISTINCT_IDS). */
+void cgp_open_options_init(cgp_open_options* options);
+/* cgp_session_open with options (NULL: the defaults). CGP_ERR_INVALID_ARGUMENT, naming the field,
+ * for a struct_size too small to hold `struct_size` itself or a max_distinct_ids above
+ * CGP_MAX_DISTINCT_IDS. */
+cgp_status cgp_session_open_with(cgp_str path, const cgp_config* config,
+                                 const cgp_open_options* options, cgp_session** out);
 
 cgp_phase cgp_session_phase(const cgp_session* session);
 uint64_t cgp_session_step(const cgp_session* session);

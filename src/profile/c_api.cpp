@@ -1,5 +1,6 @@
 // The C ABI: a thin translation of include/candle_graph_profile.h onto ProfileSession. No
 // exception crosses the boundary: allocation failures become CGP_ERR_IO with a message.
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 #include <mutex>
@@ -26,6 +27,7 @@ struct cgp_session {
 namespace {
 
 namespace cgx = candle_graph;
+static_assert(CGP_MAX_DISTINCT_IDS == cgx::kMaxDistinctIds);
 
 thread_local std::string last_error;
 
@@ -115,8 +117,28 @@ void cgp_config_init(cgp_config* config, cgp_str entrypoint, cgp_phase phase) {
 }
 
 cgp_status cgp_session_open(cgp_str path, const cgp_config* config, cgp_session** out) {
+  return cgp_session_open_with(path, config, nullptr, out);
+}
+
+void cgp_open_options_init(cgp_open_options* options) {
+  if (options == nullptr) return;
+  *options = cgp_open_options{};
+  options->struct_size = sizeof(cgp_open_options);
+  options->max_distinct_ids = CGP_MAX_DISTINCT_IDS;
+}
+
+cgp_status cgp_session_open_with(cgp_str path, const cgp_config* config,
+                                 const cgp_open_options* options, cgp_session** out) {
   if (config == nullptr || out == nullptr) return invalid("cgp_session_open: NULL argument");
   *out = nullptr;
+  // Fields past the caller's struct_size are absent (an older caller): their defaults apply.
+  const auto has = [options](std::size_t end_offset) {
+    return options != nullptr && options->struct_size >= end_offset;
+  };
+  if (options != nullptr && options->struct_size < sizeof options->struct_size)
+    return invalid(
+        "cgp_session_open_with: options.struct_size is too small (fill the options with "
+        "cgp_open_options_init)");
   return guarded([&] {
     cgx::ProfileConfig cfg = config->phase == CGP_PHASE_INFER
                                  ? cgx::ProfileConfig::infer(std::string(view(config->entrypoint)))
@@ -140,6 +162,9 @@ cgp_status cgp_session_open(cgp_str path, const cgp_config* config, cgp_session*
     }
     if (config->buffer_records_per_thread != 0)
       cfg.buffer_records_per_thread = static_cast<std::size_t>(config->buffer_records_per_thread);
+    if (has(offsetof(cgp_open_options, max_distinct_ids) + sizeof options->max_distinct_ids) &&
+        options->max_distinct_ids != 0)
+      cfg.max_distinct_ids = options->max_distinct_ids;
     auto session = cgx::ProfileSession::open(std::string(view(path)), std::move(cfg));
     if (!session) return report(session.status());
     *out = new cgp_session{std::move(session).value(), {}, false, CGP_OK, {}};

@@ -1,6 +1,12 @@
 // The calling thread's side: find this thread's state, read the clock, push a POD record.
 // Nothing here allocates (the scope stack is reserved; it grows only past 64 open operations),
 // formats text or touches the file.
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -62,6 +68,35 @@ thread_local ThreadSessions tls_sessions;
 }  // namespace
 
 std::atomic<std::uint64_t> next_session_id{1};
+
+bool asymmetric_fence_available() noexcept {
+#if defined(__linux__) && defined(SYS_membarrier)
+  // Registered once per process; the registration lasts as long as the process.
+  static const bool available = [] {
+    const long supported = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return supported > 0 && (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+           ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+
+void heavy_fence(bool asymmetric) noexcept {
+#if defined(__linux__) && defined(SYS_membarrier)
+  if (asymmetric) {
+    // Cannot fail once registered; should it ever, a plain fence here would not be enough (the
+    // owners only have a compiler barrier), so it is retried.
+    while (::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    }
+    return;
+  }
+#else
+  (void)asymmetric;
+#endif
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 void register_session(std::uint64_t id, SessionState* state) {
   std::lock_guard<std::mutex> lock(registry_mu());
@@ -364,14 +399,27 @@ namespace {
 }  // namespace
 
 namespace {
-[[gnu::always_inline]] inline bool same_op_text(const HandleInfo& h, std::string_view static_id,
-                                                std::string_view op,
-                                                std::span<const std::string_view> inputs) noexcept {
-  if (h.is_edge || h.is_module || !same_text(h.static_id, static_id) || !same_text(h.op, op) ||
-      h.inputs.size() != inputs.size())
+// The same against HandleInfo::packed (pack_op_text).
+[[gnu::always_inline]] inline bool same_packed(const char* packed, std::string_view static_id,
+                                               std::string_view op,
+                                               std::span<const std::string_view> inputs) noexcept {
+  std::uint32_t static_length, op_length, input_count;
+  std::memcpy(&static_length, packed, 4);
+  std::memcpy(&op_length, packed + 4, 4);
+  std::memcpy(&input_count, packed + 8, 4);
+  if (static_length != static_id.size() || op_length != op.size() || input_count != inputs.size())
     return false;
+  const char* lengths = packed + 12;
+  const char* text = lengths + 4 * std::size_t{input_count};
+  if (!same_text({text, static_id.size()}, static_id)) return false;
+  text += static_id.size();
+  if (!same_text({text, op_length}, op)) return false;
+  text += op_length;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!same_text(h.inputs[i], inputs[i])) return false;
+    std::uint32_t n;
+    std::memcpy(&n, lengths + 4 * i, 4);
+    if (!same_text({text, n}, inputs[i])) return false;
+    text += n;
   }
   return true;
 }
@@ -384,7 +432,7 @@ namespace {
   for (std::size_t way = 0; way < 2; ++way) {
     const InternCacheEntry& e = ts.intern_cache[slot ^ way];
     if (e.static_id == static_id.data() && e.length == static_id.size() &&
-        same_op_text(*e.info, static_id, op, inputs))
+        same_packed(e.packed, static_id, op, inputs))
       return e.handle;
   }
   return kNoHandle;
@@ -398,18 +446,16 @@ namespace {
   const ContentCacheEntry* found = nullptr;
   for (std::size_t way = 0; way < 2 && found == nullptr; ++way) {
     const ContentCacheEntry& c = ts.content_cache[set ^ way];
-    if (c.used && c.hash == hash && same_op_text(handles_[c.handle], static_id, op, inputs))
-      found = &c;
+    if (c.used && c.hash == hash && same_packed(c.packed, static_id, op, inputs)) found = &c;
   }
   if (found == nullptr) return kNoHandle;
   const ContentCacheEntry& c = *found;
-  const HandleInfo& h = handles_[c.handle];
   // Remembered by address in the slot's first way (the older entry moves to the second), so a
   // caller that reuses one buffer per id finds it there next time.
   const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
   InternCacheEntry& first = ts.intern_cache[slot];
   if (first.static_id != nullptr) ts.intern_cache[slot ^ 1] = first;
-  first = {static_id.data(), static_id.size(), c.handle, &h};
+  first = {static_id.data(), static_id.size(), c.handle, c.packed};
   return c.handle;
 }
 
@@ -530,6 +576,13 @@ Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id,
   return close_by_id(ts, id_step, counter, now, output, event_id);
 }
 
+// The owner freed its slot and then saw another thread's claim on the same operation: whoever
+// the claimant found decides (it still saw the operation open: it won and set `won`).
+bool SessionState::keeps_claimed(ThreadState& ts, IdSlot& slot, std::uint64_t counter) {
+  std::lock_guard<std::mutex> lock(ts.foreign_mu);
+  return slot.won != counter;
+}
+
 Result<std::uint64_t> SessionState::end_by_numbers(std::uint64_t id_step, std::uint64_t counter,
                                                    const std::string_view* output,
                                                    const std::string_view& text_for_errors) {
@@ -547,10 +600,10 @@ Result<std::uint64_t> SessionState::end_by_numbers(std::uint64_t id_step, std::u
   ThreadState* owner = &ts;
   std::uint16_t owner_index = ts.index;
   // Begun on this thread, in its slot: only this thread writes the slot's frame, so it is read
-  // before the slot is taken, and one compare-and-swap (against an ender on another thread) both
-  // takes and frees it.
+  // before the slot is freed; the slot is freed with a plain store and then `claim` is read
+  // (IdSlot: an ender on another thread stores `claim` first and runs the heavy barrier, so at
+  // least one of the two sees the other). No read-modify-write on this path.
   IdSlot& own = ts.id_slots[counter & (ThreadState::kIdSlots - 1)];
-  std::uint64_t expected = counter;
   bool taken = false;
   if (own.state.load(std::memory_order_relaxed) == counter) [[likely]] {
     // Field by field, like open_by_id stored them (see store_frame).
@@ -561,8 +614,17 @@ Result<std::uint64_t> SessionState::end_by_numbers(std::uint64_t id_step, std::u
     frame.parent_step = own.frame.parent_step;
     frame.handle = own.frame.handle;
     owner_index = own.thread;
-    taken = frame.id_step == id_step && frame.counter == counter &&
-            own.state.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+    if (frame.id_step == id_step && frame.counter == counter) [[likely]] {
+      own.state.store(0, std::memory_order_relaxed);
+      if (asymmetric_fence_)
+        std::atomic_signal_fence(std::memory_order_seq_cst);  // the other side's membarrier
+      else
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+      taken =
+          own.claim.load(std::memory_order_relaxed) != counter || keeps_claimed(ts, own, counter);
+      if (!taken) [[unlikely]]
+        return unknown_id(text_for_errors);  // another thread ended it first
+    }
   }
   if (!taken && !take_open(ts, counter, id_step, frame, owner, owner_index)) [[unlikely]]
     return unknown_id(text_for_errors);

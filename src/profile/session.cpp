@@ -94,6 +94,7 @@ SessionState::SessionState(std::filesystem::path trace_path, ProfileConfig cfg, 
       v4_(config.format != TraceFormat::runtime_v3),
       compact_(config.format == TraceFormat::runtime_v4_compact),
       device_sync_(static_cast<bool>(config.device_synchronize)),
+      asymmetric_fence_(asymmetric_fence_available()),
       ring_capacity_(round_up_pow2(config.buffer_records_per_thread)),
       fd_(fd),
       mod_prefix_("{\"kind\":\"module\",\"event_id\":\"" + std::string(phase_name(config.phase)) +
@@ -185,6 +186,25 @@ void SessionState::start_writer() {
 #endif
 }
 
+std::string pack_op_text(std::string_view static_id, std::string_view op,
+                         std::span<const std::string_view> inputs) {
+  std::string packed;
+  const auto put = [&packed](std::size_t n) {
+    const auto v = static_cast<std::uint32_t>(n);
+    packed.append(reinterpret_cast<const char*>(&v), sizeof v);
+  };
+  put(static_id.size());
+  put(op.size());
+  put(inputs.size());
+  for (const auto& input : inputs)
+    put(input.size());
+  packed += static_id;
+  packed += op;
+  for (const auto& input : inputs)
+    packed += input;
+  return packed;
+}
+
 Result<std::uint32_t> SessionState::intern_op(std::string_view static_id, std::string_view op,
                                               std::span<const std::string_view> inputs) {
   std::string key = "o";
@@ -198,6 +218,7 @@ Result<std::uint32_t> SessionState::intern_op(std::string_view static_id, std::s
     info.static_id = std::string(static_id);
     info.op = std::string(op);
     info.inputs.assign(inputs.begin(), inputs.end());
+    info.packed = pack_op_text(static_id, op, inputs);
     info.body = ",\"op\":";
     append_json_string(info.body, op);
     info.body += ",\"static_id\":";
@@ -243,10 +264,10 @@ Result<std::uint32_t> SessionState::lookup_op(ThreadState& ts, std::string_view 
     if (!interned) return interned;
     handle = interned.value();
     if (by_content.used) content_neighbour = by_content;
-    by_content = {hash, handle, true};
+    by_content = {hash, handle, true, handles_[handle].packed.data()};
   }
   if (by_address.static_id != nullptr) neighbour = by_address;  // keep the older one nearby
-  by_address = {static_id.data(), static_id.size(), handle, &handles_[handle]};
+  by_address = {static_id.data(), static_id.size(), handle, handles_[handle].packed.data()};
   return handle;
 }
 
@@ -286,7 +307,7 @@ std::uint32_t SessionState::lookup_module_slow(ThreadState& ts,
     if (!module_path.empty()) {
       const auto address = reinterpret_cast<std::uintptr_t>(module_path.data());
       ts.module_cache[((address ^ module_path.size()) * 0x9E3779B97F4A7C15ull) >> 56] = {
-          module_path.data(), module_path.size(), handle, &handles_[handle]};
+          module_path.data(), module_path.size(), handle, nullptr};
     }
     return handle;
   } catch (...) {
@@ -310,23 +331,25 @@ Status SessionState::unknown_id(std::string_view text) {
 
 bool SessionState::take_open(ThreadState& self, std::uint64_t counter, std::uint64_t id_step,
                              Frame& frame, ThreadState*& owner, std::uint16_t& owner_index) {
+  // The owner's own slot was tried by close_by_id; here other threads' slots, each under its
+  // owner's foreign_mu, through the claim protocol described at IdSlot.
   auto from_slot = [&](ThreadState& t) {
     IdSlot& slot = t.id_slots[counter & (ThreadState::kIdSlots - 1)];
-    std::uint64_t expected = counter;
-    if (slot.state.load(std::memory_order_relaxed) != counter ||
-        !slot.state.compare_exchange_strong(expected, IdSlot::kClaimed, std::memory_order_acquire))
-      return false;
-    if (slot.frame.id_step != id_step) {
-      slot.state.store(counter, std::memory_order_release);
+    if (slot.state.load(std::memory_order_relaxed) != counter) return false;
+    std::lock_guard<std::mutex> lock(t.foreign_mu);
+    slot.claim.store(counter, std::memory_order_relaxed);
+    heavy_fence(asymmetric_fence_);
+    if (slot.state.load(std::memory_order_acquire) != counter || slot.frame.id_step != id_step) {
+      slot.claim.store(0, std::memory_order_relaxed);
       return false;
     }
     frame = slot.frame;
     owner = &t;
     owner_index = slot.thread;
+    slot.won = counter;
     slot.state.store(0, std::memory_order_release);
     return true;
   };
-  if (from_slot(self)) return true;
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
     for (auto& t : threads_) {
@@ -434,7 +457,7 @@ Result<std::filesystem::path> SessionState::finish() {
         open_operations += f.by_id ? 0 : 1;
       for (std::size_t i = 0; i < ThreadState::kIdSlots; ++i) {
         const std::uint64_t state = ts->id_slots[i].state.load(std::memory_order_acquire);
-        if (state != 0 && state != IdSlot::kClaimed) ++open_operations;
+        if (state != 0) ++open_operations;
       }
     }
   }

@@ -78,13 +78,28 @@ struct CachedNumber {
 };
 
 // A string-API operation open on its beginning thread, findable by its counter from any thread.
-// `state` is 0 when free, the counter while open, kClaimed while an ender copies the frame out.
+// `state` is 0 when free and the counter while open; only the owner thread stores a counter, and
+// the owner's usual end frees it with a plain store (no read-modify-write on the caller's path).
+// Another thread ending the operation (rare) races with that end through `claim`, Dekker-style:
+// the owner stores `state`, then reads `claim`; the other thread, holding the owner's
+// `foreign_mu`, stores `claim`, runs a process-wide barrier (membarrier, which forces a full
+// fence on the owner's core; a plain fence on both sides where the kernel lacks it), then reads
+// `state`. At least one sees the other's store: the other thread wins only if it still saw the
+// operation open, and then records it in `won`; an owner that saw a claim on its operation asks
+// `won` under the same mutex (see SessionState::close_by_id and take_open).
 struct IdSlot {
-  static constexpr std::uint64_t kClaimed = ~std::uint64_t{0};
   std::atomic<std::uint64_t> state{0};
+  std::atomic<std::uint64_t> claim{0};  // counter another thread is taking (foreign_mu held)
+  std::uint64_t won = 0;                // last counter another thread took from here (foreign_mu)
   Frame frame{};
   std::uint16_t thread = 0;  // index of the beginning thread, for the record's `thread`
 };
+
+// The heavy side of the slots' asymmetric barrier: true when the process is registered for
+// expedited private membarrier (Linux 4.14+), so an owner needs only a compiler barrier.
+bool asymmetric_fence_available() noexcept;
+// Full fence on every running thread of the process (asymmetric) or on this one (fallback).
+void heavy_fence(bool asymmetric) noexcept;
 
 // Caller-side cache of the string API's interned operations, keyed by the static id's address
 // and length; a hit is confirmed by comparing the text with the interned handle's, so a buffer
@@ -94,7 +109,9 @@ struct InternCacheEntry {
   const char* static_id = nullptr;
   std::size_t length = 0;
   std::uint32_t handle = 0;
-  const HandleInfo* info = nullptr;  // handles_[handle] (table entries never move)
+  // Operations: handles_[handle].packed.data() (table entries never move), so that a hit is
+  // confirmed from this entry and one short blob, not from the HandleInfo and its strings.
+  const char* packed = nullptr;
 };
 // Second level, for callers that pass a fresh copy of the id each time (the seed's
 // `ids[i].clone()`): keyed by a cheap hash of the text, again confirmed by comparing it.
@@ -102,6 +119,7 @@ struct ContentCacheEntry {
   std::uint64_t hash = 0;
   std::uint32_t handle = 0;
   bool used = false;
+  const char* packed = nullptr;  // operations: handles_[handle].packed.data()
 };
 
 // A cheap hash of an id's text for the content caches: its length and a few 8-byte windows
@@ -211,7 +229,14 @@ struct HandleInfo {
   std::vector<std::string> inputs;
   // Ops: `,"op":…,"static_id":…,"inputs":[…]`; edges: `,"from_static_id":…,"to_static_id":…`.
   std::string body;
+  // Ops: the text a string-API cache hit is confirmed against, in one allocation (a couple of
+  // cache lines instead of the HandleInfo's and three strings'): u32 static id length, u32 op
+  // length, u32 input count,
+  // u32 per input length, then the static id, op and inputs back to back (pack_op_text).
+  std::string packed;
 };
+std::string pack_op_text(std::string_view static_id, std::string_view op,
+                         std::span<const std::string_view> inputs);
 
 // Interned handles. Grows in fixed chunks that never move, so the writer reads entries without a
 // lock while callers intern new ones (a record naming handle i is published after entry i).
@@ -362,6 +387,7 @@ class SessionState {
   Status refused(ThreadState* ts);
   Status unknown_id(std::string_view text);
   // Takes the open string-API operation `counter` begun at `id_step`, wherever it began.
+  bool keeps_claimed(ThreadState& ts, IdSlot& slot, std::uint64_t counter);
   bool take_open(ThreadState& self, std::uint64_t counter, std::uint64_t id_step, Frame& frame,
                  ThreadState*& owner, std::uint16_t& owner_index);
   void wake_writer() noexcept;
@@ -390,6 +416,8 @@ class SessionState {
   const bool v4_;
   const bool compact_;      // runtime/4-compact/1
   const bool device_sync_;  // config.device_synchronize is set
+  // IdSlot's barrier: membarrier on the foreign ender's side, a compiler barrier on the owner's.
+  const bool asymmetric_fence_;
   std::size_t ring_capacity_;
 
   std::mutex threads_mu_;

@@ -198,6 +198,60 @@ TEST(ProfileResources, DistinctIdsPastTheBoundAreRefusedAndCounted) {
       << too_many.status().message();
 }
 
+// The same bound from the C ABI, through the size-prefixed options of cgp_session_open_with
+// (cgp_config's layout is unchanged): refusals are CGP_ERR_INVALID_ARGUMENT naming the bound and
+// counted in `end.errors`; an older caller's smaller options leave the default in place; a bound
+// above the limit is refused at open.
+TEST(ProfileResources, DistinctIdsBoundFromTheCAbi) {
+  const auto str = [](std::string_view s) { return cgp_str{s.data(), s.size()}; };
+  cgp_config config;
+  cgp_config_init(&config, str("main"), CGP_PHASE_TRAIN);
+  cgp_open_options options;
+  cgp_open_options_init(&options);
+  EXPECT_EQ(options.max_distinct_ids, CGP_MAX_DISTINCT_IDS);
+  options.max_distinct_ids = 2;
+  const std::string path = scratch("bound-c.jsonl").string();
+  cgp_session* s = nullptr;
+  ASSERT_EQ(cgp_session_open_with(str(path), &config, &options, &s), CGP_OK) << cgp_last_error();
+  const cgp_str inputs[] = {str("tensor:a")};
+  char id[CGP_EVENT_ID_MAX];
+  std::size_t id_len = 0;
+  ASSERT_EQ(cgp_begin_operation(s, str("s:0"), str("relu"), inputs, 1, id, sizeof id, &id_len),
+            CGP_OK);
+  ASSERT_EQ(cgp_end_operation(s, cgp_str{id, id_len}, nullptr, nullptr), CGP_OK);
+  cgp_op op = 0;
+  ASSERT_EQ(cgp_session_op(s, str("s:1"), str("gelu"), nullptr, 0, &op), CGP_OK);
+  EXPECT_EQ(cgp_begin_operation(s, str("s:2"), str("relu"), inputs, 1, id, sizeof id, &id_len),
+            CGP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(cgp_last_error()).find("max_distinct_ids"), std::string::npos)
+      << cgp_last_error();
+  EXPECT_EQ(cgp_record_edge_timing(s, str("s:0"), str("s:1"), 5), CGP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(cgp_session_op(s, str("s:3"), str("gelu"), nullptr, 0, &op), CGP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(cgp_session_finish(s), CGP_OK);
+  const std::string end = read_lines(path).back();
+  EXPECT_EQ(number(end, "errors"), 3u) << end;
+  EXPECT_EQ(number(end, "operations"), 1u) << end;
+
+  // A caller built when the options held only struct_size: the default bound applies.
+  cgp_open_options old_caller{};
+  old_caller.struct_size = sizeof old_caller.struct_size;
+  old_caller.max_distinct_ids = 1;  // past its struct_size: not read
+  ASSERT_EQ(cgp_session_open_with(str(path), &config, &old_caller, &s), CGP_OK);
+  for (const char* sid : {"s:0", "s:1", "s:2"})
+    ASSERT_EQ(cgp_session_op(s, str(sid), str("relu"), nullptr, 0, &op), CGP_OK) << sid;
+  ASSERT_EQ(cgp_session_finish(s), CGP_OK);
+  EXPECT_EQ(number(read_lines(path).back(), "errors"), 0u);
+
+  options.max_distinct_ids = CGP_MAX_DISTINCT_IDS + 1;
+  EXPECT_EQ(cgp_session_open_with(str(path), &config, &options, &s), CGP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(cgp_last_error()).find("max_distinct_ids 4194305 is above"),
+            std::string::npos)
+      << cgp_last_error();
+  options.struct_size = 0;  // never initialised
+  EXPECT_EQ(cgp_session_open_with(str(path), &config, &options, &s), CGP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(cgp_last_error()).find("struct_size"), std::string::npos);
+}
+
 // A thread that exits with an operation open: counted at finish, not lost, not double counted.
 TEST(ProfileResources, ScopesLeftOpenByExitedThreadsAreCounted) {
   const fs::path path = scratch("exit-open.jsonl");

@@ -356,6 +356,52 @@ TEST(ProfileApi, StringOperationEndedOnAnotherThreadLeavesNoStaleParent) {
   EXPECT_FALSE(field(handle, "parent").has_value()) << handle;
 }
 
+// The beginning thread and another one end the same string-API operation at the same moment:
+// exactly one of them gets its duration and the trace holds it once; the other gets
+// unknown_operation, counted in `end.errors`. (The beginning thread's end takes no lock and no
+// read-modify-write; this is the race that protocol must settle.)
+TEST(ProfileApi, RacingEndsOfOneStringOperationRecordItOnce) {
+  const fs::path path = scratch("racing-ends.jsonl");
+  auto session = open_or_die(path, cg::ProfileConfig::train("main"));
+  constexpr int kRounds = 2000;
+  std::atomic<int> round{-1};
+  std::atomic<int> other_done{-1};
+  std::string shared_id;
+  std::atomic<int> other_wins{0};
+  std::thread other([&] {
+    for (int r = 0; r < kRounds; ++r) {
+      while (round.load(std::memory_order_acquire) < r) {
+      }
+      if (session.end_operation(shared_id)) other_wins.fetch_add(1);
+      other_done.store(r, std::memory_order_release);
+    }
+  });
+  int own_wins = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    auto id = session.begin_operation("operation:train:f:" + std::to_string(r % 7), "matmul");
+    ASSERT_TRUE(id);
+    shared_id = id.value().str();
+    round.store(r, std::memory_order_release);
+    if (session.end_operation(id.value())) ++own_wins;
+    while (other_done.load(std::memory_order_acquire) < r) {
+    }
+  }
+  other.join();
+  EXPECT_EQ(own_wins + other_wins.load(), kRounds);
+  ASSERT_TRUE(session.finish());
+  const std::vector<std::string> lines = read_lines(path);
+  std::unordered_set<std::string> ids;
+  std::size_t operations = 0;
+  for (const auto& line : lines) {
+    if (!is_kind(line, "operation")) continue;
+    ++operations;
+    EXPECT_TRUE(ids.insert(*field(line, "event_id")).second) << "written twice: " << line;
+  }
+  EXPECT_EQ(operations, static_cast<std::size_t>(kRounds));
+  EXPECT_EQ(number(lines.back(), "errors"), static_cast<std::uint64_t>(kRounds));
+  EXPECT_EQ(number(lines.back(), "open_operations"), 0u);
+}
+
 TEST(ProfileApi, OverlappingHandleScopesCloseTheMatchingOne) {
   const fs::path path = scratch("overlap.jsonl");
   auto session = open_or_die(path, cg::ProfileConfig::train("main"));

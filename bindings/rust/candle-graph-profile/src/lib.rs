@@ -91,6 +91,12 @@ mod ffi {
     }
 
     #[repr(C)]
+    pub struct OpenOptions {
+        pub struct_size: usize,
+        pub max_distinct_ids: u32,
+    }
+
+    #[repr(C)]
     pub struct Session {
         _private: [u8; 0],
     }
@@ -98,7 +104,12 @@ mod ffi {
     pub const EVENT_ID_MAX: usize = 64;
 
     extern "C" {
-        pub fn cgp_session_open(path: Str, config: *const Config, out: *mut *mut Session) -> c_int;
+        pub fn cgp_session_open_with(
+            path: Str,
+            config: *const Config,
+            options: *const OpenOptions,
+            out: *mut *mut Session,
+        ) -> c_int;
         pub fn cgp_session_step(session: *const Session) -> u64;
         pub fn cgp_session_set_step(session: *mut Session, step: u64);
         pub fn cgp_session_op(
@@ -211,6 +222,10 @@ pub struct ProfileConfig {
     /// timestamp measures only a kernel's launch); `meta` then ends with `"device_sync":true`.
     /// `None`: module durations are host-side.
     pub device_synchronize: Option<DeviceSync>,
+    /// Distinct static ids (with op and inputs), edges and module paths the session interns; 0:
+    /// the library's limit and default, 4,194,304. Past it a new id is refused
+    /// ([`ErrorKind::InvalidArgument`]) and counted in the `end` record's `errors`.
+    pub max_distinct_ids: u32,
 }
 
 impl ProfileConfig {
@@ -226,6 +241,7 @@ impl ProfileConfig {
             backpressure: Backpressure::default(),
             buffer_records_per_thread: 0,
             device_synchronize: None,
+            max_distinct_ids: 0,
         }
     }
 
@@ -392,7 +408,13 @@ impl ProfileSession {
         }
         let mut raw = std::ptr::null_mut();
         // SAFETY: every pointer in raw_config borrows data that outlives the call.
-        check(unsafe { ffi::cgp_session_open(ffi::Str::of(&path_text), &raw_config, &mut raw) })?;
+        let options = ffi::OpenOptions {
+            struct_size: std::mem::size_of::<ffi::OpenOptions>(),
+            max_distinct_ids: config.max_distinct_ids,
+        };
+        check(unsafe {
+            ffi::cgp_session_open_with(ffi::Str::of(&path_text), &raw_config, &options, &mut raw)
+        })?;
         Ok(Self {
             raw,
             path,
@@ -430,9 +452,13 @@ impl ProfileSession {
     ) -> Result<String> {
         let (static_id, op) = (static_id.as_ref(), op.as_ref());
         with_strs(inputs, |inputs| {
-            let mut buf = [0u8; ffi::EVENT_ID_MAX];
+            // The library writes the id straight into the String's own allocation (the one
+            // allocation the seed's `-> String` shape makes any implementation pay): no buffer on
+            // the stack, no copy, no UTF-8 validation pass.
+            let mut buf: Vec<u8> = Vec::with_capacity(ffi::EVENT_ID_MAX);
             let mut len = 0usize;
-            // SAFETY: buf has EVENT_ID_MAX bytes, which the header guarantees suffice.
+            // SAFETY: buf has EVENT_ID_MAX bytes of capacity, which the header guarantees suffice;
+            // the library writes at most that many.
             check(unsafe {
                 ffi::cgp_begin_operation(
                     self.raw,
@@ -441,13 +467,16 @@ impl ProfileSession {
                     inputs.as_ptr(),
                     inputs.len(),
                     buf.as_mut_ptr().cast(),
-                    buf.len(),
+                    ffi::EVENT_ID_MAX,
                     &mut len,
                 )
             })?;
-            // Event ids are ASCII (`{phase}-op-{step}-{counter}`): one allocation of exactly the
-            // id's length, no re-coding.
-            Ok(String::from_utf8_lossy(&buf[..len]).into_owned())
+            // SAFETY: the library wrote `len` bytes (len < EVENT_ID_MAX: a NUL follows them) of an
+            // ASCII event id (`{phase}-op-{step}-{counter}`), so they are initialized UTF-8.
+            unsafe {
+                buf.set_len(len.min(ffi::EVENT_ID_MAX - 1));
+                Ok(String::from_utf8_unchecked(buf))
+            }
         })
     }
 

@@ -107,6 +107,32 @@ fn unknown_event_id_is_an_error() {
     );
 }
 
+/// `max_distinct_ids` reaches the library (through cgp_session_open_with): the third distinct id
+/// is refused, the first two keep working, and the refusal is counted in `end.errors`.
+#[test]
+fn distinct_ids_past_the_configured_bound_are_refused_and_counted() {
+    let path = scratch("bound.jsonl");
+    let mut config = ProfileConfig::train("main");
+    config.max_distinct_ids = 2;
+    let session = ProfileSession::open(&path, config).unwrap();
+    let id = session.begin_operation("s:0", "relu", &[]).unwrap();
+    session.end_operation(&id, None).unwrap();
+    session.op("s:1", "gelu", &[]).unwrap();
+    let err = session.begin_operation("s:2", "relu", &[]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.message().contains("max_distinct_ids"),
+        "{}",
+        err.message()
+    );
+    let id = session.begin_operation("s:0", "relu", &[]).unwrap();
+    session.end_operation(&id, None).unwrap();
+    session.finish().unwrap();
+    let end = lines(&path).last().unwrap().clone();
+    assert_eq!(field(&end, "errors").as_deref(), Some("1"), "{end}");
+    assert_eq!(field(&end, "operations").as_deref(), Some("2"), "{end}");
+}
+
 #[test]
 fn open_fails_clearly_on_an_unwritable_path() {
     let blocker = scratch("blocker");
