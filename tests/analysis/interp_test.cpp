@@ -84,6 +84,7 @@ struct Hooked : NumsBase<Hooked> {
   std::vector<std::string> log;
   bool decide = true;
   bool frozen = false;                // assignments leave locals as they were
+  bool splitting = false;             // `let x = if c { lit } else { lit }` splits
   std::size_t undo_after = SIZE_MAX;  // the expansion is undone after this iteration
   std::vector<std::pair<const cg::rust::Body*, NodeId>> closures;
 
@@ -143,6 +144,21 @@ struct Hooked : NumsBase<Hooked> {
     return join(fields);
   }
   void uncertain(Eng&, NodeId, bool begin) { log.push_back(begin ? "unsure" : "sure"); }
+  // `let x = if c { 2 } else { 3 };` with `c` unknown splits into x = 2 and x = 3.
+  std::vector<std::vector<std::pair<std::string, Value>>> split(Eng& e, NodeId let) {
+    const auto& b = e.body();
+    NodeId value = b[let].b;
+    if (!splitting || value == cg::rust::kNone || b[value].kind != cg::rust::Kind::If ||
+        b[b[let].a].kind != cg::rust::Kind::PIdent)
+      return {};
+    std::vector<std::vector<std::pair<std::string, Value>>> out;
+    for (NodeId arm : {b[value].b, b[value].c}) {
+      NodeId t = arm == cg::rust::kNone ? cg::rust::kNone : b.tail(arm);
+      if (t == cg::rust::kNone || b[t].lit != cg::rust::LitKind::Int) return {};
+      out.push_back({{std::string(b[b[let].a].str), {std::stol(std::string(b[t].str))}}});
+    }
+    return out;
+  }
 };
 
 template <class Dom>
@@ -328,6 +344,17 @@ TEST_F(Hooks, StructLiteralsAndUncertainStatementsReachTheDomain) {
   EXPECT_EQ(run("f"), (std::set<long>{4, 5}));
   EXPECT_EQ(std::count(dom.log.begin(), dom.log.end(), "unsure"), 1);
   EXPECT_EQ(std::count(dom.log.begin(), dom.log.end(), "sure"), 1);
+}
+
+TEST_F(Hooks, ASplitLetRunsTheRestOfTheBlockOncePerAlternative) {
+  load("pub fn f(c: u32) -> u32 { let x = if c == 1 { 2 } else { 3 }; let y = x + x; y }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{4, 5, 6})) << "unsplit, x is {2, 3} in one run";
+  dom.splitting = true;
+  dom.log.clear();
+  EXPECT_EQ(run("f"), (std::set<long>{4, 6})) << "x + x never mixes the two alternatives";
+  EXPECT_EQ(dom.log,
+            (std::vector<std::string>{"begin 0/2", "end 0", "begin 1/2", "end 1", "joined"}))
+      << "the `let`'s own `if` is not run";
 }
 
 }  // namespace

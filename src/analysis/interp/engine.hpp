@@ -50,6 +50,10 @@
 //       run at its definition (the domain runs it with `run_closure` where it is called)
 //   Value structure(Engine&, NodeId)                 a struct literal (default: not evaluated)
 //   void uncertain(Engine&, NodeId stmt, bool begin) around a statement whose #[cfg] is Unknown
+//   std::vector<std::vector<std::pair<std::string, Value>>> split(Engine&, NodeId let)
+//       non-empty: the `let` is not evaluated; the rest of its block runs once per alternative
+//       with its names bound, between the branch hooks (the `let` as the branch node), and the
+//       values and locals join
 #include <algorithm>
 #include <cstddef>
 #include <map>
@@ -171,6 +175,10 @@ class Engine {
 
   Value dispatch(NodeId n);
   Value eval_block(NodeId n);
+  // One alternative of a split `let`: the names it binds.
+  using Split = std::vector<std::vector<std::pair<std::string, Value>>>;
+  Value eval_stmts(const std::vector<NodeId>& stmts, std::size_t from, NodeId tail);
+  Value eval_split(const std::vector<NodeId>& stmts, std::size_t k, NodeId tail, const Split& alts);
   void eval_let(NodeId n);
   Value eval_if(NodeId n);
   Value eval_match(NodeId n);
@@ -181,6 +189,8 @@ class Engine {
   void eval_assign(NodeId n);
   Value eval_aggregate(NodeId n);
   void eval_forked(NodeId n);
+  Value eval_closure(NodeId n);
+  Value eval_struct(NodeId n);
   void eval_kids(NodeId n);
   void bind(NodeId pat, const Value& v);
   void bind_name(const std::string& name, const Value& v);

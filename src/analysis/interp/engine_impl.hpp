@@ -92,16 +92,9 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Loop:
       return eval_loop(n);
     case Kind::Closure:  // analyzed in a forked environment; the closure value is opaque
-      if constexpr (requires { dom_.closure(*this, n); }) {
-        if (auto v = dom_.closure(*this, n)) return std::move(*v);
-      }
-      eval_forked(nd.a);
-      return {};
+      return eval_closure(n);
     case Kind::Struct:
-      if constexpr (requires { dom_.structure(*this, n); })
-        return dom_.structure(*this, n);
-      else
-        return {};
+      return eval_struct(n);
     case Kind::Return:
       if (nd.a != rust::kNone) {
         Value v = eval(nd.a);
@@ -178,6 +171,26 @@ typename Engine<D>::Value Engine<D>::eval_aggregate(NodeId n) {
   return dom_.aggregate(*this, n, std::move(elems));
 }
 
+// A closure: a value when the domain takes it as one, else its body analyzed in a forked
+// environment (the value is nothing known).
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_closure(NodeId n) {
+  if constexpr (requires { dom_.closure(*this, n); }) {
+    if (auto v = dom_.closure(*this, n)) return std::move(*v);
+  }
+  eval_forked(body()[n].a);
+  return {};
+}
+
+// A struct literal: the domain's, when it has a `structure` member; else not evaluated.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_struct(NodeId n) {
+  if constexpr (requires { dom_.structure(*this, n); })
+    return dom_.structure(*this, n);
+  else
+    return {};
+}
+
 template <class D>
 void Engine<D>::eval_forked(NodeId n) {
   Env saved = env();
@@ -196,11 +209,27 @@ typename Engine<D>::Value Engine<D>::eval_block(NodeId n) {
   // Names bound in the block go out of scope at its end; assignments to outer names persist.
   open_scope();
   const rust::Body& b = body();
+  Value last = eval_stmts(b.kids(n), 0, b.tail(n));
+  close_scope();
+  return last;
+}
+
+// Statements [from, end) of a block whose tail is `tail`; the value of the last one.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_stmts(const std::vector<NodeId>& stmts, std::size_t from,
+                                                NodeId tail) {
+  const rust::Body& b = body();
   Value last;
-  NodeId tail = b.tail(n);
-  for (NodeId s : b.kids(n)) {
+  for (std::size_t k = from; k < stmts.size(); ++k) {
+    const NodeId s = stmts[k];
     const rust::Node& st = b[s];
     if (st.cfg == rust::Tri::False || st.kind == Kind::Item) continue;
+    if constexpr (requires { dom_.split(*this, s); }) {
+      if (st.kind == Kind::Let) {
+        auto alts = dom_.split(*this, s);
+        if (!alts.empty()) return eval_split(stmts, k, tail, alts);
+      }
+    }
     const bool unsure = st.cfg == rust::Tri::Unknown;
     if constexpr (requires { dom_.uncertain(*this, s, true); })
       if (unsure) dom_.uncertain(*this, s, true);
@@ -216,8 +245,40 @@ typename Engine<D>::Value Engine<D>::eval_block(NodeId n) {
     if constexpr (requires { dom_.uncertain(*this, s, false); })
       if (unsure) dom_.uncertain(*this, s, false);
   }
-  close_scope();
   return last;
+}
+
+// The `let` stmts[k] split by the domain: the rest of the block runs once per alternative, its
+// names bound, between the branch hooks (the `let` is the branch node); values and locals join.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_split(const std::vector<NodeId>& stmts, std::size_t k,
+                                                NodeId tail, const Split& alts) {
+  const NodeId let = stmts[k];
+  const Env before = env();
+  std::vector<Value> vals;
+  std::vector<Env> envs;
+  for (std::size_t i = 0; i < alts.size(); ++i) {
+    env() = before;
+    if constexpr (requires { dom_.branch_begin(*this, let, i, alts.size()); })
+      dom_.branch_begin(*this, let, i, alts.size());
+    open_scope();
+    for (const auto& [name, v] : alts[i])
+      bind_name(name, v);
+    vals.push_back(eval_stmts(stmts, k + 1, tail));
+    close_scope();
+    if constexpr (requires { dom_.branch_end(*this, let, i); }) dom_.branch_end(*this, let, i);
+    envs.push_back(env());
+  }
+  env() = envs.back();
+  for (auto& [name, v] : env()) {
+    std::vector<Value> all;
+    for (const Env& e : envs)
+      if (auto it = e.find(name); it != e.end()) all.push_back(it->second);
+    v = dom_.join(all);
+  }
+  Value out = dom_.join(vals);
+  if constexpr (requires { dom_.branches_joined(*this, let); }) dom_.branches_joined(*this, let);
+  return out;
 }
 
 template <class D>
