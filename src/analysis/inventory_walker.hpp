@@ -7,11 +7,12 @@
 // leaves conditional unless every arm registers them. What is not understood becomes a
 // `structure-unresolved` finding.
 //
-// One class, its members in four files by concern:
+// One class, its members in five files by concern:
 //   inventory_values.cpp  the value of an expression (builders, configs, layer configs, fn refs),
 //                         key segments of prefixes, and the evaluator's context
-//   inventory_flow.cpp    control flow: scopes, `let`, `if`/`match` forks and alternatives,
-//                         loops and their expansion, the step/nesting budgets
+//   inventory_flow.cpp    control flow: scopes, `let`, struct literals, loops and their
+//                         expansion, the step/nesting budgets
+//   inventory_branches.cpp  `if`/`match` forks and alternatives, the fork of a `let`
 //   inventory_calls.cpp   calls: crate-local inlining, closures, method calls on builders
 //   inventory_leaves.cpp  leaf registration (catalog constructors, raw `get`s)
 // The control flow is what a shared interpreter core (src/analysis/interp/) will take over.
@@ -207,7 +208,7 @@ class Walker : public EvalContext {
   std::string placeholder_text(const std::string& expr);
   std::optional<std::string> function_path(const std::string& path);
 
-  // Control flow (inventory_flow.cpp).
+  // Control flow (inventory_flow.cpp; branches and let forks in inventory_branches.cpp).
   using Stmts = std::vector<std::pair<NodeId, rust::Tri>>;
   void walk(NodeId n, int depth);
   void walk_children(NodeId n, int depth);

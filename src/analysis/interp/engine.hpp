@@ -27,6 +27,33 @@
 //   void bound(Engine&, const Bound&)                                  a limit was reached
 // Domains call back `invoke` to inline a crate-local function and `lookup`/`frame`/`body` to read
 // the state.
+//
+// Optional members (a domain without one gets the behaviour described above; they exist for the
+// builder/prefix domain of the inventory, whose walk decides branches, expands loops and runs
+// closures where they are called):
+//   std::optional<std::size_t> choose(Engine&, NodeId if_or_match, const Value& cond)
+//       the branch taken (`if`: 0 then, 1 else; `match`: the arm's index), nullopt: all of them
+//   void branch_begin(Engine&, NodeId n, std::size_t i, std::size_t count)
+//   void branch_end(Engine&, NodeId n, std::size_t i) / void branches_joined(Engine&, NodeId n)
+//       around each branch of an undecided `if`/`match` (an `if` without `else` has count 2 and
+//       its branch 1 runs nothing), then once after the join
+//   void loop_begin(Engine&, NodeId loop, const Value& iter) / void loop_end(Engine&, NodeId)
+//   std::optional<std::vector<Value>> expand(Engine&, NodeId for_loop, const Value& iter)
+//       a `for` run once per value, each bound to its pattern in its own scope
+//   bool iterated(Engine&, NodeId for_loop, std::size_t i)   after expanded iteration i; false
+//       undoes the expansion (the locals as before the loop) and runs the symbolic iteration
+//   Value loop_variable(Engine&, NodeId for_loop, const Value& iter)   the symbolic iteration's
+//       pattern value (default: the iterated value)
+//   std::optional<Value> assign(Engine&, NodeId assign, Value v)   every `=`/`op=`; for `x = v`
+//       the value `x` takes, nullopt: `x` keeps its value
+//   std::optional<Value> closure(Engine&, NodeId)   a closure taken as a value: its body is not
+//       run at its definition (the domain runs it with `run_closure` where it is called)
+//   Value structure(Engine&, NodeId)                 a struct literal (default: not evaluated)
+//   void uncertain(Engine&, NodeId stmt, bool begin) around a statement whose #[cfg] is Unknown
+//   std::vector<std::vector<std::pair<std::string, Value>>> split(Engine&, NodeId let)
+//       non-empty: the `let` is not evaluated; the rest of its block runs once per alternative
+//       with its names bound, between the branch hooks (the `let` as the branch node), and the
+//       values and locals join
 #include <algorithm>
 #include <cstddef>
 #include <map>
@@ -129,6 +156,10 @@ class Engine {
   }
   // Evaluates an expression of the current body (a domain asking for a sub-expression's value).
   Value eval(NodeId n);
+  // Runs closure `closure` of `where` (the body that wrote it: a closure may have been passed to
+  // an inlined helper) in the current frame: its parameter patterns bound to `args` in a scope of
+  // their own, its `return`s its own. The closure's value: its body's joined with its returns.
+  Value run_closure(const rust::Body& where, NodeId closure, const std::vector<Value>& args);
 
  private:
   bool tick() {
@@ -144,6 +175,10 @@ class Engine {
 
   Value dispatch(NodeId n);
   Value eval_block(NodeId n);
+  // One alternative of a split `let`: the names it binds.
+  using Split = std::vector<std::vector<std::pair<std::string, Value>>>;
+  Value eval_stmts(const std::vector<NodeId>& stmts, std::size_t from, NodeId tail);
+  Value eval_split(const std::vector<NodeId>& stmts, std::size_t k, NodeId tail, const Split& alts);
   void eval_let(NodeId n);
   Value eval_if(NodeId n);
   Value eval_match(NodeId n);
@@ -154,11 +189,18 @@ class Engine {
   void eval_assign(NodeId n);
   Value eval_aggregate(NodeId n);
   void eval_forked(NodeId n);
+  Value eval_closure(NodeId n);
+  Value eval_struct(NodeId n);
   void eval_kids(NodeId n);
   void bind(NodeId pat, const Value& v);
   void bind_name(const std::string& name, const Value& v);
   void bind_guard_names(NodeId n, const Value& v, int depth);
   void merge_loop(const Env& before);
+  bool expand_loop(NodeId n, const Value& iter, const Env& before);
+  Value run_branch(NodeId n, NodeId what, std::size_t i, std::size_t count);
+  Value decided_arm(NodeId arm, const Value& scrut);
+  void open_scope() { undo_.emplace_back(); }
+  void close_scope();
   static bool truncated(const rust::Node& n);
 
   const rust::Crate& crate_;

@@ -92,8 +92,9 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Loop:
       return eval_loop(n);
     case Kind::Closure:  // analyzed in a forked environment; the closure value is opaque
-      eval_forked(nd.a);
-      return {};
+      return eval_closure(n);
+    case Kind::Struct:
+      return eval_struct(n);
     case Kind::Return:
       if (nd.a != rust::kNone) {
         Value v = eval(nd.a);
@@ -117,8 +118,7 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::MacroStmt:
       return dom_.macro(*this, n);
     case Kind::LetCond:  // the condition's value is evaluated; its pattern binds nothing
-      eval(nd.b);
-      return {};
+      return eval(nd.b);
     case Kind::Break:
       eval(nd.a);
       return {};
@@ -147,8 +147,13 @@ void Engine<D>::eval_assign(NodeId n) {
   const rust::Node& nd = b[n];
   Value r = eval(nd.b);
   const rust::Node& l = b[nd.a];
-  if (nd.kind == Kind::Assign && l.kind == Kind::Path && l.syntax == "identifier")
+  const bool local = nd.kind == Kind::Assign && l.kind == Kind::Path && l.syntax == "identifier";
+  if constexpr (requires { dom_.assign(*this, n, std::move(r)); }) {
+    std::optional<Value> v = dom_.assign(*this, n, std::move(r));
+    if (local && v) env()[std::string(l.str)] = std::move(*v);
+  } else if (local) {
     env()[std::string(l.str)] = std::move(r);
+  }
 }
 
 template <class D>
@@ -164,6 +169,26 @@ typename Engine<D>::Value Engine<D>::eval_aggregate(NodeId n) {
       elems.push_back(eval(k));
   }
   return dom_.aggregate(*this, n, std::move(elems));
+}
+
+// A closure: a value when the domain takes it as one, else its body analyzed in a forked
+// environment (the value is nothing known).
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_closure(NodeId n) {
+  if constexpr (requires { dom_.closure(*this, n); }) {
+    if (auto v = dom_.closure(*this, n)) return std::move(*v);
+  }
+  eval_forked(body()[n].a);
+  return {};
+}
+
+// A struct literal: the domain's, when it has a `structure` member; else not evaluated.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_struct(NodeId n) {
+  if constexpr (requires { dom_.structure(*this, n); })
+    return dom_.structure(*this, n);
+  else
+    return {};
 }
 
 template <class D>
@@ -182,27 +207,82 @@ void Engine<D>::eval_kids(NodeId n) {
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_block(NodeId n) {
   // Names bound in the block go out of scope at its end; assignments to outer names persist.
-  undo_.emplace_back();
+  open_scope();
+  const rust::Body& b = body();
+  Value last = eval_stmts(b.kids(n), 0, b.tail(n));
+  close_scope();
+  return last;
+}
+
+// Statements [from, end) of a block whose tail is `tail`; the value of the last one.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_stmts(const std::vector<NodeId>& stmts, std::size_t from,
+                                                NodeId tail) {
   const rust::Body& b = body();
   Value last;
-  NodeId tail = b.tail(n);
-  for (NodeId s : b.kids(n)) {
+  for (std::size_t k = from; k < stmts.size(); ++k) {
+    const NodeId s = stmts[k];
     const rust::Node& st = b[s];
-    if (st.cfg == rust::Tri::False) continue;
+    if (st.cfg == rust::Tri::False || st.kind == Kind::Item) continue;
+    if constexpr (requires { dom_.split(*this, s); }) {
+      if (st.kind == Kind::Let) {
+        auto alts = dom_.split(*this, s);
+        if (!alts.empty()) return eval_split(stmts, k, tail, alts);
+      }
+    }
+    const bool unsure = st.cfg == rust::Tri::Unknown;
+    if constexpr (requires { dom_.uncertain(*this, s, true); })
+      if (unsure) dom_.uncertain(*this, s, true);
     if (st.kind == Kind::Let) {
       eval_let(s);
-    } else if (st.kind == Kind::ExprStmt || st.kind == Kind::MacroStmt) {
+      last = Value{};
+    } else if (st.kind == Kind::ExprStmt || st.kind == Kind::MacroStmt || s != tail) {
       eval(s);
-    } else if (st.kind == Kind::Item) {
-      continue;
-    } else if (s == tail) {
-      last = eval(s);
-      continue;
+      last = Value{};
     } else {
-      eval(s);
+      last = eval(s);
     }
-    last = Value{};
+    if constexpr (requires { dom_.uncertain(*this, s, false); })
+      if (unsure) dom_.uncertain(*this, s, false);
   }
+  return last;
+}
+
+// The `let` stmts[k] split by the domain: the rest of the block runs once per alternative, its
+// names bound, between the branch hooks (the `let` is the branch node); values and locals join.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_split(const std::vector<NodeId>& stmts, std::size_t k,
+                                                NodeId tail, const Split& alts) {
+  const NodeId let = stmts[k];
+  const Env before = env();
+  std::vector<Value> vals;
+  std::vector<Env> envs;
+  for (std::size_t i = 0; i < alts.size(); ++i) {
+    env() = before;
+    if constexpr (requires { dom_.branch_begin(*this, let, i, alts.size()); })
+      dom_.branch_begin(*this, let, i, alts.size());
+    open_scope();
+    for (const auto& [name, v] : alts[i])
+      bind_name(name, v);
+    vals.push_back(eval_stmts(stmts, k + 1, tail));
+    close_scope();
+    if constexpr (requires { dom_.branch_end(*this, let, i); }) dom_.branch_end(*this, let, i);
+    envs.push_back(env());
+  }
+  env() = envs.back();
+  for (auto& [name, v] : env()) {
+    std::vector<Value> all;
+    for (const Env& e : envs)
+      if (auto it = e.find(name); it != e.end()) all.push_back(it->second);
+    v = dom_.join(all);
+  }
+  Value out = dom_.join(vals);
+  if constexpr (requires { dom_.branches_joined(*this, let); }) dom_.branches_joined(*this, let);
+  return out;
+}
+
+template <class D>
+void Engine<D>::close_scope() {
   Env& e = env();
   auto& log = undo_.back();
   for (auto it = log.rbegin(); it != log.rend(); ++it) {
@@ -212,7 +292,6 @@ typename Engine<D>::Value Engine<D>::eval_block(NodeId n) {
       e.erase(it->first);
   }
   undo_.pop_back();
-  return last;
 }
 
 template <class D>
@@ -228,34 +307,70 @@ void Engine<D>::eval_let(NodeId n) {
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
   const rust::Node& nd = body()[n];
-  eval(nd.a);
+  Value cond = eval(nd.a);
+  if constexpr (requires { dom_.choose(*this, n, cond); }) {
+    if (auto pick = dom_.choose(*this, n, cond)) return eval(*pick == 0 ? nd.b : nd.c);
+  }
   Env before = env();
-  Value a = eval(nd.b);
+  Value a = run_branch(n, nd.b, 0, 2);
   Env after_a = env();
   env() = std::move(before);
-  Value b = eval(nd.c);
+  Value b = run_branch(n, nd.c, 1, 2);
   for (auto& [k, v] : env()) {
     auto it = after_a.find(k);
     if (it != after_a.end()) v = dom_.join({it->second, v});
   }
-  return dom_.join({a, b});
+  Value out = dom_.join({a, b});
+  if constexpr (requires { dom_.branches_joined(*this, n); }) dom_.branches_joined(*this, n);
+  return out;
+}
+
+// Branch `i` of `count` of the undecided `if`/`match` `n`: `what` evaluated between the domain's
+// branch hooks.
+template <class D>
+typename Engine<D>::Value Engine<D>::run_branch(NodeId n, NodeId what, std::size_t i,
+                                                std::size_t count) {
+  if constexpr (requires { dom_.branch_begin(*this, n, i, count); })
+    dom_.branch_begin(*this, n, i, count);
+  Value v = eval(what);
+  if constexpr (requires { dom_.branch_end(*this, n, i); }) dom_.branch_end(*this, n, i);
+  return v;
+}
+
+// The one arm a domain chose: its pattern binds as in an undecided match, for the arm only.
+template <class D>
+typename Engine<D>::Value Engine<D>::decided_arm(NodeId arm, const Value& scrut) {
+  const rust::Node& an = body()[arm];
+  Env before = env();
+  bind(an.a, scrut);
+  bind_guard_names(an.b, scrut, 0);
+  Value v = eval(an.c);
+  env() = std::move(before);
+  return v;
 }
 
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_match(NodeId n) {
   const rust::Body& b = body();
   Value scrut = eval(b[n].a);
+  const std::vector<NodeId> kids = b.kids(n);
+  if constexpr (requires { dom_.choose(*this, n, scrut); }) {
+    if (auto pick = dom_.choose(*this, n, scrut))
+      return *pick < kids.size() ? decided_arm(kids[*pick], scrut) : Value{};
+  }
   std::vector<Value> arms;
   Env before = env();
-  for (NodeId arm : b.kids(n)) {
-    const rust::Node& an = b[arm];
+  for (std::size_t i = 0; i < kids.size(); ++i) {
+    const rust::Node& an = b[kids[i]];
     env() = before;
     bind(an.a, scrut);
     bind_guard_names(an.b, scrut, 0);
-    arms.push_back(eval(an.c));
+    arms.push_back(run_branch(n, an.c, i, kids.size()));
   }
   env() = std::move(before);
-  return dom_.join(arms);
+  Value out = dom_.join(arms);
+  if constexpr (requires { dom_.branches_joined(*this, n); }) dom_.branches_joined(*this, n);
+  return out;
 }
 
 template <class D>
@@ -263,19 +378,76 @@ typename Engine<D>::Value Engine<D>::eval_loop(NodeId n) {
   const rust::Node& nd = body()[n];
   if (nd.kind == Kind::For) {
     Value it = eval(nd.b);
+    if constexpr (requires { dom_.loop_begin(*this, n, it); }) dom_.loop_begin(*this, n, it);
     Env saved = env();
-    bind(nd.a, it);
-    eval(nd.c);
-    merge_loop(saved);
+    if (!expand_loop(n, it, saved)) {
+      if constexpr (requires { dom_.loop_variable(*this, n, it); })
+        bind(nd.a, dom_.loop_variable(*this, n, it));
+      else
+        bind(nd.a, it);
+      eval(nd.c);
+      merge_loop(saved);
+    }
   } else {
     NodeId cond = nd.kind == Kind::While ? nd.a : rust::kNone;
     NodeId loop_body = nd.kind == Kind::While ? nd.b : nd.a;
-    eval(cond);
+    Value c = eval(cond);
+    if constexpr (requires { dom_.loop_begin(*this, n, c); }) dom_.loop_begin(*this, n, c);
     Env saved = env();
     eval(loop_body);
     merge_loop(saved);
   }
+  if constexpr (requires { dom_.loop_end(*this, n); }) dom_.loop_end(*this, n);
   return {};
+}
+
+// A `for` the domain expands: its body once per value, the pattern bound in a scope of its own,
+// locals carried from one iteration to the next. False when not expanded, or when the domain
+// undid the expansion (the locals are then as `before`).
+template <class D>
+bool Engine<D>::expand_loop(NodeId n, const Value& iter, const Env& before) {
+  if constexpr (requires { dom_.expand(*this, n, iter); }) {
+    std::optional<std::vector<Value>> vals = dom_.expand(*this, n, iter);
+    if (!vals) return false;
+    const rust::Node& nd = body()[n];
+    for (std::size_t i = 0; i < vals->size(); ++i) {
+      open_scope();
+      bind(nd.a, (*vals)[i]);
+      eval(nd.c);
+      close_scope();
+      if constexpr (requires { dom_.iterated(*this, n, i); }) {
+        if (!dom_.iterated(*this, n, i)) {
+          env() = before;
+          return false;
+        }
+      }
+    }
+    return true;
+  } else {
+    return false;
+  }
+}
+
+template <class D>
+typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId closure,
+                                                 const std::vector<Value>& args) {
+  if (!running() || closure == rust::kNone) return {};
+  Frame& fr = frame();
+  const rust::Body* saved_body = fr.body;
+  std::vector<Value> saved_returns = std::move(fr.returns);
+  fr.returns.clear();
+  fr.body = &where;
+  open_scope();
+  const std::vector<NodeId> params = where.kids(closure);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    bind(params[i], i < args.size() ? args[i] : Value{});
+  Value v = eval(where[closure].a);
+  close_scope();
+  fr.returns.push_back(std::move(v));
+  Value out = dom_.join(fr.returns);
+  fr.returns = std::move(saved_returns);
+  fr.body = saved_body;
+  return out;
 }
 
 // One symbolic iteration, then every name the loop could have changed is the domain's merge of
