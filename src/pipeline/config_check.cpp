@@ -234,7 +234,7 @@ void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
         if (auto f = from_keys(config, d); !f.empty() && d > 1)
           from += (from.empty() ? "" : ", ") + f;
       errors.push_back("parameter `" + p.key + "` gets shape " + shown + ": " +
-                       (overflow ? std::string("its element count does not fit 64 bits")
+                       (overflow ? std::string("its element count does not fit in 64 bits")
                                  : group_thousands_text(elems) + " elements, over 2^40 for one "
                                                                  "tensor") +
                        (from.empty() ? "" : " (from " + from + ")"));
