@@ -183,9 +183,14 @@ void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
     std::string what = "`" + key + "` is " + pr.value + ": " + pr.why + ", which `" + pr.field +
                        "` (" + pr.rust_type + ", " + pr.field_source +
                        ") cannot hold; serde refuses it";
+    // A refused value that feeds nothing is said only for a config struct of the analysed
+    // component's own files (the dataflow binds the file to every config type of the crate).
+    const std::string file = pr.field_source.substr(0, pr.field_source.rfind(':'));
+    const bool own = std::any_of(ir.components.begin(), ir.components.end(),
+                                 [&](const auto& c) { return c.source.rfind(file + ":", 0) == 0; });
     if (!feeds.empty()) {
       errors.push_back(what + ". It feeds " + feeds);
-    } else {
+    } else if (own) {
       ir.findings.push_back(ir::make_finding(
           "config-value", ir::Severity::warning, ir::Confidence::proven,
           config.origin + ": " + what + " (no parameter shape uses it)", pr.field_source));
