@@ -73,6 +73,55 @@ SymValue type_default(const std::string& type_text) {
   return SymValue::symbolic("Default::default()", "the default of `" + t + "` is not evaluated");
 }
 
+// Why serde would refuse a config.json value for a field of Rust type `type_text` (serde_json
+// deserializes integers strictly: no float, no negative into an unsigned type, no value out of
+// the type's range); "" when it accepts it or the type is not a primitive integer. A value past
+// 2^63 (read as symbolic, "exceeds i64") is refused too: no dimension or count can be that large.
+std::string serde_refusal(const std::string& type_text, const SymValue& v) {
+  std::string t = peel_type(type_text);
+  if (t.rfind("Option<", 0) == 0 && t.back() == '>') t = peel_type(t.substr(7, t.size() - 8));
+  struct IntType {
+    const char* name;
+    bool is_signed;
+    int bits;
+  };
+  static constexpr IntType kTypes[] = {
+      {"usize", false, 64}, {"u64", false, 64},  {"u32", false, 32}, {"u16", false, 16},
+      {"u8", false, 8},     {"isize", true, 64}, {"i64", true, 64},  {"i32", true, 32},
+      {"i16", true, 16},    {"i8", true, 8}};
+  const IntType* it = nullptr;
+  for (const auto& k : kTypes)
+    if (t == k.name) it = &k;
+  if (it == nullptr) return "";
+  switch (v.kind) {
+    case SymValue::Kind::real:
+      return v.real == static_cast<double>(static_cast<std::int64_t>(v.real))
+                 ? "a floating-point number (serde_json gives an integer field no float, even "
+                   "a whole one)"
+                 : "a number with a fraction";
+    case SymValue::Kind::integer: {
+      if (!it->is_signed && v.integer < 0) return "a negative value";
+      if (it->bits < 64) {
+        const std::int64_t hi = it->is_signed ? (std::int64_t{1} << (it->bits - 1)) - 1
+                                              : (std::int64_t{1} << it->bits) - 1;
+        const std::int64_t lo = it->is_signed ? -(std::int64_t{1} << (it->bits - 1)) : 0;
+        if (v.integer > hi || v.integer < lo) return "out of the range of " + t;
+      }
+      return "";
+    }
+    case SymValue::Kind::symbolic:
+      if (v.reason.find("exceeds i64") != std::string::npos) return "larger than 2^63";
+      return "";
+    case SymValue::Kind::string:
+      return "a string";
+    case SymValue::Kind::boolean:
+      return "a boolean";
+    case SymValue::Kind::none:
+      return peel_type(type_text).rfind("Option<", 0) == 0 ? "" : "null";
+  }
+  return "";
+}
+
 using rust::Kind;
 using rust::kNone;
 using rust::NodeId;
@@ -178,6 +227,10 @@ const ConfigBinding::StructInfo& ConfigBinding::info(std::size_t item) const {
       if (!contains_word(a, "serde")) continue;
       if (auto r = attr_value(a, "rename")) f.json_name = *r;
       if (auto al = attr_value(a, "alias")) f.aliases.push_back(*al);
+      if (auto w = attr_value(a, "deserialize_with"))
+        f.deserialize_with = "deserialize_with = \"" + *w + "\"";
+      else if (auto m = attr_value(a, "with"))
+        f.deserialize_with = "with = \"" + *m + "\"";
       if (auto d = attr_value(a, "default"))
         f.default_fn = *d;
       else if (contains_word(a, "default"))
@@ -298,17 +351,46 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
   std::vector<std::string> names{f->json_name};
   for (const auto& a : f->aliases)
     names.push_back(a);
+  const std::string field_source = crate_.files()[st.file]->path() + ":" + std::to_string(f->line);
   for (const auto& n : names)
     if (const SymValue* v = values_->find(c.path + n)) {
+      const std::string key = c.path + n;
+      // A custom deserializer turns the JSON value into something else: not evaluated, said.
+      if (!f->deserialize_with.empty()) {
+        out.value = SymValue::symbolic(
+            shown, "read through `#[serde(" + f->deserialize_with + ")]`, which is not evaluated");
+        if (reported_.insert(key).second)
+          diags_.push_back({field_source, "`" + key + "` in " + values_->origin +
+                                              " is read through `#[serde(" + f->deserialize_with +
+                                              ")]`, which is not evaluated; what the field " +
+                                              "decides stays symbolic"});
+        return out;
+      }
+      if (std::string why = serde_refusal(f->type_text, *v); !why.empty()) {
+        ConfigProblem pr;
+        pr.key = key;
+        pr.value = v->kind == SymValue::Kind::symbolic ? v->reason.substr(0, v->reason.find(' '))
+                                                       : v->display();
+        pr.rust_type = peel_type(f->type_text);
+        pr.field = st.name + "." + f->name;
+        pr.field_source = field_source;
+        pr.why = why;
+        values_->problems.emplace(key, std::move(pr));
+        out.value =
+            SymValue::symbolic(shown, "config.json gives `" + key + "` " + why + ", which `" +
+                                          peel_type(f->type_text) + "` cannot hold");
+        return out;
+      }
+      values_->read.insert(key);
       out.value = *v;
       if (out.value.kind == SymValue::Kind::symbolic) out.value.text = shown;
       return out;
     }
   out.value = default_of(c, s, *f);
   if (!out.value.concrete() && reported_.insert(c.path + f->name).second) {
-    diags_.push_back({crate_.files()[st.file]->path() + ":" + std::to_string(f->line),
-                      values_->origin + " has no field `" + c.path + f->json_name +
-                          "` and serde gives it no default; shapes using it stay symbolic"});
+    diags_.push_back(
+        {field_source, values_->origin + " has no field `" + c.path + f->json_name +
+                           "` and serde gives it no default; shapes using it stay symbolic"});
   }
   return out;
 }

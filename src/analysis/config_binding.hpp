@@ -74,6 +74,7 @@ class ConfigBinding {
     std::vector<std::string> aliases;
     bool serde_default = false;
     std::string default_fn;
+    std::string deserialize_with;  // `#[serde(deserialize_with = "f")]` or `with = "m"`
     std::uint32_t line = 0;
   };
   struct StructInfo {

@@ -4,6 +4,7 @@
 // length is kept) because no shape expression indexes them by constant.
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -11,11 +12,27 @@
 
 namespace cg::analysis {
 
+// A value the binding refused (issue #18): serde would not deserialize it into the field's Rust
+// type (`-5` or `2.5` for a `usize`), or no tensor dimension can be that large.
+struct ConfigProblem {
+  std::string key;           // dotted JSON path: "hidden_size", "text_config.hidden_size"
+  std::string value;         // as the file gives it: "-5", "2.5"
+  std::string rust_type;     // the field's declared type: "usize"
+  std::string field;         // "Config.hidden_size"
+  std::string field_source;  // "src/model.rs:12"
+  std::string why;           // "a negative value", "a number with a fraction", ...
+};
+
 struct ConfigValues {
   std::string origin;  // the file name used in diagnostics
   std::map<std::string, SymValue, std::less<>> fields;
 
   const SymValue* find(std::string_view dotted) const;
+
+  // Records of binding (analysis::ConfigBinding), read by the post-inventory check
+  // (pipeline/config_check.hpp). Mutable: the binding reads the values through a const pointer.
+  mutable std::map<std::string, ConfigProblem, std::less<>> problems;  // by key
+  mutable std::set<std::string, std::less<>> read;  // keys a constructor read from the file
 };
 
 // Throws cg::InputError naming the file (and the byte offset simdjson stopped at) when the file

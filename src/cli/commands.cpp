@@ -17,6 +17,7 @@
 #include "cli/profile_text.hpp"
 #include "cli/summary_text.hpp"
 #include "instrument/instrument.hpp"
+#include "pipeline/config_check.hpp"
 #include "pipeline/pipeline.hpp"
 #include "query/mcp.hpp"
 #include "query/query.hpp"
@@ -309,6 +310,8 @@ void verify_flags(CLI::App& cmd, Args& args) {
 int run_verify(Args& args) {
   Analysis a = analyze(args, {args.out.output});
   auto v = verify_checkpoint(a, args.evidence);
+  // What the bound config left unbound makes the expected shapes partial: said before the verdict.
+  if (!args.crate.config.empty()) std::cerr << pipeline::config_warning_lines(a.ir);
   std::cout << checkpoint::report_text(v->report);
   if (!args.out.output.empty())
     write_file_atomic(args.out.output, checkpoint::report_json(v->report));

@@ -13,6 +13,7 @@
 #include "analysis/layer_catalog.hpp"
 #include "analysis/op_catalog.hpp"
 #include "ir/stable_id.hpp"
+#include "pipeline/config_check.hpp"
 #include "pipeline/dependencies.hpp"
 #include "pipeline/scope.hpp"
 #include "runtime/merge_ir.hpp"
@@ -351,6 +352,9 @@ Analysis analyze(const Options& opts) {
   df.config = inv.config;
   analysis::build_dataflow(crate, df, a.ir);
   if (!opts.all) scope_to_component(crate, a.ir);
+  // What the bound config gave the (scoped) parameters: refused values are input errors, fields
+  // left unbound are warnings.
+  if (config) check_config(*config, a.ir);
 
   merge_traces(opts, crate, a);
   ir::normalize(a.ir);

@@ -8,6 +8,7 @@
 
 #include "analysis/config_values.hpp"
 #include "analysis/inventory.hpp"
+#include "pipeline/config_check.hpp"
 #include "query/selector.hpp"
 #include "util/error.hpp"
 
@@ -741,19 +742,7 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
     out += "Shapes stay symbolic where no config binds them: pass --config config.json.\n";
   // With a config bound, what it left unbound is said here, not only in `check`'s findings.
   if (!config_path.empty()) {
-    std::size_t shown = 0, more = 0;
-    for (const auto& f : a.ir.findings) {
-      if (f.rule != "config-binding" || f.severity != ir::Severity::warning) continue;
-      if (shown++ >= 8) {
-        ++more;
-        continue;
-      }
-      out += "warning: " + f.message +
-             (f.source && !f.source->empty() ? " (" + *f.source + ")" : "") + "\n";
-    }
-    if (more > 0)
-      out += "warning: and " + std::to_string(more) +
-             " more config-binding warnings (candle-graph check)\n";
+    out += pipeline::config_warning_lines(a.ir);
     if (m.totals.unknown_leaves > 0)
       out += std::to_string(m.totals.unknown_leaves) +
              " parameters keep a symbolic shape with the config bound: a constructor argument "

@@ -86,13 +86,13 @@ printf '{"hid\\"den": 7}' >"$work/rename.json"
 jq -e '[.parameters[] | select(.key == "a.weight") | .shape][0] == [3, 7]' "$work/rename.out.json" >/dev/null \
   || fail "rename: a.weight should be [3, 7] ($(jq -c '[.parameters[] | {key, shape}]' "$work/rename.out.json"))"
 
-# A config that makes a dimension negative or an element count overflow is an error naming the
-# parameter, never a wrapped count.
+# A config that makes a dimension negative or an element count overflow is an input error (exit 2)
+# naming the key and the parameter, never a wrapped count (pipeline/config_check.hpp).
 llama="$root/examples/tiny-llama"
 jq '.hidden_size = -5' "$llama/config.json" >"$work/neg.json"
 "$cg" check "$llama" --config "$work/neg.json" -o /dev/null 2>"$work/neg.err"; rc=$?
-[ "$rc" -eq 1 ] || fail "negative dimension: exit $rc, expected 1 (a proven error)"
-grep -q 'a dimension is negative' "$work/neg.err" || fail "negative dimension not reported"
+[ "$rc" -eq 2 ] || fail "negative dimension: exit $rc, expected 2 (an input error)"
+grep -q '`hidden_size` is -5: a negative value' "$work/neg.err" || fail "negative dimension not reported"
 jq '.vocab_size = 1099511627776 | .hidden_size = 1099511627776' "$llama/config.json" >"$work/big.json"
 "$cg" summary "$llama" --config "$work/big.json" >"$work/big.out" 2>&1
 grep 'model.embed_tokens (Embedding)' "$work/big.out" | grep -q ' 0 ' \

@@ -26,8 +26,37 @@ sed 's/"num_hidden_layers": 4,/"num_hidden_layers": 4096,/' "$crate/config.json"
 grep -q 'Total params: 2,972,713,216$' "$work/4096" || fail "4096 layers total ($(grep Total "$work/4096"))"
 grep -q '× 4,096 (Block) \[not expanded: over the instance bound\]' "$work/4096" || fail "4096-layer family row"
 sed 's/"num_hidden_layers": 4,/"num_hidden_layers": 1000000000000000,/' "$crate/config.json" >"$work/huge.json"
-"$cg" summary "$crate" --config "$work/huge.json" >"$work/huge" 2>/dev/null || fail "summary of 1e15 layers exited $?"
-grep -q 'Total params: over 2^64 (overflow)' "$work/huge" || fail "overflowing total ($(grep Total "$work/huge"))"
+# A count past 2^64 is no model: an input error naming the key, its value and the file (#18).
+"$cg" summary "$crate" --config "$work/huge.json" >"$work/huge" 2>"$work/err"; rc=$?
+[ "$rc" -eq 2 ] || fail "1e15 layers exits $rc, expected 2"
+grep -q 'huge.json: .*' "$work/err" || fail "overflow names the file ($(cat "$work/err"))"
+grep -q '`num_hidden_layers` = 1000000000000000' "$work/err" || fail "overflow names the key ($(cat "$work/err"))"
+# A negative or fractional dimension is an input error naming the key, the file and a parameter.
+sed 's/"hidden_size": 256,/"hidden_size": -5,/' "$crate/config.json" >"$work/neg.json"
+"$cg" summary "$crate" --config "$work/neg.json" >"$work/neg" 2>"$work/err"; rc=$?
+[ "$rc" -eq 2 ] || fail "hidden_size -5 exits $rc, expected 2"
+grep -q 'neg.json: ' "$work/err" || fail "negative dim names the file ($(cat "$work/err"))"
+grep -q '`hidden_size` is -5: a negative value.*`model.embed_tokens.weight`' "$work/err" \
+  || fail "negative dim names key and parameter ($(cat "$work/err"))"
+grep -q '\[4096, -5\]' "$work/neg" && fail "a negative shape is printed"
+sed 's/"hidden_size": 256,/"hidden_size": 2.5,/' "$crate/config.json" >"$work/frac.json"
+"$cg" summary "$crate" --config "$work/frac.json" >/dev/null 2>"$work/err"; rc=$?
+[ "$rc" -eq 2 ] || fail "hidden_size 2.5 exits $rc, expected 2"
+grep -q '`hidden_size` is 2.5: a number with a fraction' "$work/err" || fail "fractional dim ($(cat "$work/err"))"
+# Fields a constructor reads that the config cannot bind are warnings on the summary's screen (#21).
+cv="$root/tests/fixtures/crates/config_values"
+"$cg" summary "$cv" --config "$cv/config.json" >"$work/cv" 2>/dev/null || fail "summary of config_values exited $?"
+grep -q 'warning: a constructor reads `cfg.vision.patch`' "$work/cv" || fail "unbound field warning ($(cat "$work/cv"))"
+grep -q 'deserialize_with = "dim_from_string"' "$work/cv" || fail "deserialize_with warning ($(cat "$work/cv"))"
+grep -q 'pass --config' "$work/cv" && fail "says pass --config when one was passed"
+grep -q 'Total params: 280 (+ 3 parameters of symbolic shape)' "$work/cv" || fail "config_values total ($(grep Total "$work/cv"))"
+"$cg" check "$cv" --config "$cv/config.json" -o "$work/cv-ir.json" 2>/dev/null || fail "check of config_values exited $?"
+node "$root/tests/e2e/make_checkpoint.mjs" "$work/cv-ir.json" "$work/cv.safetensors" || fail "make_checkpoint (config_values)"
+"$cg" verify "$cv" --config "$cv/config.json" --checkpoint "$work/cv.safetensors" >/dev/null 2>"$work/verr"
+grep -q 'warning: a constructor reads `cfg.vision.patch`' "$work/verr" || fail "verify warns of unbound fields ($(cat "$work/verr"))"
+nd="$root/tests/fixtures/crates/config_not_deserialize"
+"$cg" summary "$nd" --config "$nd/config.json" >"$work/nd" 2>/dev/null || fail "summary of config_not_deserialize exited $?"
+grep -q 'is not bound to `Config`: it does not derive Deserialize' "$work/nd" || fail "non-Deserialize config ($(cat "$work/nd"))"
 # A crate RmsNorm wrapping candle_nn's under the same prefix is one row, never nested in itself.
 wn="$root/tests/fixtures/crates/wrapped_norm"
 "$cg" summary "$wn" --config "$wn/config.json" >"$work/wn" 2>/dev/null || fail "summary of wrapped_norm exited $?"

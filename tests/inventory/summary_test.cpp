@@ -174,14 +174,18 @@ TEST(Summary, FamilyOverTheInstanceBoundIsNotCutSilently) {
 }
 
 // A total past 64 bits is shown as an overflow, never a wrapped number.
-TEST(Summary, TotalPast64BitsIsAnOverflow) {
+// A count past 2^64 is no model: the config check refuses it (exit 2) naming the key, instead of
+// a summary total "over 2^64" (pipeline/config_check.hpp, #18).
+TEST(Summary, TotalPast64BitsIsAnInputError) {
   std::string cfg = config_with_layers("1000000000000000");
-  auto a = analyze_with(cfg);
-  auto m = cg::query::build_summary(a.ir, "F32");
-  EXPECT_FALSE(m.totals.total.has_value());
-  EXPECT_TRUE(m.totals.overflow);
-  std::string text = cg::query::render_model_summary(a, cfg);
-  EXPECT_NE(text.find("Total params: over 2^64 (overflow)"), std::string::npos) << text;
+  try {
+    analyze_with(cfg);
+    ADD_FAILURE() << "expected an input error";
+  } catch (const cg::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("`num_hidden_layers` = 1000000000000000"),
+              std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove(cfg);
 }
 
