@@ -314,6 +314,9 @@ CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,
   if (!src.problem.empty()) return not_used(src.problem);
   cargo::PackageManifest m = cargo::read_package_manifest(src.dir);
   if (!m.error.empty()) return not_used(m.error);
+  // A workspace member inherits its version (`version.workspace = true`): the lock's, then.
+  if (src.version.empty() && !(m.version.empty() && out.version.empty()))
+    label += " " + (m.version.empty() ? out.version : m.version);
   std::vector<std::string> cfg;
   for (const auto& line : ctx.cfgs)
     if (line.rfind("feature", 0) != 0) cfg.push_back(line);
@@ -341,8 +344,9 @@ CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,
         specs.push_back(h);
         from_hand.push_back(h.name);
       }
-  src.analysis = "constructors read from source: " + std::to_string(derived->constructors.size()) +
-                 " from " + std::to_string(derived->files) + " files";
+  src.analysis = "constructors read from " + label +
+                 "'s source: " + std::to_string(derived->constructors.size()) + " from " +
+                 std::to_string(derived->files) + " files";
   if (!from_hand.empty())
     src.analysis += ", " + std::to_string(from_hand.size()) + " from the hand-written catalogue";
   if (!derived->problems.empty()) {

@@ -126,7 +126,7 @@ TEST(LayerSource, AReleaseWithoutCatalogueGetsTheLeavesItsSourceRequests) {
   // The only unaudited semantics left are candle-core's tensor operations.
   for (const auto& m : findings(a, "candle-semantics-version"))
     EXPECT_THAT(m, HasSubstr("candle-core resolves to 0.7.9")) << m;
-  EXPECT_EQ(doctor_line(a, "candle-nn"), "constructors read from source: 6 from 5 files");
+  EXPECT_EQ(doctor_line(a, "candle-nn"), "constructors read from candle-nn 0.7.9's source: 6 from 5 files");
   // The source-derived catalogue is in use only during the analysis.
   EXPECT_FALSE(LayerCatalog::for_version("0.7.9").audited());
 }
