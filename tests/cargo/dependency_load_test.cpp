@@ -293,3 +293,21 @@ TEST(DependencyLoad, BudgetSpentCyclesAndCandlesOwnCrates) {
 }
 
 }  // namespace
+
+// A crate named only in a comment, a doc comment or a string is not loaded: its code is not used.
+TEST(DependencyLoad, ACrateNamedOnlyInCommentsOrStringsIsNotLoaded) {
+  Tree t("comments");
+  t.write("Cargo.toml", "[workspace]\nmembers = [\"app\", \"layers\", \"used\"]\n");
+  t.package("app", "layers = { path = \"../layers\" }\nused = { path = \"../used\" }\n",
+            "// layers::linear(..) was used here once\n"
+            "/* use layers; /* nested */ layers::x */\n"
+            "/// extern crate layers;\n"
+            "pub fn f() -> &'static str { let _c = '\"'; \"layers::linear\" }\n"
+            "pub fn g() -> &'static str { r#\"use layers;\"# }\n"
+            "pub fn h() { used::f(); }\n");
+  t.package("layers", "", "pub fn linear() {}\n");
+  t.package("used", "", "pub fn f() {}\n");
+  Loaded l = load(t.root / "app", empty_home());
+  EXPECT_EQ(source(l, "layers").analysis, "not loaded: no loaded crate's code names it");
+  EXPECT_EQ(source(l, "used").analysis, "loaded: 1 files, 1 items");
+}
