@@ -124,7 +124,7 @@ struct Request {
 
 }  // namespace
 
-std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::CargoContext& ctx,
+std::vector<std::string> load_dependencies(rust::Crate& crate, cargo::CargoContext& ctx,
                                            std::vector<cargo::DependencySource>& sources,
                                            const DependencyBudget& budget) {
   std::vector<std::string> notes;
@@ -137,6 +137,23 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
     if (it == by_package.end() || (!sources[it->second].problem.empty() && s.problem.empty()))
       by_package[s.package] = i;
   }
+  // The name a package's code is imported by when not renamed: its `[lib] name`.
+  std::map<std::string, std::string> lib_names;
+  auto lib_name_of = [&](const std::string& pkg) {
+    auto it = lib_names.find(pkg);
+    if (it != lib_names.end()) return it->second;
+    std::string name = cargo::CargoContext::crate_name(pkg);
+    if (auto s = by_package.find(pkg); s != by_package.end()) {
+      cargo::PackageManifest m = cargo::read_package_manifest(sources[s->second].dir);
+      if (m.error.empty() && !m.lib_name.empty()) name = m.lib_name;
+    }
+    return lib_names[pkg] = name;
+  };
+  auto own_name = [&](const std::string& alias, const std::string& pkg) {
+    return alias == cargo::CargoContext::crate_name(pkg) ? lib_name_of(pkg) : alias;
+  };
+  for (auto& d : ctx.dependencies)
+    d.alias = own_name(d.alias, d.package);
   // The target's cfg without the analysed crate's features; each dependency adds its own.
   std::vector<std::string> target_cfg;
   for (const auto& line : ctx.cfgs)
@@ -223,13 +240,13 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
         continue;
       }
       rust::CrateUnit u;
-      u.name = cargo::CargoContext::crate_name(pkg);
+      u.name = m.lib_name.empty() ? cargo::CargoContext::crate_name(pkg) : m.lib_name;
       u.package = pkg;
       u.version = src.version.empty() ? m.version : src.version;
       u.root_module = "::" + u.name;
       u.file_prefix = pkg + "/";
       for (const auto& d : m.dependencies)
-        u.externs.emplace(d.alias, d.package);
+        u.externs.emplace(own_name(d.alias, d.package), d.package);
       const Request& r = requests[pkg];
       std::vector<std::string> cfg = target_cfg;
       for (const auto& f : cargo::expand_features(m, r.features, r.default_features))

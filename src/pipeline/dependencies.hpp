@@ -36,7 +36,9 @@ bool is_catalogued_package(std::string_view package);
 // Loads the dependencies `sources` selects into `crate` (before it is analysed) and fills each
 // source's `analysis` ("loaded: …" / "not loaded: …"). Returns the `dependency-source` notes:
 // a dependency that could not be loaded or was loaded incompletely, with its path.
-std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::CargoContext& ctx,
+// A dependency its dependent does not rename is named by its `[lib] name` when it has one: the
+// aliases in `ctx` (and in each loaded crate's externs) follow it.
+std::vector<std::string> load_dependencies(rust::Crate& crate, cargo::CargoContext& ctx,
                                            std::vector<cargo::DependencySource>& sources,
                                            const DependencyBudget& budget = {});
 
