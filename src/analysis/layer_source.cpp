@@ -741,17 +741,31 @@ struct CacheEntry {
 LayerSource derive_layer_constructors(const rust::Crate& crate) {
   LayerSource out;
   out.files = crate.units().empty() ? 0 : crate.units()[0].files;
-  // A file the parser could not read fully may hide or cut a constructor: when it mentions a
-  // VarBuilder, none of its functions is read from source. Others (real candle-nn has
-  // `dyn 'a + Fn(..)`, which tree-sitter-rust 0.23 does not parse) cannot define one.
-  std::set<std::size_t> broken;
-  for (std::size_t f = 0; f < crate.files().size(); ++f) {
-    const auto& file = *crate.files()[f];
-    if (file.ok() || file.text().find("VarBuilder") == std::string::npos) continue;
-    broken.insert(f);
-    const auto& p = file.problems().front();
-    out.problems.push_back(file.path() + ":" + std::to_string(p.line) + ": " + p.what);
-  }
+  // A syntax error inside a constructor, or one that hides a `pub fn … VarBuilder …` from the
+  // item list, keeps that constructor from being read. Errors elsewhere cannot change one (real
+  // candle-nn 0.11.0's var_builder.rs and func.rs hold syntax tree-sitter-rust 0.23 rejects).
+  std::map<std::size_t, std::vector<std::uint32_t>> error_lines;  // file → problem lines
+  for (std::size_t f = 0; f < crate.files().size(); ++f)
+    for (const auto& p : crate.files()[f]->problems())
+      error_lines[f].push_back(p.line);
+  auto error_inside = [&](std::size_t item) -> std::string {
+    const rust::Item& it = crate.items()[item];
+    auto e = error_lines.find(it.file);
+    if (e == error_lines.end()) return "";
+    const rust::Body& b = crate.lowered(item);
+    std::uint32_t last = it.line;
+    if (b.root != kNone) {
+      const std::string& text = crate.files()[it.file]->text();
+      const rust::Node& r = b[b.root];
+      if (r.end <= text.size())
+        last = r.line + static_cast<std::uint32_t>(
+                            std::count(text.begin() + r.start, text.begin() + r.end, '\n'));
+    }
+    for (std::uint32_t l : e->second)
+      if (l >= it.line && l <= last)
+        return crate.files()[it.file]->path() + ":" + std::to_string(l) + ": syntax error in it";
+    return "";
+  };
   for (const auto& d : crate.diagnostics())
     if (d.rule == "source-load")
       out.problems.push_back((d.file.empty() ? "" : d.file + ": ") + d.message);
@@ -766,6 +780,25 @@ LayerSource derive_layer_constructors(const rust::Crate& crate) {
     if (std::any_of(it.params.begin(), it.params.end(),
                     [](const rust::Param& p) { return mentions_var_builder(p.type_text); }))
       by_name[it.name].push_back(i);
+  }
+  for (const auto& [f, lines] : error_lines) {
+    const std::string& text = crate.files()[f]->text();
+    for (auto pos = text.find("pub fn "); pos != std::string::npos;
+         pos = text.find("pub fn ", pos + 1)) {
+      std::size_t n0 = pos + 7, n1 = n0;
+      while (n1 < text.size() && is_ident(text.substr(n1, 1)))
+        ++n1;
+      std::size_t sig_end = text.find_first_of("{;", n1);
+      std::string sig =
+          text.substr(n1, sig_end == std::string::npos ? std::string::npos : sig_end - n1);
+      std::string name = text.substr(n0, n1 - n0);
+      if (name.empty() || by_name.count(name) > 0 || !mentions_var_builder(sig)) continue;
+      auto line = static_cast<std::uint32_t>(
+          1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+      out.problems.push_back(crate.files()[f]->path() + ":" + std::to_string(line) + ": `" + name +
+                             "` is not parsed (syntax error at line " +
+                             std::to_string(lines.front()) + ")");
+    }
   }
   for (auto& [name, items] : by_name) {
     if (items.size() > 1) {
@@ -783,9 +816,8 @@ LayerSource derive_layer_constructors(const rust::Crate& crate) {
       }
       items = exported;
     }
-    if (broken.count(crate.items()[items[0]].file) > 0) {
-      out.skipped.push_back(name + " (" + crate.source(items[0]) + "): its file has a " +
-                            "syntax error");
+    if (std::string e = error_inside(items[0]); !e.empty()) {
+      out.skipped.push_back(name + " (" + crate.source(items[0]) + "): " + e);
       continue;
     }
     std::string why;

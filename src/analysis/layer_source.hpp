@@ -32,9 +32,9 @@ struct LayerSource {
   std::vector<ConstructorSpec> constructors;  // sorted by name
   // Public functions taking a VarBuilder that were not understood: "name (file:line): reason".
   std::vector<std::string> skipped;
-  // What the loader could not read where a constructor may be: a file mentioning VarBuilder
-  // with a syntax error ("src/conv.rs:12: syntax error"; its functions are all skipped), an
-  // unreadable module.
+  // What the loader could not read where a constructor may be: a `pub fn` taking a VarBuilder
+  // that a syntax error kept out of the item list, an unreadable module. (A syntax error inside
+  // a constructor puts it among `skipped`; errors elsewhere are ignored.)
   std::vector<std::string> problems;
   // Set when the source as a whole is not used (no library root, no constructor understood):
   // the catalogue is then the fallback.

@@ -126,7 +126,8 @@ TEST(LayerSource, AReleaseWithoutCatalogueGetsTheLeavesItsSourceRequests) {
   // The only unaudited semantics left are candle-core's tensor operations.
   for (const auto& m : findings(a, "candle-semantics-version"))
     EXPECT_THAT(m, HasSubstr("candle-core resolves to 0.7.9")) << m;
-  EXPECT_EQ(doctor_line(a, "candle-nn"), "constructors read from candle-nn 0.7.9's source: 6 from 5 files");
+  EXPECT_EQ(doctor_line(a, "candle-nn"),
+            "constructors read from candle-nn 0.7.9's source: 6 from 5 files");
   // The source-derived catalogue is in use only during the analysis.
   EXPECT_FALSE(LayerCatalog::for_version("0.7.9").audited());
 }
@@ -156,11 +157,12 @@ TEST(LayerSource, ASyntaxErrorWhereConstructorsAreIsANoteAndOnlyThoseAreNotRead)
   CargoHome home(t.root / "cargo_home");
   auto a = analyze(t.root / "app");
   auto notes = findings(a, "dependency-source");
-  ASSERT_THAT(notes, ::testing::Contains(HasSubstr("src/conv.rs:1: syntax error")));
+  ASSERT_THAT(notes, ::testing::Contains(HasSubstr("src/conv.rs:1")));
   for (const auto& n : notes)
     if (n.find("src/conv.rs") != std::string::npos) {
       EXPECT_THAT(n, HasSubstr("candle-nn 0.7.9 at $CARGO_HOME/registry/src/"));
       EXPECT_THAT(n, HasSubstr("not read from source"));
+      EXPECT_THAT(n, HasSubstr("syntax error"));
     }
   // The other files' constructors are still read; conv2d's leaves are not invented.
   auto l = leaves(a);
