@@ -795,6 +795,11 @@ LayerSource derive_layer_constructors(const rust::Crate& crate) {
       if (name.empty() || by_name.count(name) > 0 || !mentions_var_builder(sig)) continue;
       auto line = static_cast<std::uint32_t>(
           1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+      // Parsed after all (a method, or a function the error did not reach): not hidden.
+      if (std::any_of(crate.items().begin(), crate.items().end(), [&](const rust::Item& it) {
+            return it.file == f && it.line == line && it.name == name;
+          }))
+        continue;
       out.problems.push_back(crate.files()[f]->path() + ":" + std::to_string(line) + ": `" + name +
                              "` is not parsed (syntax error at line " +
                              std::to_string(lines.front()) + ")");
