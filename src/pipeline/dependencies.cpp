@@ -300,7 +300,8 @@ CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,
     if (v.package == "candle-nn" && v.exact) out.version = v.version;
   const std::string fallback =
       "constructors from the hand-written catalogue (" +
-      std::string(analysis::LayerCatalog::hand_written(out.version).audited()
+      std::string(out.version.empty() ? "no exact candle-nn version: leaves unknown"
+                  : analysis::LayerCatalog::hand_written(out.version).audited()
                       ? "audited for this release"
                       : "not audited for this release: leaves unknown") +
       ")";
