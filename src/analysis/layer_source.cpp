@@ -856,7 +856,9 @@ std::shared_ptr<const LayerSource> read_layer_source(const fs::path& package_dir
   CacheEntry e;
   auto src = std::make_shared<LayerSource>();
   if (!fs::is_regular_file(root_file, ec)) {
-    src->error = "it has no library root (" + root_file.string() + ")";
+    // Relative to the package: notes become IR findings, the same on every machine.
+    src->error =
+        "it has no library root (" + root_file.lexically_relative(package_dir).string() + ")";
   } else {
     rust::Crate crate = rust::Crate::load(package_dir, root_file, nullptr, cfg, 2);
     *src = derive_layer_constructors(crate);
