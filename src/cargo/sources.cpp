@@ -623,6 +623,9 @@ PackageManifest read_package_manifest(const fs::path& package_dir) {
   m.name = str(tab["package"]["name"]);
   m.version = str(tab["package"]["version"]);
   if (auto p = tab["lib"]["path"].value<std::string>()) m.lib_path = *p;
+  m.lib_name = CargoContext::crate_name(m.name);
+  if (auto n = tab["lib"]["name"].value<std::string>(); n && !n->empty())
+    m.lib_name = CargoContext::crate_name(*n);
   if (const toml::table* f = tab["features"].as_table())
     for (const auto& [key, value] : *f) {
       auto& list = m.features[std::string(key.str())];

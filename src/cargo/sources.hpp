@@ -42,6 +42,9 @@ struct DependencySource {
 struct PackageManifest {
   std::string name, version;
   std::string lib_path = "src/lib.rs";  // `[lib] path`, relative to the package directory
+  // The crate name its dependents' code uses when they do not rename it: `[lib] name`, else the
+  // package name with `-` → `_`.
+  std::string lib_name;
   std::map<std::string, std::vector<std::string>> features;  // the `[features]` table
   struct Dep {
     std::string alias;    // the identifier its code uses (`-` → `_`)

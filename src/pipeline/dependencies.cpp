@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/layer_source.hpp"
 #include "rust/crate.hpp"
 
 namespace cg::pipeline {
@@ -26,9 +27,75 @@ bool ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-// Whether `text` names crate `name` as a path's first segment (`name::`), in `use name` or in
-// `extern crate name`. Comments are not told apart: a mention there loads a crate for nothing,
-// never misses one.
+// `text` with comments and string/char literals blanked (same length, newlines kept), so a
+// crate named only in a comment or a string is not loaded.
+std::string code_only(const std::string& text) {
+  std::string out = text;
+  const std::size_t n = text.size();
+  auto blank = [&](std::size_t from, std::size_t to) {
+    for (std::size_t k = from; k < to && k < n; ++k)
+      if (out[k] != '\n') out[k] = ' ';
+  };
+  std::size_t i = 0;
+  while (i < n) {
+    char c = text[i];
+    if (c == '/' && i + 1 < n && text[i + 1] == '/') {
+      std::size_t e = text.find('\n', i);
+      e = e == std::string::npos ? n : e;
+      blank(i, e);
+      i = e;
+    } else if (c == '/' && i + 1 < n && text[i + 1] == '*') {
+      std::size_t j = i + 2;
+      int depth = 1;
+      while (j < n && depth > 0) {
+        if (text.compare(j, 2, "/*") == 0) {
+          ++depth;
+          j += 2;
+        } else if (text.compare(j, 2, "*/") == 0) {
+          --depth;
+          j += 2;
+        } else {
+          ++j;
+        }
+      }
+      blank(i, j);
+      i = j;
+    } else if (c == 'r' && i + 1 < n && (text[i + 1] == '"' || text[i + 1] == '#') &&
+               (i == 0 || !ident_char(text[i - 1]))) {
+      std::size_t j = i + 1, hashes = 0;
+      while (j < n && text[j] == '#') {
+        ++hashes;
+        ++j;
+      }
+      if (j >= n || text[j] != '"') {
+        ++i;
+        continue;
+      }
+      std::string close = "\"" + std::string(hashes, '#');
+      std::size_t e = text.find(close, j + 1);
+      e = e == std::string::npos ? n : e + close.size();
+      blank(i, e);
+      i = e;
+    } else if (c == '"') {
+      std::size_t j = i + 1;
+      while (j < n && text[j] != '"')
+        j += text[j] == '\\' ? std::size_t{2} : std::size_t{1};
+      blank(i, j + 1);
+      i = j + 1;
+    } else if (c == '\'' && i + 2 < n && (text[i + 1] == '\\' || text[i + 2] == '\'')) {
+      std::size_t e = text.find('\'', i + 2);
+      e = e == std::string::npos ? n : e + 1;
+      blank(i, e);
+      i = e;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Whether `text` (code only: see code_only) names crate `name` as a path's first segment
+// (`name::`), in `use name` or in `extern crate name`.
 bool names_crate(const std::string& text, const std::string& name) {
   for (std::size_t pos = text.find(name); pos != std::string::npos;
        pos = text.find(name, pos + 1)) {
@@ -57,7 +124,7 @@ struct Request {
 
 }  // namespace
 
-std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::CargoContext& ctx,
+std::vector<std::string> load_dependencies(rust::Crate& crate, cargo::CargoContext& ctx,
                                            std::vector<cargo::DependencySource>& sources,
                                            const DependencyBudget& budget) {
   std::vector<std::string> notes;
@@ -70,6 +137,23 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
     if (it == by_package.end() || (!sources[it->second].problem.empty() && s.problem.empty()))
       by_package[s.package] = i;
   }
+  // The name a package's code is imported by when not renamed: its `[lib] name`.
+  std::map<std::string, std::string> lib_names;
+  auto lib_name_of = [&](const std::string& pkg) {
+    auto it = lib_names.find(pkg);
+    if (it != lib_names.end()) return it->second;
+    std::string name = cargo::CargoContext::crate_name(pkg);
+    if (auto s = by_package.find(pkg); s != by_package.end()) {
+      cargo::PackageManifest m = cargo::read_package_manifest(sources[s->second].dir);
+      if (m.error.empty() && !m.lib_name.empty()) name = m.lib_name;
+    }
+    return lib_names[pkg] = name;
+  };
+  auto own_name = [&](const std::string& alias, const std::string& pkg) {
+    return alias == cargo::CargoContext::crate_name(pkg) ? lib_name_of(pkg) : alias;
+  };
+  for (auto& d : ctx.dependencies)
+    d.alias = own_name(d.alias, d.package);
   // The target's cfg without the analysed crate's features; each dependency adds its own.
   std::vector<std::string> target_cfg;
   for (const auto& line : ctx.cfgs)
@@ -125,7 +209,9 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
       bool named = false;
       const auto& files = crate.files();
       for (std::size_t f = 0; f < files.size() && !named; ++f)
-        named = crate.unit_of_file(f) == unit && names_crate(files[f]->text(), alias);
+        named = crate.unit_of_file(f) == unit &&
+                files[f]->text().find(alias) != std::string::npos &&
+                names_crate(code_only(files[f]->text()), alias);
       if (!named) continue;  // another unit may name it later
       decided.insert(pkg);
       cargo::PackageManifest m = cargo::read_package_manifest(src.dir);
@@ -154,13 +240,13 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
         continue;
       }
       rust::CrateUnit u;
-      u.name = cargo::CargoContext::crate_name(pkg);
+      u.name = m.lib_name.empty() ? cargo::CargoContext::crate_name(pkg) : m.lib_name;
       u.package = pkg;
       u.version = src.version.empty() ? m.version : src.version;
       u.root_module = "::" + u.name;
       u.file_prefix = pkg + "/";
       for (const auto& d : m.dependencies)
-        u.externs.emplace(d.alias, d.package);
+        u.externs.emplace(own_name(d.alias, d.package), d.package);
       const Request& r = requests[pkg];
       std::vector<std::string> cfg = target_cfg;
       for (const auto& f : cargo::expand_features(m, r.features, r.default_features))
@@ -205,6 +291,104 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::Carg
       s.analysis = "not loaded: no loaded crate's code names it";
   }
   return notes;
+}
+
+CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,
+                                    std::vector<cargo::DependencySource>& sources) {
+  CandleNnSource out;
+  for (const auto& v : ctx.candle_versions)
+    if (v.package == "candle-nn" && v.exact) out.version = v.version;
+  const std::string fallback =
+      "constructors from the hand-written catalogue (" +
+      std::string(out.version.empty() ? "no exact candle-nn version: leaves unknown"
+                  : analysis::LayerCatalog::hand_written(out.version).audited()
+                      ? "audited for this release"
+                      : "not audited for this release: leaves unknown") +
+      ")";
+  // The lock's version carries `+git` for a git source; the source's own version does not.
+  std::string base = out.version.substr(0, out.version.find('+'));
+  cargo::DependencySource* chosen = nullptr;
+  for (auto& s : sources) {
+    if (s.package != "candle-nn") continue;
+    if (s.origin == cargo::SourceOrigin::missing) {
+      s.analysis = fallback + ": its source is not on disk";
+      continue;
+    }
+    if (chosen == nullptr || (s.version == base && chosen->version != base)) chosen = &s;
+  }
+  if (chosen == nullptr) return out;
+  cargo::DependencySource& src = *chosen;
+  for (auto& s : sources)
+    if (s.package == "candle-nn" && &s != chosen && s.origin != cargo::SourceOrigin::missing)
+      s.analysis = fallback + "; another candle-nn source was chosen";
+  std::string label = "candle-nn" + (src.version.empty() ? "" : " " + src.version);
+  auto not_used = [&](const std::string& why) {
+    src.analysis = fallback + "; its source is not used: " + why;
+    out.notes.push_back(label + " at " + src.shown_dir +
+                        ": its constructors are not read from source (" + why +
+                        "); the hand-written catalogue is used");
+    return std::move(out);
+  };
+  if (!src.problem.empty()) return not_used(src.problem);
+  cargo::PackageManifest m = cargo::read_package_manifest(src.dir);
+  if (!m.error.empty()) return not_used(m.error);
+  // A workspace member inherits its version (`version.workspace = true`): the lock's, then.
+  if (src.version.empty() && !(m.version.empty() && out.version.empty()))
+    label += " " + (m.version.empty() ? out.version : m.version);
+  std::vector<std::string> cfg;
+  for (const auto& line : ctx.cfgs)
+    if (line.rfind("feature", 0) != 0) cfg.push_back(line);
+  for (const auto& f : cargo::expand_features(m, {}, true))
+    cfg.push_back("feature=\"" + f + "\"");
+  auto derived = analysis::read_layer_source(src.dir, src.dir / m.lib_path, rust::CfgSet(cfg));
+  if (!derived->error.empty()) return not_used(derived->error);
+
+  std::vector<analysis::ConstructorSpec> specs = derived->constructors;
+  const analysis::LayerCatalog& hand = analysis::LayerCatalog::hand_written(out.version);
+  std::vector<std::string> from_hand;
+  for (const auto& skipped : derived->skipped) {
+    std::string name = skipped.substr(0, skipped.find(' '));
+    if (const analysis::ConstructorSpec* h = hand.audited() ? hand.find(name) : nullptr) {
+      specs.push_back(*h);
+      from_hand.push_back(name);
+    }
+  }
+  // A constructor an unreadable file hides is not among the skipped: every catalogued one not
+  // derived keeps its entry.
+  if (!derived->problems.empty() && hand.audited())
+    for (const auto& h : hand.constructors())
+      if (std::none_of(specs.begin(), specs.end(),
+                       [&](const analysis::ConstructorSpec& c) { return c.name == h.name; })) {
+        specs.push_back(h);
+        from_hand.push_back(h.name);
+      }
+  src.analysis = "constructors read from " + label +
+                 "'s source: " + std::to_string(derived->constructors.size()) + " from " +
+                 std::to_string(derived->files) + " files";
+  if (!from_hand.empty())
+    src.analysis += ", " + std::to_string(from_hand.size()) + " from the hand-written catalogue";
+  if (!derived->problems.empty()) {
+    std::string list;
+    for (const auto& s : derived->problems)
+      list += (list.empty() ? "" : "; ") + s;
+    out.notes.push_back(label + " at " + src.shown_dir + " is not fully readable (" + list +
+                        "): the constructors there are not read from source");
+  }
+  if (!derived->skipped.empty()) {
+    std::string list;
+    for (const auto& s : derived->skipped)
+      list += (list.empty() ? "" : "; ") + s;
+    out.notes.push_back(
+        label + " at " + src.shown_dir + ": " + std::to_string(derived->skipped.size()) +
+        " public functions taking a VarBuilder are not read from source (" + list + ")" +
+        (from_hand.empty() ? std::string("; calls to them are unresolved")
+                           : "; the hand-written entries are used where the "
+                             "release is audited"));
+  }
+  out.use = analysis::LayerCatalog::Use(
+      out.version,
+      analysis::LayerCatalog::from_source(std::move(specs), label + " at " + src.shown_dir));
+  return out;
 }
 
 }  // namespace cg::pipeline

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/layer_catalog.hpp"
 #include "cargo/context.hpp"
 #include "cargo/sources.hpp"
 
@@ -35,8 +36,25 @@ bool is_catalogued_package(std::string_view package);
 // Loads the dependencies `sources` selects into `crate` (before it is analysed) and fills each
 // source's `analysis` ("loaded: …" / "not loaded: …"). Returns the `dependency-source` notes:
 // a dependency that could not be loaded or was loaded incompletely, with its path.
-std::vector<std::string> load_dependencies(rust::Crate& crate, const cargo::CargoContext& ctx,
+// A dependency its dependent does not rename is named by its `[lib] name` when it has one: the
+// aliases in `ctx` (and in each loaded crate's externs) follow it.
+std::vector<std::string> load_dependencies(rust::Crate& crate, cargo::CargoContext& ctx,
                                            std::vector<cargo::DependencySource>& sources,
                                            const DependencyBudget& budget = {});
+
+// candle-nn's constructors read from its own source when it is on disk (analysis/layer_source.hpp):
+// the candle-nn package the lock resolves (its exact version, else the one found), loaded with the
+// crate loader, its public VarBuilder functions interpreted. While `use` lives, that catalogue is
+// the one in use for the resolved candle-nn version (LayerCatalog::for_version/for_inventory); a
+// function the interpretation does not understand keeps its hand-written entry when that release
+// is audited. candle-nn's `analysis` (doctor) says which was used; `notes` (dependency-source)
+// say why the source was not used, or not for every function.
+struct CandleNnSource {
+  analysis::LayerCatalog::Use use;
+  std::string version;  // the key it is in use under (the resolved version; may be empty)
+  std::vector<std::string> notes;
+};
+CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,
+                                    std::vector<cargo::DependencySource>& sources);
 
 }  // namespace cg::pipeline

@@ -309,9 +309,13 @@ Analysis analyze(const Options& opts) {
   // Dependencies whose source is on disk and that build Candle layers join the crate before it
   // is analysed, so the analysis walks their constructors like the crate's own.
   std::vector<std::string> load_notes;
+  // candle-nn's constructors from its source when it is on disk: in use until the analysis ends.
+  CandleNnSource nn_source;
   if (loaded.cargo) {
     a.dependencies = cargo::locate_dependency_sources(*loaded.cargo);
     load_notes = load_dependencies(loaded.crate, *loaded.cargo, a.dependencies);
+    nn_source = use_candle_nn_source(*loaded.cargo, a.dependencies);
+    load_notes.insert(load_notes.end(), nn_source.notes.begin(), nn_source.notes.end());
   }
   const rust::Crate& crate = loaded.crate;
 

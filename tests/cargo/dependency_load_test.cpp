@@ -293,3 +293,41 @@ TEST(DependencyLoad, BudgetSpentCyclesAndCandlesOwnCrates) {
 }
 
 }  // namespace
+
+// A crate named only in a comment, a doc comment or a string is not loaded: its code is not used.
+TEST(DependencyLoad, ACrateNamedOnlyInCommentsOrStringsIsNotLoaded) {
+  Tree t("comments");
+  t.write("Cargo.toml", "[workspace]\nmembers = [\"app\", \"layers\", \"used\"]\n");
+  t.package("app", "layers = { path = \"../layers\" }\nused = { path = \"../used\" }\n",
+            "// layers::linear(..) was used here once\n"
+            "/* use layers; /* nested */ layers::x */\n"
+            "/// extern crate layers;\n"
+            "pub fn f() -> &'static str { let _c = '\"'; \"layers::linear\" }\n"
+            "pub fn g() -> &'static str { r#\"use layers;\"# }\n"
+            "pub fn h() { used::f(); }\n");
+  t.package("layers", "", "pub fn linear() {}\n");
+  t.package("used", "", "pub fn f() {}\n");
+  Loaded l = load(t.root / "app", empty_home());
+  EXPECT_EQ(source(l, "layers").analysis, "not loaded: no loaded crate's code names it");
+  EXPECT_EQ(source(l, "used").analysis, "loaded: 1 files, 1 items");
+}
+
+// A dependency whose Cargo.toml renames its library (`[lib] name = "tl"`) is imported as `tl`
+// by a dependent that does not rename it: that name loads it and resolves to its items.
+TEST(DependencyLoad, ALibraryRenamedInItsOwnManifestIsFoundByThatName) {
+  Tree t("libname");
+  t.write("Cargo.toml", "[workspace]\nmembers = [\"app\", \"their-layers\"]\n");
+  t.package("app", "their-layers = { path = \"../their-layers\" }\n",
+            "use candle_nn::VarBuilder;\npub struct M { l: candle_nn::Linear }\n"
+            "impl M {\n  pub fn new(vb: VarBuilder) -> candle_core::Result<Self> {\n"
+            "    let l = tl::proj(vb.pp(\"proj\"))?;\n    Ok(Self { l })\n  }\n}\n");
+  t.package("their-layers", "",
+            "pub fn proj(vb: candle_nn::VarBuilder) -> candle_core::Result<candle_nn::Linear> {\n"
+            "  candle_nn::linear(4, 8, vb)\n}\n");
+  {
+    std::ofstream(t.root / "their-layers/Cargo.toml", std::ios::app) << "\n[lib]\nname = \"tl\"\n";
+  }
+  Loaded l = load(t.root / "app", empty_home());
+  EXPECT_EQ(source(l, "their-layers").analysis, "loaded: 1 files, 1 items");
+  EXPECT_EQ(resolved(l.crate.crate, "", "tl::proj"), "::tl::proj @ their-layers/src/lib.rs:1");
+}
