@@ -372,6 +372,35 @@ LayoutFact layout(const Reader& r, const Node& n) {
   return l;
 }
 
+TensorShape tensor_shape(const Reader& r, const Node& shape) {
+  TensorShape s;
+  s.rank = r.ou(shape, "rank");
+  s.dimensions = r.list<Dimension>(shape, "dimensions", [&](const Node& d) {
+    return Dimension{r.os(d, "name"), r.s(d, "expr")};
+  });
+  s.source_expr = r.os(shape, "source_expr");
+  return s;
+}
+
+InstanceCall instance_call(const Reader& r, const Node& n) {
+  InstanceCall c;
+  c.id = r.s(n, "id");
+  c.entrypoint = r.s(n, "entrypoint");
+  c.parent = r.os(n, "parent");
+  c.path = r.s(n, "path");
+  c.modules = r.strings(n, "modules");
+  c.method = r.s(n, "method");
+  c.function = r.os(n, "function");
+  c.call_site = r.os(n, "call_site");
+  c.repeat = r.os(n, "repeat");
+  c.count = r.ou(n, "count");
+  c.output_shape = tensor_shape(r, r.at(n, "output_shape"));
+  c.output_dtype = r.s(n, "output_dtype");
+  c.mult_adds = r.os(n, "mult_adds");
+  c.operations = r.strings(n, "operations");
+  return c;
+}
+
 Tensor tensor(const Reader& r, const Node& n) {
   Tensor t;
   t.id = r.s(n, "id");
@@ -379,12 +408,7 @@ Tensor tensor(const Reader& r, const Node& n) {
   t.role = r.en<TensorRole>(n, "role");
   t.owner_function = r.s(n, "owner_function");
   t.parameter = r.os(n, "parameter");
-  Node shape = r.at(n, "shape");
-  t.shape.rank = r.ou(shape, "rank");
-  t.shape.dimensions = r.list<Dimension>(shape, "dimensions", [&](const Node& d) {
-    return Dimension{r.os(d, "name"), r.s(d, "expr")};
-  });
-  t.shape.source_expr = r.os(shape, "source_expr");
+  t.shape = tensor_shape(r, r.at(n, "shape"));
   t.dtype = r.s(n, "dtype");
   t.device = device(r, r.at(n, "device"));
   t.layout = layout(r, r.at(n, "layout"));
@@ -514,6 +538,10 @@ ModelIr parse_model_ir(std::string_view json, std::string_view origin) {
   ir.tensors = r.list<Tensor>(doc, "tensors", [&](const Node& n) { return tensor(r, n); });
   ir.operations =
       r.list<Operation>(doc, "operations", [&](const Node& n) { return operation(r, n); });
+  // Instance calls came later (issue #18): an IR written before has none.
+  if (r.has(doc, "instance_calls"))
+    ir.instance_calls = r.list<InstanceCall>(doc, "instance_calls",
+                                             [&](const Node& n) { return instance_call(r, n); });
   ir.findings = r.list<Finding>(doc, "findings", [&](const Node& n) { return finding(r, n); });
   if (Node n = r.at(doc, "runtime"); !n.e.is_null()) ir.runtime = runtime(r, n);
   return ir;

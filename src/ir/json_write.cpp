@@ -257,24 +257,46 @@ void write_record(W& w, const Function& f) {
   w.end_object();
 }
 
-void write_record(W& w, const Tensor& t) {
-  w.begin_object();
-  w.field("id", t.id).field("name", t.name);
-  enum_field(w, "role", t.role);
-  w.field("owner_function", t.owner_function);
-  opt(w, "parameter", t.parameter);
-  w.key("shape").begin_object();
-  opt(w, "rank", t.shape.rank);
+void shape(W& w, std::string_view k, const TensorShape& s) {
+  w.key(k).begin_object();
+  opt(w, "rank", s.rank);
   w.key("dimensions").begin_array();
-  for (const Dimension& d : t.shape.dimensions) {
+  for (const Dimension& d : s.dimensions) {
     w.begin_object();
     opt(w, "name", d.name);
     w.field("expr", d.expr);
     w.end_object();
   }
   w.end_array();
-  opt(w, "source_expr", t.shape.source_expr);
+  opt(w, "source_expr", s.source_expr);
   w.end_object();
+}
+
+void write_record(W& w, const InstanceCall& c) {
+  w.begin_object();
+  w.field("id", c.id).field("entrypoint", c.entrypoint);
+  opt(w, "parent", c.parent);
+  w.field("path", c.path);
+  strings(w, "modules", c.modules);
+  w.field("method", c.method);
+  opt(w, "function", c.function);
+  opt(w, "call_site", c.call_site);
+  opt(w, "repeat", c.repeat);
+  opt(w, "count", c.count);
+  shape(w, "output_shape", c.output_shape);
+  w.field("output_dtype", c.output_dtype);
+  opt(w, "mult_adds", c.mult_adds);
+  strings(w, "operations", c.operations);
+  w.end_object();
+}
+
+void write_record(W& w, const Tensor& t) {
+  w.begin_object();
+  w.field("id", t.id).field("name", t.name);
+  enum_field(w, "role", t.role);
+  w.field("owner_function", t.owner_function);
+  opt(w, "parameter", t.parameter);
+  shape(w, "shape", t.shape);
   w.field("dtype", t.dtype);
   device(w, t.device);
   layout(w, t.layout);
@@ -396,6 +418,7 @@ std::string write_model_ir(const ModelIr& ir) {
   section(w, "functions", ir.functions);
   section(w, "tensors", ir.tensors);
   section(w, "operations", ir.operations);
+  section(w, "instance_calls", ir.instance_calls);
   section(w, "findings", ir.findings);
   runtime(w, ir.runtime);
   w.end_object();

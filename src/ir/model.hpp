@@ -206,6 +206,31 @@ struct Operation {
   bool operator==(const Operation&) const = default;
 };
 
+// One call of a module's method on a known module instance, as one entrypoint's run reached it
+// (issue #18): the dataflow unrolled along the module tree. Operations keep their static ids;
+// `operations` lists those the call ran in its own frame (an operation run inside a nested instance
+// call is listed there, not here), so a viewer draws each instance as a box of its own operations
+// and a timing keyed by a static id lands on every instance listing it. A family run in a loop
+// (`for l in self.layers.iter()`) is one record standing for `count` instances per call of its
+// parent (`repeat` says how the source iterates them).
+struct InstanceCall {
+  std::string id;          // instance-call:<entrypoint>:<path>:<method>:<occurrence in the run>
+  std::string entrypoint;  // function id of the run that made it
+  std::optional<std::string> parent;     // the enclosing instance call; null for the run's root
+  std::string path;                      // module prefix; a family's index is `{i}`
+  std::vector<std::string> modules;      // module ids it stands for (each member of a family)
+  std::string method;                    // "forward"
+  std::optional<std::string> function;   // the inlined method; null for a candle-nn layer's
+  std::optional<std::string> call_site;  // the operation calling it; null for the run's root
+  std::optional<std::string> repeat;     // a family's iteration ("i in 0..n")
+  std::optional<std::uint64_t> count;    // instances per parent call; null when not known
+  TensorShape output_shape;              // rank null when not known
+  std::string output_dtype = "Unknown";
+  std::optional<std::string> mult_adds;  // this call alone (a candle-nn layer), as Operation's
+  std::vector<std::string> operations;   // operation ids, sorted
+  bool operator==(const InstanceCall&) const = default;
+};
+
 struct Finding {
   std::string id, rule;
   Severity severity = Severity::information;
@@ -272,6 +297,7 @@ struct ModelIr {
   std::vector<Function> functions;
   std::vector<Tensor> tensors;
   std::vector<Operation> operations;
+  std::vector<InstanceCall> instance_calls;
   std::vector<Finding> findings;
   std::optional<RuntimeSummary> runtime;
   bool operator==(const ModelIr&) const = default;

@@ -100,6 +100,11 @@ void normalize(ModelIr& ir) {
   sort_dedup_by_id(ir.functions);
   sort_dedup_by_id(ir.tensors);
   sort_dedup_by_id(ir.operations);
+  for (InstanceCall& c : ir.instance_calls) {
+    sort_unique(c.modules);
+    sort_unique(c.operations);
+  }
+  sort_dedup_by_id(ir.instance_calls);
   // The same rule at the same place with the same message is one finding with all its evidence.
   sort_dedup_by_id(ir.findings, [](Finding& keep, Finding& dup) {
     keep.related.insert(keep.related.end(), dup.related.begin(), dup.related.end());

@@ -79,6 +79,12 @@ std::string operation_id(std::string_view function_id, std::string_view op_name,
   return make_stable_id("operation", {function_id, op_name, occ});
 }
 
+std::string instance_call_id(std::string_view entrypoint_id, std::string_view path,
+                             std::string_view method, std::uint64_t occurrence) {
+  const std::string occ = std::to_string(occurrence);
+  return make_stable_id("instance-call", {entrypoint_id, path, method, occ});
+}
+
 std::string finding_id(std::string_view rule, std::string_view source, std::string_view message) {
   return make_stable_id("finding", {rule, source, message});
 }

@@ -33,6 +33,10 @@ std::string dataflow_tensor_id(std::string_view function_id, std::string_view op
                                std::uint64_t occurrence);
 std::string operation_id(std::string_view function_id, std::string_view op_name,
                          std::uint64_t occurrence);
+// A module method's call on an instance (`path`, `{i}` for a family) in one entrypoint's run; the
+// occurrence counts earlier calls of the same path and method in that run, in run order.
+std::string instance_call_id(std::string_view entrypoint_id, std::string_view path,
+                             std::string_view method, std::uint64_t occurrence);
 // `source` is "" when the finding has no location.
 std::string finding_id(std::string_view rule, std::string_view source, std::string_view message);
 std::string composition_edge_id(std::string_view from_component, std::string_view to_component,

@@ -99,6 +99,10 @@ ScopeCounts scope_to_component(const rust::Crate& crate, ir::ModelIr& ir) {
     ++counts.tensors;
     return true;
   });
+  std::erase_if(ir.instance_calls,
+                [&](const ir::InstanceCall& c) { return kept.count(c.entrypoint) == 0; });
+  for (auto& c : ir.instance_calls)
+    std::erase_if(c.operations, [&](const std::string& o) { return dropped.count(o) > 0; });
   // A finding goes with the code it is about: dropped when every record it names was dropped.
   std::erase_if(ir.findings, [&](const ir::Finding& f) {
     if (f.related.empty()) return false;

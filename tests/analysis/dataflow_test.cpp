@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 
@@ -448,3 +449,55 @@ TEST(Dataflow, CrateWideBudgetNamesTheEntrypointsItDidNotReach) {
 }
 
 }  // namespace
+
+// Issue #18: the run of TinyLlama::forward unrolled along the module tree. The layers loop is one
+// family call standing for the 4 layers, each holding its attention call, whose q_proj call has
+// this instance's output shape and multiply-adds; every operation sits in exactly one call of a
+// run, and the ids do not depend on the order of analysis.
+TEST(Dataflow, InstanceCallsFollowTheModuleTree) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "examples/tiny-llama";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  cg::ir::normalize(ir);
+  std::map<std::string, const cg::ir::InstanceCall*> by_id;
+  for (const auto& c : ir.instance_calls)
+    by_id[c.id] = &c;
+  auto in_forward = [&](const std::string& path) -> const cg::ir::InstanceCall* {
+    for (const auto& c : ir.instance_calls)
+      if (c.path == path && c.entrypoint.find("TinyLlama%3A%3Aforward:") != std::string::npos)
+        return &c;
+    return nullptr;
+  };
+  const auto* root = in_forward("");
+  ASSERT_NE(root, nullptr);
+  EXPECT_FALSE(root->parent.has_value());
+  const auto* layers = in_forward("model.layers.{i}");
+  ASSERT_NE(layers, nullptr);
+  EXPECT_EQ(layers->parent.value_or("-"), root->id);
+  EXPECT_EQ(layers->count.value_or(0), 4u);
+  EXPECT_EQ(layers->repeat.value_or("-"), "layer_idx in 0..4");
+  EXPECT_EQ(layers->modules.size(), 4u);
+  EXPECT_TRUE(layers->call_site.has_value());
+  EXPECT_EQ(dims(layers->output_shape), "b,t,256");
+  const auto* attn = in_forward("model.layers.{i}.self_attn");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_EQ(attn->parent.value_or("-"), layers->id);
+  EXPECT_EQ(attn->count.value_or(0), 1u);
+  const auto* q = in_forward("model.layers.{i}.self_attn.q_proj");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->parent.value_or("-"), attn->id);
+  EXPECT_FALSE(q->function.has_value());
+  EXPECT_EQ(q->mult_adds.value_or("-"), "b*t*65536");
+  const auto* k = in_forward("model.layers.{i}.self_attn.k_proj");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(dims(k->output_shape), "b,t,128");  // 4 kv heads of 32
+  // Every operation is listed by at most one call of a run.
+  std::map<std::string, std::set<std::string>> seen;  // entrypoint -> ops
+  for (const auto& c : ir.instance_calls)
+    for (const auto& o : c.operations)
+      EXPECT_TRUE(seen[c.entrypoint].insert(o).second) << o << " twice in " << c.entrypoint;
+  // Deterministic: a second analysis gives the same records.
+  auto again = analyze_dir(dir, true, &cfg);
+  cg::ir::normalize(again);
+  EXPECT_EQ(again.instance_calls, ir.instance_calls);
+}

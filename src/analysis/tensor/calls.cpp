@@ -95,7 +95,7 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     if (recv.tensor) {
       OpRule rule = cat_.lookup_method(args[0].ext_type, "forward");
       std::vector<Val> ops{recv};
-      return apply_catalog(eng, n, "forward", rule, ops, &args[0]);
+      return layer_call(eng, n, "forward", rule, ops, &args[0]);
     }
   }
   if (method.rfind("dims", 0) == 0 && recv.tensor && !recv.tid.empty()) dims_tid_ = recv.tid;
@@ -104,7 +104,7 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
   if (!recv.tensor && !recv.ext_type.empty()) {
     OpRule rule = cat_.lookup_method(recv.ext_type, method);
     if (rule.known() || method == "forward" || method == "forward_t")
-      return apply_catalog(eng, n, method, rule, args, &recv);
+      return layer_call(eng, n, method, rule, args, &recv);
     return {};
   }
   // (c) tensor receiver (or unknown receiver with a known tensor op).

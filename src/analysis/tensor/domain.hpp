@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -97,6 +98,18 @@ class TensorDomain {
   std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f);
   void record_dims(Eng& eng, NodeId let);
 
+  // ---- module instances (instances.cpp) -----------------------------------------------------
+  static constexpr std::size_t kNoInstance = static_cast<std::size_t>(-1);
+  // Opens an instance call on the modules `mods` denote (kNoInstance when none is an inventory
+  // module, or when they are the open call's own: a method of the same instance).
+  std::size_t open_instance(const std::set<std::string>& mods, const std::string& method,
+                            std::optional<std::string> function);
+  void close_instance(std::size_t ic, const Val& out, const ir::TensorShape* shape,
+                      const std::string& call_site);
+  void note_op(const std::string& op_id);  // in the innermost open instance call
+  Val layer_call(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
+                 const std::vector<Val>& operands, const Val* recv);
+
   // ---- types and host data (facts.cpp) -------------------------------------------------------
   Val typed_val(const std::string& module, const std::string& type_text, const std::string& base);
   std::ptrdiff_t resolve_type(const std::string& module, const std::string& type) const;
@@ -125,6 +138,10 @@ class TensorDomain {
   std::map<std::string, std::vector<const ir::Module*>> children_;
   std::map<std::string, std::vector<std::size_t>> params_by_module_;
   std::unordered_map<std::string, std::size_t> op_by_node_;  // "file:byte:name" -> operation
+  std::unordered_map<std::string, const ir::Module*> module_by_id_;
+  std::vector<std::size_t> open_instances_;  // indexes into ir.instance_calls, innermost last
+  ir::OccurrenceCounter inst_occ_;           // per run: path + method
+  std::size_t last_op_ = 0;                  // the operation make_op last recorded
   ir::OccurrenceCounter occ_;
   std::unordered_map<std::size_t, std::unordered_set<std::string>> uses_seen_;  // per parameter
   std::vector<int> op_phases_;             // per operation: 1 train, 2 infer, 3 both

@@ -18,6 +18,7 @@ TensorDomain::TensorDomain(const rust::Crate& crate, const DataflowOptions& opts
   for (const auto& m : ir_.modules) {
     modules_by_type_[m.qualified_type.value_or("")].push_back(m.id);
     if (m.parent) children_[*m.parent].push_back(&m);
+    module_by_id_[m.id] = &m;
   }
   for (std::size_t i = 0; i < ir_.parameters.size(); ++i)
     if (ir_.parameters[i].module) params_by_module_[*ir_.parameters[i].module].push_back(i);
@@ -73,6 +74,13 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
   std::vector<Val> args;
   for (const auto& p : it.params) {
     Val v = typed_val(it.module, p.type_text, "");
+    if (v.type_item >= 0) {
+      auto mit =
+          modules_by_type_.find(crate_.items()[static_cast<std::size_t>(v.type_item)].qualified);
+      if (mit != modules_by_type_.end())
+        for (const auto& id : mit->second)
+          if (!module_by_id_.at(id)->parent) v.modules.insert(id);
+    }
     if (v.tensor) {
       v.tid = ir::contract_tensor_id(run_.entry_fid, p.name);
       auto ti = out_.add_tensor(v.tid, p.name, ir::TensorRole::input, run_.entry_fid);
@@ -85,7 +93,12 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
     args.push_back(v);
   }
   eng.begin_run();
+  inst_occ_ = {};
+  open_instances_.clear();
+  std::size_t root = open_instance(self.modules, it.name, run_.entry_fid);
   Val ret = eng.invoke(item, &self, args, true);
+  bool single = it.return_type.find('(') == std::string::npos;
+  close_instance(root, ret, single ? shape_of_tensor(&ret) : nullptr, "");
   if (ret.tensor && !ret.tid.empty()) {
     run_.returned.insert(ret.tid);
     add_unique(ir_.functions[fn_index].tensor_outputs, ret.tid);

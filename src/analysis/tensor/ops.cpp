@@ -173,9 +173,11 @@ Val TensorDomain::make_op(Eng& eng, NodeId node, const std::string& name, const 
                           const std::vector<const Val*>& ins, const Val* recv,
                           const std::optional<std::string>& explicit_dtype) {
   std::size_t oi = record_op(eng, node, name, rule, ins, recv);
+  last_op_ = oi;
   const std::string op_id = ir_.operations[oi].id;
   const std::string out_id = ir_.operations[oi].output;
   run_.ops.insert(oi);
+  note_op(op_id);
   link_params(op_id, recv);
   Val out;
   out.tensor = true;
@@ -238,8 +240,15 @@ Val TensorDomain::apply_catalog(Eng& eng, NodeId node, const std::string& name, 
 // (`forward`), fed by the callee's returned tensor; parameters of the receiver link to it.
 Val TensorDomain::inline_call(Eng& eng, NodeId node, std::size_t callee, const Val* self,
                               const std::vector<Val>& args, const std::string& name) {
+  std::size_t ic = self ? open_instance(self->modules, name, fid_of(callee)) : kNoInstance;
   Val r = eng.invoke(callee, self, args, false);
-  if (!r.tensor) return r;
+  bool single = crate_.items()[callee].return_type.find('(') == std::string::npos;
+  if (!r.tensor) {
+    close_instance(ic, r, nullptr, "");
+    return r;
+  }
+  // Closed before the Call operation is recorded: that operation is the caller's.
+  close_instance(ic, r, single ? shape_of_tensor(&r) : nullptr, "");
   std::vector<const Val*> ins;
   for (const auto& a : args)
     if (a.tensor) ins.push_back(&a);
@@ -248,9 +257,10 @@ Val TensorDomain::inline_call(Eng& eng, NodeId node, std::size_t callee, const V
   rule.name = name;
   rule.note = "inlined crate-local call `" + crate_.items()[callee].qualified + "`";
   Val out = make_op(eng, node, name, rule, ins, self, {});
+  if (ic != kNoInstance) ir_.instance_calls[ic].call_site = ir_.operations[last_op_].id;
   // A single returned tensor's shape is the call's (a tuple return binds every name to one
   // value, so its shape would be wrong for all but the first element).
-  if (crate_.items()[callee].return_type.find('(') == std::string::npos) {
+  if (single) {
     const ir::TensorShape* rs = shape_of_tensor(&r);
     ir::Tensor& ot = *out_.tensor(out.tid);
     if (rs && !ot.shape.rank) ot.shape = *rs;

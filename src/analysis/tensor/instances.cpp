@@ -1,0 +1,185 @@
+// Module instances in the tensor domain (issue #18): a struct value carries the inventory modules
+// it denotes (`self` of an entrypoint its type's modules, `self.model` the child built for field
+// `model`, `self.layers` every member of that family); inlining a method on such a receiver, or
+// applying a candle-nn layer held by one, records an ir::InstanceCall. Open calls nest, so each
+// operation is listed in the innermost instance call that ran it.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "analysis/tensor/domain.hpp"
+
+namespace cg::analysis::tensor {
+namespace {
+
+std::vector<std::string> split_dots(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (true) {
+    auto dot = s.find('.', pos);
+    out.push_back(s.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos));
+    if (dot == std::string::npos) break;
+    pos = dot + 1;
+  }
+  return out;
+}
+
+bool digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+// The prefixes of a family's members as one path: the segments where they differ by index become
+// `{i}` ("model.layers.0", "model.layers.1" -> "model.layers.{i}"); prefixes that do not line up
+// are listed ("a | b").
+std::string common_path(const std::vector<std::string>& prefixes) {
+  std::vector<std::vector<std::string>> parts;
+  for (const auto& p : prefixes)
+    parts.push_back(split_dots(p));
+  std::vector<std::string> out = parts.front();
+  bool ok = true;
+  for (const auto& ps : parts) {
+    if (ps.size() != out.size()) {
+      ok = false;
+      break;
+    }
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      if (ps[i] == out[i]) continue;
+      bool index = (digits(ps[i]) || ps[i] == "{i}") && (digits(out[i]) || out[i] == "{i}");
+      if (!index) ok = false;
+      out[i] = "{i}";
+    }
+  }
+  if (!ok) {
+    std::string joined;
+    for (const auto& p : prefixes)
+      joined += (joined.empty() ? "" : " | ") + p;
+    return joined;
+  }
+  std::string path;
+  for (const auto& s : out)
+    path += (path.empty() ? "" : ".") + s;
+  return path;
+}
+
+// "i in 0..4" (or "i in 0..4 (not expanded: why)") -> 4; nullopt when symbolic.
+std::optional<std::uint64_t> repeat_count(const std::string& repeat) {
+  auto in = repeat.find(" in ");
+  if (in == std::string::npos) return std::nullopt;
+  std::string range = repeat.substr(in + 4);
+  auto sp = range.find(' ');
+  if (sp != std::string::npos) range = range.substr(0, sp);
+  auto dots = range.find("..");
+  if (dots == std::string::npos) return std::nullopt;
+  bool incl = range.compare(dots, 3, "..=") == 0;
+  std::string lo = range.substr(0, dots), hi = range.substr(dots + (incl ? 3 : 2));
+  if (!digits(lo) || !digits(hi) || lo.size() > 12 || hi.size() > 12) return std::nullopt;
+  std::uint64_t l = std::stoull(lo), h = std::stoull(hi) + (incl ? 1 : 0);
+  return h > l ? h - l : 0;
+}
+
+std::string loop_text(const std::optional<std::string>& repeat) {
+  if (!repeat) return "";
+  auto open = repeat->find(" (not expanded: ");
+  return open == std::string::npos ? *repeat : repeat->substr(0, open);
+}
+
+}  // namespace
+
+std::size_t TensorDomain::open_instance(const std::set<std::string>& mods,
+                                        const std::string& method,
+                                        std::optional<std::string> function) {
+  std::vector<const ir::Module*> ms;
+  for (const auto& id : mods) {
+    auto it = module_by_id_.find(id);
+    if (it != module_by_id_.end()) ms.push_back(it->second);
+  }
+  if (ms.empty()) return kNoInstance;
+  std::vector<std::string> ids;
+  for (const auto* m : ms)
+    ids.push_back(m->id);
+  // A method of the open call's own instance (`self.repeat_kv(..)`) runs inside that call.
+  if (!open_instances_.empty() && ir_.instance_calls[open_instances_.back()].modules == ids)
+    return kNoInstance;
+  ir::InstanceCall c;
+  c.entrypoint = run_.entry_fid;
+  const ir::InstanceCall* parent =
+      open_instances_.empty() ? nullptr : &ir_.instance_calls[open_instances_.back()];
+  if (parent) c.parent = parent->id;
+  std::vector<std::string> prefixes;
+  for (const auto* m : ms) {
+    c.modules.push_back(m->id);
+    if (std::find(prefixes.begin(), prefixes.end(), m->prefix) == prefixes.end())
+      prefixes.push_back(m->prefix);
+  }
+  std::sort(prefixes.begin(), prefixes.end());
+  c.path = common_path(prefixes);
+  c.method = method;
+  c.function = std::move(function);
+  // A family starts where the members' loop is not their parent call's: a template stands for its
+  // iteration count, expanded members for how many there are per parent call.
+  const ir::Module* first = ms.front();
+  std::string loop = loop_text(first->repeat);
+  bool parent_loop = false;
+  if (parent && !loop.empty())
+    for (const auto& pid : parent->modules) {
+      auto it = module_by_id_.find(pid);
+      if (it != module_by_id_.end() && loop_text(it->second->repeat) == loop) parent_loop = true;
+    }
+  std::uint64_t per_parent = ms.size();
+  if (parent && !parent->modules.empty() && ms.size() % parent->modules.size() == 0)
+    per_parent = ms.size() / parent->modules.size();
+  c.count = per_parent;
+  if (!loop.empty() && !parent_loop) {
+    c.repeat = loop;
+    if (ms.size() == 1) c.count = repeat_count(*first->repeat);
+  } else if (per_parent > 1) {
+    c.repeat = "i in 0.." + std::to_string(per_parent);
+  }
+  c.id = ir::instance_call_id(run_.entry_fid, c.path, method,
+                              inst_occ_.next(c.path + std::string(1, '\0') + method));
+  ir_.instance_calls.push_back(std::move(c));
+  open_instances_.push_back(ir_.instance_calls.size() - 1);
+  return ir_.instance_calls.size() - 1;
+}
+
+void TensorDomain::close_instance(std::size_t ic, const Val& out, const ir::TensorShape* shape,
+                                  const std::string& call_site) {
+  if (ic == kNoInstance) return;
+  if (!open_instances_.empty() && open_instances_.back() == ic) open_instances_.pop_back();
+  ir::InstanceCall& c = ir_.instance_calls[ic];
+  if (!call_site.empty()) c.call_site = call_site;
+  if (out.tensor) {
+    c.output_dtype = out.dtype;
+    if (shape && shape->rank) c.output_shape = *shape;
+  }
+}
+
+void TensorDomain::note_op(const std::string& op_id) {
+  if (open_instances_.empty()) return;
+  auto& ops = ir_.instance_calls[open_instances_.back()].operations;
+  if (std::find(ops.begin(), ops.end(), op_id) == ops.end()) ops.push_back(op_id);
+}
+
+// A candle-nn layer held by a module instance (`self.q_proj.forward(xs)`): one operation, in an
+// instance call of its own with this instance's shape and multiply-adds (the operation keeps the
+// first context's).
+Val TensorDomain::layer_call(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
+                             const std::vector<Val>& operands, const Val* recv) {
+  std::size_t ic = recv ? open_instance(recv->modules, name, std::nullopt) : kNoInstance;
+  Val out = apply_catalog(eng, node, name, rule, operands, recv);
+  if (ic == kNoInstance) return out;
+  std::vector<const Val*> ins;
+  for (const auto& v : operands)
+    if (v.tensor) ins.push_back(&v);
+  ir::TensorShape s = shape_of(eng, node, rule, ins);
+  auto ma = mult_adds(rule, ins, recv, s);
+  if (!s.rank)
+    if (const ir::TensorShape* t = shape_of_tensor(&out)) s = *t;
+  close_instance(ic, out, &s, ir_.operations[last_op_].id);
+  ir_.instance_calls[ic].mult_adds = ma;
+  return out;
+}
+
+}  // namespace cg::analysis::tensor
