@@ -80,26 +80,37 @@ struct Val {
   // expr: a template over the constructor's arguments (`{out_dim}`, `4 * {hidden_dim}`,
   // `{config}.affine`, `true`); str: a string (a key name, `{…}` placeholders kept).
   std::string text;
-  std::vector<std::string> strs;                    // strs: the strings a branch chooses between
-  std::string strs_on;                              // strs: what chooses (`{config}.direction`)
-  std::vector<std::pair<std::string, Val>> fields;  // config: a struct literal's fields
-  std::vector<std::string> segs;                    // builder: prefix segments pushed
-  std::size_t leaf = kNpos;                         // tensor: the leaf it holds
+  std::vector<std::string> strs;  // strs: the strings a branch chooses between
+  std::string strs_on;            // strs: what chooses (`{config}.direction`)
+  struct Field;
+  std::vector<Field> fields;      // config: a struct literal's fields
+  std::vector<std::string> segs;  // builder: prefix segments pushed
+  std::size_t leaf = kNpos;       // tensor: the leaf it holds
 
-  static Val expr(std::string t) {
-    Val v;
-    v.k = K::expr;
-    v.text = std::move(t);
-    return v;
-  }
-  static Val str(std::string t) {
-    Val v;
-    v.k = K::str;
-    v.text = std::move(t);
-    return v;
-  }
+  static Val expr(std::string t);
+  static Val str(std::string t);
   bool is_bool(bool b) const { return k == K::expr && text == (b ? "true" : "false"); }
 };
+
+// Named, not a std::pair: a pair needs Val complete where Val is still being defined.
+struct Val::Field {
+  std::string first;
+  Val second;
+};
+
+Val Val::expr(std::string t) {
+  Val v;
+  v.k = K::expr;
+  v.text = std::move(t);
+  return v;
+}
+
+Val Val::str(std::string t) {
+  Val v;
+  v.k = K::str;
+  v.text = std::move(t);
+  return v;
+}
 
 struct DLeaf {
   std::string name;
@@ -301,7 +312,7 @@ class Deriver {
         for (NodeId fi : body().kids(n)) {
           const rust::Node& f = node(fi);
           if (f.cfg == rust::Tri::False) continue;
-          v.fields.emplace_back(std::string(f.str), eval(f.a));
+          v.fields.push_back(Val::Field{std::string(f.str), eval(f.a)});
         }
         if (nd.a != kNone) eval(nd.a);  // `..base`: the fields it gives stay unknown
         return v;
@@ -781,7 +792,10 @@ LayerSource derive_layer_constructors(const rust::Crate& crate) {
                     [](const rust::Param& p) { return mentions_var_builder(p.type_text); }))
       by_name[it.name].push_back(i);
   }
-  for (const auto& [f, lines] : error_lines) {
+  for (const auto& entry : error_lines) {
+    // Named, not a structured binding: a lambda below captures the file index.
+    const std::size_t f = entry.first;
+    const auto& lines = entry.second;
     const std::string& text = crate.files()[f]->text();
     for (auto pos = text.find("pub fn "); pos != std::string::npos;
          pos = text.find("pub fn ", pos + 1)) {
