@@ -29,26 +29,6 @@ const fs::path kFixture = fs::path(CG_SOURCE_DIR) / "tests/fixtures/crates/nn_so
 const fs::path kNn079 =
     kFixture / "cargo_home/registry/src/index.example-0123456789abcdef/candle-nn-0.7.9";
 
-struct CargoHome {
-  std::string old;
-  bool had = false;
-  explicit CargoHome(const fs::path& dir) {
-    if (const char* h = std::getenv("CARGO_HOME")) {
-      old = h;
-      had = true;
-    }
-    ::setenv("CARGO_HOME", dir.c_str(), 1);
-  }
-  CargoHome(const CargoHome&) = delete;
-  CargoHome& operator=(const CargoHome&) = delete;
-  ~CargoHome() {
-    if (had)
-      ::setenv("CARGO_HOME", old.c_str(), 1);
-    else
-      ::unsetenv("CARGO_HOME");
-  }
-};
-
 cg::pipeline::Analysis analyze(const fs::path& app) {
   cg::pipeline::Options o;
   o.path = app.string();
@@ -107,7 +87,7 @@ void copy_tree(const fs::path& from, const fs::path& to) {
 }
 
 TEST(LayerSource, AReleaseWithoutCatalogueGetsTheLeavesItsSourceRequests) {
-  CargoHome home(kFixture / "cargo_home");
+  cg::test::CargoHome home(kFixture / "cargo_home");
   auto a = analyze(kFixture / "app");
   // 0.7.9 is not catalogued: without its source every leaf below would be 0.11.0's and unknown.
   EXPECT_FALSE(LayerCatalog::hand_written("0.7.9").audited());
@@ -134,7 +114,7 @@ TEST(LayerSource, AReleaseWithoutCatalogueGetsTheLeavesItsSourceRequests) {
 
 TEST(LayerSource, WithoutTheSourceTheCatalogueIsTheFallbackAndLeavesStayUnknown) {
   cg::test::TempTree empty("cg-layer-source", "empty-home");
-  CargoHome home(empty.root);
+  cg::test::CargoHome home(empty.root);
   auto a = analyze(kFixture / "app");
   auto l = leaves(a);
   EXPECT_EQ(l.count("proj.bias"), 1u);  // 0.11.0's names, which this release does not use
@@ -154,7 +134,7 @@ TEST(LayerSource, ASyntaxErrorWhereConstructorsAreIsANoteAndOnlyThoseAreNotRead)
   const fs::path nn =
       t.root / "cargo_home/registry/src/index.example-0123456789abcdef/candle-nn-0.7.9";
   t.write(nn.lexically_relative(t.root) / "src/conv.rs", "pub fn conv2d(vb: crate::VarBuilder {\n");
-  CargoHome home(t.root / "cargo_home");
+  cg::test::CargoHome home(t.root / "cargo_home");
   auto a = analyze(t.root / "app");
   auto notes = findings(a, "dependency-source");
   ASSERT_THAT(notes, ::testing::Contains(HasSubstr("src/conv.rs:1")));
@@ -178,7 +158,7 @@ TEST(LayerSource, AnUnreadableSourceIsANoteAndTheCatalogueIsUsed) {
   const fs::path nn =
       t.root / "cargo_home/registry/src/index.example-0123456789abcdef/candle-nn-0.7.9";
   fs::remove(nn / "src/lib.rs");
-  CargoHome home(t.root / "cargo_home");
+  cg::test::CargoHome home(t.root / "cargo_home");
   auto a = analyze(t.root / "app");
   EXPECT_THAT(findings(a, "dependency-source"),
               ::testing::Contains(HasSubstr("the hand-written catalogue is used")));

@@ -24,25 +24,6 @@ using ::testing::HasSubstr;
 
 const fs::path kFixtures = fs::path(CG_SOURCE_DIR) / "tests/fixtures/crates";
 
-// Sets CARGO_HOME for one test (dependency sources are looked up there).
-struct CargoHome {
-  std::string old;
-  bool had = false;
-  explicit CargoHome(const fs::path& dir) {
-    if (const char* h = std::getenv("CARGO_HOME")) {
-      old = h;
-      had = true;
-    }
-    ::setenv("CARGO_HOME", dir.c_str(), 1);
-  }
-  ~CargoHome() {
-    if (had)
-      ::setenv("CARGO_HOME", old.c_str(), 1);
-    else
-      ::unsetenv("CARGO_HOME");
-  }
-};
-
 fs::path empty_home() {
   fs::path p = fs::temp_directory_path() / ("cg-deps-empty-home-" + std::to_string(::getpid()));
   fs::create_directories(p);
@@ -125,7 +106,7 @@ TEST(DependencyLoad, WorkspaceLayerCrateResolvesToItsItems) {
 }
 
 TEST(DependencyLoad, ParametersBuiltThroughTheLayerCrateAppear) {
-  CargoHome home(empty_home());
+  cg::test::CargoHome home(empty_home());
   cg::pipeline::Options o;
   o.path = (kFixtures / "deps_workspace/model").string();
   auto a = cg::pipeline::analyze(o);
@@ -173,7 +154,7 @@ TEST(DependencyLoad, RenamedRegistryCrateAndTheCrateItReaches) {
             "external candle_nn::var_builder::ShardedVarBuilder");
   EXPECT_TRUE(l.notes.empty()) << l.notes.front();
 
-  CargoHome env(home);
+  cg::test::CargoHome env(home);
   cg::pipeline::Options o;
   o.path = (kFixtures / "deps_registry/app").string();
   auto keys = parameter_keys(cg::pipeline::analyze(o));

@@ -2,6 +2,7 @@
 // A temporary directory of crate files for one test, removed at the end.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -23,6 +24,27 @@ struct TempTree {
   void write(const std::filesystem::path& rel, const std::string& text) const {
     std::filesystem::create_directories((root / rel).parent_path());
     std::ofstream(root / rel) << text;
+  }
+};
+
+// Sets CARGO_HOME for one test (dependency sources are looked up there), restoring it after.
+struct CargoHome {
+  std::string old;
+  bool had = false;
+  explicit CargoHome(const std::filesystem::path& dir) {
+    if (const char* h = std::getenv("CARGO_HOME")) {
+      old = h;
+      had = true;
+    }
+    ::setenv("CARGO_HOME", dir.c_str(), 1);
+  }
+  CargoHome(const CargoHome&) = delete;
+  CargoHome& operator=(const CargoHome&) = delete;
+  ~CargoHome() {
+    if (had)
+      ::setenv("CARGO_HOME", old.c_str(), 1);
+    else
+      ::unsetenv("CARGO_HOME");
   }
 };
 
