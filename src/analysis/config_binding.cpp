@@ -388,6 +388,7 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
     }
   out.value = default_of(c, s, *f);
   if (!out.value.concrete() && reported_.insert(c.path + f->name).second) {
+    if (c.path.empty()) values_->missing.emplace(f->json_name, field_source);
     diags_.push_back(
         {field_source, values_->origin + " has no field `" + c.path + f->json_name +
                            "` and serde gives it no default; shapes using it stay symbolic"});

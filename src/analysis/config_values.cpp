@@ -82,6 +82,52 @@ ConfigValues parse_config_values(std::string_view json, std::string origin) {
   return out;
 }
 
+namespace {
+
+// The dotted paths of the objects in a flattened config: "a.b.c" gives "a" and "a.b".
+std::set<std::string, std::less<>> object_paths(const ConfigValues& c) {
+  std::set<std::string, std::less<>> out;
+  for (const auto& [key, value] : c.fields)
+    for (auto dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
+      out.insert(key.substr(0, dot));
+  return out;
+}
+
+}  // namespace
+
+ConfigValues select_config_object(const ConfigValues& all, std::string_view key) {
+  ConfigValues out;
+  out.origin = all.origin + " (object `" + std::string(key) + "`)";
+  const std::string prefix = std::string(key) + ".";
+  for (auto it = all.fields.lower_bound(prefix);
+       it != all.fields.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+    out.fields.emplace(it->first.substr(prefix.size()), it->second);
+  if (out.fields.empty()) {
+    std::string objects;
+    for (const auto& o : object_paths(all))
+      if (o.find('.') == std::string::npos) objects += (objects.empty() ? "`" : ", `") + o + "`";
+    throw InputError(all.origin, "--config-key " + std::string(key) +
+                                     ": expected the path of a non-empty JSON object; the file's "
+                                     "top-level objects are " +
+                                     (objects.empty() ? std::string("none") : objects));
+  }
+  return out;
+}
+
+std::optional<NestedHome> nested_home(const ConfigValues& config,
+                                      const std::set<std::string, std::less<>>& missing) {
+  std::optional<NestedHome> best;
+  if (missing.size() < 2) return best;
+  for (const auto& object : object_paths(config)) {
+    std::size_t found = 0;
+    for (const auto& field : missing)
+      if (config.fields.count(object + "." + field) != 0) ++found;
+    if (found >= 2 && 2 * found >= missing.size() && (!best || found > best->found))
+      best = NestedHome{object, found, missing.size()};
+  }
+  return best;
+}
+
 ConfigValues read_config_values(const std::filesystem::path& path) {
   return parse_config_values(read_file(path, kMaxConfigBytes), path.string());
 }

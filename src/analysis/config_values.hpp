@@ -4,6 +4,7 @@
 // length is kept) because no shape expression indexes them by constant.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -33,11 +34,28 @@ struct ConfigValues {
   // (pipeline/config_check.hpp). Mutable: the binding reads the values through a const pointer.
   mutable std::map<std::string, ConfigProblem, std::less<>> problems;  // by key
   mutable std::set<std::string, std::less<>> read;  // keys a constructor read from the file
+  // Top-level keys a constructor looked for that the file lacks and serde cannot default, with
+  // the field's source ("src/model.rs:12").
+  mutable std::map<std::string, std::string, std::less<>> missing;
 };
 
 // Throws cg::InputError naming the file (and the byte offset simdjson stopped at) when the file
 // is not a JSON object; files over 16 MiB are refused.
 ConfigValues read_config_values(const std::filesystem::path& path);
 ConfigValues parse_config_values(std::string_view json, std::string origin);
+
+// The object at dotted path `key` (`text_config`) as a config of its own, for a model whose
+// fields a multimodal config.json nests (`--config-key`). Throws cg::InputError naming the file
+// and the objects it does have when `key` is not an object there.
+ConfigValues select_config_object(const ConfigValues& all, std::string_view key);
+
+// Where the fields a binding missed are: the nested object holding most of `missing` (top-level
+// keys), when it holds at least two and at least half of them, else empty.
+struct NestedHome {
+  std::string key;  // "text_config"
+  std::size_t found = 0, missing = 0;
+};
+std::optional<NestedHome> nested_home(const ConfigValues& config,
+                                      const std::set<std::string, std::less<>>& missing);
 
 }  // namespace cg::analysis

@@ -341,10 +341,17 @@ void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
 std::string config_warning_lines(const ir::ModelIr& ir, std::size_t max) {
   std::string out;
   std::size_t shown = 0, more = 0;
-  for (const auto& f : ir.findings) {
-    if ((f.rule != "config-binding" && f.rule != "config-value") ||
-        f.severity != ir::Severity::warning)
-      continue;
+  // The `--config-key` suggestion first: it explains the missing-field warnings after it.
+  std::vector<const ir::Finding*> warnings;
+  for (const auto& f : ir.findings)
+    if ((f.rule == "config-binding" || f.rule == "config-value") &&
+        f.severity == ir::Severity::warning)
+      warnings.push_back(&f);
+  std::stable_partition(warnings.begin(), warnings.end(), [](const ir::Finding* f) {
+    return f->message.find("--config-key") != std::string::npos;
+  });
+  for (const ir::Finding* fp : warnings) {
+    const ir::Finding& f = *fp;
     if (shown++ >= max) {
       ++more;
       continue;

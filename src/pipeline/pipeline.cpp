@@ -97,6 +97,25 @@ struct CandleVersions {
   std::string nn, core;
 };
 
+// The model's fields under one nested object of the config (`text_config` of a multimodal
+// config.json): say which, so the user can bind it. Only the fields of the analyzed (scoped)
+// components count: their warnings are the findings still in the IR.
+void suggest_config_key(const analysis::ConfigValues& config, ir::ModelIr& ir) {
+  std::set<std::string, std::less<>> sources, missing;
+  for (const auto& f : ir.findings)
+    if (f.rule == "config-binding" && f.source) sources.insert(*f.source);
+  for (const auto& [key, source] : config.missing)
+    if (sources.count(source) != 0) missing.insert(key);
+  auto home = analysis::nested_home(config, missing);
+  if (!home) return;
+  ir.findings.push_back(ir::make_finding(
+      "config-binding", ir::Severity::warning, ir::Confidence::proven,
+      config.origin + " lacks " + std::to_string(home->missing) + " fields a constructor reads; " +
+          std::to_string(home->found) + " of them are in its `" + home->key +
+          "` object: bind it with --config-key " + home->key,
+      ""));
+}
+
 // The Cargo context as the IR records it, with the findings about how it was obtained.
 CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Options& opts,
                                     const std::vector<std::string>& load_notes, Analysis& a) {
@@ -332,6 +351,12 @@ Analysis analyze(const Options& opts) {
 
   std::optional<analysis::ConfigValues> config;
   if (!opts.config.empty()) config = analysis::read_config_values(opts.config);
+  if (!opts.config_key.empty()) {
+    if (!config)
+      throw InputError("--config-key " + opts.config_key,
+                       "expected --config FILE naming the config.json it selects from");
+    config = analysis::select_config_object(*config, opts.config_key);
+  }
   analysis::InventoryOptions inv;
   inv.candle_nn_version = versions.nn;
   inv.config = config ? &*config : nullptr;
@@ -358,7 +383,10 @@ Analysis analyze(const Options& opts) {
   if (!opts.all) scope_to_component(crate, a.ir);
   // What the bound config gave the (scoped) parameters: refused values are input errors, fields
   // left unbound are warnings.
-  if (config) check_config(*config, a.ir);
+  if (config) {
+    check_config(*config, a.ir);
+    suggest_config_key(*config, a.ir);
+  }
 
   merge_traces(opts, crate, a);
   ir::normalize(a.ir);

@@ -32,6 +32,9 @@ struct Options {
   // one found) is scoped to that component (pipeline/scope.hpp).
   bool all = false;
   std::string config;  // config.json to bind
+  // The object of `config` holding the model's fields (`text_config` of a multimodal
+  // config.json); empty: the top level.
+  std::string config_key;
   std::vector<std::string>
       args;  // `--arg name=value`: root constructor arguments (num_labels=1000)
   std::vector<std::string> runtime_traces;
