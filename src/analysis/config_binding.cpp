@@ -1,6 +1,8 @@
 #include "analysis/config_binding.hpp"
 
 #include <cstring>
+#include <memory>
+#include <set>
 #include <vector>
 
 #include "rust/body.hpp"
@@ -152,6 +154,13 @@ rust::NodeId first_struct_literal(const rust::Body& b, rust::NodeId n, const std
   return rust::kNone;
 }
 
+// The warning for a config value read through a custom deserializer that is not evaluated.
+std::string unevaluated(const std::string& key, const std::string& origin,
+                        const std::string& with) {
+  return "`" + key + "` in " + origin + " is read through `#[serde(" + with +
+         ")]`, which is not evaluated; what the field decides stays symbolic";
+}
+
 // Evaluates a function body: `let` bindings, then the tail (or a `return`).
 class BodyContext : public EvalContext {
  public:
@@ -227,9 +236,10 @@ const ConfigBinding::StructInfo& ConfigBinding::info(std::size_t item) const {
       if (!contains_word(a, "serde")) continue;
       if (auto r = attr_value(a, "rename")) f.json_name = *r;
       if (auto al = attr_value(a, "alias")) f.aliases.push_back(*al);
-      if (auto w = attr_value(a, "deserialize_with"))
+      if (auto w = attr_value(a, "deserialize_with")) {
         f.deserialize_with = "deserialize_with = \"" + *w + "\"";
-      else if (auto m = attr_value(a, "with"))
+        f.deserializer = *w;
+      } else if (auto m = attr_value(a, "with"))
         f.deserialize_with = "with = \"" + *m + "\"";
       if (auto d = attr_value(a, "default"))
         f.default_fn = *d;
@@ -313,6 +323,22 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
         SymValue::symbolic(shown, "the config struct has no field `" + std::string(name) + "`");
     return out;
   }
+  if (c.computed) {
+    auto it = c.computed->find(name);
+    out.value = it != c.computed->end()
+                    ? it->second
+                    : SymValue::symbolic(
+                          shown, "the deserializer's struct sets no `" + std::string(name) + "`");
+    return out;
+  }
+  if (!f->deserializer.empty() && c.bound) {
+    if (auto r = deserialized(c, *f)) return *r;
+    const std::string key = c.path + f->json_name;
+    if (values_->find(key) != nullptr && reported_.insert(key).second)
+      diags_.push_back(
+          {crate_.files()[crate_.items()[c.item].file]->path() + ":" + std::to_string(f->line),
+           unevaluated(key, values_->origin, f->deserialize_with)});
+  }
   // A nested config struct (`text_config: TextConfig`).
   const rust::Item& st = crate_.items()[c.item];
   if (auto nested = config_of_type(f->type_text, st.module)) {
@@ -360,10 +386,7 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
         out.value = SymValue::symbolic(
             shown, "read through `#[serde(" + f->deserialize_with + ")]`, which is not evaluated");
         if (reported_.insert(key).second)
-          diags_.push_back({field_source, "`" + key + "` in " + values_->origin +
-                                              " is read through `#[serde(" + f->deserialize_with +
-                                              ")]`, which is not evaluated; what the field " +
-                                              "decides stays symbolic"});
+          diags_.push_back({field_source, unevaluated(key, values_->origin, f->deserialize_with)});
         return out;
       }
       if (std::string why = serde_refusal(f->type_text, *v); !why.empty()) {
@@ -393,6 +416,86 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
         {field_source, values_->origin + " has no field `" + c.path + f->json_name +
                            "` and serde gives it no default; shapes using it stay symbolic"});
   }
+  return out;
+}
+
+// A deserializer of the serde idiom "read a primitive, match on it, build a struct":
+//   match String::deserialize(d)?.as_str() { "gated-gelu" => Ok(S { gated: true, .. }), .., x => ..
+//   }
+// evaluated on the field's JSON value: the arm the value selects (string literal patterns, or a
+// binding / `_`), and that arm's struct literal's fields. nullopt when the body is not of that
+// shape or the field's type is not a crate-local struct; the caller then keeps the field symbolic.
+std::optional<FieldResult> ConfigBinding::deserialized(const ConfigRef& c,
+                                                       const FieldInfo& f) const {
+  const rust::Item& st = crate_.items()[c.item];
+  auto target = config_of_type(f.type_text, st.module);
+  if (!target) return std::nullopt;
+  const std::string key = c.path + f.json_name;
+  const SymValue* json = values_->find(key);
+  if (json == nullptr || json->kind != SymValue::Kind::string) return std::nullopt;
+  std::optional<std::size_t> fn;
+  for (const auto& cand : crate_.resolve(st.module, f.deserializer))
+    if (cand.kind == rust::Candidate::Kind::Item &&
+        crate_.items()[cand.item].kind == rust::ItemKind::Function)
+      fn = cand.item;
+  if (!fn) return std::nullopt;
+  const rust::Body& body = crate_.lowered(*fn);
+  if (body.root == kNone) return std::nullopt;
+  // The input: `X::deserialize(d)?` read inline or bound by a `let` first.
+  std::set<std::string, std::less<>> input_names;
+  auto reads_input = [&](NodeId n) {
+    const std::string_view text = body.source(n);
+    if (text.find("::deserialize(") != std::string_view::npos) return true;
+    NodeId base = n;
+    while (base != kNone && (body[base].kind == Kind::MethodCall || body[base].kind == Kind::Try ||
+                             body[base].kind == Kind::Ref || body[base].kind == Kind::Paren))
+      base = body[base].a;
+    return base != kNone && body[base].kind == Kind::Path && input_names.count(body[base].str);
+  };
+  NodeId match = kNone;
+  for (NodeId stmt : body.kids(body.root)) {
+    const rust::Node& n = body[stmt];
+    if (n.kind == Kind::Let && n.a != kNone && body[n.a].kind == Kind::PIdent && n.b != kNone &&
+        reads_input(n.b))
+      input_names.insert(std::string(body[n.a].str));
+    if (n.kind == Kind::Match) match = stmt;
+    if (n.kind == Kind::ExprStmt && n.a != kNone && body[n.a].kind == Kind::Match) match = n.a;
+  }
+  if (match == kNone || !reads_input(body[match].a)) return std::nullopt;
+  BodyContext ctx(*this, std::nullopt);
+  NodeId chosen = kNone;
+  for (NodeId arm : body.kids(match)) {
+    const rust::Node& a = body[arm];
+    if (a.b != kNone || a.a == kNone) return std::nullopt;  // a guard: not evaluated
+    std::vector<NodeId> alts = body[a.a].kind == Kind::POr ? body.kids(a.a) : std::vector{a.a};
+    for (NodeId p : alts) {
+      const rust::Node& pat = body[p];
+      bool hit = pat.kind == Kind::PWild;
+      if (pat.kind == Kind::PIdent) {
+        ctx.locals[std::string(pat.str)] = *json;
+        hit = true;
+      }
+      if (pat.kind == Kind::PLit)
+        if (auto lit = rust::decode_string_literal(pat.str)) hit = *lit == json->text;
+      if (pat.kind == Kind::PUnsupported || pat.kind == Kind::PPath) return std::nullopt;
+      if (hit) chosen = a.c;
+    }
+    if (chosen != kNone) break;
+  }
+  if (chosen == kNone) return std::nullopt;
+  NodeId lit = first_struct_literal(body, chosen, "", 0);
+  if (lit == kNone) return std::nullopt;
+  auto fields = std::make_shared<std::map<std::string, SymValue, std::less<>>>();
+  for (NodeId fi : body.kids(lit)) {
+    if (body[fi].flags & rust::kShorthand) continue;
+    (*fields)[std::string(body[fi].str)] = evaluate(body, body[fi].a, ctx);
+  }
+  values_->read.insert(key);
+  FieldResult out;
+  out.config = *target;
+  out.config->path = key + ".";
+  out.config->bound = true;
+  out.config->computed = std::move(fields);
   return out;
 }
 

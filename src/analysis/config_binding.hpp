@@ -29,6 +29,9 @@ struct ConfigRef {
   // method item whose struct literal gives each field from the Deserialize source; -1 if none.
   std::ptrdiff_t via = -1;
   std::size_t via_source = 0;  // the Deserialize struct the conversion reads
+  // A struct a field's `#[serde(deserialize_with = "f")]` built from its JSON value: the fields
+  // `f`'s struct literal gives (`ActivationWithOptionalGating { gated: true, .. }`).
+  std::shared_ptr<const std::map<std::string, SymValue, std::less<>>> computed;
 };
 
 struct FieldResult {
@@ -75,6 +78,7 @@ class ConfigBinding {
     bool serde_default = false;
     std::string default_fn;
     std::string deserialize_with;  // `#[serde(deserialize_with = "f")]` or `with = "m"`
+    std::string deserializer;      // `f` of `deserialize_with = "f"`
     std::uint32_t line = 0;
   };
   struct StructInfo {
@@ -84,6 +88,7 @@ class ConfigBinding {
   };
   const StructInfo& info(std::size_t item) const;
   SymValue default_of(const ConfigRef& c, const StructInfo& s, const FieldInfo& f) const;
+  std::optional<FieldResult> deserialized(const ConfigRef& c, const FieldInfo& f) const;
   SymValue eval_fn_body(std::size_t fn_item, const std::optional<ConfigRef>& self,
                         const std::vector<SymValue>& args) const;
 
