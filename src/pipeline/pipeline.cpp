@@ -116,6 +116,21 @@ void suggest_config_key(const analysis::ConfigValues& config, ir::ModelIr& ir) {
       ""));
 }
 
+// A component whose constructor takes a VarBuilder yet registers no parameter the inventory can
+// follow: its total of 0 is a lower bound, not a fact (vgg builds its layers inside `vec![..]`).
+void flag_empty_components(ir::ModelIr& ir) {
+  for (const auto& c : ir.components) {
+    if (!c.parameters.empty()) continue;
+    ir.findings.push_back(ir::make_finding(
+        "structure-unresolved", ir::Severity::warning, ir::Confidence::conditional,
+        "`" + c.qualified_name +
+            "`'s constructor takes a VarBuilder but no parameter it loads was found: it loads "
+            "none, or loads them through code the inventory does not follow (a macro such as "
+            "`vec![..]`, a closure or a trait object); its total of 0 is a lower bound",
+        c.source, {c.id}));
+  }
+}
+
 // The Cargo context as the IR records it, with the findings about how it was obtained.
 CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Options& opts,
                                     const std::vector<std::string>& load_notes, Analysis& a) {
@@ -375,6 +390,7 @@ Analysis analyze(const Options& opts) {
   }
   analysis::build_inventory(crate, inv, a.ir);
   if (crate.units().size() > 1) drop_dependency_components(a.ir);
+  flag_empty_components(a.ir);
 
   analysis::DataflowOptions df;
   df.candle_version = versions.core;

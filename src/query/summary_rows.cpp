@@ -738,6 +738,11 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
   std::string out = render_summary_table(title, m.rows, m.totals);
   if (a.ir.components.empty())
     out += "No component: no public type has a constructor taking a VarBuilder (try --root T).\n";
+  for (const auto& c : a.ir.components)
+    if (c.parameters.empty())
+      out += "`" + c.name +
+             "` registers no parameter the inventory can follow: its total is a lower bound "
+             "(see `candle-graph check`).\n";
   if (m.totals.unknown_leaves > 0 && config_path.empty())
     out += "Shapes stay symbolic where no config binds them: pass --config config.json.\n";
   // With a config bound, what it left unbound is said here, not only in `check`'s findings.
