@@ -103,6 +103,22 @@ struct Setup {
   const BuilderTypes& types;
 };
 
+// A function-style model (`pub fn resnet18(num_classes: usize, vb: VarBuilder) -> Result<Func>`)
+// named by `--root`: the function is both the component and its constructor. Never chosen
+// without `--root`: every layer helper (`fn linear(.., vb)`) has that shape too.
+std::vector<Result> function_roots(const rust::Crate& crate, const std::string& root,
+                                   const BuilderTypes& types) {
+  std::vector<Result> out;
+  for (std::size_t i = 0; i < crate.items().size(); ++i) {
+    const rust::Item& f = crate.items()[i];
+    if (f.kind != rust::ItemKind::Function || f.cfg.state == rust::Tri::False || !crate.is_local(i))
+      continue;
+    if ((f.name == root || f.qualified == root) && takes_builder(crate, types, f))
+      out.push_back({Candidate{i, i}, nullptr});
+  }
+  return out;
+}
+
 // The components to analyze: `--root`, or the public candidates no other candidate builds.
 std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Candidate>& cands,
                                  const InventoryOptions& opts, const Setup& s) {
@@ -123,6 +139,14 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
       if (q != t.qualified) built_elsewhere.insert(q);
     if (t.visibility == rust::Visibility::Public) results.push_back({c, nullptr});
   }
+  if (!opts.root.empty() && results.empty()) results = function_roots(crate, opts.root, s.types);
+  // A name that is some match's full path (`tiny_net` at the crate's top) picks that one.
+  if (!opts.root.empty() && std::any_of(results.begin(), results.end(), [&](const Result& r) {
+        return crate.items()[r.cand.type_item].qualified == opts.root;
+      }))
+    std::erase_if(results, [&](const Result& r) {
+      return crate.items()[r.cand.type_item].qualified != opts.root;
+    });
   if (!opts.root.empty() && results.size() > 1) {
     std::string names;
     for (const auto& r : results)
@@ -133,7 +157,8 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
   if (!opts.root.empty() && results.empty())
     throw InputError("component root `" + opts.root + "`",
                      "no struct named `" + opts.root +
-                         "` with a constructor taking a VarBuilder was found in the crate");
+                         "` with a constructor taking a VarBuilder, nor a function of that name "
+                         "taking one, was found in the crate");
   std::erase_if(results, [&](const Result& r) {
     return built_elsewhere.count(crate.items()[r.cand.type_item].qualified) > 0;
   });
@@ -183,7 +208,9 @@ ir::Component component_of(const rust::Crate& crate, const BuilderTypes& types,
       comp.builders.push_back(std::move(b));
     }
   comp.evidence.push_back({ir::EvidenceKind::source, ir::Confidence::proven, comp.source,
-                           "public model API type with a VarBuilder constructor"});
+                           cand.type_item == cand.ctor
+                               ? "function taking a VarBuilder, chosen as the root (--root)"
+                               : "public model API type with a VarBuilder constructor"});
   return comp;
 }
 

@@ -16,7 +16,9 @@ void add_crate_options(CLI::App& cmd, CrateOptions& o, bool positional_path) {
   cmd.add_option("--target", o.target, "Target triple used to evaluate cfg (default: host)");
   cmd.add_option("--cargo-target", o.cargo_target,
                  "Cargo target to analyze: lib (default), a bin, example, test or bench name");
-  cmd.add_option("--root", o.root, "Analyze this type as the component root");
+  cmd.add_option(
+      "--root", o.root,
+      "Analyze this type, or function taking a VarBuilder (resnet18), as the component root");
   cmd.add_flag("--all", o.all,
                "Keep the whole crate's functions, operations and findings (default: one "
                "component's, when there is one)");
