@@ -57,18 +57,35 @@ enum class Errc : std::uint8_t {
   unbalanced,         // a handle was ended on a thread where it is not open
 };
 
+// The message lives behind a pointer that is null when ok: a successful call (every timed one)
+// builds and destroys no std::string, only a code and a null pointer.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(Errc code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Errc code, std::string message)
+      : code_(code), message_(std::make_unique<std::string>(std::move(message))) {}
+  Status(const Status& other)
+      : code_(other.code_),
+        message_(other.message_ ? std::make_unique<std::string>(*other.message_) : nullptr) {}
+  Status(Status&& other) noexcept = default;
+  Status& operator=(const Status& other) {
+    if (this != &other) *this = Status(other);
+    return *this;
+  }
+  Status& operator=(Status&& other) noexcept = default;
+  ~Status() = default;
   bool ok() const noexcept { return code_ == Errc::ok; }
   explicit operator bool() const noexcept { return ok(); }
   Errc code() const noexcept { return code_; }
-  const std::string& message() const noexcept { return message_; }
+  const std::string& message() const noexcept { return message_ ? *message_ : empty_message(); }
 
  private:
+  static const std::string& empty_message() noexcept {
+    static const std::string empty;
+    return empty;
+  }
   Errc code_ = Errc::ok;
-  std::string message_;
+  std::unique_ptr<std::string> message_;
 };
 
 template <typename T>

@@ -7,6 +7,10 @@
 #include <unistd.h>
 #endif
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -352,6 +356,20 @@ namespace {
   const char* a = interned.data();
   const char* b = text.data();
   if (n > 128) return std::memcmp(a, b, n) == 0;
+#if defined(__SSE2__)
+  if (n >= 16) {
+    // 16-byte words (SSE2 is part of x86-64), the last one overlapping: a ~100-byte static id is
+    // seven compares instead of thirteen 8-byte ones. The last word first, as below.
+    const auto load = [](const char* p) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    };
+    __m128i same = _mm_cmpeq_epi8(load(a + n - 16), load(b + n - 16));
+    if (_mm_movemask_epi8(same) != 0xFFFF) return false;
+    for (std::size_t i = 0; i + 16 < n; i += 16)
+      same = _mm_and_si128(same, _mm_cmpeq_epi8(load(a + i), load(b + i)));
+    return _mm_movemask_epi8(same) == 0xFFFF;
+  }
+#endif
   if (n >= 8) {
     // Static ids run to ~100 bytes: 8-byte words, the last one overlapping the one before. Ids
     // of one model differ mostly at their end (`…:41` vs `…:42`, the same length), and a

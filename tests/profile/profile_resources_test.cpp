@@ -416,6 +416,52 @@ TEST(ProfileStringApi, EndingByEventIdOrByItsTextIsTheSame) {
   EXPECT_EQ(number(lines.back(), "errors"), 2u) << lines.back();
 }
 
+// Long static ids (the 16-byte compare path, and past 128 bytes) reused in one buffer: an id that
+// differs from the cached one only inside a middle word is another operation.
+TEST(ProfileStringApi, LongIdsInAReusedBufferDifferingInTheMiddleAreDistinct) {
+  const fs::path path = scratch("string-long.jsonl");
+  auto session = open_or_die(path, cg::ProfileConfig::train("main"));
+  std::vector<std::string> texts;
+  for (std::size_t length : {100u, 150u}) {
+    std::string a = "operation:train:" + std::string(length - 18, 'm') + ":0";
+    std::string b = a;
+    b[40] = 'x';  // only in a middle word, never in the first or the last one
+    texts.push_back(a);
+    texts.push_back(b);
+    texts.push_back(a);
+  }
+  char buffer[160];
+  for (const std::string& text : texts) {
+    std::memcpy(buffer, text.data(), text.size());
+    auto id = session.begin_operation(std::string_view(buffer, text.size()), "matmul").value();
+    ASSERT_TRUE(session.end_operation(id));
+  }
+  ASSERT_TRUE(session.finish());
+  const std::vector<std::string> lines = read_lines(path);
+  ASSERT_EQ(lines.size(), texts.size() + 2);
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    EXPECT_EQ(field(lines[1 + i], "static_id"), texts[i]) << i;
+}
+
+// An error's message survives copies and moves of its Status (the message is held by pointer, so
+// that a successful call builds no string).
+TEST(ProfileStringApi, ErrorMessagesSurviveCopiesAndMoves) {
+  auto session = open_or_die(scratch("status-copy.jsonl"), cg::ProfileConfig::train("main"));
+  auto refused = session.end_operation(std::string_view("train-op-0-99"));
+  ASSERT_FALSE(refused);
+  cg::Status copy = refused.status();
+  cg::Status assigned;
+  assigned = copy;
+  cg::Status moved = std::move(copy);
+  const cg::Status* all[] = {&refused.status(), &assigned, &moved};
+  for (const cg::Status* s : all) {
+    EXPECT_EQ(s->code(), cg::Errc::unknown_operation);
+    EXPECT_EQ(s->message(), "unknown profile operation `train-op-0-99`");
+  }
+  EXPECT_TRUE(cg::Status().message().empty());
+  ASSERT_TRUE(session.finish());
+}
+
 // Ids that merely look like ours are refused exactly as the seed refuses unknown ids.
 TEST(ProfileStringApi, MalformedAndMismatchedIdsAreUnknown) {
   const fs::path path = scratch("string-ids.jsonl");
