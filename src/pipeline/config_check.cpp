@@ -144,15 +144,13 @@ struct Modules {
   }
 };
 
-}  // namespace
+// Which parameters (and families) each config key still named in a shape feeds.
+struct KeyUses {
+  std::map<std::string, std::vector<std::string>> params, families;
+};
 
-void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
-  Modules mods;
-  for (const auto& m : ir.modules)
-    mods.by_id[m.id] = &m;
-
-  // Which parameters (and families) each config key still named in a shape feeds.
-  std::map<std::string, std::vector<std::string>> params_of_key, families_of_key;
+KeyUses key_uses(const ir::ModelIr& ir, const Modules& mods) {
+  KeyUses out;
   for (const auto& p : ir.parameters) {
     if (p.shape || !p.symbolic_shape) continue;
     std::set<std::string> keys;
@@ -160,24 +158,28 @@ void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
       for (auto& k : config_keys_in(d))
         keys.insert(std::move(k));
     for (const auto& k : keys)
-      params_of_key[k].push_back(p.key);
+      out.params[k].push_back(p.key);
   }
   for (const auto& m : ir.modules)
     if (const ir::Module* up = mods.parent(m);
         m.repeat && !(up && repeat_of(up->repeat).loop == repeat_of(m.repeat).loop))
       for (const auto& k : config_keys_in(*m.repeat))
-        families_of_key[k].push_back(m.prefix.empty() ? m.type_name : m.prefix);
+        out.families[k].push_back(m.prefix.empty() ? m.type_name : m.prefix);
+  return out;
+}
 
-  std::vector<std::string> errors;
-  // 1. Values serde refuses for the field's type, where they feed a shape or a family count.
+// 1. Values serde refuses for the field's type, where they feed a shape or a family count (an
+//    error), or feed nothing in a config struct of the analysed component's files (a warning).
+void check_refused_values(const analysis::ConfigValues& config, const KeyUses& uses,
+                          ir::ModelIr& ir, std::vector<std::string>& errors) {
   for (const auto& [key, pr] : config.problems) {
-    auto ps = params_of_key.find(key);
-    auto fs = families_of_key.find(key);
+    auto ps = uses.params.find(key);
+    auto fs = uses.families.find(key);
     std::string feeds;
-    if (ps != params_of_key.end())
+    if (ps != uses.params.end())
       feeds = "the shape of " + name_list(ps->second) + " (" + std::to_string(ps->second.size()) +
               " parameter" + (ps->second.size() == 1 ? "" : "s") + ")";
-    if (fs != families_of_key.end())
+    if (fs != uses.families.end())
       feeds += (feeds.empty() ? "" : " and ") + std::string("the count of family ") +
                name_list(fs->second);
     std::string what = "`" + key + "` is " + pr.value + ": " + pr.why + ", which `" + pr.field +
@@ -196,76 +198,100 @@ void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
           config.origin + ": " + what + " (no parameter shape uses it)", pr.field_source));
     }
   }
+}
 
-  // 2. Concrete shapes: a tensor over 2^40 elements, a negative dimension from a signed field, an
-  //    element count past 64 bits; and counts through the families a parameter repeats in.
+// One parameter's concrete dimensions: nullopt (with the error said) when a dimension is
+// negative or the element count is too large for one tensor; `all` false when one is symbolic.
+struct Dims {
+  std::vector<std::uint64_t> dims;
+  bool all = true;
+  std::uint64_t elems = 1;
+};
+
+std::optional<Dims> concrete_dims(const analysis::ConfigValues& config, const ir::Parameter& p,
+                                  std::vector<std::string>& errors) {
+  Dims out;
+  std::optional<std::int64_t> negative;
+  for (const auto& d : *p.symbolic_shape) {
+    if (auto n = whole_number(d)) {
+      out.dims.push_back(*n);
+    } else {
+      out.all = false;
+      if (d.size() > 1 && d[0] == '-' && whole_number(d.substr(1)))
+        negative = -static_cast<std::int64_t>(*whole_number(d.substr(1)));
+    }
+  }
+  if (p.shape) out.dims = *p.shape, out.all = true;
+  const std::string shown = shape_text(*p.symbolic_shape);
+  if (negative) {
+    auto keys = keys_with_value(config, *negative);
+    std::string from;
+    for (const auto& k : keys)
+      from += (from.empty() ? "" : " or ") + ("`" + k + "`");
+    errors.push_back("parameter `" + p.key + "` gets shape " + shown + ": a negative dimension" +
+                     (from.empty() ? std::string(" from the config values it reads")
+                                   : " from " + from + " = " + std::to_string(*negative)));
+    return std::nullopt;
+  }
+  if (!out.all) return out;
+  bool overflow = false;
+  for (auto d : out.dims)
+    overflow = overflow || __builtin_mul_overflow(out.elems, d, &out.elems);
+  if (overflow || out.elems > kMaxTensorElements) {
+    std::string from;
+    for (auto d : out.dims)
+      if (auto f = from_keys(config, d); !f.empty() && d > 1)
+        from += (from.empty() ? "" : ", ") + f;
+    errors.push_back("parameter `" + p.key + "` gets shape " + shown + ": " +
+                     (overflow ? std::string("its element count does not fit in 64 bits")
+                               : group_thousands_text(out.elems) + " elements, over 2^40 for one "
+                                                                   "tensor") +
+                     (from.empty() ? "" : " (from " + from + ")"));
+    return std::nullopt;
+  }
+  return out;
+}
+
+// `elems` times the counts of the families (templates of known count) parameter `p` repeats
+// in; the family that overflows 64 bits is named in `family_from`, else it stays empty.
+std::uint64_t through_families(const analysis::ConfigValues& config, const Modules& mods,
+                               const ir::Parameter& p, std::uint64_t elems,
+                               std::string& family_from) {
+  std::uint64_t n = elems;
+  bool fam_overflow = false;
+  if (p.module)
+    for (auto it = mods.by_id.find(*p.module); it != mods.by_id.end();) {
+      const ir::Module* m = it->second;
+      auto c = mods.count(*m);
+      if (c && *c != 1) {
+        if (__builtin_mul_overflow(n, *c, &n)) fam_overflow = true;
+        if (fam_overflow && family_from.empty()) {
+          std::string f = from_keys(config, *c);
+          family_from = "family `" + m->prefix + "` × " + group_thousands_text(*c) +
+                        (f.empty() ? "" : " (" + f + ")");
+        }
+      }
+      if (!m->parent || fam_overflow) break;
+      it = mods.by_id.find(*m->parent);
+    }
+  return n;
+}
+
+// 2. Concrete shapes: a tensor over 2^40 elements, a negative dimension from a signed field, an
+//    element count past 64 bits; and counts through the families a parameter repeats in.
+void check_concrete_shapes(const analysis::ConfigValues& config, const Modules& mods,
+                           const ir::ModelIr& ir, std::vector<std::string>& errors) {
   std::map<std::string, std::uint64_t> component_total;
   std::set<std::string> component_overflow;
   std::map<std::string, std::vector<std::string>> family_overflow;  // family -> parameters
   for (const auto& p : ir.parameters) {
     if (!p.symbolic_shape) continue;
-    std::vector<std::uint64_t> dims;
-    bool all = true;
-    std::optional<std::int64_t> negative;
-    for (const auto& d : *p.symbolic_shape) {
-      if (auto n = whole_number(d)) {
-        dims.push_back(*n);
-      } else {
-        all = false;
-        if (d.size() > 1 && d[0] == '-' && whole_number(d.substr(1)))
-          negative = -static_cast<std::int64_t>(*whole_number(d.substr(1)));
-      }
-    }
-    if (p.shape) dims = *p.shape, all = true;
-    const std::string shown = shape_text(*p.symbolic_shape);
-    if (negative) {
-      auto keys = keys_with_value(config, *negative);
-      std::string from;
-      for (const auto& k : keys)
-        from += (from.empty() ? "" : " or ") + ("`" + k + "`");
-      errors.push_back("parameter `" + p.key + "` gets shape " + shown + ": a negative dimension" +
-                       (from.empty() ? std::string(" from the config values it reads")
-                                     : " from " + from + " = " + std::to_string(*negative)));
-      continue;
-    }
-    if (!all) continue;
-    std::uint64_t elems = 1;
-    bool overflow = false;
-    for (auto d : dims)
-      overflow = overflow || __builtin_mul_overflow(elems, d, &elems);
-    if (overflow || elems > kMaxTensorElements) {
-      std::string from;
-      for (auto d : dims)
-        if (auto f = from_keys(config, d); !f.empty() && d > 1)
-          from += (from.empty() ? "" : ", ") + f;
-      errors.push_back("parameter `" + p.key + "` gets shape " + shown + ": " +
-                       (overflow ? std::string("its element count does not fit in 64 bits")
-                                 : group_thousands_text(elems) + " elements, over 2^40 for one "
-                                                                 "tensor") +
-                       (from.empty() ? "" : " (from " + from + ")"));
-      continue;
-    }
-    // Through the families (templates of known count) it repeats in.
-    std::uint64_t n = elems;
+    std::optional<Dims> d = concrete_dims(config, p, errors);
+    if (!d || !d->all) continue;
     std::string family_from;
-    bool fam_overflow = false;
-    if (p.module)
-      for (auto it = mods.by_id.find(*p.module); it != mods.by_id.end();) {
-        const ir::Module* m = it->second;
-        auto c = mods.count(*m);
-        if (c && *c != 1) {
-          if (__builtin_mul_overflow(n, *c, &n)) fam_overflow = true;
-          if (fam_overflow && family_from.empty()) {
-            std::string f = from_keys(config, *c);
-            family_from = "family `" + m->prefix + "` × " + group_thousands_text(*c) +
-                          (f.empty() ? "" : " (" + f + ")");
-          }
-        }
-        if (!m->parent || fam_overflow) break;
-        it = mods.by_id.find(*m->parent);
-      }
-    if (fam_overflow) {
-      family_overflow[family_from].push_back(p.key + " " + shown);
+    std::uint64_t n = through_families(config, mods, p, d->elems, family_from);
+    if (!family_from.empty()) {
+      family_overflow[family_from].push_back(p.key + " " + shape_text(*p.symbolic_shape));
       continue;
     }
     if (p.confidence == ir::Confidence::proven || p.confidence == ir::Confidence::conditional) {
@@ -281,27 +307,30 @@ void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
       if (comp.id == c) name = comp.qualified_name;
     errors.push_back("the parameters of `" + name + "` add up past 2^64");
   }
+}
 
-  if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end());
-    errors.erase(std::unique(errors.begin(), errors.end()), errors.end());
-    std::string msg = "config values no model can have";
-    constexpr std::size_t kShown = 8;
-    for (std::size_t i = 0; i < errors.size() && i < kShown; ++i)
-      msg += "\n  " + errors[i];
-    if (errors.size() > kShown)
-      msg += "\n  and " + std::to_string(errors.size() - kShown) + " more";
-    throw InputError(config.origin, msg);
-  }
+// The errors of steps 1 and 2, sorted and deduplicated, as one usage error naming the file.
+void throw_if_errors(const analysis::ConfigValues& config, std::vector<std::string> errors) {
+  if (errors.empty()) return;
+  std::sort(errors.begin(), errors.end());
+  errors.erase(std::unique(errors.begin(), errors.end()), errors.end());
+  std::string msg = "config values no model can have";
+  constexpr std::size_t kShown = 8;
+  for (std::size_t i = 0; i < errors.size() && i < kShown; ++i)
+    msg += "\n  " + errors[i];
+  if (errors.size() > kShown) msg += "\n  and " + std::to_string(errors.size() - kShown) + " more";
+  throw InputError(config.origin, msg);
+}
 
-  // 3. Fields a constructor reads that the file does not bind: shapes and counts still name them.
+// 3. Fields a constructor reads that the file does not bind: shapes and counts still name them.
+void warn_unbound_keys(const analysis::ConfigValues& config, const KeyUses& uses, ir::ModelIr& ir) {
   std::vector<const ir::Finding*> existing;
   for (const auto& f : ir.findings)
     if (f.rule == "config-binding") existing.push_back(&f);
   std::set<std::string> keys;
-  for (const auto& [k, v] : params_of_key)
+  for (const auto& [k, v] : uses.params)
     keys.insert(k);
-  for (const auto& [k, v] : families_of_key)
+  for (const auto& [k, v] : uses.families)
     keys.insert(k);
   // The root's config could not be bound at all (not Deserialize): one warning lists its fields.
   const bool root_unbound = std::any_of(existing.begin(), existing.end(), [](const ir::Finding* f) {
@@ -318,24 +347,40 @@ void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
         ""));
     return;
   }
+  std::vector<ir::Finding> added;
   for (const auto& key : keys) {
     const bool named = std::any_of(existing.begin(), existing.end(), [&](const ir::Finding* f) {
       return f->message.find("`" + key + "`") != std::string::npos;
     });
     if (named) continue;
     std::string what;
-    if (auto ps = params_of_key.find(key); ps != params_of_key.end())
+    if (auto ps = uses.params.find(key); ps != uses.params.end())
       what = std::to_string(ps->second.size()) + " parameter" +
              (ps->second.size() == 1 ? std::string(" keeps") : "s keep") + " a symbolic shape (" +
              name_list(ps->second) + ")";
-    if (auto fs = families_of_key.find(key); fs != families_of_key.end())
+    if (auto fs = uses.families.find(key); fs != uses.families.end())
       what += (what.empty() ? "" : "; ") + std::string("family ") + name_list(fs->second) +
               " keeps a symbolic count";
-    ir.findings.push_back(ir::make_finding(
+    added.push_back(ir::make_finding(
         "config-binding", ir::Severity::warning, ir::Confidence::proven,
         "a constructor reads `cfg." + key + "` but " + config.origin + " does not bind it: " + what,
         ""));
   }
+  ir.findings.insert(ir.findings.end(), added.begin(), added.end());
+}
+
+}  // namespace
+
+void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
+  Modules mods;
+  for (const auto& m : ir.modules)
+    mods.by_id[m.id] = &m;
+  const KeyUses uses = key_uses(ir, mods);
+  std::vector<std::string> errors;
+  check_refused_values(config, uses, ir, errors);
+  check_concrete_shapes(config, mods, ir, errors);
+  throw_if_errors(config, std::move(errors));
+  warn_unbound_keys(config, uses, ir);
 }
 
 std::string config_warning_lines(const ir::ModelIr& ir, std::size_t max) {
