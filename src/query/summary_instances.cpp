@@ -247,7 +247,7 @@ std::set<std::string> InstanceIndex::symbols() const {
   std::set<std::string> out;  // no Mult-Adds: the names the output shapes are written in
   for (const auto& [m, c] : by_module_)
     for (const auto& d : c->output_shape.dimensions)
-      if (plain_name(d.expr)) out.insert(d.expr);
+      if (plain_name(d.expr) && d.expr != "_") out.insert(d.expr);
   return out;
 }
 

@@ -509,9 +509,11 @@ struct Tree {
       }
       r.mult_adds_lower_bound = ma.lower_bound();
       std::string text = ma.text();
-      if (text.empty() && ma.lower_bound()) text = "?";
-      r.mult_adds =
-          text.empty() ? "" : (ma.lower_bound() ? "≥ " : "") + text + (each ? " each" : "");
+      // Nothing counted and something left out: unknown ("?"), not "at least nothing".
+      if (text.empty() && ma.lower_bound())
+        r.mult_adds = "?";
+      else if (!text.empty())
+        r.mult_adds = (ma.lower_bound() ? "≥ " : "") + text + (each ? " each" : "");
     }
     if (auto sh = shared_with.find(m.id); sh != shared_with.end())
       r.marker = (r.marker.empty() ? "" : r.marker + "; ") + "shared with " + sh->second->source;

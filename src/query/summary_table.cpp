@@ -201,8 +201,8 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
       if (totals.mult_adds_missing.size() > kNamed)
         names += " and " + std::to_string(totals.mult_adds_missing.size() - kNamed) + " more";
       out +=
-          "  ≥ lower bound: operations that may multiply have no Mult-Adds rule or no known "
-          "shapes: " +
+          "  ≥ marks a lower bound, ? an unknown: operations that may multiply have no "
+          "Mult-Adds rule or no known shapes: " +
           names + "\n";
     }
   } else if (!totals.mult_adds.empty()) {
@@ -245,8 +245,10 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
              " elements (--input-shape makes it a size)";
     out += " (sum of the operations' output sizes)\n";
     if (totals.activation_unknown_ops > 0)
-      out += "  lower bound: " + std::to_string(totals.activation_unknown_ops) +
-             " operations of the forward pass have no known output shape\n";
+      out += "  " + std::string(totals.activations == "unknown" ? "unknown" : "lower bound") +
+             ": " + group_thousands(totals.activation_unknown_ops) +
+             " operation runs of the forward pass (each family member counted) have no known "
+             "output shape\n";
   }
   if (!totals.shared.empty()) {
     out += "Shared weights are counted once (rows marked shared):\n";
