@@ -629,6 +629,16 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     });
   for (const auto& p : ir.parameters)
     if (p.module) t.params[*p.module].push_back(&p);
+  for (const auto& p : ir.parameters) {
+    std::vector<analysis::AlternativeMark> marks;
+    for (const auto& e : p.evidence)
+      if (auto m = analysis::parse_alternative(e)) marks.push_back(std::move(*m));
+    if (marks.empty()) continue;
+    t.alts[&p] = std::move(marks);
+    for (const ir::Module* x = p.module && t.by_id.count(*p.module) ? t.by_id[*p.module] : nullptr;
+         x && t.has_alts.insert(x->id).second;)
+      x = x->parent && t.by_id.count(*x->parent) ? t.by_id[*x->parent] : nullptr;
+  }
   {
     auto related = [&](const ir::Module* a, const ir::Module* b) {
       for (const ir::Module* x = a; x;)
@@ -646,6 +656,12 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
       for (const auto* m : ms)
         if (!t.params[m->id].empty()) owner = owner ? owner : m;
       if (!owner) continue;
+      // Weights registered under an undecided branch may be two alternatives building under the
+      // same key (`cross_attn` or `ff` at `layer.1`), not one weight used twice: not marked.
+      bool alternative = false;
+      for (const auto* p : t.params[owner->id])
+        alternative = alternative || t.alts.count(p) > 0;
+      if (alternative) continue;
       for (const auto* m : ms)
         if (m != owner && t.params[m->id].empty() && !related(m, owner) && !related(owner, m)) {
           t.shared_with[m->id] = owner;
@@ -653,16 +669,6 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
                                owner->prefix + " built at " + owner->source);
         }
     }
-  }
-  for (const auto& p : ir.parameters) {
-    std::vector<analysis::AlternativeMark> marks;
-    for (const auto& e : p.evidence)
-      if (auto m = analysis::parse_alternative(e)) marks.push_back(std::move(*m));
-    if (marks.empty()) continue;
-    t.alts[&p] = std::move(marks);
-    for (const ir::Module* x = p.module && t.by_id.count(*p.module) ? t.by_id[*p.module] : nullptr;
-         x && t.has_alts.insert(x->id).second;)
-      x = x->parent && t.by_id.count(*x->parent) ? t.by_id[*x->parent] : nullptr;
   }
   SummaryModel out;
   out.totals.shared = std::move(out_shared);
