@@ -254,7 +254,7 @@ std::string answer_path(const Analysis& a, const QueryRequest& req) {
 
 // What limits the analysis and what to do about it.
 void write_doctor(JsonWriter& w, const ir::ModelIr& ir,
-                  const std::map<std::string, std::uint64_t>& by_rule) {
+                  const std::map<std::string, std::uint64_t>& by_rule, bool config_bound) {
   std::uint64_t cond = 0, unknown = 0, symbolic = 0;
   for (const auto& p : ir.parameters) {
     if (p.confidence == ir::Confidence::conditional) ++cond;
@@ -271,7 +271,14 @@ void write_doctor(JsonWriter& w, const ir::ModelIr& ir,
   w.key("advice").begin_array();
   if (ir.components.empty())
     w.value("no component found: pass --root T for a type whose constructor takes a VarBuilder");
-  if (symbolic > 0) w.value("shapes are symbolic: pass --config config.json to bind them");
+  if (symbolic > 0 && !config_bound)
+    w.value("shapes are symbolic: pass --config config.json to bind them");
+  // With a config bound, saying "pass --config" again would send the user in a circle (#21).
+  if (symbolic > 0 && config_bound)
+    w.value(std::to_string(symbolic) +
+            " parameter shapes stay symbolic with the config bound: they read a constructor "
+            "argument (--arg name=value) or a value the binding does not evaluate (candle-graph "
+            "query parameters names each shape)");
   if (by_rule.count("structure-unresolved"))
     w.value(
         "constructor code was not understood: candle-graph query findings structure-unresolved");
@@ -353,8 +360,52 @@ std::string record_json(const ir::ModelIr& ir, const std::string& section, std::
 }
 
 // A singular kind: exactly one record, in full; an ambiguous selector lists the candidates.
+// What the summary's row says of a module (issue #18), as fields after its IR record: one call's
+// output shape in the forward pass, its Mult-Adds rolled up (a lower bound when an operation
+// under it has no rule), its parameters (a family row: every instance) and their size at `dtype`.
+std::string module_figures(const ir::ModelIr& ir, const ir::Module& m, const std::string& dtype) {
+  SummaryModel sm = build_summary(ir, dtype);
+  const SummaryRow* r = row_of(sm, m.id);
+  JsonWriter w(0);
+  w.begin_object();
+  if (r) {
+    w.key("output_shape");
+    if (r->output_shape.empty())
+      w.null();
+    else
+      w.value(r->output_shape);
+    std::string ma = r->mult_adds;
+    if (ma.rfind("≥ ", 0) == 0) ma = ma.substr(std::string("≥ ").size());
+    w.key("mult_adds");
+    if (ma.empty())
+      w.null();
+    else
+      w.value(ma);
+    w.field("mult_adds_lower_bound", r->mult_adds_lower_bound);
+    w.key("parameter_count");
+    if (r->params)
+      w.value(*r->params);
+    else
+      w.null();
+    w.key("weights_bytes");
+    if (r->params && dtype_bytes(dtype) > 0 && *r->params <= UINT64_MAX / dtype_bytes(dtype))
+      w.value(*r->params * dtype_bytes(dtype));
+    else
+      w.null();
+    w.field("weights_dtype", dtype);
+    w.field("shared_weights", r->marker.find("shared with") != std::string::npos);
+  } else {
+    w.key("summary_row").null();
+  }
+  w.end_object();
+  std::string fields = w.take();
+  // `{…}` → `,…` appended inside the record's braces.
+  return fields.size() > 2 ? "," + fields.substr(1, fields.size() - 2) : "";
+}
+
 void singular(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
-              const std::string& section, const std::string& selector) {
+              const std::string& section, const std::string& selector,
+              const std::string& dtype = "F32") {
   Selected s = select_items(ir, kind, section, selector);
   std::vector<std::size_t>& chosen = s.chosen;
   if (chosen.size() > 1) {
@@ -370,7 +421,11 @@ void singular(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
                                           " candidates; pass one stable id:" + c);
   }
   one_item_page(w);
-  w.key("items").begin_array().raw(record_json(ir, section, s.items[chosen[0]].index));
+  std::string record = record_json(ir, section, s.items[chosen[0]].index);
+  if (kind == "module" && !record.empty() && record.back() == '}')
+    record = record.substr(0, record.size() - 1) +
+             module_figures(ir, ir.modules[s.items[chosen[0]].index], dtype) + "}";
+  w.key("items").begin_array().raw(record);
   w.end_array().end_object();
 }
 
@@ -416,7 +471,7 @@ void listing(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
 }
 
 // `summary` and `doctor`: counts, findings by severity (and by rule), advice.
-void write_overview(JsonWriter& w, const Analysis& a, bool doctor) {
+void write_overview(JsonWriter& w, const Analysis& a, bool doctor, bool config_bound) {
   const ir::ModelIr& ir = a.ir;
   std::map<std::string, std::uint64_t> by_severity, by_rule;
   for (const auto& f : ir.findings) {
@@ -444,7 +499,7 @@ void write_overview(JsonWriter& w, const Analysis& a, bool doctor) {
     w.value(c.qualified_name);
   w.end_array();
   if (doctor) {
-    write_doctor(w, ir, by_rule);
+    write_doctor(w, ir, by_rule, config_bound);
     write_dependencies(w, a.dependencies);
   }
   w.end_object();
@@ -457,7 +512,7 @@ void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
   one_item_page(w);
   w.key("items").begin_array();
   if (kind == "summary" || kind == "doctor") {
-    write_overview(w, a, kind == "doctor");
+    write_overview(w, a, kind == "doctor", !ctx.config_path.empty());
   } else if (kind == "cargo") {
     JsonWriter c(0);
     ir::write_record(c, ir.cargo);
@@ -623,7 +678,7 @@ std::string answer_query(const Analysis& a, const QueryRequest& req, const Query
   else if (spec.paginated)
     listing(w, a.ir, kind, section, req);
   else
-    singular(w, a.ir, kind, section, req.selector);
+    singular(w, a.ir, kind, section, req.selector, summary_dtype("", ctx.config_path));
   return w.take() + "\n";
 }
 

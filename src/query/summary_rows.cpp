@@ -10,6 +10,7 @@
 #include "analysis/inventory.hpp"
 #include "pipeline/config_check.hpp"
 #include "query/selector.hpp"
+#include "query/summary_instances.hpp"
 #include "util/error.hpp"
 
 namespace cg::query {
@@ -339,6 +340,7 @@ std::string term_text(const std::pair<std::string, std::uint64_t>& t) {
 struct Tree {
   const ir::ModelIr& ir;
   const InputDims& dims;
+  const InstanceIndex& calls;
   std::map<std::string, const ir::Operation*> ops;  // id -> operation
   std::map<std::string, Count> mult_total;          // symbol product -> count
   bool mult_partial = false;
@@ -381,6 +383,9 @@ struct Tree {
   std::map<std::string, std::vector<const ir::Module*>> children;   // parent id -> modules
   std::map<std::string, std::vector<const ir::Parameter*>> params;  // module id -> leaves
   std::map<std::string, const ir::Module*> by_id;
+  // A module built under a key another (not its ancestor or descendant) registered its weights
+  // under: the same weights, counted once, the row says so.
+  std::map<std::string, const ir::Module*> shared_with;
   std::map<std::string, Count> memo;
   std::map<const ir::Parameter*, std::vector<analysis::AlternativeMark>> alts;  // leaves in any
   std::set<std::string> has_alts;  // modules with an alternative leaf in their subtree
@@ -489,7 +494,29 @@ struct Tree {
                      [](const ir::Parameter* a, const ir::Parameter* b) {
                        return query::natural_less(a->key, b->key);
                      });
-    r.mult_adds = module_mult_adds(leaves, times(m));
+    if (calls.main_roots().empty()) {
+      r.mult_adds = module_mult_adds(leaves, times(m));
+    } else if (const ir::InstanceCall* call = calls.call_of(m.id)) {
+      // One call of this instance in the forward pass: its operations and every module it runs.
+      r.output_shape = calls.output_shape(*call);
+      SymSum ma = calls.mult_adds(*call);
+      bool each = false;
+      if (fam.is_template) {
+        if (fam.count.n)
+          ma.scale(*fam.count.n);
+        else
+          each = true;  // a family of unknown count: the figure is one instance's
+      }
+      r.mult_adds_lower_bound = ma.lower_bound();
+      std::string text = ma.text();
+      // Nothing counted and something left out: unknown ("?"), not "at least nothing".
+      if (text.empty() && ma.lower_bound())
+        r.mult_adds = "?";
+      else if (!text.empty())
+        r.mult_adds = (ma.lower_bound() ? "≥ " : "") + text + (each ? " each" : "");
+    }
+    if (auto sh = shared_with.find(m.id); sh != shared_with.end())
+      r.marker = (r.marker.empty() ? "" : r.marker + "; ") + "shared with " + sh->second->source;
     r.module_id = m.id;
     rows.push_back(r);
     if (max_depth >= 0 && depth >= max_depth) return;
@@ -566,7 +593,23 @@ void attach_timings(const ir::ModelIr& ir, SummaryModel& out) {
 
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth,
                            const InputDims& dims) {
-  Tree t{ir, dims, {}, {}, false, {}, {}, {}, {}, {}, {}, {}};
+  const InstanceIndex calls(ir, dims);
+  // Every name given must be one the forward pass is written in: a typo is refused, not ignored.
+  if (!dims.empty() && !calls.main_roots().empty()) {
+    const std::set<std::string> known = calls.symbols();
+    for (const auto& [name, size] : dims)
+      if (!known.count(name)) {
+        std::string names;
+        for (const auto& k : known)
+          names += (names.empty() ? "" : ", ") + k;
+        throw InputError("--input-shape " + name + "=" + std::to_string(size),
+                         "`" + name + "` is not a dimension of the forward pass's input; its " +
+                             "shapes and Mult-Adds are written in " +
+                             (names.empty() ? std::string("no symbolic dimension") : names));
+      }
+  }
+  std::vector<std::string> out_shared;
+  Tree t{ir, dims, calls, {}, {}, false, {}, {}, {}, {}, {}, {}, {}, {}};
   for (const auto& o : ir.operations)
     t.ops[o.id] = &o;
   std::vector<const ir::Module*> roots;
@@ -596,7 +639,39 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
          x && t.has_alts.insert(x->id).second;)
       x = x->parent && t.by_id.count(*x->parent) ? t.by_id[*x->parent] : nullptr;
   }
+  {
+    auto related = [&](const ir::Module* a, const ir::Module* b) {
+      for (const ir::Module* x = a; x;)
+        if (x == b)
+          return true;
+        else
+          x = x->parent && t.by_id.count(*x->parent) ? t.by_id[*x->parent] : nullptr;
+      return false;
+    };
+    std::map<std::pair<std::string, std::string>, std::vector<const ir::Module*>> by_key;
+    for (const auto& m : ir.modules)
+      if (!m.prefix.empty()) by_key[{m.component + "\n" + m.builder_root, m.prefix}].push_back(&m);
+    for (const auto& [key, ms] : by_key) {
+      const ir::Module* owner = nullptr;
+      for (const auto* m : ms)
+        if (!t.params[m->id].empty()) owner = owner ? owner : m;
+      if (!owner) continue;
+      // Weights registered under an undecided branch may be two alternatives building under the
+      // same key (`cross_attn` or `ff` at `layer.1`), not one weight used twice: not marked.
+      bool alternative = false;
+      for (const auto* p : t.params[owner->id])
+        alternative = alternative || t.alts.count(p) > 0;
+      if (alternative) continue;
+      for (const auto* m : ms)
+        if (m != owner && t.params[m->id].empty() && !related(m, owner) && !related(owner, m)) {
+          t.shared_with[m->id] = owner;
+          out_shared.push_back(m->prefix + " built at " + m->source + " reuses the weights of " +
+                               owner->prefix + " built at " + owner->source);
+        }
+    }
+  }
   SummaryModel out;
+  out.totals.shared = std::move(out_shared);
   for (const auto* r : roots)
     t.emit(*r, "", 0, max_depth, out.rows);
   // Each leaf counts once per instance its module stands for: a family kept as a template of
@@ -669,7 +744,21 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
   if (!out.totals.total && !out.totals.overflow) out.totals.lower_bound.clear();
   // Trainable stays unknown: trainability is decided where the VarBuilder is made.
   out.totals.dtype = dtype;
-  if (!t.mult_total.empty() && max_depth < 0) {
+  if (!calls.main_roots().empty()) {
+    SymSum ma, act;
+    for (const auto* r : calls.main_roots()) {
+      ma.add(calls.mult_adds(*r), 1);
+      act.add(calls.activations(*r), 1);
+    }
+    out.totals.mult_adds_from_instances = true;
+    // Nothing counted and something left out says no more than that: unknown, not "at least 0".
+    out.totals.mult_adds = !ma.text().empty() ? ma.text() : ma.lower_bound() ? "unknown" : "0";
+    if (ma.lower_bound()) out.totals.mult_adds_missing.assign(ma.missing.begin(), ma.missing.end());
+    out.totals.activations = !act.text().empty() ? act.text() : act.lower_bound() ? "unknown" : "0";
+    out.totals.activation_unknown_ops = act.missing_ops;
+    if (auto n = act.number(); n && !act.text().empty() && dtype_bytes(dtype) > 0)
+      out.totals.activation_bytes = mul(Count::of(*n), Count::of(dtype_bytes(dtype))).n;
+  } else if (!t.mult_total.empty() && max_depth < 0) {
     std::string total_text;
     for (const auto& [key, n] : t.mult_total)
       total_text += (total_text.empty() ? "" : " + ") + (key.empty() ? "" : key + "*") +
@@ -683,8 +772,9 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     out.totals.bytes_overflow = bytes.overflow;
     if (range_hi) out.totals.bytes_max = mul(*range_hi, Count::of(b)).n;
   }
-  for (const auto& [name, size] : dims)
-    if (!t.symbols.count(name)) out.totals.unused_dims.push_back(name);
+  if (calls.main_roots().empty())
+    for (const auto& [name, size] : dims)
+      if (!t.symbols.count(name)) out.totals.unused_dims.push_back(name);
   for (const auto& sym : t.symbols)
     out.totals.dims_in_use += (out.totals.dims_in_use.empty() ? "" : ", ") + sym;
   attach_timings(ir, out);
@@ -721,16 +811,26 @@ InputDims parse_input_shape(const std::string& text) {
   return dims;
 }
 
-std::string render_model_summary(const Analysis& a, const std::string& config_path,
-                                 const SummaryOptions& opts) {
-  std::string dtype = opts.dtype;
+std::string summary_dtype(const std::string& requested, const std::string& config_path) {
+  std::string dtype = requested;
   if (dtype.empty() && !config_path.empty()) {
     auto values = analysis::read_config_values(config_path);
     if (const auto* t = values.find("torch_dtype");
         t && t->kind == analysis::SymValue::Kind::string)
       dtype = dtype_from_torch(t->text);
   }
-  if (dtype.empty()) dtype = "F32";
+  return dtype.empty() ? "F32" : dtype;
+}
+
+const SummaryRow* row_of(const SummaryModel& m, const std::string& module_id) {
+  for (const auto& r : m.rows)
+    if (r.module_id == module_id) return &r;
+  return nullptr;
+}
+
+std::string render_model_summary(const Analysis& a, const std::string& config_path,
+                                 const SummaryOptions& opts) {
+  const std::string dtype = summary_dtype(opts.dtype, config_path);
   SummaryModel m = build_summary(a.ir, dtype, opts.max_depth, opts.input_dims);
   std::string title = a.package_id;
   for (const auto& c : a.ir.components)

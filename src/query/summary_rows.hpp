@@ -40,6 +40,13 @@ struct SummaryOptions {
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth = -1,
                            const InputDims& dims = {});
 
+// The dtype the figures are stated at: `requested`, else config.json's `torch_dtype`, else F32.
+std::string summary_dtype(const std::string& requested, const std::string& config_path);
+
+// A module row's figures (`query module`): the summary's row for that module, or nullptr when the
+// summary shows no row for it (a module folded into its wrapper's row).
+const SummaryRow* row_of(const SummaryModel& m, const std::string& module_id);
+
 // The `summary` command's text. The size is stated at `dtype` when given, else at config.json's
 // `torch_dtype` (what the checkpoint is stored in), else at F32 (a VarMap's default).
 std::string render_model_summary(const Analysis& a, const std::string& config_path,

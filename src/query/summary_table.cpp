@@ -89,9 +89,13 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   std::size_t w_shape = std::string("Param shape").size();
   std::size_t w_params = std::string("Param #").size();
   std::size_t w_mult = 0;  // the Mult-Adds column appears only when some row has a count
-  for (const auto& r : rows)
-    w_mult = std::max(w_mult, r.mult_adds.size());
+  std::size_t w_out = 0;   // the Output Shape column appears only when some row has one
+  for (const auto& r : rows) {
+    w_mult = std::max(w_mult, columns(r.mult_adds));
+    w_out = std::max(w_out, columns(r.output_shape));
+  }
   if (w_mult > 0) w_mult = std::max(w_mult, std::string("Mult-Adds").size());
+  if (w_out > 0) w_out = std::max(w_out, std::string("Output Shape").size());
   for (const auto& r : rows) {
     std::string cell = std::string(static_cast<std::size_t>(r.depth) * 2, ' ');
     if (r.depth > 0) cell += "└─";
@@ -127,14 +131,14 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
       s += (i == 0 ? pad(cells[i], w_time[i]) : pad_left(cells[i], w_time[i])) + "  ";
     return s;
   };
-  std::size_t width =
-      w_name + 2 + w_shape + 2 + w_params + 2 + w_train + (w_mult ? w_mult + 2 : 0) + w_times;
+  std::size_t width = w_name + 2 + (w_out ? w_out + 2 : 0) + w_shape + 2 + w_params + 2 + w_train +
+                      (w_mult ? w_mult + 2 : 0) + w_times;
   std::string rule(width, '=');
   std::string out;
   out += rule + "\n" + title + "\n" + rule + "\n";
-  out += pad("Module (type)", w_name) + "  " + pad("Param shape", w_shape) + "  " +
-         pad_left("Param #", w_params) + "  " + (w_mult ? pad("Mult-Adds", w_mult) + "  " : "") +
-         time_text(time_header) + "Trainable\n";
+  out += pad("Module (type)", w_name) + "  " + (w_out ? pad("Output Shape", w_out) + "  " : "") +
+         pad("Param shape", w_shape) + "  " + pad_left("Param #", w_params) + "  " +
+         (w_mult ? pad("Mult-Adds", w_mult) + "  " : "") + time_text(time_header) + "Trainable\n";
   out += rule + "\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
@@ -142,8 +146,9 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     std::string count = r.params_overflow ? std::string(kOverflow)
                         : r.params        ? group_thousands(*r.params)
                                           : (r.shape.empty() && r.type.empty() ? "" : "?");
-    out += pad(first[i], w_name) + "  " + pad(r.shape, w_shape) + "  " + pad_left(count, w_params) +
-           "  " + (w_mult ? pad(r.mult_adds, w_mult) + "  " : "") + time_text(time_cells(r)) +
+    out += pad(first[i], w_name) + "  " + (w_out ? pad(r.output_shape, w_out) + "  " : "") +
+           pad(r.shape, w_shape) + "  " + pad_left(count, w_params) + "  " +
+           (w_mult ? pad(r.mult_adds, w_mult) + "  " : "") + time_text(time_cells(r)) +
            r.trainable + "\n";
   }
   out += rule + "\n";
@@ -182,8 +187,27 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   out += "Trainable params: " + total(totals.trainable) + "\n";
   if (totals.total && totals.trainable && *totals.total >= *totals.trainable)
     out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
-  if (!totals.mult_adds.empty())
+  if (totals.mult_adds_from_instances) {
+    out += "Mult-adds per forward pass: " +
+           std::string(totals.mult_adds_missing.empty() || totals.mult_adds == "unknown"
+                           ? ""
+                           : "at least ") +
+           totals.mult_adds + "\n";
+    if (!totals.mult_adds_missing.empty()) {
+      std::string names;
+      constexpr std::size_t kNamed = 8;
+      for (std::size_t i = 0; i < totals.mult_adds_missing.size() && i < kNamed; ++i)
+        names += (i ? ", " : "") + totals.mult_adds_missing[i];
+      if (totals.mult_adds_missing.size() > kNamed)
+        names += " and " + std::to_string(totals.mult_adds_missing.size() - kNamed) + " more";
+      out +=
+          "  ≥ marks a lower bound, ? an unknown: operations that may multiply have no "
+          "Mult-Adds rule or no known shapes: " +
+          names + "\n";
+    }
+  } else if (!totals.mult_adds.empty()) {
     out += "Mult-adds per forward pass (counted layers): " + totals.mult_adds + "\n";
+  }
   for (const auto& d : totals.unused_dims)
     out += "  --input-shape " + d + ": no Mult-Adds term is written in `" + d + "`" +
            (totals.dims_in_use.empty() ? std::string(" (none has a symbolic dimension)")
@@ -208,6 +232,28 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
         out += " to " + megabytes(*totals.bytes_max * 4);
       out += " (weights + gradients + 2 moments; activations not counted)\n";
     }
+  }
+  if (!totals.activations.empty()) {
+    const char* least = totals.activation_unknown_ops > 0 ? "at least " : "";
+    if (totals.activations == "unknown")
+      out += "Activations, one forward: unknown";
+    else if (totals.activation_bytes)
+      out += "Activations, one forward (MB): " + std::string(least) +
+             megabytes(*totals.activation_bytes) + " at " + totals.dtype;
+    else
+      out += "Activations, one forward: " + std::string(least) + totals.activations +
+             " elements (--input-shape makes it a size)";
+    out += " (sum of the operations' output sizes)\n";
+    if (totals.activation_unknown_ops > 0)
+      out += "  " + std::string(totals.activations == "unknown" ? "unknown" : "lower bound") +
+             ": " + group_thousands(totals.activation_unknown_ops) +
+             " operation runs of the forward pass (each family member counted) have no known "
+             "output shape\n";
+  }
+  if (!totals.shared.empty()) {
+    out += "Shared weights are counted once (rows marked shared):\n";
+    for (const auto& s : totals.shared)
+      out += "  " + s + "\n";
   }
   out += rule + "\n";
   return out;

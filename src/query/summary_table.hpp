@@ -24,6 +24,9 @@ struct SummaryRow {
   std::optional<double> self_share{};  // self / wall time
   std::string slowest{};
   std::string module_id{};  // the IR module a module row shows ("" for a parameter leaf)
+  // One call's output in the main forward pass ("[b, t, 256]"); "" when not known or not reached.
+  std::string output_shape{};
+  bool mult_adds_lower_bound = false;  // `mult_adds` leaves out operations without a rule
 };
 
 struct SummaryTotals {
@@ -36,6 +39,17 @@ struct SummaryTotals {
   bool bytes_overflow = false;
   std::string dtype;      // e.g. "F32"; empty if unknown
   std::string mult_adds;  // total per forward pass of the counted layers, or ""
+  // Operations without a Mult-Adds rule in the forward pass ("matmul", "repeat_kv"): every figure
+  // they are under is a lower bound (marked "≥").
+  std::vector<std::string> mult_adds_missing;
+  bool mult_adds_from_instances = false;  // per module, rolled up along the instance calls
+  // One forward's activations: the elements its operations output (sum of their output sizes),
+  // symbolic in the input's dimensions unless `--input-shape` binds them.
+  std::string activations;                        // "b*t*20" elements; "" when no forward pass
+  std::optional<std::uint64_t> activation_bytes;  // at `dtype`, when a number
+  std::uint64_t activation_unknown_ops = 0;       // operations of unknown output shape (left out)
+  // Modules that reuse weights another module registered (the same key): counted once.
+  std::vector<std::string> shared;
   // `--input-shape` names that no Mult-Adds term is written in, and the names that are.
   std::vector<std::string> unused_dims;
   std::string dims_in_use;

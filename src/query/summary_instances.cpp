@@ -1,0 +1,254 @@
+#include "query/summary_instances.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "query/summary_table.hpp"
+
+namespace cg::query {
+namespace {
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool plain_name(const std::string& s) {
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
+}
+
+std::optional<std::uint64_t> mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+// An operation that may multiply-accumulate but has no count: a matrix product or convolution
+// whose shapes were not derived, or a call the catalog has no rule for (`repeat_kv`, a tied
+// `lm_head.forward` on a tensor, not a module).
+bool may_multiply(const ir::Operation& o) {
+  return o.shape_rule == "matrix_product" || o.shape_rule == "unknown" ||
+         o.name.find("conv") != std::string::npos;
+}
+
+void names_of(const std::string& key, std::set<std::string>& out) {
+  std::size_t pos = 0;
+  while (!key.empty() && pos <= key.size()) {
+    auto star = key.find('*', pos);
+    out.insert(key.substr(pos, star == std::string::npos ? star : star - pos));
+    pos = star == std::string::npos ? key.size() + 1 : star + 1;
+  }
+}
+
+}  // namespace
+
+bool SymSum::add(const std::string& expr, std::uint64_t times, const InputDims& dims) {
+  std::vector<std::string> syms;
+  std::optional<std::uint64_t> n = times;
+  std::size_t pos = 0;
+  while (pos <= expr.size()) {
+    auto star = expr.find('*', pos);
+    std::string f = expr.substr(pos, star == std::string::npos ? std::string::npos : star - pos);
+    pos = star == std::string::npos ? expr.size() + 1 : star + 1;
+    while (!f.empty() && f.front() == ' ')
+      f.erase(f.begin());
+    while (!f.empty() && f.back() == ' ')
+      f.pop_back();
+    if (all_digits(f) && f.size() <= 19) {
+      if (n) n = mul(*n, std::stoull(f));
+    } else if (plain_name(f)) {
+      auto it = dims.find(f);
+      if (it == dims.end())
+        syms.push_back(f);
+      else if (n)
+        n = mul(*n, it->second);
+    } else {
+      return false;
+    }
+  }
+  if (!n) {
+    overflow = true;
+    return true;
+  }
+  std::sort(syms.begin(), syms.end());
+  std::string key;
+  for (const auto& s : syms)
+    key += (key.empty() ? "" : "*") + s;
+  std::uint64_t& t = terms[key];
+  if (__builtin_add_overflow(t, *n, &t)) overflow = true;
+  return true;
+}
+
+void SymSum::add(const SymSum& o, std::optional<std::uint64_t> times) {
+  overflow = overflow || o.overflow;
+  missing.insert(o.missing.begin(), o.missing.end());
+  if (!times) {  // a family of unknown count: none of it is summed
+    if (!o.terms.empty() || o.missing_ops > 0) {
+      missing.insert("(a family of unknown count)");
+      ++missing_ops;
+    }
+    return;
+  }
+  if (o.missing_ops > 0) {
+    auto m = mul(o.missing_ops, *times);
+    missing_ops =
+        m && !__builtin_add_overflow(missing_ops, *m, &missing_ops) ? missing_ops : UINT64_MAX;
+  }
+  for (const auto& [k, v] : o.terms) {
+    auto n = mul(v, *times);
+    std::uint64_t& t = terms[k];
+    if (!n || __builtin_add_overflow(t, *n, &t)) overflow = true;
+  }
+}
+
+void SymSum::scale(std::uint64_t times) {
+  SymSum copy = *this;
+  terms.clear();
+  missing_ops = 0;
+  add(copy, times);
+}
+
+std::string SymSum::text() const {
+  if (overflow) return "over 2^64";
+  std::string out;
+  for (const auto& [k, v] : terms)
+    out += (out.empty() ? "" : " + ") +
+           (k.empty() ? group_thousands(v) : k + "*" + group_thousands(v));
+  return out;
+}
+
+std::optional<std::uint64_t> SymSum::number() const {
+  if (overflow) return std::nullopt;
+  if (terms.empty()) return 0;
+  if (terms.size() == 1 && terms.begin()->first.empty()) return terms.begin()->second;
+  return std::nullopt;
+}
+
+InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : ir_(ir), dims_(dims) {
+  for (const auto& o : ir.operations)
+    ops_[o.id] = &o;
+  for (const auto& t : ir.tensors)
+    tensors_[t.id] = &t;
+  std::set<std::string> roots;  // the components' root modules
+  for (const auto& m : ir.modules) {
+    modules_[m.id] = &m;
+    if (!m.parent) roots.insert(m.id);
+  }
+  std::set<std::string> rooted;  // root modules whose main run is chosen
+  for (const auto& c : ir.instance_calls) {
+    if (c.parent) {
+      kids_[*c.parent].push_back(&c);
+      continue;
+    }
+    if (c.method != "forward" || c.modules.size() != 1 || !roots.count(c.modules[0])) continue;
+    if (rooted.insert(c.modules[0]).second) main_roots_.push_back(&c);
+  }
+  // Only the main runs name a row's call: another entrypoint (`decode`) is not one forward pass.
+  std::vector<const ir::InstanceCall*> todo(main_roots_.begin(), main_roots_.end());
+  while (!todo.empty()) {
+    const ir::InstanceCall* c = todo.back();
+    todo.pop_back();
+    for (const auto& m : c->modules)
+      by_module_.emplace(m, c);
+    auto k = kids_.find(c->id);
+    if (k != kids_.end()) todo.insert(todo.end(), k->second.rbegin(), k->second.rend());
+    auto note = [&](const std::optional<std::string>& e) {
+      if (!e) return;
+      SymSum probe;
+      const InputDims none;
+      if (probe.add(*e, 1, none))
+        for (const auto& [key, n] : probe.terms)
+          names_of(key, input_names_);
+    };
+    note(c->mult_adds);
+    for (const auto& id : c->operations)
+      if (auto o = ops_.find(id); o != ops_.end()) note(o->second->mult_adds);
+  }
+}
+
+const ir::InstanceCall* InstanceIndex::call_of(const std::string& module_id) const {
+  auto it = by_module_.find(module_id);
+  return it == by_module_.end() ? nullptr : it->second;
+}
+
+std::string InstanceIndex::output_shape(const ir::InstanceCall& c) const {
+  if (!c.output_shape.rank) return "";
+  std::string out = "[";
+  for (std::size_t i = 0; i < c.output_shape.dimensions.size(); ++i) {
+    std::string e = c.output_shape.dimensions[i].expr;
+    if (auto d = dims_.find(e); d != dims_.end()) e = std::to_string(d->second);
+    if (e == "_" || e.empty()) e = "?";  // `let (_, t, _) = xs.dims3()?`: a size not named
+    out += (i ? ", " : "") + e;
+  }
+  return out + "]";
+}
+
+SymSum InstanceIndex::mult_adds(const ir::InstanceCall& c) const {
+  SymSum s;
+  // A candle-nn layer's call carries this instance's own count (the operation keeps the first
+  // instance's).
+  bool layer_counted = !c.function && c.mult_adds && s.add(*c.mult_adds, 1, dims_);
+  if (!layer_counted)
+    for (const auto& id : c.operations) {
+      auto it = ops_.find(id);
+      if (it == ops_.end()) continue;
+      const ir::Operation& o = *it->second;
+      if (o.mult_adds && s.add(*o.mult_adds, 1, dims_)) continue;
+      if (o.mult_adds || may_multiply(o)) {
+        s.missing.insert(o.qualified_name.value_or(o.name));
+        ++s.missing_ops;
+      }
+    }
+  if (auto k = kids_.find(c.id); k != kids_.end())
+    for (const auto* child : k->second)
+      s.add(mult_adds(*child), child->count);
+  return s;
+}
+
+SymSum InstanceIndex::activations(const ir::InstanceCall& c) const {
+  SymSum s;
+  for (const auto& id : c.operations) {
+    auto it = ops_.find(id);
+    if (it == ops_.end()) continue;
+    const ir::Operation& o = *it->second;
+    auto t = tensors_.find(o.output);
+    // A layer call's own output shape is this instance's (the tensor keeps the first's).
+    const ir::TensorShape* shape = !c.function && c.output_shape.rank ? &c.output_shape
+                                   : t != tensors_.end()              ? &t->second->shape
+                                                                      : nullptr;
+    bool counted = false;
+    if (shape && shape->rank) {
+      std::string product;
+      for (const auto& d : shape->dimensions) {
+        // A name that is not one of the input's dimensions is a size not known here.
+        if (plain_name(d.expr) && !input_names_.count(d.expr) && !dims_.count(d.expr)) {
+          product = "?";
+          break;
+        }
+        product += (product.empty() ? "" : "*") + d.expr;
+      }
+      counted = s.add(product.empty() ? "1" : product, 1, dims_);
+    }
+    if (!counted) {
+      s.missing.insert(o.qualified_name.value_or(o.name));
+      ++s.missing_ops;
+    }
+  }
+  if (auto k = kids_.find(c.id); k != kids_.end())
+    for (const auto* child : k->second)
+      s.add(activations(*child), child->count);
+  return s;
+}
+
+std::set<std::string> InstanceIndex::symbols() const {
+  if (!input_names_.empty()) return input_names_;
+  std::set<std::string> out;  // no Mult-Adds: the names the output shapes are written in
+  for (const auto& [m, c] : by_module_)
+    for (const auto& d : c->output_shape.dimensions)
+      if (plain_name(d.expr) && d.expr != "_") out.insert(d.expr);
+  return out;
+}
+
+}  // namespace cg::query

@@ -1,0 +1,73 @@
+#pragma once
+// What the dataflow's instance calls (ir::InstanceCall, issue #18) say about a module row, from
+// the run of the component's main entrypoint (its root module's `forward`): the output shape of
+// one call, symbolic in the input's dimension names or with `--input-shape` bound; the
+// multiply-adds of that call's operations and nested instance calls (a nested family times its
+// count), marked as a lower bound when an operation that may multiply has no rule; and the
+// elements its operations output (one forward's activations).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/model.hpp"
+
+namespace cg::query {
+
+using InputDims = std::map<std::string, std::uint64_t>;
+
+// A sum of products of names and numbers: {"b*t" -> 65536, "" -> 42}. `missing` names what was
+// left out (an operation without a rule, a shape not known): the sum is then a lower bound.
+struct SymSum {
+  std::map<std::string, std::uint64_t> terms;
+  bool overflow = false;
+  std::set<std::string> missing;  // operation names left out
+  std::uint64_t missing_ops = 0;  // how many operations (per call of the root) were left out
+  bool empty() const { return terms.empty() && !overflow; }
+  bool lower_bound() const { return missing_ops > 0; }
+  // Adds `times` × a product written `b*t*65536` (names bound by `dims` become numbers);
+  // false when the expression is not such a product (nothing is added).
+  bool add(const std::string& expr, std::uint64_t times, const InputDims& dims);
+  void add(const SymSum& o, std::optional<std::uint64_t> times);
+  void scale(std::uint64_t times);
+  // "b*t*65,536 + 42"; "" when empty; "over 2^64" on overflow.
+  std::string text() const;
+  // The number, when no term keeps a name.
+  std::optional<std::uint64_t> number() const;
+};
+
+class InstanceIndex {
+ public:
+  InstanceIndex(const ir::ModelIr& ir, const InputDims& dims);
+  // The root calls of the main runs, one per component whose root module has a `forward`: each
+  // the whole forward pass.
+  const std::vector<const ir::InstanceCall*>& main_roots() const { return main_roots_; }
+  // The call of the main run that a module stands in; nullptr when that run does not reach it.
+  const ir::InstanceCall* call_of(const std::string& module_id) const;
+  // "[b, t, 4096]", names bound by `--input-shape` as numbers; "" when not known.
+  std::string output_shape(const ir::InstanceCall& c) const;
+  // The call's own multiply-adds plus its nested calls' (families times their count).
+  SymSum mult_adds(const ir::InstanceCall& c) const;
+  // Elements output by the call's operations and its nested calls' (one forward's activations).
+  SymSum activations(const ir::InstanceCall& c) const;
+  // The input dimension names (`b`, `t`): those the Mult-Adds are written in, else the output
+  // shapes' names.
+  std::set<std::string> symbols() const;
+
+ private:
+  const ir::ModelIr& ir_;
+  const InputDims& dims_;
+  std::map<std::string, std::vector<const ir::InstanceCall*>> kids_;
+  std::map<std::string, const ir::Operation*> ops_;
+  std::map<std::string, const ir::Tensor*> tensors_;
+  std::map<std::string, const ir::Module*> modules_;
+  std::map<std::string, const ir::InstanceCall*> by_module_;
+  std::vector<const ir::InstanceCall*> main_roots_;
+  // The input's dimension names: those the main runs' Mult-Adds are written in (`b`, `t`); an
+  // output size in any other name (a local's `n_kv * n_rep`) is not known.
+  std::set<std::string> input_names_;
+};
+
+}  // namespace cg::query

@@ -1,0 +1,158 @@
+// `summary`'s Output Shape, rolled-up Mult-Adds, memory figures and shared weights, and the same
+// figures in `query module` (issue #18), on models whose numbers are computed here by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "pipeline/pipeline.hpp"
+#include "query/query.hpp"
+#include "query/summary_rows.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+const std::string kLlama = std::string(CG_SOURCE_DIR) + "/examples/tiny-llama";
+const std::string kShared = std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates/shared_proj";
+
+cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
+  cg::pipeline::Options o;
+  o.path = crate;
+  o.config = config;
+  return cg::pipeline::analyze(o);
+}
+
+const cg::query::SummaryRow* row(const cg::query::SummaryModel& m, const std::string& name,
+                                 const std::string& type) {
+  for (const auto& r : m.rows)
+    if (r.name == name && r.type == type) return &r;
+  return nullptr;
+}
+
+// tiny-llama (hidden 256, intermediate 688, 4 layers): a layer's MLP outputs [b, t, 256] and
+// costs 3 × 688 × 256 = 528,384 multiply-adds a token; the attention's matmuls have no count yet,
+// so the layer's figure is a lower bound and says so.
+TEST(SummaryInstances, TinyLlamaRowsShowOutputShapeAndRolledUpMultAdds) {
+  auto a = analyze(kLlama, kLlama + "/config.json");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  const auto* mlp = row(m, "mlp", "Mlp");
+  ASSERT_NE(mlp, nullptr);
+  EXPECT_EQ(mlp->output_shape, "[b, t, 256]");
+  EXPECT_EQ(mlp->mult_adds, "b*t*528,384");  // gate + up + down, each 688 × 256
+  EXPECT_FALSE(mlp->mult_adds_lower_bound);
+  const auto* gate = row(m, "gate_proj", "Linear");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->output_shape, "[b, t, 688]");
+  const auto* layer = row(m, "model.layers.2", "Block");
+  ASSERT_NE(layer, nullptr);
+  EXPECT_EQ(layer->output_shape, "[b, t, 256]");
+  // q,o 256×256 + k,v 128×256 + the MLP: 196,608 + 528,384, and the attention matmuls unknown.
+  EXPECT_EQ(layer->mult_adds, "≥ b*t*724,992");
+  EXPECT_TRUE(layer->mult_adds_lower_bound);
+  // The whole forward: 4 layers (the tied lm_head reuses the embedding tensor, not counted).
+  EXPECT_EQ(m.totals.mult_adds, "b*t*2,899,968");
+  EXPECT_FALSE(m.totals.mult_adds_missing.empty());
+
+  std::string text = cg::query::render_model_summary(a, kLlama + "/config.json");
+  EXPECT_NE(text.find("Output Shape"), std::string::npos) << text;
+  EXPECT_NE(text.find("Mult-adds per forward pass: at least b*t*2,899,968"), std::string::npos)
+      << text;
+  // The lower bound's reason is on the same screen, naming the operations without a rule.
+  EXPECT_NE(text.find("≥ marks a lower bound, ? an unknown: operations that may multiply have no "
+                      "Mult-Adds rule"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("matmul"), std::string::npos) << text;
+}
+
+TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
+  auto a = analyze(kLlama, kLlama + "/config.json");
+  auto m = cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b=1,t=2048"));
+  const auto* mlp = row(m, "mlp", "Mlp");
+  ASSERT_NE(mlp, nullptr);
+  EXPECT_EQ(mlp->output_shape, "[1, 2048, 256]");
+  EXPECT_EQ(mlp->mult_adds, "1,082,130,432");      // 2048 × 528,384
+  EXPECT_EQ(m.totals.mult_adds, "5,939,134,464");  // 2048 × 2,899,968
+}
+
+// A name the forward pass is not written in, a negative size, a non-number: refused with the
+// reason (cg::InputError: `summary` exits 2), never ignored.
+TEST(SummaryInstances, BadInputShapeIsAnInputError) {
+  auto a = analyze(kLlama, kLlama + "/config.json");
+  try {
+    cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b=1,seq=8"));
+    ADD_FAILURE() << "an unknown dimension was accepted";
+  } catch (const cg::InputError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("`seq` is not a dimension"), std::string::npos) << what;
+    EXPECT_NE(what.find("written in b, t"), std::string::npos) << what;
+  }
+  for (const char* bad : {"b=-1", "t=two", "b=1.5", "t"})
+    EXPECT_THROW(cg::query::parse_input_shape(bad), cg::InputError) << bad;
+}
+
+// shared_proj: `enc` and `dec` are both built under `proj` (one [8, 8] weight), `head` is
+// [4, 8] + bias [4]; forward reshapes to [b, t, 8], runs enc then head.
+TEST(SummaryInstances, SharedWeightCountedOnceAndMemoryByHand) {
+  auto a = analyze(kShared);
+  auto m = cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b=2,t=3"));
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(64 + 32 + 4));  // not 164
+  EXPECT_EQ(m.totals.bytes, std::optional<std::uint64_t>(100 * 4));
+  ASSERT_EQ(m.totals.shared.size(), 1u);
+  EXPECT_NE(m.totals.shared[0].find("reuses the weights of proj"), std::string::npos)
+      << m.totals.shared[0];
+  int marked = 0;
+  for (const auto& r : m.rows)
+    if (r.marker.find("shared with src/lib.rs:") != std::string::npos) ++marked;
+  EXPECT_EQ(marked, 1);
+  // 2 × 3 tokens × (8×8 + 8×4) = 576 multiply-adds.
+  EXPECT_EQ(m.totals.mult_adds, "576");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  // Activations: reshape [2,3,8] + enc [2,3,8] + head [2,3,4] = 120 elements, 480 bytes at F32.
+  EXPECT_EQ(m.totals.activations, "120");
+  EXPECT_EQ(m.totals.activation_bytes, std::optional<std::uint64_t>(480));
+  EXPECT_EQ(m.totals.activation_unknown_ops, 0u);
+  // At BF16 every figure halves.
+  auto half = cg::query::build_summary(a.ir, "BF16", -1, cg::query::parse_input_shape("b=2,t=3"));
+  EXPECT_EQ(half.totals.bytes, std::optional<std::uint64_t>(200));
+  EXPECT_EQ(half.totals.activation_bytes, std::optional<std::uint64_t>(240));
+
+  std::string text = cg::query::render_model_summary(a, "");
+  EXPECT_NE(text.find("Activations, one forward: b*t*20 elements"), std::string::npos) << text;
+  EXPECT_NE(text.find("Shared weights are counted once"), std::string::npos) << text;
+  // Training with AdamW: weights + gradients + two moments = 4 × 400 bytes.
+  EXPECT_NE(text.find("Training with AdamW (MB): 0.00"), std::string::npos) << text;
+}
+
+// `query module` carries the row's figures beside the IR record.
+TEST(SummaryInstances, QueryModuleHasOutputShapeMultAddsAndWeightBytes) {
+  auto a = analyze(kLlama, kLlama + "/config.json");
+  cg::query::QueryRequest r;
+  r.kind = "module";
+  r.selector = "model.layers.1.mlp";
+  cg::query::QueryContext ctx;
+  ctx.config_path = kLlama + "/config.json";
+  std::string out = cg::query::answer_query(a, r, ctx);
+  EXPECT_NE(out.find("\"output_shape\":\"[b, t, 256]\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"mult_adds\":\"b*t*528,384\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"mult_adds_lower_bound\":false"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"parameter_count\":528384"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"weights_bytes\":2113536"), std::string::npos) << out;  // × 4 at F32
+  EXPECT_NE(out.find("\"weights_dtype\":\"F32\""), std::string::npos) << out;
+}
+
+// #21: with a config bound, doctor does not tell the user to pass one; it says what is left.
+TEST(SummaryInstances, DoctorDoesNotAskForTheConfigItWasGiven) {
+  const std::string crate = std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates/ctor_arg";
+  cg::query::QueryRequest r;
+  r.kind = "doctor";
+  auto bare = analyze(crate);
+  EXPECT_NE(cg::query::answer_query(bare, r).find("pass --config"), std::string::npos);
+  auto bound = analyze(crate, crate + "/config.json");
+  cg::query::QueryContext ctx;
+  ctx.config_path = crate + "/config.json";
+  std::string out = cg::query::answer_query(bound, r, ctx);
+  EXPECT_EQ(out.find("pass --config"), std::string::npos) << out;
+  EXPECT_NE(out.find("stay symbolic with the config bound"), std::string::npos) << out;
+}
+
+}  // namespace
