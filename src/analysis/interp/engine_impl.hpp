@@ -69,9 +69,11 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Field:
       return dom_.field(*this, n, eval(nd.a));
     case Kind::Call:
-      return eval_call(n);
     case Kind::MethodCall:
-      return eval_method_call(n);
+      if constexpr (requires { dom_.takes_over(*this, n); }) {
+        if (auto v = dom_.takes_over(*this, n)) return std::move(*v);
+      }
+      return nd.kind == Kind::Call ? eval_call(n) : eval_method_call(n);
     case Kind::Binary:
       if (nd.syntax != "binary_expression") {  // a chain of `let` conditions
         eval(nd.a);
@@ -301,7 +303,7 @@ void Engine<D>::eval_let(NodeId n) {
   Value v = eval(nd.b);
   v = dom_.let_value(*this, n, std::move(v));
   eval(nd.c);
-  bind(nd.a, v);
+  bind_at(n, nd.a, v);
 }
 
 template <class D>
@@ -309,13 +311,14 @@ typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
   const rust::Node& nd = body()[n];
   Value cond = eval(nd.a);
   if constexpr (requires { dom_.choose(*this, n, cond); }) {
-    if (auto pick = dom_.choose(*this, n, cond)) return eval(*pick == 0 ? nd.b : nd.c);
+    if (auto pick = dom_.choose(*this, n, cond))
+      return *pick == 0 ? eval_then(n, cond) : eval(nd.c);
   }
   Env before = env();
-  Value a = run_branch(n, nd.b, 0, 2);
+  Value a = run_branch(n, 0, 2, [&] { return eval_then(n, cond); });
   Env after_a = env();
   env() = std::move(before);
-  Value b = run_branch(n, nd.c, 1, 2);
+  Value b = run_branch(n, 1, 2, [&] { return eval(nd.c); });
   for (auto& [k, v] : env()) {
     auto it = after_a.find(k);
     if (it != after_a.end()) v = dom_.join({it->second, v});
@@ -325,14 +328,33 @@ typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
   return out;
 }
 
-// Branch `i` of `count` of the undecided `if`/`match` `n`: `what` evaluated between the domain's
-// branch hooks.
+// The then-branch of `if` `n` whose condition evaluated to `cond`. For `if let P = e` with a
+// domain that declares `bindings`, P binds (the domain's names) in a scope of the branch only;
+// otherwise the pattern binds nothing.
 template <class D>
-typename Engine<D>::Value Engine<D>::run_branch(NodeId n, NodeId what, std::size_t i,
-                                                std::size_t count) {
+typename Engine<D>::Value Engine<D>::eval_then(NodeId n, const Value& cond) {
+  const rust::Node& nd = body()[n];
+  if constexpr (requires { dom_.bindings(*this, n, n, cond); }) {
+    if (nd.a != rust::kNone && body()[nd.a].kind == Kind::LetCond) {
+      open_scope();
+      bind_at(nd.a, body()[nd.a].a, cond);
+      Value v = eval(nd.b);
+      close_scope();
+      return v;
+    }
+  }
+  return eval(nd.b);
+}
+
+// Branch `i` of `count` of the undecided `if`/`match` `n`: `what()` evaluated between the
+// domain's branch hooks.
+template <class D>
+template <class F>
+typename Engine<D>::Value Engine<D>::run_branch(NodeId n, std::size_t i, std::size_t count,
+                                                F&& what) {
   if constexpr (requires { dom_.branch_begin(*this, n, i, count); })
     dom_.branch_begin(*this, n, i, count);
-  Value v = eval(what);
+  Value v = what();
   if constexpr (requires { dom_.branch_end(*this, n, i); }) dom_.branch_end(*this, n, i);
   return v;
 }
@@ -342,8 +364,7 @@ template <class D>
 typename Engine<D>::Value Engine<D>::decided_arm(NodeId arm, const Value& scrut) {
   const rust::Node& an = body()[arm];
   Env before = env();
-  bind(an.a, scrut);
-  bind_guard_names(an.b, scrut, 0);
+  bind_arm(arm, scrut);
   Value v = eval(an.c);
   env() = std::move(before);
   return v;
@@ -352,7 +373,9 @@ typename Engine<D>::Value Engine<D>::decided_arm(NodeId arm, const Value& scrut)
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_match(NodeId n) {
   const rust::Body& b = body();
+  if constexpr (requires { dom_.scrutinee(*this, n, true); }) dom_.scrutinee(*this, n, true);
   Value scrut = eval(b[n].a);
+  if constexpr (requires { dom_.scrutinee(*this, n, false); }) dom_.scrutinee(*this, n, false);
   const std::vector<NodeId> kids = b.kids(n);
   if constexpr (requires { dom_.choose(*this, n, scrut); }) {
     if (auto pick = dom_.choose(*this, n, scrut))
@@ -363,9 +386,8 @@ typename Engine<D>::Value Engine<D>::eval_match(NodeId n) {
   for (std::size_t i = 0; i < kids.size(); ++i) {
     const rust::Node& an = b[kids[i]];
     env() = before;
-    bind(an.a, scrut);
-    bind_guard_names(an.b, scrut, 0);
-    arms.push_back(run_branch(n, an.c, i, kids.size()));
+    bind_arm(kids[i], scrut);
+    arms.push_back(run_branch(n, i, kids.size(), [&] { return eval(an.c); }));
   }
   env() = std::move(before);
   Value out = dom_.join(arms);
@@ -382,9 +404,9 @@ typename Engine<D>::Value Engine<D>::eval_loop(NodeId n) {
     Env saved = env();
     if (!expand_loop(n, it, saved)) {
       if constexpr (requires { dom_.loop_variable(*this, n, it); })
-        bind(nd.a, dom_.loop_variable(*this, n, it));
+        bind_at(n, nd.a, dom_.loop_variable(*this, n, it));
       else
-        bind(nd.a, it);
+        bind_at(n, nd.a, it);
       eval(nd.c);
       merge_loop(saved);
     }
@@ -412,7 +434,7 @@ bool Engine<D>::expand_loop(NodeId n, const Value& iter, const Env& before) {
     const rust::Node& nd = body()[n];
     for (std::size_t i = 0; i < vals->size(); ++i) {
       open_scope();
-      bind(nd.a, (*vals)[i]);
+      bind_at(n, nd.a, (*vals)[i]);
       eval(nd.c);
       close_scope();
       if constexpr (requires { dom_.iterated(*this, n, i); }) {
@@ -430,7 +452,8 @@ bool Engine<D>::expand_loop(NodeId n, const Value& iter, const Env& before) {
 
 template <class D>
 typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId closure,
-                                                 const std::vector<Value>& args) {
+                                                 const std::vector<Value>& args,
+                                                 const Bindings& also) {
   if (!running() || closure == rust::kNone) return {};
   Frame& fr = frame();
   const rust::Body* saved_body = fr.body;
@@ -438,9 +461,11 @@ typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId
   fr.returns.clear();
   fr.body = &where;
   open_scope();
+  for (const auto& [name, v] : also)
+    bind_name(name, v);
   const std::vector<NodeId> params = where.kids(closure);
   for (std::size_t i = 0; i < params.size(); ++i)
-    bind(params[i], i < args.size() ? args[i] : Value{});
+    bind_at(closure, params[i], i < args.size() ? args[i] : Value{});
   Value v = eval(where[closure].a);
   close_scope();
   fr.returns.push_back(std::move(v));
@@ -511,6 +536,32 @@ void Engine<D>::bind_name(const std::string& name, const Value& v) {
     }
   }
   e[name] = v;
+}
+
+// Pattern `pat` of `owner` (a `let`, a match arm, a `for`, a closure, an `if let` condition)
+// bound to `v`: the names the domain's `bindings` gives, else the engine's own rules (`bind`).
+template <class D>
+void Engine<D>::bind_at(NodeId owner, NodeId pat, const Value& v) {
+  if constexpr (requires { dom_.bindings(*this, owner, pat, v); }) {
+    for (const auto& [name, x] : dom_.bindings(*this, owner, pat, v))
+      bind_name(name, x);
+  } else {
+    bind(pat, v);
+  }
+}
+
+// A match arm's pattern bound to the scrutinee. With the domain's `bindings` the domain also
+// decides what the guard binds (the arm is the owner); otherwise the guard's identifiers name
+// the scrutinee, as the syntax walker did.
+template <class D>
+void Engine<D>::bind_arm(NodeId arm, const Value& scrut) {
+  const rust::Node& an = body()[arm];
+  if constexpr (requires { dom_.bindings(*this, arm, an.a, scrut); }) {
+    bind_at(arm, an.a, scrut);
+  } else {
+    bind(an.a, scrut);
+    bind_guard_names(an.b, scrut, 0);
+  }
 }
 
 // Every name a pattern introduces is bound to the whole value (a tuple pattern binds each name
