@@ -203,6 +203,7 @@ class Engine {
   Value eval_if(NodeId n);
   Value eval_match(NodeId n);
   Value eval_loop(NodeId n);
+  Value eval_any_call(NodeId n);
   Value eval_call(NodeId n);
   Value eval_method_call(NodeId n);
   std::vector<Value> eval_args(NodeId n);
@@ -242,4 +243,5 @@ class Engine {
 
 }  // namespace cg::analysis::interp
 
+#include "analysis/interp/engine_bind.hpp"
 #include "analysis/interp/engine_impl.hpp"
