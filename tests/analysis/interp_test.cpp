@@ -79,7 +79,10 @@ struct Nums : NumsBase<Nums> {};
 // The same numbers with every optional hook: branches on one known number are decided, `for`
 // loops over a literal range are expanded, closures are values run where they are called, and
 // each hook call is logged.
-struct Hooked : NumsBase<Hooked> {
+template <class Self>
+struct HookedBase : NumsBase<Self> {
+  using Value = std::set<long>;
+  using Eng = Engine<Self>;
   static constexpr long kClosure = 1'000'000;  // a closure value: {kClosure + its index}
   std::vector<std::string> log;
   bool decide = true;
@@ -87,6 +90,7 @@ struct Hooked : NumsBase<Hooked> {
   bool splitting = false;             // `let x = if c { lit } else { lit }` splits
   std::size_t undo_after = SIZE_MAX;  // the expansion is undone after this iteration
   std::vector<std::pair<const cg::rust::Body*, NodeId>> closures;
+  std::vector<std::pair<std::string, Value>> also;  // bound in a closure's scope when it runs
 
   std::optional<std::size_t> choose(Eng& e, NodeId n, const Value& v) {
     if (!decide || v.size() != 1) return std::nullopt;
@@ -115,8 +119,9 @@ struct Hooked : NumsBase<Hooked> {
       out.push_back({i});
     return out;
   }
-  bool iterated(Eng&, NodeId, std::size_t i) {
+  bool iterated(Eng& e, NodeId, std::size_t i) {
     log.push_back("iteration " + std::to_string(i));
+    if (i == undo_after && resume_on_undo) e.resume();
     return i != undo_after;
   }
   Value loop_variable(Eng&, NodeId, const Value&) { return {7}; }
@@ -133,17 +138,32 @@ struct Hooked : NumsBase<Hooked> {
     if (const Value* v = e.lookup(std::string(b.source(b[n].a)));
         v && v->size() == 1 && *v->begin() >= kClosure) {
       const auto& [where, node] = closures.at(static_cast<std::size_t>(*v->begin() - kClosure));
-      return e.run_closure(*where, node, args);
+      return e.run_closure(*where, node, args, also);
     }
-    return NumsBase<Hooked>::call(e, n, std::move(args));
+    return NumsBase<Self>::call(e, n, std::move(args));
   }
   Value structure(Eng& e, NodeId n) {
     std::vector<Value> fields;
     for (NodeId f : e.body().kids(n))
       fields.push_back(e.eval(e.node(f).a));
-    return join(fields);
+    return this->join(fields);
   }
   void uncertain(Eng&, NodeId, bool begin) { log.push_back(begin ? "unsure" : "sure"); }
+  void scrutinee(Eng&, NodeId, bool begin) { log.push_back(begin ? "scrutinee" : "scrutinee end"); }
+  // `{..}.lazy(v)` is `v`: its receiver is never evaluated. `x.halt()` stops the run (once).
+  int halts = 0;
+  bool resume_on_undo = false;
+  std::optional<Value> takes_over(Eng& e, NodeId n) {
+    const auto& nd = e.node(n);
+    if (nd.kind != cg::rust::Kind::MethodCall) return std::nullopt;
+    if (nd.str == "lazy" && nd.kids_count == 1) return e.eval(e.body().kid(n, 0));
+    if (nd.str == "halt" && halts > 0) {
+      --halts;
+      e.stop();
+      return Value{};
+    }
+    return std::nullopt;
+  }
   // `let x = if c { 2 } else { 3 };` with `c` unknown splits into x = 2 and x = 3.
   std::vector<std::vector<std::pair<std::string, Value>>> split(Eng& e, NodeId let) {
     const auto& b = e.body();
@@ -158,6 +178,28 @@ struct Hooked : NumsBase<Hooked> {
       out.push_back({{std::string(b[b[let].a].str), {std::stol(std::string(b[t].str))}}});
     }
     return out;
+  }
+};
+
+struct Hooked : HookedBase<Hooked> {};
+
+// The hooks plus `bindings`: every identifier of a pattern is bound to the value, nothing else
+// (no variant names, no guard identifiers), and each binding site is logged by its owner.
+struct Named : HookedBase<Named> {
+  std::vector<std::pair<std::string, Value>> bindings(Eng& e, NodeId owner, NodeId pat,
+                                                      const Value& v) {
+    log.push_back("bind " + std::string(e.node(owner).syntax));
+    std::vector<std::pair<std::string, Value>> out;
+    names(e, pat, v, out);
+    return out;
+  }
+  void names(Eng& e, NodeId pat, const Value& v, std::vector<std::pair<std::string, Value>>& out) {
+    if (pat == cg::rust::kNone) return;
+    const auto& p = e.node(pat);
+    if (p.kind == cg::rust::Kind::PIdent) out.emplace_back(std::string(p.str), v);
+    names(e, p.a, v, out);
+    for (NodeId k : e.body().kids(pat))
+      names(e, k, v, out);
   }
 };
 
@@ -191,6 +233,7 @@ class InterpT : public ::testing::Test {
 };
 using Interp = InterpT<Nums>;
 using Hooks = InterpT<Hooked>;
+using Bindings = InterpT<Named>;
 
 TEST_F(Interp, BlockScopingRestoresAShadowedName) {
   load("pub fn f() -> u32 { let x = 1; { let x = 2; } x }\n");
@@ -355,6 +398,97 @@ TEST_F(Hooks, ASplitLetRunsTheRestOfTheBlockOncePerAlternative) {
   EXPECT_EQ(dom.log,
             (std::vector<std::string>{"begin 0/2", "end 0", "begin 1/2", "end 1", "joined"}))
       << "the `let`'s own `if` is not run";
+}
+
+TEST_F(Hooks, ACallTheDomainTakesOverIsNotEvaluatedByTheEngine) {
+  load("pub fn f() -> u32 { let mut x = 1; let y = { x = 7; 3 }.lazy(5); x + y }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{6})) << "the receiver block (x = 7) never ran";
+  EXPECT_EQ(std::count(dom.log.begin(), dom.log.end(), "assign"), 0);
+}
+
+TEST_F(Hooks, AMatchScrutineeIsBracketed) {
+  load(
+      "pub fn f(c: u32) -> u32 { let mut x = 0; let r = match { x = 2; x } { 2 => 1, _ => 0 }; r "
+      "}\n");
+  EXPECT_EQ(run("f"), (std::set<long>{1}));
+  EXPECT_EQ(dom.log, (std::vector<std::string>{"scrutinee", "assign", "scrutinee end"}));
+}
+
+TEST_F(Hooks, AStoppedRunEvaluatesNothingMoreAndReportsNoBound) {
+  load("pub fn f() -> u32 { let mut x = 1; x.halt(); x = 5; x }\n");
+  dom.halts = 1;
+  EXPECT_EQ(run("f"), (std::set<long>{}));
+  EXPECT_EQ(std::count(dom.log.begin(), dom.log.end(), "assign"), 0) << "x = 5 never ran";
+  EXPECT_TRUE(dom.bounds.empty());
+}
+
+TEST_F(Hooks, AStoppedRunGoesOnWhenTheDomainResumesIt) {
+  const std::string lib =
+      "pub fn f() -> u32 { let k = 100; let mut x = 0; for i in 0..3 { x = x + i; x.halt(); } "
+      "x + k }\n";
+  load(lib);
+  dom.halts = 1;
+  dom.undo_after = 0;
+  dom.resume_on_undo = true;
+  // The first iteration stops the run; undoing it resumes: the symbolic iteration (i = 7) runs.
+  EXPECT_EQ(run("f"), (std::set<long>{100, 107}));
+  dom = Hooked{};
+  dom.halts = 1;
+  dom.undo_after = 0;
+  EXPECT_EQ(run("f"), (std::set<long>{})) << "not resumed: nothing after the halt";
+}
+
+// ---- bindings: the domain decides what a pattern binds -------------------------------------
+
+TEST_F(Bindings, EveryBindingSiteAsksTheDomain) {
+  load(
+      "pub fn f() -> u32 { let a = 1; let g = |p| p + a; let mut s = 0; "
+      "for i in 0..2 { s = s + i; } let r = match s { m => g(m) }; r }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{2})) << "s = 0 + 1, then g(1) = 1 + 1";
+  std::vector<std::string> sites;
+  for (const auto& l : dom.log)
+    if (l.rfind("bind ", 0) == 0) sites.push_back(l);
+  EXPECT_EQ(sites, (std::vector<std::string>{"bind let_declaration", "bind let_declaration",
+                                             "bind let_declaration", "bind for_expression",
+                                             "bind for_expression", "bind match_arm",
+                                             "bind closure_expression", "bind let_declaration"}));
+}
+
+TEST_F(Bindings, AnIfLetPatternBindsInItsThenBranchOnly) {
+  const std::string lib =
+      "pub fn f() -> u32 { let x = 1; let y = if let Some(x) = 5 { x } else { 0 }; y + x }\n"
+      "pub fn g(k: u32) -> u32 { let c = if k == 1 { 2 } else { 3 }; let x = 1;\n"
+      "  let y = if let Some(x) = c { x + 10 } else { x }; y + x }\n";
+  load(lib);
+  EXPECT_EQ(run("f"), (std::set<long>{6})) << "decided: x = 5 inside, 1 after";
+  EXPECT_EQ(run("g"), (std::set<long>{2, 13, 14})) << "undecided: y is 1, 12 or 13; x is 1";
+  EXPECT_NE(std::find(dom.log.begin(), dom.log.end(), "bind let_condition"), dom.log.end());
+}
+
+TEST_F(Hooks, WithoutBindingsAnIfLetPatternBindsNothing) {
+  load("pub fn f() -> u32 { let x = 1; let y = if let Some(x) = 5 { x } else { 0 }; y + x }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{2}));
+}
+
+TEST_F(Bindings, AGuardBindsOnlyWhatTheDomainSays) {
+  const std::string lib =
+      "pub fn h(c: u32) -> u32 { let k = 5; let r = match c { x if k == 5 => k, _ => 0 }; r }\n";
+  load(lib);
+  EXPECT_EQ(run("h"), (std::set<long>{0, 5})) << "k keeps its value in the guarded arm";
+}
+
+TEST_F(Hooks, WithoutBindingsAGuardsIdentifiersNameTheScrutinee) {
+  load("pub fn h(c: u32) -> u32 { let k = 5; let r = match c { x if k == 5 => k, _ => 0 }; r }\n");
+  EXPECT_EQ(run("h"), (std::set<long>{0})) << "k is c's value (nothing known) in that arm";
+}
+
+TEST_F(Hooks, AClosureRunsWithNamesOfTheDomainBeforeItsParameters) {
+  load(
+      "pub fn f() -> u32 { let g = |p| p + q; g(2) }\n"
+      "pub fn s() -> u32 { let g = |q| q + 1; g(2) }\n");
+  dom.also = {{"q", {40}}};
+  EXPECT_EQ(run("f"), (std::set<long>{42}));
+  EXPECT_EQ(run("s"), (std::set<long>{3})) << "a parameter shadows the domain's name";
 }
 
 }  // namespace

@@ -726,3 +726,124 @@ impl Root { pub fn new(vb: VarBuilder) -> candle::Result<Self> { candle_nn::line
 }
 
 }  // namespace
+
+// What the builder/prefix walk does at each binding and control-flow site, pinned by the keys a
+// user reads: the port of the walk onto the shared interpreter (issue #19) must keep each.
+namespace {
+
+TEST(InventoryWalk, IfLetSomeBindsTheBuilderInItsBranch) {
+  auto r = analyze("iflet", std::string(kPrelude) + R"(
+pub struct M {}
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let head = Some(vb.pp("head"));
+        if let Some(h) = head {
+            candle_nn::linear(4, 4, h.pp("proj"))?;
+        }
+        Ok(Self {})
+    }
+}
+)");
+  ASSERT_TRUE(r.param("head.proj.weight")) << r.keys();
+  EXPECT_EQ(r.param("head.proj.weight")->confidence, Confidence::proven)
+      << "a builder in Some(..) always takes the branch";
+}
+
+TEST(InventoryWalk, AMatchOnABoundConfigTakesOneArm) {
+  std::string lib = std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+pub struct Config { pub kind: usize }
+pub struct M {}
+impl M {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        match cfg.kind {
+            1 => { candle_nn::linear_no_bias(4, 4, vb.pp("one"))?; }
+            _ => { candle_nn::linear_no_bias(4, 4, vb.pp("other"))?; }
+        }
+        Ok(Self {})
+    }
+}
+)";
+  auto open = analyze("match-open", lib);
+  ASSERT_TRUE(open.param("one.weight")) << open.keys();
+  ASSERT_TRUE(open.param("other.weight")) << open.keys();
+  EXPECT_EQ(open.param("one.weight")->reason.value_or(""), "match cfg.kind => 1");
+  EXPECT_EQ(open.param("other.weight")->reason.value_or(""), "match cfg.kind => _");
+  auto bound = analyze("match-bound", lib, {}, R"({"kind": 1})");
+  EXPECT_EQ(bound.ir.parameters.size(), 1u) << bound.keys();
+  ASSERT_TRUE(bound.param("one.weight")) << bound.keys();
+  EXPECT_EQ(bound.param("one.weight")->confidence, Confidence::proven);
+}
+
+TEST(InventoryWalk, AClosureDoesNotSeeItselfAndTakesItsArguments) {
+  auto r = analyze("closure-name", R"(
+use candle::Result;
+use candle_nn::{linear, VarBuilder};
+pub struct M {}
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let linear = |name: &str, n: usize| linear(n, 2, vb.pp(name));
+        linear("q", 3)?;
+        linear("k", 5)?;
+        Ok(Self {})
+    }
+}
+)");
+  ASSERT_TRUE(r.param("q.weight")) << r.keys();
+  EXPECT_EQ(*r.param("q.weight")->shape, (std::vector<std::uint64_t>{2, 3}));
+  ASSERT_TRUE(r.param("k.weight")) << r.keys();
+  EXPECT_EQ(*r.param("k.weight")->shape, (std::vector<std::uint64_t>{2, 5}));
+  EXPECT_FALSE(r.has_finding("recursive"));
+}
+
+TEST(InventoryWalk, ThenSomeRegistersOnlyWhenItsConditionHolds) {
+  std::string lib = std::string(kPrelude) + R"(
+#[derive(serde::Deserialize)]
+pub struct Config { pub extra: bool }
+pub struct M {}
+impl M {
+    pub fn new(cfg: &Config, vb: VarBuilder) -> Result<Self> {
+        let _e = cfg.extra.then_some(candle_nn::linear_no_bias(4, 4, vb.pp("extra")));
+        Ok(Self {})
+    }
+}
+)";
+  auto open = analyze("thensome-open", lib);
+  ASSERT_TRUE(open.param("extra.weight")) << open.keys();
+  EXPECT_EQ(open.param("extra.weight")->reason.value_or(""), "only when cfg.extra");
+  auto off = analyze("thensome-off", lib, {}, R"({"extra": false})");
+  EXPECT_FALSE(off.param("extra.weight")) << off.keys();
+}
+
+TEST(InventoryWalk, PushedModulesAreNamedAfterTheirVector) {
+  auto r = analyze("push", std::string(kPrelude) + R"(
+pub struct Block { l: candle_nn::Linear }
+impl Block {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        Ok(Self { l: candle_nn::linear(2, 2, vb.pp("l"))? })
+    }
+}
+pub struct M { blocks: Vec<Block> }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let mut blocks = Vec::new();
+        for i in 0..2 {
+            blocks.push(Block::new(vb.pp("h").pp(i))?);
+        }
+        Ok(Self { blocks })
+    }
+}
+)");
+  EXPECT_TRUE(r.param("h.0.l.weight")) << r.keys();
+  EXPECT_TRUE(r.param("h.1.l.weight")) << r.keys();
+  int named = 0;
+  for (const auto& m : r.ir.modules)
+    if (m.type_name == "Block") {
+      EXPECT_EQ(m.field.value_or(""), "blocks");
+      EXPECT_EQ(m.repeat.value_or(""), "i in 0..2");
+      ++named;
+    }
+  EXPECT_EQ(named, 2) << "a literal range is expanded";
+}
+
+}  // namespace

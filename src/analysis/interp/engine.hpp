@@ -54,6 +54,16 @@
 //       non-empty: the `let` is not evaluated; the rest of its block runs once per alternative
 //       with its names bound, between the branch hooks (the `let` as the branch node), and the
 //       values and locals join
+//   std::vector<std::pair<std::string, Value>> bindings(Engine&, NodeId owner, NodeId pat,
+//                                                       const Value& v)
+//       the names pattern `pat` of `owner` binds to `v`, in place of the engine's own rules:
+//       a `let`, a match arm (its guard included: nothing else binds there), a `for` (expanded
+//       and symbolic), a closure's parameters, and the `if let` condition, whose pattern then
+//       binds in the then-branch (without this member an `if let` pattern binds nothing)
+//   std::optional<Value> takes_over(Engine&, NodeId call)   a call or method call the domain
+//       evaluates itself, its receiver and arguments through `eval` (nullopt: the engine's way)
+//   void scrutinee(Engine&, NodeId match, bool begin)   around a match's scrutinee
+// Domains may end a run at a limit of their own with `stop()`, and let it go on with `resume()`.
 #include <algorithm>
 #include <cstddef>
 #include <map>
@@ -159,7 +169,17 @@ class Engine {
   // Runs closure `closure` of `where` (the body that wrote it: a closure may have been passed to
   // an inlined helper) in the current frame: its parameter patterns bound to `args` in a scope of
   // their own, its `return`s its own. The closure's value: its body's joined with its returns.
-  Value run_closure(const rust::Body& where, NodeId closure, const std::vector<Value>& args);
+  // `also`: names bound in the closure's scope before its parameters (a domain's own names).
+  using Bindings = std::vector<std::pair<std::string, Value>>;
+  Value run_closure(const rust::Body& where, NodeId closure, const std::vector<Value>& args,
+                    const Bindings& also = {});
+  // Ends the run as an exhausted budget does (nothing more is evaluated), without a Bound: a
+  // domain stops at a limit of its own. `resume` lets a stopped or exhausted run go on (a domain
+  // that undid the work past the limit); the budget used is kept, so the next node past it
+  // stops the run again.
+  void stop() { exhausted_ = true; }
+  void resume() { exhausted_ = false; }
+  bool stopped() const { return exhausted_; }
 
  private:
   bool tick() {
@@ -183,6 +203,7 @@ class Engine {
   Value eval_if(NodeId n);
   Value eval_match(NodeId n);
   Value eval_loop(NodeId n);
+  Value eval_any_call(NodeId n);
   Value eval_call(NodeId n);
   Value eval_method_call(NodeId n);
   std::vector<Value> eval_args(NodeId n);
@@ -197,7 +218,11 @@ class Engine {
   void bind_guard_names(NodeId n, const Value& v, int depth);
   void merge_loop(const Env& before);
   bool expand_loop(NodeId n, const Value& iter, const Env& before);
-  Value run_branch(NodeId n, NodeId what, std::size_t i, std::size_t count);
+  template <class F>
+  Value run_branch(NodeId n, std::size_t i, std::size_t count, F&& what);
+  Value eval_then(NodeId n, const Value& cond);
+  void bind_at(NodeId owner, NodeId pat, const Value& v);
+  void bind_arm(NodeId arm, const Value& scrut);
   Value decided_arm(NodeId arm, const Value& scrut);
   void open_scope() { undo_.emplace_back(); }
   void close_scope();
@@ -218,4 +243,5 @@ class Engine {
 
 }  // namespace cg::analysis::interp
 
+#include "analysis/interp/engine_bind.hpp"
 #include "analysis/interp/engine_impl.hpp"

@@ -69,9 +69,8 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Field:
       return dom_.field(*this, n, eval(nd.a));
     case Kind::Call:
-      return eval_call(n);
     case Kind::MethodCall:
-      return eval_method_call(n);
+      return eval_any_call(n);
     case Kind::Binary:
       if (nd.syntax != "binary_expression") {  // a chain of `let` conditions
         eval(nd.a);
@@ -301,7 +300,7 @@ void Engine<D>::eval_let(NodeId n) {
   Value v = eval(nd.b);
   v = dom_.let_value(*this, n, std::move(v));
   eval(nd.c);
-  bind(nd.a, v);
+  bind_at(n, nd.a, v);
 }
 
 template <class D>
@@ -309,13 +308,14 @@ typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
   const rust::Node& nd = body()[n];
   Value cond = eval(nd.a);
   if constexpr (requires { dom_.choose(*this, n, cond); }) {
-    if (auto pick = dom_.choose(*this, n, cond)) return eval(*pick == 0 ? nd.b : nd.c);
+    if (auto pick = dom_.choose(*this, n, cond))
+      return *pick == 0 ? eval_then(n, cond) : eval(nd.c);
   }
   Env before = env();
-  Value a = run_branch(n, nd.b, 0, 2);
+  Value a = run_branch(n, 0, 2, [&] { return eval_then(n, cond); });
   Env after_a = env();
   env() = std::move(before);
-  Value b = run_branch(n, nd.c, 1, 2);
+  Value b = run_branch(n, 1, 2, [&] { return eval(nd.c); });
   for (auto& [k, v] : env()) {
     auto it = after_a.find(k);
     if (it != after_a.end()) v = dom_.join({it->second, v});
@@ -325,14 +325,33 @@ typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
   return out;
 }
 
-// Branch `i` of `count` of the undecided `if`/`match` `n`: `what` evaluated between the domain's
-// branch hooks.
+// The then-branch of `if` `n` whose condition evaluated to `cond`. For `if let P = e` with a
+// domain that declares `bindings`, P binds (the domain's names) in a scope of the branch only;
+// otherwise the pattern binds nothing.
 template <class D>
-typename Engine<D>::Value Engine<D>::run_branch(NodeId n, NodeId what, std::size_t i,
-                                                std::size_t count) {
+typename Engine<D>::Value Engine<D>::eval_then(NodeId n, const Value& cond) {
+  const rust::Node& nd = body()[n];
+  if constexpr (requires { dom_.bindings(*this, n, n, cond); }) {
+    if (nd.a != rust::kNone && body()[nd.a].kind == Kind::LetCond) {
+      open_scope();
+      bind_at(nd.a, body()[nd.a].a, cond);
+      Value v = eval(nd.b);
+      close_scope();
+      return v;
+    }
+  }
+  return eval(nd.b);
+}
+
+// Branch `i` of `count` of the undecided `if`/`match` `n`: `what()` evaluated between the
+// domain's branch hooks.
+template <class D>
+template <class F>
+typename Engine<D>::Value Engine<D>::run_branch(NodeId n, std::size_t i, std::size_t count,
+                                                F&& what) {
   if constexpr (requires { dom_.branch_begin(*this, n, i, count); })
     dom_.branch_begin(*this, n, i, count);
-  Value v = eval(what);
+  Value v = what();
   if constexpr (requires { dom_.branch_end(*this, n, i); }) dom_.branch_end(*this, n, i);
   return v;
 }
@@ -342,8 +361,7 @@ template <class D>
 typename Engine<D>::Value Engine<D>::decided_arm(NodeId arm, const Value& scrut) {
   const rust::Node& an = body()[arm];
   Env before = env();
-  bind(an.a, scrut);
-  bind_guard_names(an.b, scrut, 0);
+  bind_arm(arm, scrut);
   Value v = eval(an.c);
   env() = std::move(before);
   return v;
@@ -352,7 +370,9 @@ typename Engine<D>::Value Engine<D>::decided_arm(NodeId arm, const Value& scrut)
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_match(NodeId n) {
   const rust::Body& b = body();
+  if constexpr (requires { dom_.scrutinee(*this, n, true); }) dom_.scrutinee(*this, n, true);
   Value scrut = eval(b[n].a);
+  if constexpr (requires { dom_.scrutinee(*this, n, false); }) dom_.scrutinee(*this, n, false);
   const std::vector<NodeId> kids = b.kids(n);
   if constexpr (requires { dom_.choose(*this, n, scrut); }) {
     if (auto pick = dom_.choose(*this, n, scrut))
@@ -363,9 +383,8 @@ typename Engine<D>::Value Engine<D>::eval_match(NodeId n) {
   for (std::size_t i = 0; i < kids.size(); ++i) {
     const rust::Node& an = b[kids[i]];
     env() = before;
-    bind(an.a, scrut);
-    bind_guard_names(an.b, scrut, 0);
-    arms.push_back(run_branch(n, an.c, i, kids.size()));
+    bind_arm(kids[i], scrut);
+    arms.push_back(run_branch(n, i, kids.size(), [&] { return eval(an.c); }));
   }
   env() = std::move(before);
   Value out = dom_.join(arms);
@@ -382,9 +401,9 @@ typename Engine<D>::Value Engine<D>::eval_loop(NodeId n) {
     Env saved = env();
     if (!expand_loop(n, it, saved)) {
       if constexpr (requires { dom_.loop_variable(*this, n, it); })
-        bind(nd.a, dom_.loop_variable(*this, n, it));
+        bind_at(n, nd.a, dom_.loop_variable(*this, n, it));
       else
-        bind(nd.a, it);
+        bind_at(n, nd.a, it);
       eval(nd.c);
       merge_loop(saved);
     }
@@ -412,7 +431,7 @@ bool Engine<D>::expand_loop(NodeId n, const Value& iter, const Env& before) {
     const rust::Node& nd = body()[n];
     for (std::size_t i = 0; i < vals->size(); ++i) {
       open_scope();
-      bind(nd.a, (*vals)[i]);
+      bind_at(n, nd.a, (*vals)[i]);
       eval(nd.c);
       close_scope();
       if constexpr (requires { dom_.iterated(*this, n, i); }) {
@@ -430,7 +449,8 @@ bool Engine<D>::expand_loop(NodeId n, const Value& iter, const Env& before) {
 
 template <class D>
 typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId closure,
-                                                 const std::vector<Value>& args) {
+                                                 const std::vector<Value>& args,
+                                                 const Bindings& also) {
   if (!running() || closure == rust::kNone) return {};
   Frame& fr = frame();
   const rust::Body* saved_body = fr.body;
@@ -438,9 +458,11 @@ typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId
   fr.returns.clear();
   fr.body = &where;
   open_scope();
+  for (const auto& [name, v] : also)
+    bind_name(name, v);
   const std::vector<NodeId> params = where.kids(closure);
   for (std::size_t i = 0; i < params.size(); ++i)
-    bind(params[i], i < args.size() ? args[i] : Value{});
+    bind_at(closure, params[i], i < args.size() ? args[i] : Value{});
   Value v = eval(where[closure].a);
   close_scope();
   fr.returns.push_back(std::move(v));
@@ -486,6 +508,15 @@ std::vector<typename Engine<D>::Value> Engine<D>::eval_args(NodeId n) {
   return out;
 }
 
+// A call or method call: the domain's own evaluation when it takes it over, else the engine's.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_any_call(NodeId n) {
+  if constexpr (requires { dom_.takes_over(*this, n); }) {
+    if (auto v = dom_.takes_over(*this, n)) return std::move(*v);
+  }
+  return body()[n].kind == Kind::Call ? eval_call(n) : eval_method_call(n);
+}
+
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_call(NodeId n) {
   std::vector<Value> args = eval_args(n);
@@ -497,87 +528,6 @@ typename Engine<D>::Value Engine<D>::eval_method_call(NodeId n) {
   Value recv = eval(body()[n].a);
   std::vector<Value> args = eval_args(n);
   return dom_.method_call(*this, n, std::move(recv), std::move(args));
-}
-
-template <class D>
-void Engine<D>::bind_name(const std::string& name, const Value& v) {
-  Env& e = env();
-  if (!undo_.empty()) {
-    auto& log = undo_.back();
-    bool seen = std::any_of(log.begin(), log.end(), [&](const auto& x) { return x.first == name; });
-    if (!seen) {
-      auto it = e.find(name);
-      log.emplace_back(name, it == e.end() ? std::nullopt : std::optional<Value>(it->second));
-    }
-  }
-  e[name] = v;
-}
-
-// Every name a pattern introduces is bound to the whole value (a tuple pattern binds each name
-// to the tuple's value). As the syntax walker did: a variant or constant written as one
-// identifier (`None`, `Some(..)`'s `Some`) is bound too, a shorthand struct field (`Foo { a }`)
-// is not.
-template <class D>
-void Engine<D>::bind(NodeId pat, const Value& v) {
-  if (pat == rust::kNone) return;
-  const rust::Body& b = body();
-  const rust::Node& p = b[pat];
-  auto single = [](std::string_view s) {
-    return !s.empty() && s.find("::") == std::string_view::npos &&
-           s.find('<') == std::string_view::npos;
-  };
-  switch (p.kind) {
-    case Kind::PIdent:
-      bind_name(std::string(p.str), v);
-      bind(p.a, v);
-      return;
-    case Kind::PPath:
-      if (single(p.str)) bind_name(std::string(p.str), v);
-      return;
-    case Kind::PTupleStruct:
-      if (single(p.str)) bind_name(std::string(p.str), v);
-      for (NodeId k : b.kids(pat))
-        bind(k, v);
-      return;
-    case Kind::PField:
-      if (p.a != rust::kNone && b[p.a].start != p.start) bind(p.a, v);  // not shorthand
-      return;
-    case Kind::PTuple:
-    case Kind::PSlice:
-    case Kind::PStruct:
-    case Kind::POr:
-      for (NodeId k : b.kids(pat))
-        bind(k, v);
-      return;
-    case Kind::PRef:
-      bind(p.a, v);
-      return;
-    default:
-      return;
-  }
-}
-
-// The syntax walker bound a match arm's pattern node whole, guard included: every plain
-// identifier the guard mentions names the scrutinee inside that arm. Kept so outputs stay the
-// same; a later domain may want the guard evaluated instead.
-template <class D>
-void Engine<D>::bind_guard_names(NodeId n, const Value& v, int depth) {
-  if (n == rust::kNone || depth > 64) return;
-  const rust::Body& b = body();
-  const rust::Node& g = b[n];
-  if (g.kind == Kind::Path) {
-    if (g.syntax == "identifier") bind_name(std::string(g.str), v);
-    return;
-  }
-  if (g.kind == Kind::PIdent) {
-    bind_name(std::string(g.str), v);
-    return;
-  }
-  bind_guard_names(g.a, v, depth + 1);
-  bind_guard_names(g.b, v, depth + 1);
-  bind_guard_names(g.c, v, depth + 1);
-  for (NodeId k : b.kids(n))
-    bind_guard_names(k, v, depth + 1);
 }
 
 }  // namespace cg::analysis::interp
