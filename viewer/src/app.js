@@ -754,7 +754,13 @@
     g.kids.forEach(function (k) { var s = nodeSize(k); nodes.push(expanded[k.id] ? { id: k.id, sizeFrom: k.id } : { id: k.id, w: s[0], h: s[1] }); });
     g.ops.forEach(function (o) { var s = nodeSize(o); nodes.push({ id: o.id, w: s[0], h: s[1] }); });
     if (g.edges) g.edges.forEach(function (e) { edges.push([e.f, e.t]); });
-    return { id: g.id, nodes: nodes, edges: edges, minW: Math.ceil(canvasW('600 12px system-ui,sans-serif', '▾ ' + g.name + '  ·  ' + fmtInt(g.nOps) + ' ops')) + 26 };
+    // Instances of one call share a shape: ids relative to the group let the layout be reused.
+    var rel = null;
+    if (G.unrolled) {
+      var L = g.path ? g.path.length + 1 : 0, seen = Object.create(null);
+      rel = nodes.map(function (n) { var o = byId.get(n.id), r = o && o._kind === 'group' ? 'g:' + o.path.slice(L) : o && o.static ? o.static : n.id; if (seen[r]) r += '#' + seen[r]++; else seen[r] = 1; return r; });
+    }
+    return { id: g.id, rel: rel, nodes: nodes, edges: edges, minW: Math.ceil(canvasW('600 12px system-ui,sans-serif', '▾ ' + g.name + '  ·  ' + fmtInt(g.nOps) + ' ops')) + 26 };
   }
   // ---------- worker ----------
   var worker = null, jobs = {}, jobN = 0;
