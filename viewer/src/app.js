@@ -670,11 +670,13 @@
           var src = child && child.sub.get(t._producer) || resolve(F, t._producer);
           if (src && child && !under(src, child) && !(child.sibs && child.sibs.some(function (s) { return under(src, s); }))) continue;
           if (src) out.push([src, ins[i]]);
-        } else if (!t || t.role === 'input' && !(t.function !== F.call.function && helperOf(F, t.function))) {
+        } else if (!t || t.role === 'input') {
           // No operation produces it: a tensor parameter of the inlined method (of this call or
           // of a wrapper around it), i.e. what enters the call; drawn when that is one tensor. A
           // parameter of a helper run inside this frame (`apply_rotary_emb(q)`) is left unlinked.
-          var a = entryOf(inlinedFrame(F, t && t.function), 0); if (a.length === 1) out.push(a[0]);
+          var A = inlinedFrame(F, t && t.function);
+          if (!A || t && A.call.function !== t.function && helperOf(F, t.function)) continue;
+          var a = entryOf(A, 0); if (a.length === 1) out.push(a[0]);
         }
       }
       if (child && !out.some(function (x) { return under(x[0], child); })) { var r = retOf(child); if (r) out.push(r); }
