@@ -27,6 +27,10 @@ int main() {
     }
     dir = dir.parent_path();
   }
-  const std::string cmd = "node '" + (dir / "bench" / "viewer_firstpaint.mjs").string() + "'";
+  // The real-model part runs `candle-graph view`: the binary beside this one's folder.
+  const fs::path bin =
+      fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "candle-graph";
+  std::string cmd = "node '" + (dir / "bench" / "viewer_firstpaint.mjs").string() + "'";
+  if (fs::exists(bin, ec)) cmd = "CG_BIN='" + bin.string() + "' " + cmd;
   return std::system(cmd.c_str()) == 0 ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "util/json_writer.hpp"
 #include "util/text.hpp"
@@ -148,8 +149,10 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
     functions.emplace(f.id, &f);
   // "Severs" in an op's gradient rule marks its output tensor: drawn as a severed edge.
   std::unordered_map<std::string_view, bool> severed;
+  std::unordered_set<std::string_view> produced;
   for (const auto& op : ir.operations) {
     if (op.gradient_rule.find("Severs") != std::string::npos) severed[op.output] = true;
+    produced.insert(op.output);
   }
 
   const bool any_checkpoint =
@@ -285,6 +288,10 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
       w.null();
     }
     opt_string(w, "parameter", t.parameter);
+    // An input no operation produces (a method's tensor parameter): its function, so the page can
+    // connect it to what a module instance call passes in.
+    if (t.role == ir::TensorRole::input && produced.count(t.id) == 0 && !t.owner_function.empty())
+      w.field("function", t.owner_function);
     if (severed.count(t.id) != 0) w.field("grad", "severed");
     w.end_object();
   }
@@ -325,6 +332,51 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
     w.end_object();
   }
   w.end_array();
+
+  // The dataflow unrolled along the module tree (IR `instance_calls`): each call is sent once, a
+  // family's call once with its `count`; the page unrolls the instances itself, so 32 layers do
+  // not copy every operation 32 times. `parent` and `operations` are indices (into this list and
+  // into `operations` above), which keeps the records short.
+  {
+    std::unordered_map<std::string_view, std::size_t> op_index, call_index;
+    for (std::size_t i = 0; i < ir.operations.size(); ++i)
+      op_index.emplace(ir.operations[i].id, i);
+    for (std::size_t i = 0; i < ir.instance_calls.size(); ++i)
+      call_index.emplace(ir.instance_calls[i].id, i);
+    w.key("instance_calls").begin_array();
+    for (const auto& c : ir.instance_calls) {
+      w.begin_object().field("entrypoint", c.entrypoint);
+      w.key("parent");
+      const auto par = c.parent ? call_index.find(*c.parent) : call_index.end();
+      if (par != call_index.end()) {
+        w.value(static_cast<std::uint64_t>(par->second));
+      } else {
+        w.null();
+      }
+      w.field("path", c.path).field("method", c.method);
+      opt_string(w, "function", c.function);
+      opt_string(w, "call_site", c.call_site);
+      opt_string(w, "repeat", c.repeat);
+      w.key("count");
+      if (c.count) {
+        w.value(*c.count);
+      } else {
+        w.null();
+      }
+      if (c.output_shape.rank || !c.output_shape.dimensions.empty() || c.output_shape.source_expr) {
+        tensor_shape(w, c.output_shape);
+      }
+      if (!c.output_dtype.empty() && c.output_dtype != "Unknown") w.field("dtype", c.output_dtype);
+      if (c.mult_adds) w.field("mult_adds", *c.mult_adds);
+      w.key("ops").begin_array();
+      for (const auto& o : c.operations) {
+        const auto it = op_index.find(o);
+        if (it != op_index.end()) w.value(static_cast<std::uint64_t>(it->second));
+      }
+      w.end_array().end_object();
+    }
+    w.end_array();
+  }
 
   w.key("findings").begin_array();
   for (const auto& f : ir.findings) {

@@ -505,8 +505,12 @@
   var passN = 0;
   function mkGroup(path, parent) {
     var i = path.lastIndexOf('.'), seg = path.slice(i + 1);
-    var g = { id: 'g:' + path, path: path, name: !parent ? ((P.model && P.model.name) || 'model') : /^\d+$/.test(seg) && parent.path ? parent.name + '.' + seg : seg,
+    var base = !parent ? ((P.model && P.model.name) || 'model') : /^\d+$/.test(seg) && parent.path ? (parent.base || parent.name) + '.' + seg : seg;
+    var g = { id: 'g:' + path, path: path, name: base, base: base,
       parent: parent, all: [], kids: null, ops: null, kidMap: null, edges: null, nOps: 0, ns: 0, depth: parent ? parent.depth + 1 : 0, _kind: 'group' };
+    // A family of module instances (`model.layers` holding `layers.0 … layers.31`) reads folded.
+    var fam = G.fams && G.fams[path];
+    if (fam) { g.fam = fam; g.name = base + '.{i} × ' + fam; }
     if (G.moduleNs && G.moduleNs[path] != null) g.ns = G.moduleNs[path];
     G.groups.set(path, g); byId.set(g.id, g);
     return g;
@@ -529,13 +533,13 @@
     });
     var agg = new Map(), edges = new Map();
     g.all.forEach(function (o) {
-      var ins = o.inputs; if (!ins) return;
-      for (var k = 0; k < ins.length; k++) {
-        var t = byId.get(ins[k]), src = t && t._producer && byId.get(t._producer);
+      var ss = srcsOf(o);
+      for (var k = 0; k < ss.length; k++) {
+        var src = ss[k][0], tid = ss[k][1], t = byId.get(tid);
         if (!src || src === o || src._pass !== pass || src._c === o._c) continue;
         var a = src._c, b = o._c, row = agg.get(a) || (agg.set(a, new Map()), agg.get(a)), e = row.get(b);
-        if (!e) { e = { f: a.id, t: b.id, n: 0, tensor: ins[k], sev: false, dtc: false }; row.set(b, e); edges.set(e.f + '\u0000' + e.t, e); }
-        e.n++; if (t.grad === 'severed' || t.severed) e.sev = true; if (t.dtype_conflict) e.dtc = true;
+        if (!e) { e = { f: a.id, t: b.id, n: 0, tensor: tid, sev: false, dtc: false }; row.set(b, e); edges.set(e.f + '\u0000' + e.t, e); }
+        e.n++; if (t && (t.grad === 'severed' || t.severed)) e.sev = true; if (t && t.dtype_conflict) e.dtc = true;
       }
     });
     g.kids = kids; g.ops = direct; g.kidMap = km; g.edges = edges;
@@ -548,23 +552,164 @@
     var i = path.lastIndexOf('.'), parent = path ? groupAt(i < 0 ? '' : path.slice(0, i)) : null;
     return parent ? partition(parent).kidMap.get(path.slice(i + 1)) : undefined;
   }
-  function lookup(id) { return byId.get(id) || famMap[id] || (G && /^g:/.test(id) ? groupAt(id.slice(2)) : undefined); }
+  function lookup(id) { id = graphId(id); return byId.get(id) || famMap[id] || (G && /^g:/.test(id) ? groupAt(id.slice(2)) : undefined); }
   function groupOfOp(o) { return o && o._graph === G.stamp ? groupAt(o.module || '') : undefined; }
+  // ---------- dataflow: module instances ----------
+  // `instance_calls` is the entrypoint's run along the module tree: one record per call of a
+  // module instance, a family's (32 layers) once with its `count`, each listing the static
+  // operations run in its own frame. The payload sends that template once; here it is unrolled
+  // into one frame per concrete instance (`model.layers.3.self_attn`) and one node per operation
+  // and frame. A node keeps the static op as its prototype (so its rules, shape, timing read as
+  // the op's), `static` = the op id and `instance` = the instance path; its id is
+  // `<static id>@<instance path>`. Grouping by instance path gives the module boxes.
+  var IC = P.instance_calls || [], IC_BY = Object.create(null), UNROLL_MAX = 4096;
+  IC.forEach(function (c, i) { (IC_BY[c.entrypoint] || (IC_BY[c.entrypoint] = [])).push(i); });
+  function srcsOf(o) {
+    if (o.hasOwnProperty('_srcs')) return o._srcs;
+    var out = [], ins = o.inputs;
+    if (ins) for (var k = 0; k < ins.length; k++) { var t = byId.get(ins[k]), src = t && t._producer && byId.get(t._producer); if (src) out.push([src, ins[k]]); }
+    o._srcs = out; return out;
+  }
+  function unroll(fn) {
+    var idx = IC_BY[fn]; if (!idx || !idx.length) return null;
+    var kidsOf = new Map(), tops = [];
+    idx.forEach(function (i) { var c = IC[i], p = c.parent; if (p != null && IC[p] && IC[p].entrypoint === fn) { if (!kidsOf.has(p)) kidsOf.set(p, []); kidsOf.get(p).push(i); } else tops.push(i); });
+    var frames = [], fams = Object.create(null), virt = new Map(), ops = [], listed = new Set(), ids = Object.create(null);
+    function mkFrame(ci, path, k, n, pf) {
+      var c = IC[ci], F = { ci: ci, call: c, path: path, tpl: c.path, k: k, n: n, parent: pf, kids: [], own: new Map(), sub: null };
+      frames.push(F); if (pf) pf.kids.push(F);
+      (c.ops || []).forEach(function (oi) { var s = P.operations[oi]; if (!s) return; listed.add(s); addNode(s, F); });
+      (kidsOf.get(ci) || []).forEach(function (ch) { walk(ch, F); });
+      return F;
+    }
+    function addNode(s, F) {
+      var id = s.id + '@' + F.path, n = ids[id] = (ids[id] || 0) + 1; if (n > 1) id += '#' + (n - 1);
+      var v = Object.create(s); v.id = id; v.module = F.path; v.static = s.id; v.instance = F.path; v._frame = F; v._kind = 'operation';
+      byId.set(id, v); F.own.set(s.id, v); ops.push(v);
+      if (!virt.has(s.id)) virt.set(s.id, []); virt.get(s.id).push(v);
+    }
+    function walk(ci, pf) {
+      var c = IC[ci], base = c.path;
+      // The parent's indices carry into its children: `model.layers.{i}.mlp` under layers.3.
+      if (pf && pf.tpl && base.indexOf(pf.tpl) === 0 && (base.length === pf.tpl.length || base[pf.tpl.length] === '.')) base = pf.path + base.slice(pf.tpl.length);
+      var m = /\{[^}.]*\}/.exec(base), n = c.count;
+      if (m && n != null && n >= 1 && n <= UNROLL_MAX) {
+        var fp = base.slice(0, m.index).replace(/\.$/, '');
+        fams[fp] = n;
+        for (var k = 0; k < n; k++) mkFrame(ci, base.slice(0, m.index) + k + base.slice(m.index + m[0].length), k, n, pf);
+      } else mkFrame(ci, base, 0, 1, pf);
+    }
+    tops.forEach(function (i) { walk(i, null); });
+    if (!frames.length) return null;
+    // Operations of the function that no call lists stay in the run's own frame.
+    var root = frames[0];
+    P.operations.forEach(function (s) { if (s.function === fn && !listed.has(s)) addNode(s, root); });
+    // Every static op beneath a frame (the last instance of a family wins: a loop's result).
+    for (var fi = frames.length - 1; fi >= 0; fi--) {
+      var F = frames[fi], sub = new Map(F.own);
+      F.kids.forEach(function (ch) { ch.sub.forEach(function (v, key) { if (!F.own.has(key)) sub.set(key, v); }); });
+      F.sub = sub;
+    }
+    function helperOf(F, fnId) {
+      if (!F.fns) { F.fns = Object.create(null); F.own.forEach(function (v) { if (v.function) F.fns[v.function] = true; }); }
+      return !!F.fns[fnId];
+    }
+    function under(v, F) { for (var a = v._frame; a; a = a.parent) if (a === F) return true; return false; }
+    function resolve(F, opId) { for (var a = F; a; a = a.parent) { var v = a.sub.get(opId); if (v) return v; } return null; }
+    // A call's own call-site op: the op in the parent's frame that the call's result flows into.
+    function callOp(F) { var cs = F.call.call_site; return cs && F.parent ? F.parent.own.get(cs) : null; }
+    // What a call of an inlined method returns (its call-site input produced inside the call).
+    function retOf(F) {
+      if (F.ret !== undefined) return F.ret;
+      return (F.ret = retOf0(F));
+    }
+    function retOf0(F) {
+      var c = callOp(F); if (!c) return null;
+      var ins = c.inputs || [];
+      for (var i = 0; i < ins.length; i++) { var t = byId.get(ins[i]), v = t && t._producer && F.sub.get(t._producer); if (v) return [v, ins[i]]; }
+      // A call site that does not list its callee's result: the one operation of the call's own
+      // frame whose output nothing else in the call reads.
+      var used = new Set(), sinks = [];
+      F.sub.forEach(function (v) { (v.inputs || []).forEach(function (tid) { used.add(tid); }); });
+      F.own.forEach(function (v) { var o = (v.outputs || [])[0]; if (o && !used.has(o)) sinks.push([v, o]); });
+      return sinks.length === 1 ? sinks[0] : null;
+    }
+    // What enters a call from outside: in a family after the first instance, the previous
+    // instance's result (the loop's order); else the tensors its call site passes (call-site inputs
+    // not produced inside the call; one that no operation produces enters the caller in turn).
+    function inlinedFrame(F, fnId) {
+      for (var a = F; a; a = a.parent) if (fnId && a.call.function === fnId) return a;
+      for (var b = F; b; b = b.parent) if (b.call.function) return b;
+      return null;
+    }
+    function entryOf(F, depth) {
+      if (!F || depth > 64) return [];
+      if (F.entry) return F.entry;
+      var out = [];
+      if (F.k > 0 && F.sibs) { var r = retOf(F.sibs[F.k - 1]); if (r) out.push(r); }
+      else {
+        var c = callOp(F);
+        if (c) (c.inputs || []).forEach(function (tid) {
+          var t = byId.get(tid);
+          if (t && t._producer) { if (F.sub.has(t._producer)) return; var v = resolve(c._frame, t._producer); if (v) out.push([v, tid]); }
+          else if (!t || t.role === 'input') entryOf(inlinedFrame(c._frame, t && t.function), depth + 1).forEach(function (x) { out.push(x); });
+        });
+      }
+      F.entry = out; return out;
+    }
+    var sibs = new Map();
+    frames.forEach(function (F) { if (F.n > 1 && F.parent) { var key = F.parent.path + '\u0000' + F.ci; if (!sibs.has(key)) sibs.set(key, []); sibs.get(key).push(F); F.sibs = sibs.get(key); } });
+    ops.forEach(function (v) {
+      var F = v._frame, ins = v.inputs || [], out = [];
+      // The call-site op of an unrolled inlined call receives only the call's result.
+      var child = null;
+      F.kids.forEach(function (ch) { if (ch.call.function && ch.call.call_site === v.static) child = ch; });
+      for (var i = 0; i < ins.length; i++) {
+        var t = byId.get(ins[i]);
+        if (t && t._producer) {
+          var src = child && child.sub.get(t._producer) || resolve(F, t._producer);
+          if (src && child && !under(src, child) && !(child.sibs && child.sibs.some(function (s) { return under(src, s); }))) continue;
+          if (src) out.push([src, ins[i]]);
+        } else if (!t || t.role === 'input') {
+          // No operation produces it: a tensor parameter of the inlined method (of this call or
+          // of a wrapper around it), i.e. what enters the call; drawn when that is one tensor. A
+          // parameter of a helper run inside this frame (`apply_rotary_emb(q)`) is left unlinked.
+          var A = inlinedFrame(F, t && t.function);
+          if (!A || t && A.call.function !== t.function && helperOf(F, t.function)) continue;
+          var a = entryOf(A, 0); if (a.length === 1) out.push(a[0]);
+        }
+      }
+      if (child && !out.some(function (x) { return under(x[0], child); })) { var r = retOf(child); if (r) out.push(r); }
+      v._srcs = out;
+    });
+    var byPath = Object.create(null); frames.forEach(function (F) { if (!byPath[F.path]) byPath[F.path] = F; });
+    return { ops: ops, fams: fams, virt: virt, frames: byPath, nStatic: listed.size, nFrames: frames.length };
+  }
+  // In an unrolled graph a static op id stands for its instances: the first one drawn.
+  function graphId(id) {
+    if (!G || !G.virt || !id) return id;
+    var o = byId.get(id);
+    if (o && o._kind === 'operation' && o._graph !== G.stamp && G.virt.has(id)) { var vs = G.virt.get(id); for (var i = 0; i < vs.length; i++) if (vs[i]._graph === G.stamp) return vs[i].id; }
+    if (!o && G.unrolled && id.indexOf(':') < 0 && groupAt(id)) return 'g:' + id;  // an instance path
+    return id;
+  }
   var EXPAND_ALL_MAX = 3000;
   function buildGraph() {
     var fn = fnSel.value, ph = phSel.value, stamp = (G ? G.stamp : 0) + 1;
-    var ops = P.operations.filter(function (o) {
+    function inPhase(o) { if (!ph) return true; var phs = o.phases || (o.phase ? [o.phase] : []); return !phs.length || phs.indexOf(ph) >= 0; }
+    var U = fn ? unroll(fn) : null;
+    var ops = U ? U.ops.filter(function (o) { if (!inPhase(o)) return false; o._graph = stamp; return true; }) : P.operations.filter(function (o) {
       if (fn && o.function !== fn) return false;
-      if (ph) { var phs = o.phases || (o.phase ? [o.phase] : []); if (phs.length && phs.indexOf(ph) < 0) return false; }
+      if (!inPhase(o)) return false;
       o._graph = stamp;
       return true;
     });
-    G = { groups: new Map(), ops: ops, stamp: stamp };
+    G = { groups: new Map(), ops: ops, stamp: stamp, unrolled: !!U, fams: U ? U.fams : null, virt: U ? U.virt : null, frames: U ? U.frames : null };
     var root = G.root = mkGroup('', null), maxNs = 0, nEdges = 0;
     root.all = ops; root.nOps = ops.length;
     ops.forEach(function (o) {
       var ns = opNs(o); root.ns += ns; if (ns > maxNs) maxNs = ns;
-      var ins = o.inputs; if (ins) for (var k = 0; k < ins.length; k++) { var t = byId.get(ins[k]); if (t && t._producer && t._producer !== o.id) nEdges++; }
+      var ss = srcsOf(o); for (var k = 0; k < ss.length; k++) if (ss[k][0] && ss[k][0] !== o) nEdges++;
     });
     // Every group's time is at most that of its top-level ancestor: those bound the heat scale.
     partition(root).kids.forEach(function (g) { if (g.ns > maxNs) maxNs = g.ns; });
@@ -585,7 +730,7 @@
       frontier.sort(function (a, b) { return b.nOps - a.nOps; });
       // The open box stays on screen, so it counts too; one-op wrappers are not worth opening.
       // A wrapper around a single group costs nothing to open; so does everything in a tiny graph.
-      var g0 = frontier.find(function (g) { partition(g); var n = g.kids.length + g.ops.length; return (n > 1 || g.kids.length === 1 || root.nOps <= 24) && shown + n <= 24; });
+      var g0 = frontier.find(function (g) { if (g.fam) return false; partition(g); var n = g.kids.length + g.ops.length; return (n > 1 || g.kids.length === 1 || root.nOps <= 24) && shown + n <= 24; });
       if (!g0) break;
       expanded[g0.id] = true; shown += g0.kids.length + g0.ops.length;
       frontier.splice(frontier.indexOf(g0), 1); frontier = frontier.concat(g0.kids);
@@ -593,7 +738,7 @@
     $('df-empty').hidden = ops.length > 0;
     $('df-expand').disabled = ops.length > EXPAND_ALL_MAX;
     $('df-expand').title = ops.length > EXPAND_ALL_MAX ? fmtInt(ops.length) + ' operations are too many to draw at once: expand groups one by one (double-click)' : 'Open every group';
-    $('df-stat').textContent = fmtInt(ops.length) + ' ops · ' + fmtInt(nEdges) + ' dataflow edges';
+    $('df-stat').textContent = fmtInt(ops.length) + ' ops' + (U ? ' (' + fmtInt(U.nStatic) + ' call sites in ' + fmtInt(U.nFrames) + ' module instance calls)' : '') + ' · ' + fmtInt(nEdges) + ' dataflow edges';
   }
   // An operation reads as its callee when the analysis named one ("Embedding::forward"), else as
   // the op ("matmul").
@@ -611,7 +756,13 @@
     g.kids.forEach(function (k) { var s = nodeSize(k); nodes.push(expanded[k.id] ? { id: k.id, sizeFrom: k.id } : { id: k.id, w: s[0], h: s[1] }); });
     g.ops.forEach(function (o) { var s = nodeSize(o); nodes.push({ id: o.id, w: s[0], h: s[1] }); });
     if (g.edges) g.edges.forEach(function (e) { edges.push([e.f, e.t]); });
-    return { id: g.id, nodes: nodes, edges: edges, minW: Math.ceil(canvasW('600 12px system-ui,sans-serif', '▾ ' + g.name + '  ·  ' + fmtInt(g.nOps) + ' ops')) + 26 };
+    // Instances of one call share a shape: ids relative to the group let the layout be reused.
+    var rel = null;
+    if (G.unrolled) {
+      var L = g.path ? g.path.length + 1 : 0, seen = Object.create(null);
+      rel = nodes.map(function (n) { var o = byId.get(n.id), r = o && o._kind === 'group' ? 'g:' + o.path.slice(L) : o && o.static ? o.static : n.id; if (seen[r]) r += '#' + seen[r]++; else seen[r] = 1; return r; });
+    }
+    return { id: g.id, rel: rel, nodes: nodes, edges: edges, minW: Math.ceil(canvasW('600 12px system-ui,sans-serif', '▾ ' + g.name + '  ·  ' + fmtInt(g.nOps) + ' ops')) + 26 };
   }
   // ---------- worker ----------
   var worker = null, jobs = {}, jobN = 0;
@@ -714,7 +865,7 @@
       var fill = isG ? C.grpfill : C.opfill;
       if (heat) { var ns = isG ? n.ns : (n.timing ? n.timing.total_ns : 0); fill = ns ? heatColor(Math.sqrt(ns / (G.maxNs || 1))) : C.panel2; }
       ctx.fillStyle = fill; ctx.fill();
-      if (matchSet[n.id]) { ctx.lineWidth = 4 / Math.min(k, 1); ctx.strokeStyle = C.hit; ctx.stroke(); }
+      if (matchSet[n.id] || n.static && matchSet[n.static]) { ctx.lineWidth = 4 / Math.min(k, 1); ctx.strokeStyle = C.hit; ctx.stroke(); }
       ctx.lineWidth = (selected ? 3 : hover === v ? 2 : 1.3) / Math.min(k, 1); ctx.strokeStyle = selected ? C.sel : isG ? C.grp : C.op; ctx.stroke();
       if (isG && k > 0.3) { ctx.strokeStyle = C.grp; ctx.globalAlpha = 0.35; roundRect(v.x + 3, v.y + 3, v.w, v.h, 8); ctx.stroke(); ctx.globalAlpha = 1; }
       if (k < 0.3) return;
@@ -827,6 +978,19 @@
     if (expanded[g.id]) { delete expanded[g.id]; var p = g.parent; delete lay[p.id]; for (var a = p; a; a = a.parent) delete lay[a.id]; relayout([p], cb); }
     else { expanded[g.id] = true; for (var b = g.parent; b; b = b.parent) delete lay[b.id]; relayout([g], cb); }
   }
+  // Opening a folded family shows its instances in order with the first one open; the inspector
+  // opens another one or all of them.
+  function openGroup(g, cb) {
+    if (g.fam && !expanded[g.id]) { var k0 = partition(g).kids[0]; if (k0) expanded[k0.id] = true; }
+    toggleGroup(g, function () { keepInView(g.id); if (cb) cb(); });
+  }
+  function openInstances(g, which, cb) {
+    partition(g); expanded[g.id] = true;
+    // A group opened now is laid out again with whatever it holds open.
+    g.kids.forEach(function (k, i) { if (which === 'all') (function open(x) { expanded[x.id] = true; delete lay[x.id]; partition(x).kids.forEach(open); })(k); else if (i === which) { expanded[k.id] = true; delete lay[k.id]; } });
+    for (var a = g; a; a = a.parent) { delete lay[a.id]; expanded[a.id] = true; }
+    relayout([g], function () { keepInView(g.id); if (cb) cb(); });
+  }
   function expandTo(id, cb) {
     var n = byId.get(id) || (/^g:/.test(id) ? groupAt(id.slice(2)) : null), g = n && (n._kind === 'group' ? n.parent : groupOfOp(n));
     if (!g) { if (cb) cb(false); return; }
@@ -896,7 +1060,7 @@
         if (h.open && e.detail === 1) { toggleGroup(h.n); return; } // header click collapses
         select(h.n.id, { from: 'graph' });
       });
-      wrap.addEventListener('dblclick', function (e) { var r = wrap.getBoundingClientRect(), h = hit(e.clientX - r.left, e.clientY - r.top); if (h && h.n._kind === 'group' && !h.open) toggleGroup(h.n, function () { keepInView(h.n.id); }); });
+      wrap.addEventListener('dblclick', function (e) { var r = wrap.getBoundingClientRect(), h = hit(e.clientX - r.left, e.clientY - r.top); if (h && h.n._kind === 'group' && !h.open) openGroup(h.n); });
       wrap.addEventListener('keydown', function (e) {
         var r = wrap.getBoundingClientRect();
         if (e.key === '+' || e.key === '=') zoomAt(1.25, r.width / 2, r.height / 2);
@@ -905,7 +1069,7 @@
         else if (e.key === '0') { view.k = 1; draw(); }
         else if (e.key === 'ArrowLeft') { view.x += 60; draw(); } else if (e.key === 'ArrowRight') { view.x -= 60; draw(); }
         else if (e.key === 'ArrowUp') { view.y += 60; draw(); } else if (e.key === 'ArrowDown') { view.y -= 60; draw(); }
-        else if (e.key === 'Enter' && st.sel && byId.get(st.sel) && byId.get(st.sel)._kind === 'group') { var sg = byId.get(st.sel), was = !!expanded[sg.id]; toggleGroup(sg, function () { if (!was) keepInView(sg.id); }); }
+        else if (e.key === 'Enter' && st.sel && byId.get(st.sel) && byId.get(st.sel)._kind === 'group') { var sg = byId.get(st.sel); if (expanded[sg.id]) toggleGroup(sg); else openGroup(sg); }
         else return;
         e.preventDefault();
       });
@@ -1000,6 +1164,7 @@
   // ---------- selection, inspector, navigation ----------
   function goGraph(id, cb) {
     showView('dataflow');
+    if (G) id = graphId(id);
     var go = function () { expandTo(id, function () { select(id, { from: 'graph' }); center(id, true); if (cb) cb(); }); };
     if (!G || !lay[G.root.id]) { var iv = setInterval(function () { if (G && lay[G.root.id]) { clearInterval(iv); go(); } }, 20); } else go();
   }
@@ -1014,8 +1179,9 @@
   }
   function select(id, how) {
     if (id && !treeReady && !byId.get(id)) { whenTree(function () { select(id, how); }); return; }
+    if (st.view === 'dataflow') id = graphId(id);
     st.sel = id; how = how || {};
-    if (how.keepFocus) st.sel = how.keepFocus;
+    if (how.keepFocus) st.sel = graphId(how.keepFocus);
     var o = id ? lookup(id) : null;
     inspect(o);
     if (st.view === 'dataflow') draw();
@@ -1066,8 +1232,13 @@
       });
       return d;
     }
-    if (kind === 'group') { partition(o); body.appendChild(dl({ path: o.path, operations: o.nOps, child_groups: o.kids.length, direct_ops: o.ops.length, total_time: o.ns ? fmtNs(o.ns) : null })); var m = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'])); } }
+    var fr = kind === 'group' && G && G.frames && G.frames[o.path];
+    if (kind === 'group') {
+      partition(o); body.appendChild(dl({ path: o.path, operations: o.nOps, child_groups: o.kids.length, direct_ops: o.ops.length, total_time: o.ns ? fmtNs(o.ns) : null }));
+      if (o.fam) body.appendChild(el('p', 'muted', fmtInt(o.fam) + ' instances of one call (' + o.base + '.{i}), each drawn with its own operations.'));
+      if (fr) { var c = fr.call; body.appendChild(el('h3', null, 'Instance call')); body.appendChild(dl({ instance: fr.path || '(root)', template: c.path || '(root)', method: c.method, function: c.function ? (byId.get(c.function) || {}).name || c.function : 'candle-nn layer', instance_of: fr.n > 1 ? (fr.k + ' of ' + fr.n) : null, repeat: c.repeat || null, output_shape: c.shape != null ? shapeStr(c.shape) : '?', output_dtype: c.dtype || null, mult_adds: c.mult_adds || null })); } var m = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'])); } }
     else if (kind === 'family') body.appendChild(dl({ prefix: o.prefix, type: o.type, instances: o.count, parameters: fmtInt(o._n) + (o._unk ? ' + unknown' : ''), members: o.members.map(function (x) { return x.prefix || x.id; }).join(', ') }));
+    else if (kind === 'operation' && o.static) { var so = byId.get(o.static), mo = {}; Object.keys(so).forEach(function (k) { mo[k] = so[k]; }); mo.id = o.id; mo.static_id = o.static; mo.instance = o.instance || '(root)'; mo.module = o.module; body.appendChild(dl(mo, ['source', 'timing'])); if (o.timing) body.appendChild(el('p', 'muted', 'Timing keyed by the static id: the sum over every instance of this call site.')); }
     else body.appendChild(dl(o, ['source', 'timing']));
     if (o.timing) { body.appendChild(el('h3', null, 'Timing')); var t = o.timing, tt = {}; Object.keys(t).forEach(function (k) { tt[k] = /_ns$/.test(k) ? fmtNs(t[k]) : t[k]; }); body.appendChild(dl(tt)); }
     if (kind === 'module' || kind === 'parameter' || (kind === 'component' && o._n != null)) body.appendChild(el('p', 'muted', '#params: ' + fmtInt(kind === 'parameter' ? numel(o) : o._n) + (TOTAL ? ' (' + (100 * (kind === 'parameter' ? numel(o) || 0 : o._n) / TOTAL).toFixed(2) + '% of total)' : '')));
@@ -1085,6 +1256,12 @@
     if (kind === 'finding') (o.related || []).forEach(function (r) { var ro = byId.get(r); if (ro) { var b = link('focus ' + ro._kind + ' ' + (ro._kind === 'operation' ? label(ro) + (ro.module ? ' · ' + ro.module : '') : ro.key || ro.prefix || ro.name || r), function () { focusFinding({ related: [r] }); }); b.title = r; } });
     if (kind === 'module' || kind === 'parameter') { if (st.view !== 'architecture') link('Show in tree', function () { showView('architecture'); revealInTree(o.id); }); if (kind === 'module' && o.prefix && G && groupAt(o.prefix)) link('Show in graph', function () { goGraph('g:' + o.prefix); }); }
     if (kind === 'group') { var mm = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (mm) link('Show in tree', function () { showView('architecture'); revealInTree(mm.id); }); }
+    if (kind === 'group' && o.fam) {
+      link('Open all ' + fmtInt(o.fam) + ' instances', function () { openInstances(o, 'all'); }).id = 'fam-all';
+      var ni = el('input'); ni.type = 'number'; ni.min = 0; ni.max = o.fam - 1; ni.value = 0; ni.id = 'fam-k'; ni.setAttribute('aria-label', 'instance index'); ni.style.width = '5em';
+      link('Open instance', function () { var k = Math.max(0, Math.min(o.fam - 1, parseInt(ni.value, 10) || 0)); openInstances(o, k, function () { var kid = o.kids[k]; if (kid) { select(kid.id, { from: 'graph' }); center(kid.id); } }); }).id = 'fam-one';
+      links.appendChild(ni);
+    }
     if (links.childNodes.length) body.appendChild(links);
   }
 
@@ -1131,9 +1308,9 @@
   if (h0.q) { $('q').value = h0.q; doSearch(); }
   var first = h0.view || (P.operations.length ? 'dataflow' : 'architecture');
   showView(first);
-  if (h0.sel) (lookup(h0.sel) ? function (f) { f(); } : whenTree)(function () { var o0 = lookup(h0.sel); if (o0 && (o0._kind === 'operation' || o0._kind === 'group')) goGraph(h0.sel); else if (o0) select(h0.sel); });
+  if (h0.sel) (lookup(h0.sel) ? function (f) { f(); } : whenTree)(function () { var o0 = lookup(h0.sel); if (o0 && (o0._kind === 'operation' || o0._kind === 'group')) goGraph(o0.id); else if (o0) select(h0.sel); });
   hashLock = false; writeHash();
-  window.addEventListener('hashchange', function () { var h = readHash(); if (h.view && h.view !== st.view) showView(h.view); if (h.sel && h.sel !== st.sel && lookup(h.sel)) { var k = lookup(h.sel)._kind; if (k === 'operation' || k === 'group') goGraph(h.sel); else select(h.sel); } });
+  window.addEventListener('hashchange', function () { var h = readHash(); if (h.view && h.view !== st.view) showView(h.view); if (h.sel && h.sel !== st.sel && lookup(h.sel)) { var o1 = lookup(h.sel), k = o1._kind; if (k === 'operation' || k === 'group') goGraph(o1.id); else select(h.sel); } });
   // Test/bench hooks (read-only introspection; no behaviour depends on them).
   // Whatever the first view, the tree part loads once that view has painted.
   if (st.view !== 'dataflow') afterPaint(loadTree);
@@ -1143,6 +1320,9 @@
   if (!started || !treeReady) return;
   window.cg = { marks: MARKS, ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
     edgeScreenPos: function (tid) { var r = wrap.getBoundingClientRect(); for (var i = 0; i < visEdges.length; i++) { var e = visEdges[i]; if (e.agg && e.agg.tensor === tid && e.pts.length >= 4) { var p = e.pts, m = Math.floor(p.length / 4) * 2; var x = (p[m - 2 >= 0 ? m - 2 : 0] + p[m]) / 2, y = (p[m - 1 >= 0 ? m - 1 : 1] + p[m + 1]) / 2; return { x: r.left + view.x + (e.ox + x) * view.k, y: r.top + view.y + (e.oy + y) * view.k }; } } return null; },
+    node: function (id) { var n = lookup(id); return n ? { id: n.id, kind: n._kind, name: n._kind === 'group' ? n.name : label(n), static: n.static || null, instance: n.instance != null ? n.instance : null, ns: n.ns || 0, drawn: !!absPos[n.id] } : null; },
+    opsOf: function (id) { var g = lookup(id); return g && g._kind === 'group' ? partition(g).ops.map(function (o) { return { id: o.id, static: o.static || null, instance: o.instance != null ? o.instance : null }; }) : []; },
+    edgesOf: function (id) { var g = lookup(id); return g && g._kind === 'group' ? Array.from(partition(g).edges.values(), function (e) { return [e.f, e.t]; }) : []; },
     isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Array.from(G.groups.values(), function (g) { return g.id; }) : []; }, visible: function () { return vis.length; } };
   }
   }

@@ -8,11 +8,35 @@ function cgLayoutSpec(spec, sizes) {
     var s = n.sizeFrom != null ? sizes[n.sizeFrom] : null;
     return { id: n.id, w: s ? s.w : n.w, h: s ? s.h : n.h };
   });
-  var r = (typeof dagre !== 'undefined' && nodes.length <= CG_DAGRE_MAX) ? cgDagre(nodes, spec.edges)
-                                                                         : cgLayered(nodes, spec.edges);
-  if (spec.minW && r.w < spec.minW) r.w = spec.minW;
+  var r = spec.rel ? cgCached(spec, nodes) : cgLayout(nodes, spec.edges);
+  if (spec.minW && r.w < spec.minW) r = { w: spec.minW, h: r.h, pos: r.pos, edges: r.edges };
   sizes[spec.id] = { w: r.w, h: r.h + CG_HEADER };
   return r;
+}
+function cgLayout(nodes, edges) {
+  return (typeof dagre !== 'undefined' && nodes.length <= CG_DAGRE_MAX) ? cgDagre(nodes, edges) : cgLayered(nodes, edges);
+}
+// The 32 instances of a layer hold the same operations in the same shape: a spec may carry `rel`,
+// each node's id relative to its group (a child group's last segment, an operation's static id),
+// and a layout computed once for that shape (same relative ids, sizes and edges) is reused with
+// the ids mapped back, so opening all 32 layers lays out one of each kind of box.
+var CG_LAYOUT_CACHE = new Map();
+function cgCached(spec, nodes) {
+  var rel = spec.rel, toRel = {}, fromRel = {};
+  nodes.forEach(function (n, i) { toRel[n.id] = rel[i]; fromRel[rel[i]] = n.id; });
+  var key = nodes.map(function (n, i) { return rel[i] + ':' + n.w + 'x' + n.h; }).join('\u0001') + '|' +
+    spec.edges.map(function (e) { return toRel[e[0]] + '>' + toRel[e[1]]; }).join('\u0001');
+  var c = CG_LAYOUT_CACHE.get(key);
+  if (!c) {
+    var r = cgLayout(nodes, spec.edges), pos = {};
+    Object.keys(r.pos).forEach(function (id) { pos[toRel[id]] = r.pos[id]; });
+    c = { w: r.w, h: r.h, pos: pos, edges: r.edges.map(function (e) { return { f: toRel[e.f], t: toRel[e.t], pts: e.pts }; }) };
+    if (CG_LAYOUT_CACHE.size > 4000) CG_LAYOUT_CACHE.clear();
+    CG_LAYOUT_CACHE.set(key, c);
+  }
+  var out = {};
+  Object.keys(c.pos).forEach(function (k) { out[fromRel[k]] = c.pos[k]; });
+  return { w: c.w, h: c.h, pos: out, edges: c.edges.map(function (e) { return { f: fromRel[e.f], t: fromRel[e.t], pts: e.pts }; }) };
 }
 function cgDagre(nodes, edges) {
   var g = new dagre.graphlib.Graph();

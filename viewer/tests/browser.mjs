@@ -221,8 +221,56 @@ async function main() {
       const layer0 = await pt.locator('#pr-table .vrow').filter({ hasText: '900.0 µs' }).textContent();
       check(/200\.0 µs/.test(layer0), 'a module scope\'s self time excludes its child scopes: ' + layer0);
       check(/host-side timing/.test(await pt.textContent('#pr-stat')), 'the Profile view says the timings are host-side');
+      // Timings keyed by instance path land on that instance's box in the unrolled graph.
+      await pt.click('#tab-dataflow');
+      const l0 = await pt.evaluate(() => cg.node('g:model.layers.0'));
+      check(l0 && l0.ns === 900000, 'the module scope timing of model.layers.0 lands on its instance box: ' + JSON.stringify(l0));
       const rp = await cutCells(pt, 'profile');
       check(rp.cut.length === 0, 'timed Profile view at 1280 px: no cut cell' + (rp.cut.length ? ': ' + rp.cut.slice(0, 5).join(' | ') : ''));
+    }
+    // Issue 18: the per-instance graph on a real unrolled model (tiny-llama under the 8B-sized
+    // config: 32 decoder layers), written by `candle-graph view`.
+    if (process.env.CG_BIG_HTML) {
+      const pi = await browser.newPage({ viewport: { width: 1440, height: 900 } }); watchNetwork(pi, bad);
+      await pi.goto('file://' + process.env.CG_BIG_HTML);
+      await pi.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined && !cg.pending(), null, { timeout: 20000 });
+      const fam = await pi.evaluate(() => cg.node('g:model.layers'));
+      check(fam && fam.name === 'layers.{i} × 32' && !(await pi.evaluate(() => cg.isExpanded('g:model.layers'))),
+        'the 32 decoder layers open folded as one family box: ' + JSON.stringify(fam));
+      check(/ops \(\d+ call sites in \d+ module instance calls\)/.test(await pi.textContent('#df-stat')), 'the graph is the main forward unrolled into module instance calls: ' + await pi.textContent('#df-stat'));
+      const fp = await pi.evaluate(() => cg.screenPos('g:model.layers'));
+      await pi.mouse.dblclick(fp.x, fp.y);
+      await pi.waitForFunction(() => cg.isExpanded('g:model.layers') && cg.isExpanded('g:model.layers.0') && !cg.pending(), null, { timeout: 10000 });
+      const one = await pi.evaluate(() => ({ l1: cg.isExpanded('g:model.layers.1'), l31: !!cg.node('g:model.layers.31'), edges: cg.edgesOf('g:model.layers').map((e) => e.join('>')) }));
+      check(!one.l1 && one.l31, 'double-clicking the family opens the first instance, the other 31 stay folded boxes');
+      check(one.edges.includes('g:model.layers.0>g:model.layers.1') && one.edges.includes('g:model.layers.30>g:model.layers.31'),
+        'edges run between consecutive instances (layers.0 → layers.1 … layers.30 → layers.31): ' + one.edges.length + ' edges');
+      await pi.screenshot({ path: join(out, '15-instances-one.png') });
+      await pi.evaluate(() => { location.hash = '#view=dataflow&sel=g%3Amodel.layers'; });
+      await pi.waitForSelector('#fam-one');
+      await pi.fill('#fam-k', '5'); await pi.click('#fam-one');
+      await pi.waitForFunction(() => cg.isExpanded('g:model.layers.5') && !cg.pending(), null, { timeout: 10000 });
+      check(await pi.evaluate(() => cg.state.sel === 'g:model.layers.5' && !cg.isExpanded('g:model.layers.4')), 'the inspector opens one chosen instance (layers.5) and selects it');
+      await pi.evaluate(() => { location.hash = '#view=dataflow&sel=g%3Amodel.layers'; });
+      await pi.waitForSelector('#fam-all'); await pi.click('#fam-all');
+      await pi.waitForFunction(() => cg.isExpanded('g:model.layers.31') && !cg.pending(), null, { timeout: 20000 });
+      const all = await pi.evaluate(() => { const ids = []; for (let k = 0; k < 32; k++) ids.push('g:model.layers.' + k + '.self_attn'); return { open: ids.every((i) => cg.isExpanded(i)), visible: cg.visible() }; });
+      check(all.open && all.visible > 32 * 20, `"Open all" expands every instance with its submodules (${all.visible} boxes drawn)`);
+      await pi.screenshot({ path: join(out, '16-instances-all.png') });
+      // Found by instance path and by static id: both land on a drawn node of that instance.
+      const q = await pi.evaluate(() => cg.node('model.layers.7.self_attn.q_proj'));
+      check(q && q.kind === 'group' && q.id === 'g:model.layers.7.self_attn.q_proj', 'an instance path names its module instance box: ' + JSON.stringify(q));
+      const qop = await pi.evaluate(() => cg.opsOf('g:model.layers.7.self_attn.q_proj')[0]);
+      check(qop && qop.static && qop.instance === 'model.layers.7.self_attn.q_proj' && qop.id === qop.static + '@' + qop.instance,
+        'an instance\'s operation keeps its static id beside the instance path: ' + JSON.stringify(qop));
+      await pi.evaluate((id) => { location.hash = '#view=dataflow&sel=' + encodeURIComponent(id); }, qop.id);
+      await pi.waitForFunction((id) => cg.state.sel === id && cg.node(id).drawn, qop.id, { timeout: 10000 });
+      check(true, 'a deep link to `<static id>@<instance path>` selects that instance\'s node');
+      await pi.evaluate((id) => { location.hash = '#view=dataflow&sel=' + encodeURIComponent(id); }, qop.static);
+      await pi.waitForFunction((s) => cg.state.sel && cg.state.sel.indexOf(s + '@') === 0, qop.static, { timeout: 10000 });
+      const bySid = await pi.evaluate(() => cg.node(cg.state.sel));
+      check(bySid.static === qop.static && bySid.drawn, 'a deep link to the static op id selects a drawn instance of it: ' + bySid.id);
+      await pi.close();
     }
     // Issue 18: at 1280 px no table cell is cut, on the synthetic report (every view, the profile
     // included), the demo report and a model with billions of weights.
