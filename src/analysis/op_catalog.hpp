@@ -147,6 +147,9 @@ struct OpTraits {
   // The output's last dimension and the multiply-adds come from the receiver's [out, in] weight
   // (Linear::forward).
   bool linear_weight = false;
+  // The output is the ids' shape with the receiver's [vocab, hidden] weight's hidden appended
+  // (Embedding::forward: a lookup, no multiply-adds).
+  bool embedding_weight = false;
   // The output's device is the argument's (`to_device(&Device::Cpu)`), not the receiver's.
   bool device_argument = false;
 };

@@ -30,6 +30,7 @@ const OpTraits& op_traits(std::string_view name) {
     bce.expanded_log_loss = true;
     bce.expansion = "candle-nn-0.11.0/src/loss.rs:64-74";
     m["Linear::forward"].linear_weight = true;
+    m["Embedding::forward"].embedding_weight = true;
     m["to_device"].device_argument = true;
     return m;
   }();

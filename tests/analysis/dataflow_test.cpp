@@ -478,7 +478,9 @@ TEST(Dataflow, InstanceCallsFollowTheModuleTree) {
   EXPECT_EQ(layers->repeat.value_or("-"), "layer_idx in 0..4");
   EXPECT_EQ(layers->modules.size(), 4u);
   EXPECT_TRUE(layers->call_site.has_value());
-  EXPECT_EQ(dims(layers->output_shape), "b,t,256");
+  // The embedding's output is the ids' shape (`let (_b, seq_len) = input_ids.dims2()?`) plus the
+  // hidden size, and `dims3()` on it names those same dimensions: one name per dimension per run.
+  EXPECT_EQ(dims(layers->output_shape), "b,seq_len,256");
   const auto* attn = in_forward("model.layers.{i}.self_attn");
   ASSERT_NE(attn, nullptr);
   EXPECT_EQ(attn->parent.value_or("-"), layers->id);
@@ -487,10 +489,10 @@ TEST(Dataflow, InstanceCallsFollowTheModuleTree) {
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->parent.value_or("-"), attn->id);
   EXPECT_FALSE(q->function.has_value());
-  EXPECT_EQ(q->mult_adds.value_or("-"), "b*t*65536");
+  EXPECT_EQ(q->mult_adds.value_or("-"), "b*seq_len*65536");
   const auto* k = in_forward("model.layers.{i}.self_attn.k_proj");
   ASSERT_NE(k, nullptr);
-  EXPECT_EQ(dims(k->output_shape), "b,t,128");  // 4 kv heads of 32
+  EXPECT_EQ(dims(k->output_shape), "b,seq_len,128");  // 4 kv heads of 32
   // Every operation is listed by at most one call of a run.
   std::map<std::string, std::set<std::string>> seen;  // entrypoint -> ops
   for (const auto& c : ir.instance_calls)
@@ -500,4 +502,86 @@ TEST(Dataflow, InstanceCallsFollowTheModuleTree) {
   auto again = analyze_dir(dir, true, &cfg);
   cg::ir::normalize(again);
   EXPECT_EQ(again.instance_calls, ir.instance_calls);
+}
+
+const cg::ir::InstanceCall* instance(const cg::ir::ModelIr& ir, const std::string& entry,
+                                     const std::string& path) {
+  for (const auto& c : ir.instance_calls)
+    if (c.entrypoint.find(entry) != std::string::npos && c.path == path) return &c;
+  return nullptr;
+}
+
+// with_tracing-style wrappers (`self.inner.forward(xs)` on a candle-nn layer the inventory folds
+// into the wrapper's module) get the inner layer's weight: shapes and multiply-adds per instance.
+TEST(Dataflow, WrapperLayersReachTheInnerLayersWeight) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow/wrapper_layers";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  // q_proj 64 -> 64 on (b, t, 64): b*t*4096; lm_head 64 -> 100: b*t*6400 with output (b, t, 100),
+  // though both run the wrapper's one `self.inner.forward(xs)`.
+  const auto* q = instance(ir, "Model", "attn.q_proj");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->mult_adds.value_or("-"), "b*t*4096");
+  const auto* head = instance(ir, "Model", "lm_head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->mult_adds.value_or("-"), "b*t*6400");
+  EXPECT_EQ(dims(head->output_shape), "b,t,100");
+  const auto* call = op(ir, "Model::forward", "forward", 2);
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(dims(tensor(ir, call->output)->shape), "b,t,100");
+  // The wrapper's own operation counts its first context (a 64 -> 64 projection).
+  const auto* inner = op(ir, "Linear::forward", "forward", 0);
+  ASSERT_NE(inner, nullptr);
+  EXPECT_EQ(inner->mult_adds.value_or("-"), "b*t*4096");
+  // Two reshapes in one method chain are two operations: the output projection sees
+  // (b, t, 64), not the first reshape's (b, 4, t, 16) (which counted 4x).
+  const auto* r1 = op(ir, "Attention::forward", "reshape", 1);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_EQ(dims(tensor(ir, r1->output)->shape), "b,t,64");
+  const auto* o = instance(ir, "Model", "attn.o_proj");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->mult_adds.value_or("-"), "b*t*4096");
+  EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
+}
+
+// Embedding::forward: the ids' shape with the hidden size appended.
+TEST(Dataflow, EmbeddingOutputIsTheIdsShapeWithHidden) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow/wrapper_layers";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  const auto* e = op(ir, "Embedding::forward", "forward", 0);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(dims(tensor(ir, e->output)->shape), "b,t,64");
+  EXPECT_FALSE(e->mult_adds) << "a lookup has no multiply-adds";
+  const auto* call = op(ir, "Model::forward", "forward", 0);
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(dims(tensor(ir, call->output)->shape), "b,t,64");
+}
+
+// `let (q, kt, v) = self.qkv(..)?` and `let (q, kt) = rotate(&q, &kt)?` bind each name to its own
+// element of the returned `Ok((..))`, so the attention matmuls get their shapes and counts.
+TEST(Dataflow, TupleReturningHelpersKeepEachElementsShape) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow/wrapper_layers";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  // q (b, 4, t, 16) x k^T (b, 4, 16, t): b*4*t*16*t; softmax(att) (b, 4, t, t) x v (b, 4, t, 16):
+  // b*4*t*t*16. Both b*t*t*64.
+  const auto* qk = op(ir, "Attention::forward", "matmul", 0);
+  ASSERT_NE(qk, nullptr);
+  ASSERT_EQ(qk->inputs.size(), 2u);
+  EXPECT_EQ(dims(tensor(ir, qk->inputs[0])->shape), "b,4,t,16");
+  EXPECT_EQ(dims(tensor(ir, qk->inputs[1])->shape), "b,4,16,t");
+  EXPECT_EQ(qk->mult_adds.value_or("-"), "b*t*t*64");
+  const auto* av = op(ir, "Attention::forward", "matmul", 1);
+  ASSERT_NE(av, nullptr);
+  EXPECT_EQ(av->mult_adds.value_or("-"), "b*t*t*64");
+  EXPECT_EQ(dims(tensor(ir, av->output)->shape), "b,4,t,16");
+  // The rotary helper's operations are its inputs' elements, not one tensor for all names.
+  const auto* k = op(ir, "rotate", "mul", 1);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(dims(tensor(ir, k->output)->shape), "b,4,16,t");
+  // The call that returned the tuple is fed by every element.
+  const auto* qkv = op(ir, "Attention::forward", "qkv", 0);
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->inputs.size(), 4u);  // xs, q, k^T, v
 }

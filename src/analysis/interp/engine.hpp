@@ -50,6 +50,9 @@
 //       run at its definition (the domain runs it with `run_closure` where it is called)
 //   Value structure(Engine&, NodeId)                 a struct literal (default: not evaluated)
 //   void uncertain(Engine&, NodeId stmt, bool begin) around a statement whose #[cfg] is Unknown
+//   std::optional<Value> element(const Value& tuple, std::size_t i, std::size_t count)
+//       element i of a tuple value bound to a tuple pattern of `count` names (`let (q, k) =
+//       rotary(..)?`); nullopt for any element: every name is bound to the whole value
 //   std::vector<std::vector<std::pair<std::string, Value>>> split(Engine&, NodeId let)
 //       non-empty: the `let` is not evaluated; the rest of its block runs once per alternative
 //       with its names bound, between the branch hooks (the `let` as the branch node), and the

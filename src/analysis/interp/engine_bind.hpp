@@ -44,7 +44,8 @@ void Engine<D>::bind_arm(NodeId arm, const Value& scrut) {
 }
 
 // Every name a pattern introduces is bound to the whole value (a tuple pattern binds each name
-// to the tuple's value). As the syntax walker did: a variant or constant written as one
+// to the tuple's value, unless the domain gives the tuple's elements: see `element`). As the
+// syntax walker did: a variant or constant written as one
 // identifier (`None`, `Some(..)`'s `Some`) is bound too, a shorthand struct field (`Foo { a }`)
 // is not.
 template <class D>
@@ -73,6 +74,27 @@ void Engine<D>::bind(NodeId pat, const Value& v) {
       if (p.a != rust::kNone && b[p.a].start != p.start) bind(p.a, v);  // not shorthand
       return;
     case Kind::PTuple:
+      // A domain that knows a tuple's elements binds each sub-pattern to its own (optional
+      // member `element`); a `..` rest pattern keeps the whole value for every name.
+      if constexpr (requires(const Value& x) { dom_.element(x, std::size_t{}, std::size_t{}); }) {
+        const std::vector<NodeId> kids = b.kids(pat);
+        bool rest = std::any_of(kids.begin(), kids.end(),
+                                [&](NodeId k) { return b[k].kind == Kind::PRest; });
+        std::vector<Value> elems;
+        for (std::size_t i = 0; !rest && i < kids.size(); ++i) {
+          std::optional<Value> e = dom_.element(v, i, kids.size());
+          if (!e) break;
+          elems.push_back(std::move(*e));
+        }
+        if (!rest && !kids.empty() && elems.size() == kids.size()) {
+          for (std::size_t i = 0; i < kids.size(); ++i)
+            bind(kids[i], elems[i]);
+          return;
+        }
+      }
+      for (NodeId k : b.kids(pat))
+        bind(k, v);
+      return;
     case Kind::PSlice:
     case Kind::PStruct:
     case Kind::POr:

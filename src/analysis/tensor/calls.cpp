@@ -1,6 +1,8 @@
 // Calls, method calls and operators in the tensor domain: crate-local functions are inlined (one
 // Call operation in the caller), candle functions and tensor methods go through the op catalog,
 // `backward`/optimizer steps mark losses, and `xs.apply(&layer)` is `layer.forward(xs)`.
+#include <cstdlib>
+
 #include "analysis/tensor/domain.hpp"
 #include "util/text.hpp"
 
@@ -22,6 +24,12 @@ Val TensorDomain::call(Eng& eng, NodeId n, std::vector<Val> args) {
   if (callee == rust::kNone) return {};
   std::string_view ft = b[callee].syntax;
   if (ft != "identifier" && ft != "scoped_identifier") return {};
+  // `Ok(x)`, `Some(x)`, `Box::new(x)` are x as far as tensors go: a function ending in
+  // `Ok((q, k))` returns its tensors.
+  std::string_view fp = b.source(callee);
+  if (args.size() == 1 && (fp == "Ok" || fp == "Some" || fp == "Box::new" || fp == "Arc::new" ||
+                           fp == "Rc::new" || fp == "std::sync::Arc::new"))
+    return std::move(args.front());
   return free_call(eng, n, std::string(b.source(callee)), args);
 }
 
@@ -98,13 +106,33 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
       return layer_call(eng, n, "forward", rule, ops, &args[0]);
     }
   }
-  if (method.rfind("dims", 0) == 0 && recv.tensor && !recv.tid.empty()) dims_tid_ = recv.tid;
+  if (method.rfind("dims", 0) == 0 && recv.tensor && !recv.tid.empty()) {
+    dims_tid_ = recv.tid;
+    // On a known shape the destructured names are its dimensions, so shapes built from them
+    // (`reshape((b, t, ..))`) speak of the same dimensions as the input's.
+    const ir::TensorShape* s = shape_of_tensor(&recv);
+    if (s && method != "dims") {
+      auto es = std::make_shared<std::vector<Val>>();
+      for (const auto& d : s->dimensions) {
+        Val dv;
+        dv.dim = d.expr;
+        if (!d.expr.empty() && d.expr.find_first_not_of("0123456789") == std::string::npos)
+          dv.num = std::strtod(d.expr.c_str(), nullptr);
+        es->push_back(std::move(dv));
+      }
+      Val out;
+      out.elems = std::move(es);
+      return out;
+    }
+  }
   if (non_tensor_method(method)) return {};
   // (b) external module type with a catalog rule (`Linear::forward`).
   if (!recv.tensor && !recv.ext_type.empty()) {
     OpRule rule = cat_.lookup_method(recv.ext_type, method);
-    if (rule.known() || method == "forward" || method == "forward_t")
+    if (rule.known() || method == "forward" || method == "forward_t") {
+      wrapped_layer(rule, args, recv);
       return layer_call(eng, n, method, rule, args, &recv);
+    }
     return {};
   }
   // (c) tensor receiver (or unknown receiver with a known tensor op).
@@ -120,6 +148,23 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     return apply_catalog(eng, n, method, rule, ops, nullptr);
   }
   return {};
+}
+
+// A wrapper layer's forward applying the candle-nn layer it holds (`self.inner.forward(xs)`, the
+// inner field denoting the wrapper's own module): the layer's multiply-adds in this call are the
+// wrapper instance's, which the layer operation — one syntax node shared by every wrapper
+// instance — cannot say per instance.
+void TensorDomain::wrapped_layer(const OpRule& rule, const std::vector<Val>& args,
+                                 const Val& recv) {
+  if (open_instances_.empty() || recv.modules.empty()) return;
+  ir::InstanceCall& ic = ir_.instance_calls[open_instances_.back()];
+  std::set<std::string> open(ic.modules.begin(), ic.modules.end());
+  if (open != recv.modules || ic.mult_adds) return;
+  std::vector<const Val*> ins;
+  for (const auto& v : args)
+    if (v.tensor) ins.push_back(&v);
+  ir::TensorShape s;
+  ic.mult_adds = mult_adds(rule, ins, &recv, s);
 }
 
 Val TensorDomain::binary(Eng& eng, NodeId n, Val l, Val r) {

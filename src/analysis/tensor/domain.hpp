@@ -51,6 +51,9 @@ class TensorDomain {
   Val loop_merge(const Val& before, const Val& after) const {
     return tensor::loop_merge(before, after);
   }
+  std::optional<Val> element(const Val& tuple, std::size_t i, std::size_t count) const {
+    return tensor::element(tuple, i, count);
+  }
   Val literal(Eng& eng, NodeId n);
   Val path(Eng& eng, NodeId n);
   Val field(Eng& eng, NodeId n, Val base);
@@ -95,6 +98,7 @@ class TensorDomain {
   const ir::TensorShape* shape_of_tensor(const Val* v);
   std::optional<std::vector<std::uint64_t>> linear_weight(const Val* recv) const;
   std::optional<double> static_num(Eng& eng, NodeId n, int depth);
+  std::optional<std::string> dim_product(Eng& eng, NodeId n, int depth);
   std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f);
   void record_dims(Eng& eng, NodeId let);
 
@@ -107,6 +111,7 @@ class TensorDomain {
   void close_instance(std::size_t ic, const Val& out, const ir::TensorShape* shape,
                       const std::string& call_site);
   void note_op(const std::string& op_id);  // in the innermost open instance call
+  void wrapped_layer(const OpRule& rule, const std::vector<Val>& args, const Val& recv);
   Val layer_call(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
                  const std::vector<Val>& operands, const Val* recv);
 
@@ -142,6 +147,7 @@ class TensorDomain {
   std::vector<std::size_t> open_instances_;  // indexes into ir.instance_calls, innermost last
   ir::OccurrenceCounter inst_occ_;           // per run: path + method
   std::size_t last_op_ = 0;                  // the operation make_op last recorded
+  ir::TensorShape context_shape_;            // its output's shape where record_op last ran
   ir::OccurrenceCounter occ_;
   std::unordered_map<std::size_t, std::unordered_set<std::string>> uses_seen_;  // per parameter
   std::vector<int> op_phases_;             // per operation: 1 train, 2 infer, 3 both

@@ -169,10 +169,23 @@ Val TensorDomain::unary(Eng& eng, NodeId n, Val v) {
   return v;
 }
 
-Val TensorDomain::aggregate(Eng&, NodeId, std::vector<Val> elems) {
+Val TensorDomain::aggregate(Eng& eng, NodeId n, std::vector<Val> elems) {
+  Val out;
   for (auto& v : elems)
-    if (v.tensor) return std::move(v);
-  return {};
+    if (v.tensor) {
+      out = v;
+      break;
+    }
+  // A tuple's elements stay apart, so `let (q, k) = (..)` / `Ok((q, k))` bind each its own.
+  bool carries = std::any_of(elems.begin(), elems.end(), [](const Val& v) {
+    return v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems;
+  });
+  if (eng.node(n).kind == Kind::Tuple && carries) {
+    out.elems = std::make_shared<const std::vector<Val>>(std::move(elems));
+  } else {
+    out.elems.reset();
+  }
+  return out;
 }
 
 // `&[&a, &b]` contributes every tensor element (cat/stack).
@@ -228,6 +241,15 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
     for (const ir::Module* c : it->second)
       if (c->field && *c->field == f) out.modules.insert(c->id);
   }
+  // A wrapper layer (`struct Linear { inner: candle_nn::Linear, span: Span }` whose forward is
+  // `self.inner.forward(xs)`): the inventory folds the inner layer into the wrapper's module, which
+  // then has no child modules of its own. The inner layer field denotes that same module, so its
+  // forward finds the weight (shapes, multiply-adds) and links the parameters.
+  bool layer = pick_method(out.type_item, "forward") >= 0 ||
+               (!out.ext_type.empty() && cat_.lookup_method(out.ext_type, "forward").known());
+  if (out.modules.empty() && layer && !out.tensor)
+    for (const auto& m : base.modules)
+      if (!children_.count(m) && params_by_module_.count(m)) out.modules.insert(m);
   if (!out.tensor || out.tid.empty()) return out;
   // A raw tensor field read links the parameters of the owning module whose key ends in `f`.
   for (const auto& m : base.modules) {

@@ -11,18 +11,22 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
                                     const OpRule& rule, const std::vector<const Val*>& ins,
                                     const Val* recv) {
   const rust::Node& nd = eng.node(node);
-  std::string key =
-      std::to_string(crate_.items()[eng.item()].file) + ":" + std::to_string(nd.start) + ":" + name;
+  // Start and end: the calls of one method chain (`x.reshape(a)?.t()?.reshape(b)?`) all start
+  // at the chain's first byte.
+  std::string key = std::to_string(crate_.items()[eng.item()].file) + ":" +
+                    std::to_string(nd.start) + "-" + std::to_string(nd.end) + ":" + name;
   auto found = op_by_node_.find(key);
   if (found != op_by_node_.end()) {
     std::size_t oi = found->second;
-    // An op first reached where its operand shapes were unknown (its function analyzed as an
-    // entrypoint of its own) takes the shape of a later context that knows them.
+    // Each context's own shape (the value carries it); an op first reached where its operand
+    // shapes were unknown (its function analyzed as an entrypoint of its own) takes the shape and
+    // multiply-adds of a later context that knows them.
+    ir::TensorShape cs = shape_of(eng, node, rule, ins);
+    auto ma = mult_adds(rule, ins, recv, cs);
     ir::Tensor& t = *out_.tensor(ir_.operations[oi].output);
-    if (!t.shape.rank) {
-      t.shape = shape_of(eng, node, rule, ins);
-      ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, t.shape);
-    }
+    if (!t.shape.rank) t.shape = cs;
+    if (!ir_.operations[oi].mult_adds) ir_.operations[oi].mult_adds = ma;
+    context_shape_ = std::move(cs);
     return oi;
   }
   const std::string fid = fid_of(eng.item());
@@ -57,6 +61,7 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
       out_.add_tensor(ir_.operations[oi].output, name, ir::TensorRole::activation, fid);
   ir_.tensors[ti].shape = shape_of(eng, node, rule, ins);
   ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, ir_.tensors[ti].shape);
+  context_shape_ = ir_.tensors[ti].shape;
   ir_.tensors[ti].device = device_of(eng, node, name, ins);
   if (ir_.tensors[ti].device.kind == ir::DeviceKind::cpu)
     ir_.operations[oi].device_rule = "explicit";
@@ -182,6 +187,7 @@ Val TensorDomain::make_op(Eng& eng, NodeId node, const std::string& name, const 
   Val out;
   out.tensor = true;
   out.tid = out_id;
+  if (context_shape_.rank) out.shape = std::make_shared<const ir::TensorShape>(context_shape_);
   bool sev = rule.grad == GradRule::severs;
   for (const Val* v : ins)
     if (!v->tid.empty()) run_.succ[v->tid].push_back({out_id, sev});
@@ -252,7 +258,13 @@ Val TensorDomain::inline_call(Eng& eng, NodeId node, std::size_t callee, const V
   std::vector<const Val*> ins;
   for (const auto& a : args)
     if (a.tensor) ins.push_back(&a);
-  ins.push_back(&r);
+  // A returned tuple feeds the call with each of its tensors; its names are bound to them.
+  if (r.elems) {
+    for (const auto& e : *r.elems)
+      if (e.tensor && !e.tid.empty()) ins.push_back(&e);
+  } else {
+    ins.push_back(&r);
+  }
   OpRule rule;
   rule.name = name;
   rule.note = "inlined crate-local call `" + crate_.items()[callee].qualified + "`";
@@ -264,11 +276,15 @@ Val TensorDomain::inline_call(Eng& eng, NodeId node, std::size_t callee, const V
     const ir::TensorShape* rs = shape_of_tensor(&r);
     ir::Tensor& ot = *out_.tensor(out.tid);
     if (rs && !ot.shape.rank) ot.shape = *rs;
+    out.shape = rs ? std::make_shared<const ir::TensorShape>(*rs) : nullptr;
+  } else {
+    out.shape.reset();
   }
   out.dtype = r.dtype;
   out.grad = r.grad;
   out.dom = r.dom;
   out.undischarged_log = r.undischarged_log;
+  out.elems = r.elems;
   return out;
 }
 

@@ -22,7 +22,17 @@ std::string dim_text(double d) {
 std::optional<std::string> product(const std::vector<std::string>& factors) {
   double k = 1;
   std::string sym;
+  std::vector<std::string> split;
   for (const auto& f : factors) {
+    std::size_t from = 0;
+    while (true) {
+      std::size_t star = f.find('*', from);
+      split.push_back(f.substr(from, star == std::string::npos ? std::string::npos : star - from));
+      if (star == std::string::npos) break;
+      from = star + 1;
+    }
+  }
+  for (const auto& f : split) {
     if (f.empty()) return std::nullopt;
     bool digits = std::all_of(f.begin(), f.end(),
                               [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
@@ -59,6 +69,7 @@ std::vector<rust::NodeId> elements(const rust::Body& b, rust::NodeId n) {
 }  // namespace
 
 const ir::TensorShape* TensorDomain::shape_of_tensor(const Val* v) {
+  if (v->shape && v->shape->rank) return v->shape.get();
   const ir::Tensor* t = out_.tensor(v->tid);
   if (!t || !t->shape.rank) return nullptr;
   return &t->shape;
@@ -120,6 +131,27 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
   return r;
 }
 
+// A dimension expression as a product of numbers and plain local names (`b_sz * self.num_heads`
+// with the config bound is "b_sz*71"); nullopt when a factor is anything else.
+std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int depth) {
+  if (n == rust::kNone || depth > 16) return std::nullopt;
+  if (auto k = static_num(eng, n, depth)) return dim_text(*k);
+  const rust::Body& b = eng.body();
+  const rust::Node& nd = b[n];
+  if (nd.kind == Kind::Path && nd.syntax == "identifier") {
+    const Val* v = eng.lookup(std::string(nd.str));
+    if (v && !v->tensor) return v->dim.empty() ? std::string(nd.str) : v->dim;
+    return std::nullopt;
+  }
+  if (nd.kind == Kind::Paren) return dim_product(eng, nd.a, depth + 1);
+  if (nd.kind == Kind::Binary && nd.syntax == "binary_expression" && nd.str == "*") {
+    auto x = dim_product(eng, nd.a, depth + 1);
+    auto y = dim_product(eng, nd.b, depth + 1);
+    if (x && y) return *x == "1" ? *y : *y == "1" ? *x : *x + "*" + *y;
+  }
+  return std::nullopt;
+}
+
 // A candle-nn Linear's weight shape [out, in] from the receiver module's parameters.
 std::optional<std::vector<std::uint64_t>> TensorDomain::linear_weight(const Val* recv) const {
   if (!recv) return std::nullopt;
@@ -162,6 +194,15 @@ std::optional<std::string> TensorDomain::mult_adds(const OpRule& rule,
     f.back() = std::to_string((*w)[1]);
     f.push_back(std::to_string((*w)[0]));
     return product(f);
+  }
+  if (op_traits(rule.name).embedding_weight && !ins.empty()) {
+    auto w = linear_weight(recv);
+    const ir::TensorShape* a = shape_of_tensor(ins[0]);
+    if (!w || !a) return std::nullopt;
+    out_shape = *a;
+    out_shape.source_expr.reset();
+    out_shape.dimensions.push_back({std::nullopt, std::to_string((*w)[1])});
+    out_shape.rank = out_shape.dimensions.size();
   }
   return std::nullopt;
 }
@@ -219,8 +260,8 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
       NodeId t = b.peel(arg(0), {Kind::Ref});
       if (syntax(t) == "tuple_expression" || syntax(t) == "array_expression") {
         for (NodeId d : elements(b, t)) {
-          auto k = static_num(eng, d, 0);
-          out.dimensions.push_back({std::nullopt, k ? dim_text(*k) : std::string(b.source(d))});
+          auto k = dim_product(eng, d, 0);
+          out.dimensions.push_back({std::nullopt, k ? *k : std::string(b.source(d))});
         }
         out.rank = out.dimensions.size();
       }
@@ -290,7 +331,12 @@ void TensorDomain::record_dims(Eng& eng, NodeId let) {
     std::string name = wild ? "_" : std::string(cn.str);
     ir::Dimension d;
     if (name != "_" && name.front() != '_') d.name = name;
-    d.expr = name;
+    // `_b` (a binding Rust is told is unused) names the same dimension as `b`: shown and bound
+    // (`--input-shape b=1`) without the underscore.
+    d.expr = name == "_" ? name
+                         : name.substr(name.find_first_not_of('_') == std::string::npos
+                                           ? 0
+                                           : name.find_first_not_of('_'));
     shape.dimensions.push_back(std::move(d));
   }
   shape.rank = shape.dimensions.size();

@@ -1,13 +1,31 @@
 #include "analysis/tensor/value.hpp"
 
+#include <algorithm>
+
 namespace cg::analysis::tensor {
 
 Val join(const std::vector<Val>& vs) {
   std::vector<const Val*> live;
   for (const auto& v : vs)
-    if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num) live.push_back(&v);
+    if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems) live.push_back(&v);
   if (live.empty()) return {};
   Val out = *live.front();
+  // Tuples of one arity join element by element; anything else is no tuple.
+  bool tuples = std::all_of(live.begin(), live.end(), [&](const Val* v) {
+    return v->elems && v->elems->size() == live.front()->elems->size();
+  });
+  if (!tuples) {
+    out.elems.reset();
+  } else if (live.size() > 1) {
+    auto es = std::make_shared<std::vector<Val>>();
+    for (std::size_t i = 0; i < live.front()->elems->size(); ++i) {
+      std::vector<Val> column;
+      for (const Val* v : live)
+        column.push_back((*v->elems)[i]);
+      es->push_back(join(column));
+    }
+    out.elems = std::move(es);
+  }
   for (std::size_t i = 1; i < live.size(); ++i) {
     const Val& o = *live[i];
     if (o.dtype != out.dtype) out.dtype = "Unknown";
@@ -17,8 +35,14 @@ Val join(const std::vector<Val>& vs) {
     out.tensor = out.tensor || o.tensor;
     out.modules.insert(o.modules.begin(), o.modules.end());
     if (out.tid.empty()) out.tid = o.tid;
+    if (o.tid != out.tid || o.shape != out.shape) out.shape.reset();
   }
   return out;
+}
+
+std::optional<Val> element(const Val& v, std::size_t i, std::size_t count) {
+  if (!v.elems || v.elems->size() != count || i >= count) return std::nullopt;
+  return (*v.elems)[i];
 }
 
 Val loop_merge(const Val& before, const Val& after) {

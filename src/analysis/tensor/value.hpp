@@ -3,12 +3,17 @@
 // (its IR id, dtype, gradient state, numeric domain), a number, a crate-local or external type
 // instance, and the inventory modules it may denote.
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "analysis/numeric_domain.hpp"
+
+namespace cg::ir {
+struct TensorShape;
+}
 
 namespace cg::analysis::tensor {
 
@@ -27,6 +32,16 @@ struct Val {
   std::string ext_type;           // external type name (`Linear`) when known
   std::set<std::string> modules;  // inventory module ids this value may denote
   std::string field;              // `f` when the value is `<owner>.f`
+  std::string
+      dim;  // a tensor dimension's expression (`let (b, t, _) = xs.dims3()?` on a known shape)
+  // A tuple's elements (`Ok((q, k))`, a helper returning `(Tensor, Tensor)`), bound one by one to
+  // a tuple pattern; the value itself stays the first tensor element's, as before tuples were
+  // known. Shared: values are copied into every environment that names them.
+  std::shared_ptr<const std::vector<Val>> elems;
+  // The tensor's shape in this context when the operation that made it is reached from several
+  // (a wrapper layer's one `self.inner.forward(xs)` run for a 64->64 and a 64->100 projection):
+  // the IR tensor keeps one shape per syntax node, the value the one of its own call.
+  std::shared_ptr<const ir::TensorShape> shape;
 };
 
 inline Grad join_grad(Grad a, Grad b) {
@@ -37,6 +52,9 @@ inline Grad join_grad(Grad a, Grad b) {
 // carrying one gives the tensor id, type and number; dtype, gradient and domain agree or are
 // unknown; module sets unite.
 Val join(const std::vector<Val>& vs);
+
+// Element i of a tuple of `count` elements; nullopt when the value is not such a tuple.
+std::optional<Val> element(const Val& v, std::size_t i, std::size_t count);
 
 // A name after one loop iteration: the iteration's tensor, else the join with the value before.
 Val loop_merge(const Val& before, const Val& after);
