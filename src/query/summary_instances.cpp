@@ -136,6 +136,11 @@ InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : ir_
     modules_[m.id] = &m;
     if (!m.parent) roots.insert(m.id);
   }
+  std::map<std::string, std::string> path_of_op;
+  for (const auto& c : ir.instance_calls)
+    for (const auto& id : c.operations)
+      if (auto [it, fresh] = path_of_op.emplace(id, c.path); !fresh && it->second != c.path)
+        shared_ops_.insert(id);
   std::set<std::string> rooted;  // root modules whose main run is chosen
   for (const auto& c : ir.instance_calls) {
     if (c.parent) {
@@ -187,15 +192,16 @@ std::string InstanceIndex::output_shape(const ir::InstanceCall& c) const {
 
 SymSum InstanceIndex::mult_adds(const ir::InstanceCall& c) const {
   SymSum s;
-  // A candle-nn layer's call carries this instance's own count (the operation keeps the first
-  // instance's).
-  bool layer_counted = !c.function && c.mult_adds && s.add(*c.mult_adds, 1, dims_);
+  // A candle-nn layer's call, or a wrapper layer's applying the layer it holds, carries this
+  // instance's own count (the operation keeps the first instance's).
+  bool layer_counted = c.mult_adds && s.add(*c.mult_adds, 1, dims_);
   if (!layer_counted)
     for (const auto& id : c.operations) {
       auto it = ops_.find(id);
       if (it == ops_.end()) continue;
       const ir::Operation& o = *it->second;
-      if (o.mult_adds && s.add(*o.mult_adds, 1, dims_)) continue;
+      // Another module's figure is no count of this one: unknown here, a lower bound.
+      if (o.mult_adds && !shared_ops_.count(id) && s.add(*o.mult_adds, 1, dims_)) continue;
       if (o.mult_adds || may_multiply(o)) {
         s.missing.insert(o.qualified_name.value_or(o.name));
         ++s.missing_ops;

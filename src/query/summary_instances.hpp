@@ -61,6 +61,9 @@ class InstanceIndex {
   const InputDims& dims_;
   std::map<std::string, std::vector<const ir::InstanceCall*>> kids_;
   std::map<std::string, const ir::Operation*> ops_;
+  // Operations run by the calls of more than one module path (with_tracing's `self.inner.forward`
+  // serves q_proj and lm_head alike): their figure is one call's, not each instance's.
+  std::set<std::string> shared_ops_;
   std::map<std::string, const ir::Tensor*> tensors_;
   std::map<std::string, const ir::Module*> modules_;
   std::map<std::string, const ir::InstanceCall*> by_module_;

@@ -13,6 +13,7 @@ namespace {
 
 const std::string kLlama = std::string(CG_SOURCE_DIR) + "/examples/tiny-llama";
 const std::string kShared = std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates/shared_proj";
+const std::string kWrapper = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/wrapper_layers";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
   cg::pipeline::Options o;
@@ -62,6 +63,24 @@ TEST(SummaryInstances, TinyLlamaRowsShowOutputShapeAndRolledUpMultAdds) {
                       "Mult-Adds rule"),
             std::string::npos)
       << text;
+}
+
+// wrapper_layers: one wrapper `Linear::forward` (`self.inner.forward(xs)`) serves the 64->64
+// projections and the 64->100 lm_head. Each row shows its own count, never the shared inner
+// operation's (which holds the first call's).
+TEST(SummaryInstances, WrapperLayersCountEachInstanceOnItsOwn) {
+  auto a = analyze(kWrapper, kWrapper + "/config.json");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  const auto* q = row(m, "q_proj", "Linear");
+  const auto* head = row(m, "lm_head", "Linear");
+  ASSERT_NE(q, nullptr);
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(q->mult_adds, "b*t*4,096");
+  EXPECT_EQ(head->mult_adds, "b*t*6,400");
+  EXPECT_EQ(head->output_shape, "[b, t, 100]");
+  // Four 64x64 projections and the head, before the attention's own matmuls.
+  EXPECT_EQ(m.totals.mult_adds.find("b*t*22,784"), m.totals.mult_adds.find("b*t"))
+      << m.totals.mult_adds;
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
