@@ -126,7 +126,7 @@ std::optional<std::uint64_t> SymSum::number() const {
   return std::nullopt;
 }
 
-InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : ir_(ir), dims_(dims) {
+InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : dims_(dims) {
   for (const auto& o : ir.operations)
     ops_[o.id] = &o;
   for (const auto& t : ir.tensors)

@@ -57,7 +57,6 @@ class InstanceIndex {
   std::set<std::string> symbols() const;
 
  private:
-  const ir::ModelIr& ir_;
   const InputDims& dims_;
   std::map<std::string, std::vector<const ir::InstanceCall*>> kids_;
   std::map<std::string, const ir::Operation*> ops_;
