@@ -93,6 +93,8 @@ class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status error) : status_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  // A default-constructed value, built in place (no temporary copied in).
+  explicit Result(std::in_place_t) : value_(std::in_place) {}
   bool ok() const noexcept { return status_.ok(); }
   explicit operator bool() const noexcept { return ok(); }
   const Status& status() const noexcept { return status_; }
@@ -325,6 +327,13 @@ class ProfileSession {
   friend detail::SessionState* detail::session_state(ProfileSession& session) noexcept;
   static Result<ProfileSession> open_checked(const std::filesystem::path& path,
                                              ProfileConfig config);
+  // The string API's full paths (session.cpp), taken when the hit path (hot_path.cpp: id cached
+  // on this thread, its slot free, ended innermost first without output) does not apply.
+  Result<EventId> begin_operation_full(std::string_view static_id, std::string_view op,
+                                       std::span<const std::string> inputs);
+  Result<std::uint64_t> end_operation_full(const EventId& event_id, const std::string_view* output);
+  Result<std::uint64_t> end_operation_full(std::string_view event_id,
+                                           const std::string_view* output);
   explicit ProfileSession(std::unique_ptr<detail::SessionState> state);
   std::unique_ptr<detail::SessionState> state_;
 };

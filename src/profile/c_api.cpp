@@ -232,6 +232,18 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
                                size_t id_buf_len, size_t* id_len) {
   if (session == nullptr || id_buf == nullptr || (inputs == nullptr && inputs_len != 0))
     return invalid("cgp_begin_operation: NULL argument");
+  auto* state = cgx::detail::session_state(session->session);
+  // The hit path (id cached on this thread, its slot free): straight into the caller's buffer,
+  // no views, no Result. Otherwise the full path below, which gives the same result.
+  if (id_buf_len > cgx::detail::SessionState::kEventIdMax) [[likely]] {
+    const std::size_t n =
+        state->begin_hit(view(static_id), view(op), inputs, inputs_len, id_buf, nullptr);
+    if (n != 0) [[likely]] {
+      id_buf[n] = '\0';
+      if (id_len != nullptr) *id_len = n;
+      return CGP_OK;
+    }
+  }
   return guarded([&] {
     return with_views(inputs, inputs_len, [&](std::span<const std::string_view> views) {
       // Written straight into the caller's buffer when it holds the longest id (the usual
@@ -239,7 +251,6 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
       char local[cgx::detail::SessionState::kEventIdMax + 1];
       const bool direct = id_buf_len >= sizeof local;
       char* id = direct ? id_buf : local;
-      auto* state = cgx::detail::session_state(session->session);
       auto length = state->begin_by_id(view(static_id), view(op), views, id);
       if (!length) return report(length.status());
       const std::size_t n = length.value();
@@ -258,6 +269,14 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
 cgp_status cgp_end_operation(cgp_session* session, cgp_str event_id, const cgp_str* output,
                              uint64_t* duration_ns) {
   if (session == nullptr) return invalid("cgp_end_operation: NULL session");
+  if (output == nullptr) [[likely]] {
+    std::uint64_t duration = 0;
+    if (cgx::detail::session_state(session->session)->end_hit(view(event_id), duration))
+        [[likely]] {
+      if (duration_ns != nullptr) *duration_ns = duration;
+      return CGP_OK;
+    }
+  }
   return guarded([&] {
     std::string_view out;
     if (output != nullptr) out = view(*output);

@@ -417,54 +417,69 @@ namespace {
 }  // namespace
 
 namespace {
+// An input's text, whichever form the caller holds it in.
+[[gnu::always_inline]] inline std::string_view text_of(const std::string& s) noexcept {
+  return s;
+}
+[[gnu::always_inline]] inline std::string_view text_of(std::string_view s) noexcept {
+  return s;
+}
+[[gnu::always_inline]] inline std::string_view text_of(const cgp_str& s) noexcept {
+  return s.ptr == nullptr ? std::string_view() : std::string_view(s.ptr, s.len);
+}
+
 // The same against HandleInfo::packed (pack_op_text).
+template <typename Input>
 [[gnu::always_inline]] inline bool same_packed(const char* packed, std::string_view static_id,
-                                               std::string_view op,
-                                               std::span<const std::string_view> inputs) noexcept {
-  std::uint32_t static_length, op_length, input_count;
+                                               std::string_view op, const Input* inputs,
+                                               std::size_t input_count) noexcept {
+  std::uint32_t static_length, op_length, packed_inputs;
   std::memcpy(&static_length, packed, 4);
   std::memcpy(&op_length, packed + 4, 4);
-  std::memcpy(&input_count, packed + 8, 4);
-  if (static_length != static_id.size() || op_length != op.size() || input_count != inputs.size())
+  std::memcpy(&packed_inputs, packed + 8, 4);
+  if (static_length != static_id.size() || op_length != op.size() || packed_inputs != input_count)
     return false;
   const char* lengths = packed + 12;
-  const char* text = lengths + 4 * std::size_t{input_count};
+  const char* text = lengths + 4 * std::size_t{packed_inputs};
   if (!same_text({text, static_id.size()}, static_id)) return false;
   text += static_id.size();
   if (!same_text({text, op_length}, op)) return false;
   text += op_length;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
+  for (std::size_t i = 0; i < input_count; ++i) {
     std::uint32_t n;
     std::memcpy(&n, lengths + 4 * i, 4);
-    if (!same_text({text, n}, inputs[i])) return false;
+    if (!same_text({text, n}, text_of(inputs[i]))) return false;
     text += n;
   }
   return true;
 }
 }  // namespace
 
+template <typename Input>
 [[gnu::always_inline]] inline std::uint32_t SessionState::cached_op(
-    ThreadState& ts, std::string_view static_id, std::string_view op,
-    std::span<const std::string_view> inputs) noexcept {
+    ThreadState& ts, std::string_view static_id, std::string_view op, const Input* inputs,
+    std::size_t input_count) noexcept {
   const std::size_t slot = ThreadState::op_cache_slot(static_id.data(), static_id.size());
   for (std::size_t way = 0; way < 2; ++way) {
     const InternCacheEntry& e = ts.intern_cache[slot ^ way];
     if (e.static_id == static_id.data() && e.length == static_id.size() &&
-        same_packed(e.packed, static_id, op, inputs))
+        same_packed(e.packed, static_id, op, inputs, input_count))
       return e.handle;
   }
   return kNoHandle;
 }
 
+template <typename Input>
 [[gnu::always_inline]] inline std::uint32_t SessionState::cached_op_by_content(
-    ThreadState& ts, std::string_view static_id, std::string_view op,
-    std::span<const std::string_view> inputs) noexcept {
+    ThreadState& ts, std::string_view static_id, std::string_view op, const Input* inputs,
+    std::size_t input_count) noexcept {
   const std::uint64_t hash = op_text_hash(static_id, op);
   const std::size_t set = hash & (ThreadState::kContentCache - 1);
   const ContentCacheEntry* found = nullptr;
   for (std::size_t way = 0; way < 2 && found == nullptr; ++way) {
     const ContentCacheEntry& c = ts.content_cache[set ^ way];
-    if (c.used && c.hash == hash && same_packed(c.packed, static_id, op, inputs)) found = &c;
+    if (c.used && c.hash == hash && same_packed(c.packed, static_id, op, inputs, input_count))
+      found = &c;
   }
   if (found == nullptr) return kNoHandle;
   const ContentCacheEntry& c = *found;
@@ -484,8 +499,9 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
   if (tsp == nullptr || finished.load(std::memory_order_acquire)) [[unlikely]]
     return refused(tsp);
   ThreadState& ts = *tsp;
-  std::uint32_t handle = cached_op(ts, static_id, op, inputs);
-  if (handle == kNoHandle) handle = cached_op_by_content(ts, static_id, op, inputs);
+  std::uint32_t handle = cached_op(ts, static_id, op, inputs.data(), inputs.size());
+  if (handle == kNoHandle)
+    handle = cached_op_by_content(ts, static_id, op, inputs.data(), inputs.size());
   if (handle == kNoHandle) [[unlikely]] {
     auto looked_up = lookup_op(ts, static_id, op, inputs);
     if (!looked_up) {
@@ -498,31 +514,22 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
   return open_by_id(ts, handle, id, numbers);
 }
 
-[[gnu::always_inline]] inline std::size_t SessionState::open_by_id(ThreadState& ts,
-                                                                   std::uint32_t handle, char* id,
-                                                                   std::uint64_t* numbers) {
-  if (ts.foreign_pending.load(std::memory_order_relaxed)) [[unlikely]]
-    prune_foreign(ts);
-  // The frame's fields are kept in registers and stored field by field into the stack and the
-  // slot: a Frame assembled on the stack and then copied is read back with wide loads right
-  // after its narrow stores, which stalls.
-  const std::uint64_t counter = take_counter(ts);
-  const std::uint64_t id_step = step.load(std::memory_order_relaxed);
-  std::uint64_t parent_counter = 0, parent_step = 0;
-  if (!ts.stack.empty()) {
-    parent_counter = ts.stack.back().counter;
-    parent_step = ts.stack.back().id_step;
-  }
-  // The event id, as the seed formats it; the writer rebuilds it from the numbers. The thread
-  // keeps its last id as text: `{phase}-op-{step}-` is rebuilt only when the step changes and the
-  // counter's digits are incremented in place. The caller's copy is taken before the bump and
-  // bumped itself, so no load reads a byte stored a moment ago (a stalled store forward).
-  static_assert(sizeof ts.last_id == kEventIdMax + 1);
+namespace {
+// The event id, as the seed formats it (`{phase}-op-{step}-{counter}`); the writer rebuilds it
+// from the numbers. The thread keeps its last id as text: `{phase}-op-{step}-` is rebuilt only
+// when the step changes and the counter's digits are incremented in place. The caller's copy is
+// taken before the bump and bumped itself, so no load reads a byte stored a moment ago (a
+// stalled store forward). Returns the id's length.
+[[gnu::always_inline]] inline std::size_t write_event_id(ThreadState& ts, Phase phase,
+                                                         std::uint64_t id_step,
+                                                         std::uint64_t counter, char* id) noexcept {
+  constexpr std::size_t kMax = SessionState::kEventIdMax;
+  static_assert(sizeof ts.last_id == kMax + 1);
   if (id_step != ts.last_id_step || ts.id_prefix_length == 0) [[unlikely]] {
-    const std::string_view phase = phase_name(config.phase);
+    const std::string_view name = phase_name(phase);
     char* q = ts.last_id;
-    std::memcpy(q, phase.data(), phase.size());
-    q += phase.size();
+    std::memcpy(q, name.data(), name.size());
+    q += name.size();
     std::memcpy(q, "-op-", 4);
     q = std::to_chars(q + 4, ts.last_id + sizeof ts.last_id, id_step).ptr;
     *q++ = '-';
@@ -537,17 +544,36 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
   } else {
     char* const digits = id + ts.id_prefix_length;
     const std::size_t length =
-        static_cast<std::size_t>(std::to_chars(digits, id + kEventIdMax, counter).ptr - id);
+        static_cast<std::size_t>(std::to_chars(digits, id + kMax, counter).ptr - id);
     std::memcpy(ts.last_id + ts.id_prefix_length, digits, length - ts.id_prefix_length);
     ts.last_id_length = length;
   }
   ts.last_id_step = id_step;
   ts.last_id_counter = counter;
+  return ts.last_id_length;
+}
+}  // namespace
+
+[[gnu::always_inline]] inline std::size_t SessionState::open_by_id(ThreadState& ts,
+                                                                   std::uint32_t handle, char* id,
+                                                                   std::uint64_t* numbers) {
+  if (ts.foreign_pending.load(std::memory_order_relaxed)) [[unlikely]]
+    prune_foreign(ts);
+  // The frame's fields are kept in registers and stored field by field into the slot: a Frame
+  // assembled on the stack and then copied is read back with wide loads right after its narrow
+  // stores, which stalls.
+  const std::uint64_t counter = take_counter(ts);
+  const std::uint64_t id_step = step.load(std::memory_order_relaxed);
+  std::uint64_t parent_counter = 0, parent_step = 0;
+  if (!ts.stack.empty()) {
+    parent_counter = ts.stack.back().counter;
+    parent_step = ts.stack.back().id_step;
+  }
+  const std::size_t length = write_event_id(ts, config.phase, id_step, counter, id);
   if (numbers != nullptr) {
     numbers[0] = id_step;
     numbers[1] = counter;
   }
-  const std::size_t length = ts.last_id_length;
   // Found from any thread by counter: this thread's slot for it, or the shared table when the
   // slot is held by an older operation still open.
   IdSlot& slot = ts.id_slots[counter & (ThreadState::kIdSlots - 1)];
@@ -558,14 +584,13 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
                     ActiveOp{Frame{counter, id_step, 0, parent_counter, parent_step, handle, true},
                              &ts, ts.index});
   }
-  // false: no room (out of memory); the operation then parents nothing begun inside it.
-  const bool stacked = ts.stack.size() < ts.stack.capacity() || grow_stack(ts.stack);
-  if (stacked) [[likely]]
-    ts.stack.emplace_back();
+  // false: no room (out of memory); the operation then parents nothing begun inside it. The
+  // stack keeps only what later begins read (the parent's numbers) and what its end looks for;
+  // the whole frame is in the slot (or the table), where any thread finds it.
+  if (ts.stack.size() < ts.stack.capacity() || grow_stack(ts.stack)) [[likely]]
+    ts.stack.push_back(Frame{counter, id_step, 0, 0, 0, handle, true});
   // Nobody can end the operation before its id is returned, so the start is read last.
   const std::uint64_t start = timer.now();
-  if (stacked) [[likely]]
-    store_frame(ts.stack.back(), counter, id_step, start, parent_counter, parent_step, handle);
   if (in_slot) [[likely]] {
     store_frame(slot.frame, counter, id_step, start, parent_counter, parent_step, handle);
     slot.thread = ts.index;
@@ -575,6 +600,132 @@ Result<std::size_t> SessionState::begin_by_id(std::string_view static_id, std::s
     active_[counter].frame.start = start;
   }
   return length;
+}
+
+// The string API's hit path: the same steps as begin_by_id + open_by_id when every condition of
+// their usual case holds, checked before anything is changed, so that a miss leaves the full path
+// exactly the state it would have found.
+template <typename Input>
+[[gnu::always_inline]] inline std::size_t SessionState::begin_hit_inline(
+    std::string_view static_id, std::string_view op, const Input* inputs, std::size_t input_count,
+    char* id, std::uint64_t* numbers) noexcept {
+  const ThreadCache& cache = tls_cache;
+  if (cache.session_id != id_) [[unlikely]]
+    return 0;  // this thread's first call: the full path registers it
+  ThreadState& ts = *cache.state;
+  if (finished.load(std::memory_order_acquire) ||
+      ts.foreign_pending.load(std::memory_order_relaxed) || ts.stack.size() == ts.stack.capacity())
+      [[unlikely]]
+    return 0;
+  std::uint32_t handle = cached_op(ts, static_id, op, inputs, input_count);
+  if (handle == kNoHandle) [[unlikely]] {
+    handle = cached_op_by_content(ts, static_id, op, inputs, input_count);
+    if (handle == kNoHandle) return 0;
+  }
+  if (ts.next_counter == ts.counter_limit) [[unlikely]] {
+    ts.next_counter = next_counter_block_.fetch_add(kCounterBlock, std::memory_order_relaxed);
+    ts.counter_limit = ts.next_counter + kCounterBlock;
+  }
+  const std::uint64_t counter = ts.next_counter;
+  IdSlot& slot = ts.id_slots[counter & (ThreadState::kIdSlots - 1)];
+  if (slot.state.load(std::memory_order_acquire) != 0) [[unlikely]]
+    return 0;  // held by an older operation still open: the full path uses the shared table
+  ++ts.next_counter;
+  const std::uint64_t id_step = step.load(std::memory_order_relaxed);
+  std::uint64_t parent_counter = 0, parent_step = 0;
+  if (!ts.stack.empty()) {
+    parent_counter = ts.stack.back().counter;
+    parent_step = ts.stack.back().id_step;
+  }
+  const std::size_t length = write_event_id(ts, config.phase, id_step, counter, id);
+  if (numbers != nullptr) {
+    numbers[0] = id_step;
+    numbers[1] = counter;
+  }
+  ts.stack.push_back(Frame{counter, id_step, 0, 0, 0, handle, true});  // capacity checked above
+  const std::uint64_t start = timer.now();
+  store_frame(slot.frame, counter, id_step, start, parent_counter, parent_step, handle);
+  slot.thread = ts.index;
+  slot.state.store(counter, std::memory_order_release);
+  return length;
+}
+
+std::size_t SessionState::begin_hit(std::string_view static_id, std::string_view op,
+                                    std::span<const std::string> inputs, char* id,
+                                    std::uint64_t* numbers) noexcept {
+  return begin_hit_inline(static_id, op, inputs.data(), inputs.size(), id, numbers);
+}
+
+std::size_t SessionState::begin_hit(std::string_view static_id, std::string_view op,
+                                    const cgp_str* inputs, std::size_t input_count, char* id,
+                                    std::uint64_t* numbers) noexcept {
+  return begin_hit_inline(static_id, op, inputs, input_count, id, numbers);
+}
+
+// close_by_id's usual case (begun on this thread, ended innermost first, no output), every
+// condition checked before the slot is freed.
+[[gnu::always_inline]] inline bool SessionState::end_hit_inline(std::uint64_t now,
+                                                                std::uint64_t id_step,
+                                                                std::uint64_t counter,
+                                                                std::uint64_t& duration) noexcept {
+  const ThreadCache& cache = tls_cache;
+  if (cache.session_id != id_) [[unlikely]]
+    return false;
+  ThreadState& ts = *cache.state;
+  IdSlot& own = ts.id_slots[counter & (ThreadState::kIdSlots - 1)];
+  if (finished.load(std::memory_order_acquire) ||
+      own.state.load(std::memory_order_relaxed) != counter || own.frame.id_step != id_step ||
+      own.frame.counter != counter || ts.stack.empty() || ts.stack.back().counter != counter ||
+      !ts.stack.back().by_id) [[unlikely]]
+    return false;
+  const std::uint64_t start = own.frame.start;
+  const std::uint64_t parent_counter = own.frame.parent_counter;
+  const std::uint64_t parent_step = own.frame.parent_step;
+  const std::uint32_t handle = own.frame.handle;
+  const std::uint16_t owner_index = own.thread;
+  // Freed with a plain store, then `claim` read (IdSlot); another thread that claimed it first
+  // keeps it, and the full path then reports the id unknown, as it would have.
+  own.state.store(0, std::memory_order_relaxed);
+  if (asymmetric_fence_)
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the other side's membarrier
+  else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (own.claim.load(std::memory_order_relaxed) == counter && !keeps_claimed(ts, own, counter))
+      [[unlikely]]
+    return false;
+  ts.stack.pop_back();
+  duration = timer.duration_ns(start, now);
+  if (Record* r = claim_slot(ts)) [[likely]] {
+    *r = Record{counter,
+                id_step,
+                step.load(std::memory_order_relaxed),
+                start,
+                duration,
+                parent_counter,
+                parent_step,
+                handle,
+                owner_index,
+                RecordKind::operation_ns,
+                0};
+    publish(ts);
+  }
+  return true;
+}
+
+bool SessionState::end_hit(std::uint64_t id_step, std::uint64_t counter,
+                           std::uint64_t& duration) noexcept {
+  return end_hit_inline(timer.now(), id_step, counter, duration);
+}
+
+bool SessionState::end_hit(std::string_view event_id, std::uint64_t& duration) noexcept {
+  const std::uint64_t now = timer.now();
+  const ThreadCache& cache = tls_cache;
+  if (cache.session_id != id_) [[unlikely]]
+    return false;
+  const ThreadState& ts = *cache.state;
+  if (!same_text(std::string_view(ts.last_id, ts.last_id_length), event_id)) [[unlikely]]
+    return false;
+  return end_hit_inline(now, ts.last_id_step, ts.last_id_counter, duration);
 }
 
 Result<std::uint64_t> SessionState::end_by_id(std::string_view event_id,
@@ -822,6 +973,45 @@ void OpHandle::begin() const noexcept {
 
 void OpHandle::end() const noexcept {
   if (state_) state_->end(index_);
+}
+
+// The seed's string API, defined here so that the hit path inlines into it: on a hit, no Result
+// or Status is built beyond the one returned, nothing is allocated, locked or hashed (for an id
+// cached by address), and the event id is written once, in place.
+Result<EventId> ProfileSession::begin_operation(std::string_view static_id, std::string_view op,
+                                                std::span<const std::string> inputs) {
+  Result<EventId> result{std::in_place};
+  EventId& id = result.value();
+  std::uint64_t numbers[2];
+  const std::size_t length =
+      state_->begin_hit_inline(static_id, op, inputs.data(), inputs.size(), id.text_, numbers);
+  if (length == 0) [[unlikely]] {
+    result = begin_operation_full(static_id, op, inputs);
+    return result;
+  }
+  id.text_[length] = '\0';
+  id.size_ = static_cast<std::uint8_t>(length);
+  id.phase_ = state_->config.phase;
+  id.numbered_ = true;
+  id.step_ = numbers[0];
+  id.counter_ = numbers[1];
+  return result;
+}
+
+Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id) {
+  const std::uint64_t now = state_->timer.now();
+  std::uint64_t duration = 0;
+  if (event_id.numbered_ && event_id.phase_ == state_->config.phase &&
+      state_->end_hit_inline(now, event_id.step_, event_id.counter_, duration)) [[likely]]
+    return duration;
+  return end_operation_full(event_id, nullptr);
+}
+
+Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id) {
+  std::uint64_t duration = 0;
+  if (state_->end_hit(event_id, duration)) [[likely]]
+    return duration;
+  return end_operation_full(event_id, nullptr);
 }
 
 ModuleScope ProfileSession::module_scope(std::string_view path) noexcept {

@@ -590,13 +590,11 @@ SessionState* session_state(ProfileSession& session) noexcept {
 }
 }  // namespace detail
 
-Result<EventId> ProfileSession::begin_operation(std::string_view static_id, std::string_view op,
-                                                std::span<const std::string> inputs) {
+Result<EventId> ProfileSession::begin_operation_full(std::string_view static_id,
+                                                     std::string_view op,
+                                                     std::span<const std::string> inputs) {
   static_assert(EventId::kMax == detail::SessionState::kEventIdMax);
   return guarded<Result<EventId>>([&]() -> Result<EventId> {
-    // Written in place (one named result, so it is constructed in the caller's storage): the id
-    // is never copied on its way out, and nothing reads it back with wide loads right after its
-    // last digit was stored as a byte (a stalled store forward costs more than the rest).
     Result<EventId> result{EventId()};
     EventId& id = result.value();
     std::uint64_t numbers[2];
@@ -619,35 +617,27 @@ Result<EventId> ProfileSession::begin_operation(std::string_view static_id, std:
 
 Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id,
                                                     std::optional<std::string_view> output) {
-  return guarded<Result<std::uint64_t>>(
-      [&] { return state_->end_by_id(event_id, output ? &*output : nullptr); });
+  return end_operation_full(event_id, output ? &*output : nullptr);
 }
 
-Result<std::uint64_t> ProfileSession::end_operation(std::string_view event_id) {
-  return guarded<Result<std::uint64_t>>([&] { return state_->end_by_id(event_id, nullptr); });
+Result<std::uint64_t> ProfileSession::end_operation_full(std::string_view event_id,
+                                                         const std::string_view* output) {
+  return guarded<Result<std::uint64_t>>([&] { return state_->end_by_id(event_id, output); });
 }
 
-namespace {
-Result<std::uint64_t> end_event_id(detail::SessionState& state, const EventId& event_id,
-                                   Phase phase, std::uint64_t step, std::uint64_t counter,
-                                   bool numbered, const std::string_view* output) {
+Result<std::uint64_t> ProfileSession::end_operation_full(const EventId& event_id,
+                                                         const std::string_view* output) {
   return guarded<Result<std::uint64_t>>([&] {
     // An id of the other phase never parses here: the text path gives the same error.
-    if (!numbered || phase != state.config.phase) return state.end_by_id(event_id.view(), output);
-    return state.end_by_numbers(step, counter, output, event_id.view());
+    if (!event_id.numbered_ || event_id.phase_ != state_->config.phase)
+      return state_->end_by_id(event_id.view(), output);
+    return state_->end_by_numbers(event_id.step_, event_id.counter_, output, event_id.view());
   });
 }
-}  // namespace
 
 Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id,
                                                     std::optional<std::string_view> output) {
-  return end_event_id(*state_, event_id, event_id.phase_, event_id.step_, event_id.counter_,
-                      event_id.numbered_, output ? &*output : nullptr);
-}
-
-Result<std::uint64_t> ProfileSession::end_operation(const EventId& event_id) {
-  return end_event_id(*state_, event_id, event_id.phase_, event_id.step_, event_id.counter_,
-                      event_id.numbered_, nullptr);
+  return end_operation_full(event_id, output ? &*output : nullptr);
 }
 
 Status ProfileSession::record_edge_timing(std::string_view from_static_id,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "candle_graph/profile.hpp"
+#include "candle_graph_profile.h"
 #include "profile/timer.hpp"
 
 namespace candle_graph::detail {
@@ -317,6 +318,32 @@ class SessionState {
                                        const std::string_view* output,
                                        const std::string_view& text_for_errors);
   Status edge(std::string_view from, std::string_view to, std::uint64_t duration_ns);
+
+  // The string API's hit path (hot_path.cpp): the id is in the thread's cache (by address and
+  // length, confirmed by its text; or by a hash of its text, confirmed the same way), its id slot
+  // is free and the scope stack has room. Then the operation is opened with no Result, no
+  // Status, no allocation and no lock, and the id's length is returned (its step and counter in
+  // numbers[0..1]). 0: nothing was done; the caller takes the full path (begin_by_id), which
+  // gives the same result. `inputs` are std::string (C++), std::string_view or cgp_str (C ABI).
+  std::size_t begin_hit(std::string_view static_id, std::string_view op,
+                        std::span<const std::string> inputs, char* id,
+                        std::uint64_t* numbers) noexcept;
+  std::size_t begin_hit(std::string_view static_id, std::string_view op, const cgp_str* inputs,
+                        std::size_t input_count, char* id, std::uint64_t* numbers) noexcept;
+  // The same for an end without output on the thread that began it, innermost first: true with
+  // the duration; false when it was not ended here (the caller takes end_by_numbers/end_by_id,
+  // same result; also when another thread ended it first: the full path then finds it nowhere
+  // and reports it unknown, as it would have).
+  bool end_hit(std::uint64_t id_step, std::uint64_t counter, std::uint64_t& duration) noexcept;
+  // By text: the id this thread's string API returned last (else a miss).
+  bool end_hit(std::string_view event_id, std::uint64_t& duration) noexcept;
+  // The two above, inlined into ProfileSession's string API (hot_path.cpp only).
+  template <typename Input>
+  inline std::size_t begin_hit_inline(std::string_view static_id, std::string_view op,
+                                      const Input* inputs, std::size_t input_count, char* id,
+                                      std::uint64_t* numbers) noexcept;
+  inline bool end_hit_inline(std::uint64_t now, std::uint64_t id_step, std::uint64_t counter,
+                             std::uint64_t& duration) noexcept;
   // Module scopes (hot_path.cpp): begin returns the scope's token (its counter; 0 when nothing
   // is recorded), end closes it on the calling thread.
   std::uint64_t module_begin(std::string_view module_path) noexcept;
@@ -377,13 +404,15 @@ class SessionState {
                                     std::uint64_t now, const std::string_view* output,
                                     const std::string_view& text_for_errors);
   // The cached handle for (static_id, op, inputs), confirmed by content; kNoHandle on a miss.
+  template <typename Input>
   inline std::uint32_t cached_op(ThreadState& ts, std::string_view static_id, std::string_view op,
-                                 std::span<const std::string_view> inputs) noexcept;
+                                 const Input* inputs, std::size_t input_count) noexcept;
   // The same by a hash of the text (a caller passing a fresh copy of the id each time, as the
   // seed's `ids[i].clone()` does); a hit is remembered by address too.
+  template <typename Input>
   inline std::uint32_t cached_op_by_content(ThreadState& ts, std::string_view static_id,
-                                            std::string_view op,
-                                            std::span<const std::string_view> inputs) noexcept;
+                                            std::string_view op, const Input* inputs,
+                                            std::size_t input_count) noexcept;
   Status refused(ThreadState* ts);
   Status unknown_id(std::string_view text);
   // Takes the open string-API operation `counter` begun at `id_step`, wherever it began.

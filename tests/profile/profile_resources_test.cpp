@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -372,6 +373,69 @@ TEST(ProfileStringApi, ReusedBuffersAndFreshCopiesKeepExactIds) {
     EXPECT_EQ(field(lines[1 + i], "event_id"), "train-op-0-" + std::to_string(i + 1));
   }
   EXPECT_NE(lines[4].find("\"inputs\":[]"), std::string::npos) << lines[4];
+}
+
+// The string API's hit path (id cached on the thread, its slot free, ended innermost first
+// without output) and its full path write the same trace: the C ABI takes the full path to begin
+// when id_buf is shorter than CGP_EVENT_ID_MAX, and ends the outer operation (not the thread's
+// last id) by parsing its text; the C++ API ends through the full path with an explicit
+// `std::nullopt` output. Counters run past 9 and 99 (the id's digits carried) and the step changes.
+TEST(ProfileStringApi, HitPathAndFullPathWriteTheSameTrace) {
+  const auto operations = [](const fs::path& path) {
+    static const std::regex timing(R"re("(start_ns|duration_ns)":\d+)re");
+    std::vector<std::string> out;
+    for (const std::string& line : read_lines(path)) {
+      if (line.rfind("{\"kind\":\"operation\"", 0) == 0)
+        out.push_back(std::regex_replace(line, timing, "\"$1\":T"));
+    }
+    return out;
+  };
+  const cgp_str input{"tensor:a", 8};
+  const auto run_c = [&](const fs::path& path, std::size_t id_buf_len) {
+    cgp_config config;
+    cgp_config_init(&config, {"main", 4}, CGP_PHASE_TRAIN);
+    cgp_session* s = nullptr;
+    const std::string p = path.string();
+    ASSERT_EQ(cgp_session_open({p.data(), p.size()}, &config, &s), CGP_OK);
+    for (int i = 0; i < 120; ++i) {
+      if (i % 50 == 0) cgp_session_set_step(s, static_cast<std::uint64_t>(i / 50));
+      const std::string outer_id = "operation:train:f:outer" + std::to_string(i % 3);
+      char outer[CGP_EVENT_ID_MAX], inner[CGP_EVENT_ID_MAX];
+      std::size_t outer_len = 0, inner_len = 0;
+      std::uint64_t ns = 0;
+      ASSERT_EQ(cgp_begin_operation(s, {outer_id.data(), outer_id.size()}, {"block", 5}, &input, 1,
+                                    outer, id_buf_len, &outer_len),
+                CGP_OK);
+      ASSERT_EQ(cgp_begin_operation(s, {"operation:train:f:inner", 23}, {"matmul", 6}, nullptr, 0,
+                                    inner, id_buf_len, &inner_len),
+                CGP_OK);
+      ASSERT_EQ(cgp_end_operation(s, {inner, inner_len}, nullptr, &ns), CGP_OK);
+      ASSERT_EQ(cgp_end_operation(s, {outer, outer_len}, nullptr, &ns), CGP_OK);
+    }
+    ASSERT_EQ(cgp_session_finish(s), CGP_OK);
+  };
+  run_c(scratch("hit-c.jsonl"), CGP_EVENT_ID_MAX);
+  run_c(scratch("full-c.jsonl"), 24);
+  {
+    auto session = open_or_die(scratch("full-cpp.jsonl"), cg::ProfileConfig::train("main"));
+    const std::vector<std::string> inputs = {"tensor:a"};
+    for (int i = 0; i < 120; ++i) {
+      if (i % 50 == 0) session.set_step(static_cast<std::uint64_t>(i / 50));
+      const std::string outer_id = "operation:train:f:outer" + std::to_string(i % 3);
+      auto outer = session.begin_operation(outer_id, "block", inputs).value();
+      auto inner = session.begin_operation("operation:train:f:inner", "matmul").value();
+      ASSERT_TRUE(session.end_operation(inner.view(), std::nullopt));
+      ASSERT_TRUE(session.end_operation(outer, std::nullopt));
+    }
+    ASSERT_TRUE(session.finish());
+  }
+  const std::vector<std::string> hit = operations(scratch("hit-c.jsonl"));
+  ASSERT_EQ(hit.size(), 240u);
+  EXPECT_EQ(field(hit[0], "event_id"), "train-op-0-2");
+  EXPECT_EQ(field(hit[0], "parent"), "train-op-0-1");
+  EXPECT_EQ(field(hit.back(), "event_id"), "train-op-2-239");
+  EXPECT_EQ(operations(scratch("full-c.jsonl")), hit);
+  EXPECT_EQ(operations(scratch("full-cpp.jsonl")), hit);
 }
 
 // Ending by the EventId begin_operation returned (its numbers, no text) and by the id's text give

@@ -452,13 +452,14 @@ impl ProfileSession {
     ) -> Result<String> {
         let (static_id, op) = (static_id.as_ref(), op.as_ref());
         with_strs(inputs, |inputs| {
-            // The library writes the id straight into the String's own allocation (the one
-            // allocation the seed's `-> String` shape makes any implementation pay): no buffer on
-            // the stack, no copy, no UTF-8 validation pass.
-            let mut buf: Vec<u8> = Vec::with_capacity(ffi::EVENT_ID_MAX);
+            // The library writes the id into a buffer on the stack; the returned String is then
+            // one allocation of exactly the id's length (the one allocation the seed's `-> String`
+            // shape makes any implementation pay), filled by one copy: no formatting machinery,
+            // no UTF-8 validation pass, one FFI call.
+            let mut buf = std::mem::MaybeUninit::<[u8; ffi::EVENT_ID_MAX]>::uninit();
             let mut len = 0usize;
-            // SAFETY: buf has EVENT_ID_MAX bytes of capacity, which the header guarantees suffice;
-            // the library writes at most that many.
+            // SAFETY: buf has EVENT_ID_MAX bytes, which the header guarantees suffice; the
+            // library writes at most that many.
             check(unsafe {
                 ffi::cgp_begin_operation(
                     self.raw,
@@ -474,8 +475,11 @@ impl ProfileSession {
             // SAFETY: the library wrote `len` bytes (len < EVENT_ID_MAX: a NUL follows them) of an
             // ASCII event id (`{phase}-op-{step}-{counter}`), so they are initialized UTF-8.
             unsafe {
-                buf.set_len(len.min(ffi::EVENT_ID_MAX - 1));
-                Ok(String::from_utf8_unchecked(buf))
+                let bytes = std::slice::from_raw_parts(
+                    buf.as_ptr().cast::<u8>(),
+                    len.min(ffi::EVENT_ID_MAX - 1),
+                );
+                Ok(String::from(std::str::from_utf8_unchecked(bytes)))
             }
         })
     }
