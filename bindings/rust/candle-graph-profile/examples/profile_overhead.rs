@@ -125,8 +125,11 @@ fn main() {
     }
     let work = std::path::PathBuf::from(&args[2]);
     std::fs::create_dir_all(&work).unwrap();
+    // N: the third argument, else CG_PROFILE_BENCH_OPS (as the C++ benchmark), else 2,000,000.
     let n: u64 = args
         .get(3)
+        .cloned()
+        .or_else(|| std::env::var("CG_PROFILE_BENCH_OPS").ok())
         .and_then(|s| s.parse().ok())
         .unwrap_or(2_000_000);
     let path = work.join("profile-bench-rust.jsonl");
@@ -209,6 +212,27 @@ fn main() {
             seed / sc,
             ">=25x",
             seed / sc >= 25.0,
+        );
+    }
+    if let Some(seed) = seed_cpu {
+        // Whether >= 25x the seed is reachable from Rust at all with the seed's API shape: the
+        // two Strings alone against the whole budget (the seed's CPU / 25), and the seed against
+        // the least any implementation pays (an interned pair plus those Strings).
+        row(
+            "Rust: String floor alone vs the 25x budget (seed CPU / 25)",
+            ac,
+            seed / 25.0,
+            ac / (seed / 25.0),
+            "info",
+            true,
+        );
+        row(
+            "Rust: seed / (interned pair + String floor), the API shape's ceiling",
+            ih + ac,
+            seed,
+            seed / (ih + ac),
+            "info",
+            true,
         );
     }
     if seed_wall > 0.0 {
