@@ -22,6 +22,8 @@ struct cgp_session {
   bool closed = false;
   cgp_status close_status = CGP_OK;
   std::string close_error;
+  // session.state_, kept here so that the string API's hit path reaches it without a call.
+  candle_graph::detail::SessionState* state = nullptr;
 };
 
 namespace {
@@ -105,6 +107,48 @@ cgp_status guarded(F&& body) noexcept {
   }
 }
 
+// The string API's full paths (the C entry points above try the hit path first): out of line,
+// so that the hit path's entry point sets up no exception guard or views.
+[[gnu::noinline]] cgp_status begin_operation_full(cgp_session* session, cgp_str static_id,
+                                                  cgp_str op, const cgp_str* inputs,
+                                                  std::size_t inputs_len, char* id_buf,
+                                                  std::size_t id_buf_len, std::size_t* id_len) {
+  auto* state = cgx::detail::session_state(session->session);
+  return guarded([&] {
+    return with_views(inputs, inputs_len, [&](std::span<const std::string_view> views) {
+      // Written straight into the caller's buffer when it holds the longest id (the usual
+      // CGP_EVENT_ID_MAX one): a local copy read back at once would stall on the id's last byte.
+      char local[cgx::detail::SessionState::kEventIdMax + 1];
+      const bool direct = id_buf_len >= sizeof local;
+      char* id = direct ? id_buf : local;
+      auto length = state->begin_by_id(view(static_id), view(op), views, id);
+      if (!length) return report(length.status());
+      const std::size_t n = length.value();
+      if (n + 1 > id_buf_len) {
+        (void)state->end_by_id(std::string_view(id, n), nullptr);
+        return invalid("cgp_begin_operation: id_buf is smaller than the event id");
+      }
+      if (!direct) std::memcpy(id_buf, id, n);
+      id_buf[n] = '\0';
+      if (id_len != nullptr) *id_len = n;
+      return CGP_OK;
+    });
+  });
+}
+
+[[gnu::noinline]] cgp_status end_operation_full(cgp_session* session, cgp_str event_id,
+                                                const cgp_str* output, uint64_t* duration_ns) {
+  return guarded([&] {
+    std::string_view out;
+    if (output != nullptr) out = view(*output);
+    auto duration = cgx::detail::session_state(session->session)
+                        ->end_by_id(view(event_id), output != nullptr ? &out : nullptr);
+    if (!duration) return report(duration.status());
+    if (duration_ns != nullptr) *duration_ns = duration.value();
+    return CGP_OK;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -167,7 +211,8 @@ cgp_status cgp_session_open_with(cgp_str path, const cgp_config* config,
       cfg.max_distinct_ids = options->max_distinct_ids;
     auto session = cgx::ProfileSession::open(std::string(view(path)), std::move(cfg));
     if (!session) return report(session.status());
-    *out = new cgp_session{std::move(session).value(), {}, false, CGP_OK, {}};
+    *out = new cgp_session{std::move(session).value(), {}, false, CGP_OK, {}, nullptr};
+    (*out)->state = cgx::detail::session_state((*out)->session);
     return CGP_OK;
   });
 }
@@ -231,61 +276,35 @@ cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str 
                                const cgp_str* inputs, size_t inputs_len, char* id_buf,
                                size_t id_buf_len, size_t* id_len) {
   if (session == nullptr || id_buf == nullptr || (inputs == nullptr && inputs_len != 0))
+      [[unlikely]]
     return invalid("cgp_begin_operation: NULL argument");
-  auto* state = cgx::detail::session_state(session->session);
   // The hit path (id cached on this thread, its slot free): straight into the caller's buffer,
-  // no views, no Result. Otherwise the full path below, which gives the same result.
+  // no views, no Result. Otherwise the full path, which gives the same result.
   if (id_buf_len > cgx::detail::SessionState::kEventIdMax) [[likely]] {
     const std::size_t n =
-        state->begin_hit(view(static_id), view(op), inputs, inputs_len, id_buf, nullptr);
+        session->state->begin_hit(view(static_id), view(op), inputs, inputs_len, id_buf, nullptr);
     if (n != 0) [[likely]] {
       id_buf[n] = '\0';
       if (id_len != nullptr) *id_len = n;
       return CGP_OK;
     }
   }
-  return guarded([&] {
-    return with_views(inputs, inputs_len, [&](std::span<const std::string_view> views) {
-      // Written straight into the caller's buffer when it holds the longest id (the usual
-      // CGP_EVENT_ID_MAX one): a local copy read back at once would stall on the id's last byte.
-      char local[cgx::detail::SessionState::kEventIdMax + 1];
-      const bool direct = id_buf_len >= sizeof local;
-      char* id = direct ? id_buf : local;
-      auto length = state->begin_by_id(view(static_id), view(op), views, id);
-      if (!length) return report(length.status());
-      const std::size_t n = length.value();
-      if (n + 1 > id_buf_len) {
-        (void)state->end_by_id(std::string_view(id, n), nullptr);
-        return invalid("cgp_begin_operation: id_buf is smaller than the event id");
-      }
-      if (!direct) std::memcpy(id_buf, id, n);
-      id_buf[n] = '\0';
-      if (id_len != nullptr) *id_len = n;
-      return CGP_OK;
-    });
-  });
+  return begin_operation_full(session, static_id, op, inputs, inputs_len, id_buf, id_buf_len,
+                              id_len);
 }
 
 cgp_status cgp_end_operation(cgp_session* session, cgp_str event_id, const cgp_str* output,
                              uint64_t* duration_ns) {
-  if (session == nullptr) return invalid("cgp_end_operation: NULL session");
+  if (session == nullptr) [[unlikely]]
+    return invalid("cgp_end_operation: NULL session");
   if (output == nullptr) [[likely]] {
     std::uint64_t duration = 0;
-    if (cgx::detail::session_state(session->session)->end_hit(view(event_id), duration))
-        [[likely]] {
+    if (session->state->end_hit(view(event_id), duration)) [[likely]] {
       if (duration_ns != nullptr) *duration_ns = duration;
       return CGP_OK;
     }
   }
-  return guarded([&] {
-    std::string_view out;
-    if (output != nullptr) out = view(*output);
-    auto duration = cgx::detail::session_state(session->session)
-                        ->end_by_id(view(event_id), output != nullptr ? &out : nullptr);
-    if (!duration) return report(duration.status());
-    if (duration_ns != nullptr) *duration_ns = duration.value();
-    return CGP_OK;
-  });
+  return end_operation_full(session, event_id, output, duration_ns);
 }
 
 cgp_status cgp_record_edge_timing(cgp_session* session, cgp_str from_static_id,
