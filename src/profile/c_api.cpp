@@ -250,17 +250,18 @@ cgp_status cgp_session_op(cgp_session* session, cgp_str static_id, cgp_str op,
 }
 
 // cgp_op is the C++ handle's index, so begin/end need no table of their own.
+// An index the session never returned for an operation does nothing (as ProfileSession::handle).
 void cgp_op_begin(cgp_session* session, cgp_op op) {
-  session->session.handle(op).begin();
+  if (session->state->handles_.is_op(op)) session->state->begin(op);
 }
 
 void cgp_op_end(cgp_session* session, cgp_op op) {
-  session->session.handle(op).end();
+  if (session->state->handles_.is_op(op)) session->state->end(op);
 }
 
 cgp_status cgp_module_begin(cgp_session* session, cgp_str path, cgp_module_scope* out) {
   if (session == nullptr || out == nullptr) return invalid("cgp_module_begin: NULL argument");
-  auto* state = cgx::detail::session_state(session->session);
+  auto* state = session->state;
   *out = state->module_begin(view(path));
   if (*out == 0 && state->finished.load(std::memory_order_relaxed))
     return report(cgx::Status(cgx::Errc::finished, "profile session is already finished"));
@@ -269,7 +270,7 @@ cgp_status cgp_module_begin(cgp_session* session, cgp_str path, cgp_module_scope
 
 void cgp_module_end(cgp_session* session, cgp_module_scope scope) {
   if (session == nullptr || scope == 0) return;
-  cgx::detail::session_state(session->session)->module_end(scope);
+  session->state->module_end(scope);
 }
 
 cgp_status cgp_begin_operation(cgp_session* session, cgp_str static_id, cgp_str op,

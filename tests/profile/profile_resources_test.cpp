@@ -438,6 +438,32 @@ TEST(ProfileStringApi, HitPathAndFullPathWriteTheSameTrace) {
   EXPECT_EQ(operations(scratch("full-cpp.jsonl")), hit);
 }
 
+// A cgp_op the session never returned for an operation (past the table, or an edge's or module
+// path's index) does nothing through the C ABI: no record, no error, no crash.
+TEST(ProfileStringApi, COpIndexThatIsNoOperationDoesNothing) {
+  const fs::path path = scratch("c-op-index.jsonl");
+  cgp_config config;
+  cgp_config_init(&config, {"main", 4}, CGP_PHASE_TRAIN);
+  cgp_session* s = nullptr;
+  const std::string p = path.string();
+  ASSERT_EQ(cgp_session_open({p.data(), p.size()}, &config, &s), CGP_OK);
+  cgp_op matmul = 0;
+  ASSERT_EQ(cgp_session_op(s, {"operation:train:f:1", 19}, {"matmul", 6}, nullptr, 0, &matmul),
+            CGP_OK);
+  ASSERT_EQ(cgp_record_edge_timing(s, {"tensor:a", 8}, {"operation:train:f:1", 19}, 5), CGP_OK);
+  for (cgp_op bogus : {matmul + 1, matmul + 1000, cgp_op{4194303}, ~cgp_op{0}}) {
+    cgp_op_begin(s, bogus);
+    cgp_op_end(s, bogus);
+  }
+  cgp_op_begin(s, matmul);
+  cgp_op_end(s, matmul);
+  ASSERT_EQ(cgp_session_finish(s), CGP_OK);
+  const std::vector<std::string> lines = read_lines(path);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(number(lines.back(), "operations"), 1u) << lines.back();
+  EXPECT_EQ(number(lines.back(), "errors"), 0u) << lines.back();
+}
+
 // Ending by the EventId begin_operation returned (its numbers, no text) and by the id's text give
 // the same records; an id of another phase is unknown either way. A buffer reused for an id that
 // differs only in its first or middle bytes (same length, same last word) is another operation.
