@@ -371,16 +371,29 @@ void run_module(cg::ProfileSession& session, Workload& work, const std::vector<M
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4 || argc > 5) {
-    std::fprintf(stderr, "usage: profile-demo IR_JSON CONFIG_JSON TRACE_OUT [STEPS]\n");
+  if (argc < 4 || argc > 6) {
+    std::fprintf(stderr,
+                 "usage: profile-demo IR_JSON CONFIG_JSON TRACE_OUT [STEPS [FORMAT]]\n"
+                 "  FORMAT: runtime/4 (default), runtime/4-compact/1 or runtime/3\n");
     return 2;
   }
   std::size_t steps = 20;
-  if (argc == 5) {
+  if (argc >= 5) {
     const std::string_view text = argv[4];
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), steps);
     if (ec != std::errc() || ptr != text.data() + text.size() || steps == 0 || steps > 100000)
       fail_input("STEPS", "expected an integer in 1..100000, got `" + std::string(text) + "`");
+  }
+  cg::TraceFormat format = cg::TraceFormat::runtime_v4;
+  if (argc == 6) {
+    const std::string_view text = argv[5];
+    if (text == "runtime/4-compact/1")
+      format = cg::TraceFormat::runtime_v4_compact;
+    else if (text == "runtime/3")
+      format = cg::TraceFormat::runtime_v3;
+    else if (text != "runtime/4")
+      fail_input("FORMAT", "expected runtime/4, runtime/4-compact/1 or runtime/3, got `" +
+                               std::string(text) + "`");
   }
   std::string analysis_id;
   const std::vector<Operation> ops = inference_operations(argv[1], analysis_id);
@@ -395,6 +408,7 @@ int main(int argc, char** argv) {
   const std::string entrypoint = entrypoint_name(ops.front().function);
 
   cg::ProfileConfig config = cg::ProfileConfig::infer(entrypoint);
+  config.format = format;
   if (!analysis_id.empty()) config.analysis_id = analysis_id;
   auto session = cg::ProfileSession::open(argv[3], config);
   if (!session) {
