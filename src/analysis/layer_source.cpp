@@ -147,12 +147,17 @@ LayerSource derive_layer_constructors(const rust::Crate& crate) {
 
 std::shared_ptr<const LayerSource> read_layer_source(const fs::path& package_dir,
                                                      const fs::path& root_file,
-                                                     const rust::CfgSet& cfg) {
+                                                     std::vector<std::string> cfg_lines) {
   static std::mutex mu;
   static std::map<std::string, CacheEntry> cache;
   std::error_code ec;
-  const std::string key =
-      fs::weakly_canonical(package_dir, ec).string() + "\n" + root_file.string();
+  // The cfg set is part of the key: a constructor behind `#[cfg(feature = "x")]` exists for one
+  // feature set only.
+  std::sort(cfg_lines.begin(), cfg_lines.end());
+  cfg_lines.erase(std::unique(cfg_lines.begin(), cfg_lines.end()), cfg_lines.end());
+  std::string key = fs::weakly_canonical(package_dir, ec).string() + "\n" + root_file.string();
+  for (const auto& line : cfg_lines)
+    key += "\n" + line;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
@@ -167,7 +172,8 @@ std::shared_ptr<const LayerSource> read_layer_source(const fs::path& package_dir
     src->error =
         "it has no library root (" + root_file.lexically_relative(package_dir).string() + ")";
   } else {
-    rust::Crate crate = rust::Crate::load(package_dir, root_file, nullptr, cfg, 2);
+    rust::Crate crate =
+        rust::Crate::load(package_dir, root_file, nullptr, rust::CfgSet(cfg_lines), 2);
     *src = derive_layer_constructors(crate);
     fs::path dir = fs::weakly_canonical(package_dir, ec);
     for (const auto& f : crate.files())

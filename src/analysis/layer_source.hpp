@@ -46,11 +46,12 @@ struct LayerSource {
 LayerSource derive_layer_constructors(const rust::Crate& crate);
 
 // Loads the candle-nn package at `package_dir` (library root `root_file`) with the crate loader
-// under `cfg` and derives its constructors. The result is cached per directory and reused while
-// none of the files it read changed (size and modification time), so an MCP server or a bench
-// analysing many crates reads candle-nn once.
+// under the cfg `cfg_lines` (rustc's `--print cfg` lines plus `feature="x"`) and derives its
+// constructors. The result is cached per (directory, root, cfg set) and reused while none of the
+// files it read changed (size and modification time), so an MCP server or a bench analysing many
+// crates reads each candle-nn once per target and feature set.
 std::shared_ptr<const LayerSource> read_layer_source(const std::filesystem::path& package_dir,
                                                      const std::filesystem::path& root_file,
-                                                     const rust::CfgSet& cfg);
+                                                     std::vector<std::string> cfg_lines);
 
 }  // namespace cg::analysis

@@ -212,6 +212,41 @@ TEST(LayerSource, AFunctionItCannotFollowIsLeftOutWithItsReason) {
               HasSubstr("stack (src/lib.rs:3): tensors are requested inside a loop"));
 }
 
+// The cache of source-derived constructors is keyed by the cfg set too: a constructor behind a
+// feature exists for that feature set only, and reading another set first changes nothing.
+TEST(LayerSource, TheCacheKeepsOneReadingPerCfgSet) {
+  cg::test::TempTree t("cg-layer-source", "cfg-key");
+  t.write("src/lib.rs",
+          "pub struct VarBuilder;\n"
+          "pub struct Layer;\n"
+          "pub fn base(vb: VarBuilder) -> Result<Layer> {\n"
+          "    vb.get(4, \"w\")?;\n"
+          "    Ok(Layer)\n"
+          "}\n"
+          "#[cfg(feature = \"extra\")]\n"
+          "pub fn extra(vb: VarBuilder) -> Result<Layer> {\n"
+          "    vb.get(8, \"x\")?;\n"
+          "    Ok(Layer)\n"
+          "}\n");
+  auto names = [](const cg::analysis::LayerSource& src) {
+    std::vector<std::string> out;
+    for (const auto& c : src.constructors)
+      out.push_back(c.name);
+    return out;
+  };
+  std::vector<std::string> with = cg::cargo::host_default_cfgs();
+  with.push_back("feature=\"extra\"");
+  auto plain = cg::analysis::read_layer_source(t.root, t.root / "src/lib.rs",
+                                               cg::cargo::host_default_cfgs());
+  auto extra = cg::analysis::read_layer_source(t.root, t.root / "src/lib.rs", with);
+  auto again = cg::analysis::read_layer_source(t.root, t.root / "src/lib.rs",
+                                               cg::cargo::host_default_cfgs());
+  EXPECT_EQ(names(*plain), std::vector<std::string>({"base"}));
+  EXPECT_EQ(names(*extra), std::vector<std::string>({"base", "extra"}));
+  EXPECT_EQ(names(*again), std::vector<std::string>({"base"}));
+  EXPECT_EQ(again, plain);  // read once per cfg set
+}
+
 // The real candle-nn 0.11.0 (CG_CANDLE_SRC, a huggingface/candle checkout): every catalogued
 // constructor must be derived from source exactly as the catalogue writes it.
 TEST(LayerSource, Candle0110SourceEqualsTheAuditedCatalogue) {
@@ -220,8 +255,7 @@ TEST(LayerSource, Candle0110SourceEqualsTheAuditedCatalogue) {
     GTEST_SKIP() << "CG_CANDLE_SRC is not set (a huggingface/candle checkout at 0.11.0): the "
                     "comparison of catalogue and source needs candle-nn's real source";
   const fs::path nn = fs::path(root) / "candle-nn";
-  auto src = cg::analysis::read_layer_source(nn, nn / "src/lib.rs",
-                                             cg::rust::CfgSet(cg::cargo::host_default_cfgs()));
+  auto src = cg::analysis::read_layer_source(nn, nn / "src/lib.rs", cg::cargo::host_default_cfgs());
   ASSERT_EQ(src->error, "");
   std::map<std::string, const ConstructorSpec*> derived;
   for (const auto& c : src->constructors)
