@@ -159,10 +159,18 @@ LayerCatalog::LayerCatalog(bool audited, std::vector<ConstructorSpec> c, std::st
             [](const ConstructorSpec& a, const ConstructorSpec& b) { return a.name < b.name; });
 }
 
-std::shared_ptr<const LayerCatalog> LayerCatalog::from_source(std::vector<ConstructorSpec> c,
-                                                              std::string origin) {
-  return std::shared_ptr<const LayerCatalog>(
-      new LayerCatalog(true, std::move(c), origin.empty() ? "source" : std::move(origin)));
+std::shared_ptr<const LayerCatalog> LayerCatalog::from_source(
+    std::vector<ConstructorSpec> c, std::string origin,
+    std::map<std::string, ConfigDefault> config_defaults) {
+  auto* cat = new LayerCatalog(true, std::move(c), origin.empty() ? "source" : std::move(origin));
+  for (auto& [field, value] : config_defaults)
+    cat->config_defaults_.emplace(field, std::move(value));
+  return std::shared_ptr<const LayerCatalog>(cat);
+}
+
+const ConfigDefault* LayerCatalog::config_default(std::string_view field) const {
+  auto it = config_defaults_.find(field);
+  return it == config_defaults_.end() ? nullptr : &it->second;
 }
 
 // Releases whose constructors ask their VarBuilder for exactly what 0.11.0's do: reviewed in

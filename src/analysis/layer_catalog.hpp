@@ -9,6 +9,7 @@
 // candle-nn release or fork gets exact leaves, and this hand-written one is the audited fallback.
 // Nothing is global: two analyses in one process (an MCP server, a bench) on different candle-nn
 // sources never see each other's catalogue.
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,6 +35,13 @@ struct ConstructorSpec {
   std::string note;  // audited source, quirks
 };
 
+// A field's value in a candle-nn config's `Default::default()` (`Conv2dConfig { padding: 0, ..}`),
+// read from source: the literal's tree-sitter kind ("integer_literal") and text.
+struct ConfigDefault {
+  std::string kind;
+  std::string text;
+};
+
 class LayerCatalog {
  public:
   // The hand-written catalogue when that release is audited, else one with no constructors and
@@ -48,8 +56,15 @@ class LayerCatalog {
   static const LayerCatalog& hand_written(std::string_view candle_nn_version);
 
   // A catalogue of constructors read from source (`origin`: where, for doctor and notes).
-  static std::shared_ptr<const LayerCatalog> from_source(std::vector<ConstructorSpec> c,
-                                                         std::string origin);
+  // `config_defaults`: by field name, the literal value every config type of the source that has
+  // the field gives it in its `Default::default()` (a field two types default differently is left
+  // out).
+  static std::shared_ptr<const LayerCatalog> from_source(
+      std::vector<ConstructorSpec> c, std::string origin,
+      std::map<std::string, ConfigDefault> config_defaults = {});
+  // A config field's default read from source; null when the source does not give one (the
+  // inventory then uses its hand-written defaults).
+  const ConfigDefault* config_default(std::string_view field) const;
 
   bool audited() const { return audited_; }
   bool from_source() const { return !origin_.empty(); }
@@ -63,6 +78,7 @@ class LayerCatalog {
   bool audited_;
   std::string origin_;  // empty for the hand-written catalogue
   std::vector<ConstructorSpec> constructors_;
+  std::map<std::string, ConfigDefault, std::less<>> config_defaults_;
 };
 
 // Substitutes `{arg}` placeholders with argument expression texts; an unknown placeholder is kept

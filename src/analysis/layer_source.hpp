@@ -15,6 +15,7 @@
 // A function using anything else is left out with the reason, never guessed.
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ struct LayerSource {
   // the catalogue is then the fallback.
   std::string error;
   std::size_t files = 0;
+  // Config fields' defaults from each `impl Default for …Config` whose `default()` is a struct
+  // literal: by field, the literal all such configs with the field agree on.
+  std::map<std::string, ConfigDefault> config_defaults;
 };
 
 // Derives the constructors of a loaded candle-nn crate (its unit 0).

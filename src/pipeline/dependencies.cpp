@@ -385,8 +385,8 @@ CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,
                            : "; the hand-written entries are used where the "
                              "release is audited"));
   }
-  out.catalog =
-      analysis::LayerCatalog::from_source(std::move(specs), label + " at " + src.shown_dir);
+  out.catalog = analysis::LayerCatalog::from_source(
+      std::move(specs), label + " at " + src.shown_dir, derived->config_defaults);
   return out;
 }
 

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "cargo/context.hpp"
 #include "cargo/temp_tree.hpp"
@@ -78,6 +80,13 @@ std::string describe(const ConstructorSpec& c) {
     if (l.running_state) s += " (state)";
   }
   return s;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 // Copies a directory tree (the fixture) so a test can break a file of it.
@@ -150,6 +159,29 @@ TEST(LayerSource, ASyntaxErrorWhereConstructorsAreIsANoteAndOnlyThoseAreNotRead)
   EXPECT_EQ(l.count("conv.weight"), 0u);
   EXPECT_THAT(findings(a, "structure-unresolved"),
               ::testing::Contains(HasSubstr("candle_nn::conv2d")));
+}
+
+// A config's `Default::default()` is read from the source too: a fork whose Conv2dConfig
+// defaults to 4 groups gets a quarter of the input channels per filter, where the hand-written
+// defaults (groups 1) would say all of them.
+TEST(LayerSource, ConfigDefaultsComeFromTheSourcesDefaultImpl) {
+  cg::test::TempTree t("cg-layer-source", "defaults");
+  copy_tree(kFixture, t.root);
+  const fs::path nn =
+      t.root / "cargo_home/registry/src/index.example-0123456789abcdef/candle-nn-0.7.9";
+  std::string conv = slurp(nn / "src/conv.rs");
+  const std::string one = "Self { padding: 0, groups: 1 }";
+  ASSERT_NE(conv.find(one), std::string::npos);
+  conv.replace(conv.find(one), one.size(), "Self { padding: 0, groups: 4 }");
+  t.write(nn.lexically_relative(t.root) / "src/conv.rs", conv);
+  std::string app = slurp(t.root / "app/src/lib.rs");
+  const std::string two = "groups: 2, ..Default::default()";
+  ASSERT_NE(app.find(two), std::string::npos);
+  app.replace(app.find(two), two.size(), "padding: 1, ..Default::default()");
+  t.write("app/src/lib.rs", app);
+  cg::test::CargoHome home(t.root / "cargo_home");
+  auto a = analyze(t.root / "app");
+  EXPECT_EQ(leaves(a)["conv.weight"], "[32, 4, 3, 3]");
 }
 
 TEST(LayerSource, AnUnreadableSourceIsANoteAndTheCatalogueIsUsed) {
