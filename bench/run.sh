@@ -8,7 +8,9 @@
 #   ROW|figure|ours|baseline|ratio|target|met
 # Any other output is passed through to stderr.
 # CG_CANDLE_SRC: a candle checkout (candle-transformers, candle-nn) for the rows measured on real
-# model code; those rows print SKIPPED without one.
+# model code; those rows print SKIPPED without one. CG_VLLM_SRC: a candle-vllm checkout (or any
+# engine crate) for the corpus row (bench_pipeline_corpus: the crate with its dependencies against
+# a raw parse of the same files); SKIPPED without it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$here/build/release}"

@@ -324,8 +324,12 @@ void add_parameters(Walker& w, const std::vector<std::string>& module_ids, ir::C
 }
 
 void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts, ir::ModelIr& ir) {
-  const LayerCatalog& catalog = LayerCatalog::for_inventory(opts.candle_nn_version);
-  const bool audited = LayerCatalog::for_version(opts.candle_nn_version).audited();
+  const LayerCatalog& catalog = opts.layer_catalog
+                                    ? *opts.layer_catalog
+                                    : LayerCatalog::for_inventory(opts.candle_nn_version);
+  const bool audited = opts.layer_catalog
+                           ? opts.layer_catalog->audited()
+                           : LayerCatalog::for_version(opts.candle_nn_version).audited();
   ConfigBinding binding(crate, opts.config);
   const BuilderTypes types = find_builder_types(crate);
   std::vector<Result> results = choose_roots(crate, find_candidates(crate, types), opts,

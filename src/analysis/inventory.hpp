@@ -5,18 +5,23 @@
 // interprocedurally through the VarBuilder algebra. With a bound config.json, loop bounds, shapes
 // and branch conditions evaluate where they can; what cannot stays symbolic with a reason.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/config_values.hpp"
+#include "analysis/layer_catalog.hpp"
 #include "ir/model.hpp"
 #include "rust/crate.hpp"
 
 namespace cg::analysis {
 
 struct InventoryOptions {
-  std::string candle_nn_version;         // exact resolved version; empty when unresolved
+  std::string candle_nn_version;  // exact resolved version; empty when unresolved
+  // candle-nn's constructors read from its source (pipeline/dependencies.hpp); null: the
+  // hand-written catalogue for `candle_nn_version` (LayerCatalog::for_inventory/for_version).
+  std::shared_ptr<const LayerCatalog> layer_catalog;
   const ConfigValues* config = nullptr;  // bound config.json, if any
   std::string root;                      // --root T: only this component; empty = all
   // `--arg name=value`: values of the root constructor's scalar parameters (`num_labels`). A

@@ -164,7 +164,12 @@ bool ignored_macro(std::string_view name) {
   return false;
 }
 
-std::optional<SymValue> layer_config_default(std::string_view field, std::string_view ctor) {
+std::optional<SymValue> layer_config_default(std::string_view field, std::string_view ctor,
+                                             const LayerCatalog* catalog) {
+  // `..Default::default()` in a literal leaves `ctor` empty.
+  if (catalog != nullptr && (ctor.empty() || ctor == "default"))
+    if (const ConfigDefault* d = catalog->config_default(field))
+      if (auto v = parse_literal(d->kind, d->text)) return v;
   if (field == "groups" || field == "stride" || field == "dilation") return SymValue::of_int(1);
   if (field == "padding" || field == "output_padding" || field == "layer_idx")
     return SymValue::of_int(0);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/layer_catalog.hpp"
 #include "analysis/symbolic.hpp"
 #include "ir/model.hpp"
 #include "rust/body.hpp"
@@ -51,8 +52,10 @@ bool is_iterator_method(std::string_view m);
 bool ignored_macro(std::string_view name);
 
 // candle-nn 0.11.0 defaults of the config types catalog constructors take (`groups` 1,
-// `padding` 0, `affine` true …); `ctor` is `default` or `default_no_bias`.
-std::optional<SymValue> layer_config_default(std::string_view field, std::string_view ctor);
+// `padding` 0, `affine` true …); `ctor` is `default` or `default_no_bias`. With a catalogue read
+// from candle-nn's source, its `Default::default()` values come first (layer_source.hpp).
+std::optional<SymValue> layer_config_default(std::string_view field, std::string_view ctor,
+                                             const LayerCatalog* catalog = nullptr);
 
 // A catalog template (`{out_dim}`, `{in_channels} / {cfg}.groups`, `4 * {h}`) split on ` * ` and
 // ` / `, each term evaluated by `term`, folded with integer arithmetic where both sides are

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 
 #include "analysis/op_catalog.hpp"
 
@@ -160,75 +159,18 @@ LayerCatalog::LayerCatalog(bool audited, std::vector<ConstructorSpec> c, std::st
             [](const ConstructorSpec& a, const ConstructorSpec& b) { return a.name < b.name; });
 }
 
-namespace {
-
-// The catalogues in use, by candle-nn version, latest last. Every catalogue ever put in use is
-// kept (they are small) so a reference handed out stays valid after its Use ends.
-struct InUse {
-  std::mutex mu;
-  std::map<std::string, std::vector<std::shared_ptr<const LayerCatalog>>, std::less<>> by_version;
-  std::vector<std::shared_ptr<const LayerCatalog>> kept;
-};
-
-InUse& in_use() {
-  static InUse u;
-  return u;
+std::shared_ptr<const LayerCatalog> LayerCatalog::from_source(
+    std::vector<ConstructorSpec> c, std::string origin,
+    std::map<std::string, ConfigDefault> config_defaults) {
+  auto* cat = new LayerCatalog(true, std::move(c), origin.empty() ? "source" : std::move(origin));
+  for (auto& [field, value] : config_defaults)
+    cat->config_defaults_.emplace(field, std::move(value));
+  return std::shared_ptr<const LayerCatalog>(cat);
 }
 
-const LayerCatalog* in_use_for(std::string_view version) {
-  InUse& u = in_use();
-  std::lock_guard<std::mutex> lock(u.mu);
-  auto it = u.by_version.find(version);
-  return it == u.by_version.end() || it->second.empty() ? nullptr : it->second.back().get();
-}
-
-}  // namespace
-
-std::shared_ptr<const LayerCatalog> LayerCatalog::from_source(std::vector<ConstructorSpec> c,
-                                                              std::string origin) {
-  return std::shared_ptr<const LayerCatalog>(
-      new LayerCatalog(true, std::move(c), origin.empty() ? "source" : std::move(origin)));
-}
-
-LayerCatalog::Use::Use(std::string candle_nn_version, std::shared_ptr<const LayerCatalog> catalog)
-    : version_(std::move(candle_nn_version)), catalog_(std::move(catalog)) {
-  if (!catalog_) return;
-  InUse& u = in_use();
-  std::lock_guard<std::mutex> lock(u.mu);
-  u.by_version[version_].push_back(catalog_);
-  u.kept.push_back(catalog_);
-}
-
-LayerCatalog::Use::Use(Use&& o) noexcept
-    : version_(std::move(o.version_)), catalog_(std::move(o.catalog_)) {
-  o.catalog_.reset();
-}
-
-LayerCatalog::Use& LayerCatalog::Use::operator=(Use&& o) noexcept {
-  if (this != &o) {
-    release();
-    version_ = std::move(o.version_);
-    catalog_ = std::move(o.catalog_);
-    o.catalog_.reset();
-  }
-  return *this;
-}
-
-LayerCatalog::Use::~Use() {
-  release();
-}
-
-void LayerCatalog::Use::release() {
-  if (!catalog_) return;
-  InUse& u = in_use();
-  std::lock_guard<std::mutex> lock(u.mu);
-  auto& stack = u.by_version[version_];
-  for (auto it = stack.rbegin(); it != stack.rend(); ++it)
-    if (*it == catalog_) {
-      stack.erase(std::next(it).base());
-      break;
-    }
-  catalog_.reset();
+const ConfigDefault* LayerCatalog::config_default(std::string_view field) const {
+  auto it = config_defaults_.find(field);
+  return it == config_defaults_.end() ? nullptr : &it->second;
 }
 
 // Releases whose constructors ask their VarBuilder for exactly what 0.11.0's do: reviewed in
@@ -246,12 +188,10 @@ const LayerCatalog& LayerCatalog::hand_written(std::string_view candle_nn_versio
 }
 
 const LayerCatalog& LayerCatalog::for_version(std::string_view candle_nn_version) {
-  if (const LayerCatalog* c = in_use_for(candle_nn_version)) return *c;
   return hand_written(candle_nn_version);
 }
 
-const LayerCatalog& LayerCatalog::for_inventory(std::string_view candle_nn_version) {
-  if (const LayerCatalog* c = in_use_for(candle_nn_version)) return *c;
+const LayerCatalog& LayerCatalog::for_inventory(std::string_view /*candle_nn_version*/) {
   return hand_written("0.11.0");
 }
 

@@ -4,9 +4,12 @@
 // catalog; unaudited versions have no constructor entries, so their leaves stay unknown.
 //
 // With candle-nn's own source on disk, its constructors are read from source
-// (analysis/layer_source.hpp) and the pipeline puts that catalogue in use for the analysis
-// (`LayerCatalog::Use`): `for_version` and `for_inventory` then answer with it, so any candle-nn
-// release or fork gets exact leaves, and this hand-written one is the audited fallback.
+// (analysis/layer_source.hpp) into a catalogue of their own (`from_source`) that the pipeline
+// hands to the analyses that need it (InventoryOptions::layer_catalog, the instrumentation): any
+// candle-nn release or fork gets exact leaves, and this hand-written one is the audited fallback.
+// Nothing is global: two analyses in one process (an MCP server, a bench) on different candle-nn
+// sources never see each other's catalogue.
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,39 +35,36 @@ struct ConstructorSpec {
   std::string note;  // audited source, quirks
 };
 
+// A field's value in a candle-nn config's `Default::default()` (`Conv2dConfig { padding: 0, ..}`),
+// read from source: the literal's tree-sitter kind ("integer_literal") and text.
+struct ConfigDefault {
+  std::string kind;
+  std::string text;
+};
+
 class LayerCatalog {
  public:
-  // The catalogue in use for `candle_nn_version` (one read from source), else the hand-written
-  // one when that release is audited, else one with no constructors and `audited()` false.
+  // The hand-written catalogue when that release is audited, else one with no constructors and
+  // `audited()` false.
   static const LayerCatalog& for_version(std::string_view candle_nn_version);
-  // What the parameter inventory walks with: the catalogue in use for the version, else the
+  // What the parameter inventory walks with when no catalogue was read from source: the
   // hand-written 0.11.0 constructors (whose leaves the inventory marks unknown when
   // `for_version(v).audited()` is false).
   static const LayerCatalog& for_inventory(std::string_view candle_nn_version);
-  // The hand-written catalogue alone, whatever is in use (the audited fallback, and the check
-  // source-derived constructors are compared with).
+  // The hand-written catalogue alone (the audited fallback, and the check source-derived
+  // constructors are compared with); the same as for_version.
   static const LayerCatalog& hand_written(std::string_view candle_nn_version);
 
   // A catalogue of constructors read from source (`origin`: where, for doctor and notes).
-  static std::shared_ptr<const LayerCatalog> from_source(std::vector<ConstructorSpec> c,
-                                                         std::string origin);
-  // While alive, `catalog` is the one in use for `candle_nn_version` (the latest Use wins).
-  class Use {
-   public:
-    Use() = default;
-    Use(std::string candle_nn_version, std::shared_ptr<const LayerCatalog> catalog);
-    Use(Use&& o) noexcept;
-    Use& operator=(Use&& o) noexcept;
-    Use(const Use&) = delete;
-    Use& operator=(const Use&) = delete;
-    ~Use();
-    bool active() const { return catalog_ != nullptr; }
-
-   private:
-    void release();
-    std::string version_;
-    std::shared_ptr<const LayerCatalog> catalog_;
-  };
+  // `config_defaults`: by field name, the literal value every config type of the source that has
+  // the field gives it in its `Default::default()` (a field two types default differently is left
+  // out).
+  static std::shared_ptr<const LayerCatalog> from_source(
+      std::vector<ConstructorSpec> c, std::string origin,
+      std::map<std::string, ConfigDefault> config_defaults = {});
+  // A config field's default read from source; null when the source does not give one (the
+  // inventory then uses its hand-written defaults).
+  const ConfigDefault* config_default(std::string_view field) const;
 
   bool audited() const { return audited_; }
   bool from_source() const { return !origin_.empty(); }
@@ -78,6 +78,7 @@ class LayerCatalog {
   bool audited_;
   std::string origin_;  // empty for the hand-written catalogue
   std::vector<ConstructorSpec> constructors_;
+  std::map<std::string, ConfigDefault, std::less<>> config_defaults_;
 };
 
 // Substitutes `{arg}` placeholders with argument expression texts; an unknown placeholder is kept

@@ -139,6 +139,40 @@ LayerSource derive_layer_constructors(const rust::Crate& crate) {
     else
       out.skipped.push_back(name + " (" + crate.source(items[0]) + "): " + why);
   }
+  // Config defaults: `impl Default for XConfig { fn default() -> Self { Self { f: 1, .. } } }`.
+  // Literal fields only (an expression or a path such as `Direction::Forward` is left to the
+  // hand-written defaults); a field two configs default differently is ambiguous by name alone.
+  std::map<std::string, std::optional<ConfigDefault>> defaults;
+  for (const auto& im : crate.impls()) {
+    if (im.trait != "Default" && !im.trait.ends_with("::Default")) continue;
+    if (im.cfg.state == rust::Tri::False) continue;
+    for (std::size_t m : im.methods) {
+      const rust::Item& it = crate.items()[m];
+      if (it.name != "default" || it.unit != 0) continue;
+      const rust::Body& b = crate.lowered(m);
+      if (b.root == rust::kNone || b[b.root].kind != rust::Kind::Block) continue;
+      rust::NodeId lit = b.value_tail(b.root);
+      if (lit == rust::kNone || b[lit].kind != rust::Kind::Struct) continue;
+      for (rust::NodeId fi : b.kids(lit)) {
+        const rust::Node& f = b[fi];
+        if (f.cfg == rust::Tri::False || f.a == rust::kNone) continue;
+        const rust::Node& v = b[f.a];
+        std::optional<ConfigDefault> d;
+        if (v.kind == rust::Kind::Lit) {
+          const char* kind = v.lit == rust::LitKind::Int     ? "integer_literal"
+                             : v.lit == rust::LitKind::Float ? "float_literal"
+                             : v.lit == rust::LitKind::Bool  ? "boolean_literal"
+                                                             : nullptr;
+          if (kind != nullptr) d = ConfigDefault{kind, std::string(v.str)};
+        }
+        std::string field(f.str);
+        auto [pos, fresh] = defaults.try_emplace(field, d);
+        if (!fresh && (!pos->second || !d || pos->second->text != d->text)) pos->second.reset();
+      }
+    }
+  }
+  for (auto& [field, d] : defaults)
+    if (d) out.config_defaults.emplace(field, *d);
   if (out.constructors.empty())
     out.error = out.problems.empty() ? "no public function taking a VarBuilder was understood"
                                      : out.problems.front();
@@ -147,12 +181,17 @@ LayerSource derive_layer_constructors(const rust::Crate& crate) {
 
 std::shared_ptr<const LayerSource> read_layer_source(const fs::path& package_dir,
                                                      const fs::path& root_file,
-                                                     const rust::CfgSet& cfg) {
+                                                     std::vector<std::string> cfg_lines) {
   static std::mutex mu;
   static std::map<std::string, CacheEntry> cache;
   std::error_code ec;
-  const std::string key =
-      fs::weakly_canonical(package_dir, ec).string() + "\n" + root_file.string();
+  // The cfg set is part of the key: a constructor behind `#[cfg(feature = "x")]` exists for one
+  // feature set only.
+  std::sort(cfg_lines.begin(), cfg_lines.end());
+  cfg_lines.erase(std::unique(cfg_lines.begin(), cfg_lines.end()), cfg_lines.end());
+  std::string key = fs::weakly_canonical(package_dir, ec).string() + "\n" + root_file.string();
+  for (const auto& line : cfg_lines)
+    key += "\n" + line;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
@@ -167,7 +206,8 @@ std::shared_ptr<const LayerSource> read_layer_source(const fs::path& package_dir
     src->error =
         "it has no library root (" + root_file.lexically_relative(package_dir).string() + ")";
   } else {
-    rust::Crate crate = rust::Crate::load(package_dir, root_file, nullptr, cfg, 2);
+    rust::Crate crate =
+        rust::Crate::load(package_dir, root_file, nullptr, rust::CfgSet(cfg_lines), 2);
     *src = derive_layer_constructors(crate);
     fs::path dir = fs::weakly_canonical(package_dir, ec);
     for (const auto& f : crate.files())

@@ -15,6 +15,7 @@
 // A function using anything else is left out with the reason, never guessed.
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,17 +41,21 @@ struct LayerSource {
   // the catalogue is then the fallback.
   std::string error;
   std::size_t files = 0;
+  // Config fields' defaults from each `impl Default for …Config` whose `default()` is a struct
+  // literal: by field, the literal all such configs with the field agree on.
+  std::map<std::string, ConfigDefault> config_defaults;
 };
 
 // Derives the constructors of a loaded candle-nn crate (its unit 0).
 LayerSource derive_layer_constructors(const rust::Crate& crate);
 
 // Loads the candle-nn package at `package_dir` (library root `root_file`) with the crate loader
-// under `cfg` and derives its constructors. The result is cached per directory and reused while
-// none of the files it read changed (size and modification time), so an MCP server or a bench
-// analysing many crates reads candle-nn once.
+// under the cfg `cfg_lines` (rustc's `--print cfg` lines plus `feature="x"`) and derives its
+// constructors. The result is cached per (directory, root, cfg set) and reused while none of the
+// files it read changed (size and modification time), so an MCP server or a bench analysing many
+// crates reads each candle-nn once per target and feature set.
 std::shared_ptr<const LayerSource> read_layer_source(const std::filesystem::path& package_dir,
                                                      const std::filesystem::path& root_file,
-                                                     const rust::CfgSet& cfg);
+                                                     std::vector<std::string> cfg_lines);
 
 }  // namespace cg::analysis

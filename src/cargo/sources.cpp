@@ -90,6 +90,52 @@ Manifest read_manifest(const fs::path& dir) {
   return m;
 }
 
+// Without a Cargo.lock, the git source of each dependency of the manifest in `dir` that has
+// one, written as the lock would (`git+URL#REV`, `git+URL` when it pins no revision: a branch, a
+// tag or the default branch), by package name. `workspace = true` entries take the workspace's
+// `[workspace.dependencies]` entry.
+std::map<std::string, std::string> manifest_git_sources(const fs::path& dir,
+                                                        const fs::path& workspace_root) {
+  std::map<std::string, std::string> out;
+  std::string error;
+  auto t = parse_toml(dir / "Cargo.toml", error);
+  if (!t) return out;
+  std::optional<toml::table> ws;
+  auto entry = [&](const std::string& key, const toml::table& d) -> const toml::table* {
+    if (!d["workspace"].value_or(false)) return &d;
+    if (!ws) {
+      std::string e2;
+      ws = parse_toml(workspace_root / "Cargo.toml", e2).value_or(toml::table{});
+    }
+    return (*ws)["workspace"]["dependencies"][key].as_table();
+  };
+  auto read = [&](const toml::table* deps) {
+    if (deps == nullptr) return;
+    for (const auto& [key, value] : *deps) {
+      const toml::table* d = value.as_table();
+      if (d == nullptr) continue;
+      const toml::table* src = entry(std::string(key.str()), *d);
+      if (src == nullptr) continue;
+      std::string url = str((*src)["git"]);
+      if (url.empty()) continue;
+      std::string pkg = str((*d)["package"]);
+      if (pkg.empty()) pkg = str((*src)["package"]);
+      if (pkg.empty()) pkg = std::string(key.str());
+      std::string rev = str((*src)["rev"]);
+      out[pkg] = "git+" + url + (rev.empty() ? "" : "#" + rev);
+    }
+  };
+  const toml::table& tab = *t;
+  for (const char* section : {"dependencies", "dev-dependencies", "build-dependencies"})
+    read(tab[section].as_table());
+  if (const toml::table* targets = tab["target"].as_table())
+    for (const auto& [k, v] : *targets)
+      if (const toml::table* tt = v.as_table())
+        for (const char* section : {"dependencies", "dev-dependencies", "build-dependencies"})
+          read((*tt)[section].as_table());
+  return out;
+}
+
 bool has_manifest(const fs::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / "Cargo.toml", ec);
@@ -371,11 +417,15 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
   };
 
   std::vector<DependencySource> out;
+  const bool locked = !lock.empty();
   if (lock.empty()) {
-    // No lock: the manifest's own dependencies, each at the highest version on disk.
+    // No lock: the manifest's own dependencies, each at the highest version on disk; a git
+    // dependency in a checkout of the revision its manifest pins.
+    const auto git = manifest_git_sources(ctx.package_dir, ctx.workspace_root);
     for (const auto& d : ctx.dependencies) {
       LockPackage e;
       e.name = d.package;
+      if (auto g = git.find(d.package); g != git.end() && d.path.empty()) e.source = g->second;
       lock.push_back(std::move(e));
     }
     for (const auto& entry : graph.found) {
@@ -465,7 +515,37 @@ std::vector<DependencySource> locate_dependency_sources(const CargoContext& ctx,
     if (s.origin == SourceOrigin::missing && git) {
       auto hash = e.source.rfind('#');
       std::string rev = hash == std::string::npos ? "" : e.source.substr(hash + 1);
-      if (rev.empty()) {
+      // Without a lock, a manifest that pins no revision (a branch, a tag, the default branch)
+      // takes the repository's checkout when there is exactly one.
+      std::vector<fs::path> only;
+      if (rev.empty() && !locked) {
+        std::string repo = git_repo_name(e.source);
+        for (const auto& c : list_checkouts()) {
+          std::string f = c.filename().string();
+          if (repo.empty() || f.rfind(repo + "-", 0) != 0) continue;
+          std::error_code ec;
+          std::size_t looked = 0;
+          for (fs::directory_iterator it(c, ec), end; !ec && it != end && looked < 8;
+               it.increment(ec), ++looked, ++entries)
+            only.push_back(it->path());
+        }
+        if (only.size() == 1)
+          if (auto p = package_in_checkout(only[0], e.name, opts.max_entries))
+            found(*p, SourceOrigin::git);
+      }
+      if (rev.empty() && !locked) {
+        if (s.origin == SourceOrigin::missing) {
+          std::string where = shown(home / "git" / "checkouts" / "*") +
+                              " (the manifest pins no revision of `" +
+                              e.source.substr(4, e.source.find('#') - 4) + "`; checkouts of it: ";
+          std::sort(only.begin(), only.end());
+          for (std::size_t i = 0; i < only.size(); ++i)
+            where += (i ? ", " : "") + only[i].filename().string();
+          where += only.empty() ? "none)" : only.size() == 1 ? " without the package)" : ")";
+          looked_in.push_back(where);
+          s.searched.push_back((home / "git" / "checkouts" / "*").string());
+        }
+      } else if (rev.empty()) {
         // Cargo always pins a git dependency to a commit; a lock without one was edited by hand
         // or is damaged: there is no checkout to look for.
         looked_in.push_back("nothing: the git source in Cargo.lock names no revision (`" +

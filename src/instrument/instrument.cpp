@@ -15,6 +15,7 @@
 #include "instrument/manifest.hpp"
 #include "instrument/unified_diff.hpp"
 #include "ir/stable_id.hpp"
+#include "pipeline/dependencies.hpp"
 #include "rust/crate.hpp"
 #include "rust/instrument_sites.hpp"
 #include "util/error.hpp"
@@ -173,6 +174,10 @@ Report instrument_crate(const pipeline::Options& opts) {
   inv.root = opts.root;
   for (const auto& v : loaded.cargo->candle_versions)
     if (v.package == "candle-nn" && v.exact) inv.candle_nn_version = v.version;
+  // The same constructors the analysis walks with: candle-nn's own source when it is on disk
+  // (any release or fork), else the hand-written catalogue.
+  auto sources = cargo::locate_dependency_sources(*loaded.cargo);
+  inv.layer_catalog = pipeline::use_candle_nn_source(*loaded.cargo, sources).catalog;
   analysis::build_inventory(crate, inv, ir);
   if (ir.modules.empty())
     throw InputError(opts.path,

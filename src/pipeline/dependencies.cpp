@@ -340,7 +340,7 @@ CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,
     if (line.rfind("feature", 0) != 0) cfg.push_back(line);
   for (const auto& f : cargo::expand_features(m, {}, true))
     cfg.push_back("feature=\"" + f + "\"");
-  auto derived = analysis::read_layer_source(src.dir, src.dir / m.lib_path, rust::CfgSet(cfg));
+  auto derived = analysis::read_layer_source(src.dir, src.dir / m.lib_path, cfg);
   if (!derived->error.empty()) return not_used(derived->error);
 
   std::vector<analysis::ConstructorSpec> specs = derived->constructors;
@@ -385,9 +385,8 @@ CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,
                            : "; the hand-written entries are used where the "
                              "release is audited"));
   }
-  out.use = analysis::LayerCatalog::Use(
-      out.version,
-      analysis::LayerCatalog::from_source(std::move(specs), label + " at " + src.shown_dir));
+  out.catalog = analysis::LayerCatalog::from_source(
+      std::move(specs), label + " at " + src.shown_dir, derived->config_defaults);
   return out;
 }
 

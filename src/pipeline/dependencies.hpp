@@ -11,6 +11,7 @@
 // budget of files and bytes for all dependencies together; what was not loaded, and why, is a
 // `dependency-source` note naming the dependency and its path, and the rest goes on.
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,14 +45,15 @@ std::vector<std::string> load_dependencies(rust::Crate& crate, cargo::CargoConte
 
 // candle-nn's constructors read from its own source when it is on disk (analysis/layer_source.hpp):
 // the candle-nn package the lock resolves (its exact version, else the one found), loaded with the
-// crate loader, its public VarBuilder functions interpreted. While `use` lives, that catalogue is
-// the one in use for the resolved candle-nn version (LayerCatalog::for_version/for_inventory); a
-// function the interpretation does not understand keeps its hand-written entry when that release
-// is audited. candle-nn's `analysis` (doctor) says which was used; `notes` (dependency-source)
-// say why the source was not used, or not for every function.
+// crate loader under the target's cfg and candle-nn's default features, its public VarBuilder
+// functions interpreted. `catalog` is that catalogue (null when the source was not used): the
+// caller hands it to the inventory (InventoryOptions::layer_catalog); a function the
+// interpretation does not understand keeps its hand-written entry when that release is audited.
+// candle-nn's `analysis` (doctor) says which was used; `notes` (dependency-source) say why the
+// source was not used, or not for every function.
 struct CandleNnSource {
-  analysis::LayerCatalog::Use use;
-  std::string version;  // the key it is in use under (the resolved version; may be empty)
+  std::shared_ptr<const analysis::LayerCatalog> catalog;
+  std::string version;  // the resolved candle-nn version (may be empty)
   std::vector<std::string> notes;
 };
 CandleNnSource use_candle_nn_source(const cargo::CargoContext& ctx,

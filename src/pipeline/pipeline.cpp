@@ -185,12 +185,16 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
 }
 
 // What the loader could not do (unreadable modules, syntax errors) and an unaudited Candle.
-void record_source_findings(const rust::Crate& crate, const CandleVersions& versions, Analysis& a) {
+void record_source_findings(const rust::Crate& crate, const CandleVersions& versions,
+                            const analysis::LayerCatalog* from_source, Analysis& a) {
   ir::ModelIr& ir = a.ir;
   // Catalog claims hold for audited Candle releases only (DESIGN.md: honest uncertainty).
   // Constructors are audited at every candle-nn tag 0.8.0-0.11.0 (layer_catalog.cpp), tensor-op
-  // rules at every candle-core release 0.8.0-0.11.0 (op_catalog.cpp).
-  bool constructors = analysis::LayerCatalog::for_version(versions.nn).audited();
+  // rules at every candle-core release 0.8.0-0.11.0 (op_catalog.cpp); constructors read from
+  // candle-nn's own source hold for that source.
+  bool constructors = from_source != nullptr
+                          ? from_source->audited()
+                          : analysis::LayerCatalog::for_version(versions.nn).audited();
   bool operations = analysis::OpCatalog::for_version(versions.core).audited();
   const std::string ops_range = analysis::OpCatalog::audited_range();
   auto shown = [](const std::string& v) { return v.empty() ? "an unresolved version" : v; };
@@ -343,7 +347,7 @@ Analysis analyze(const Options& opts) {
   // Dependencies whose source is on disk and that build Candle layers join the crate before it
   // is analysed, so the analysis walks their constructors like the crate's own.
   std::vector<std::string> load_notes;
-  // candle-nn's constructors from its source when it is on disk: in use until the analysis ends.
+  // candle-nn's constructors from its source when it is on disk, handed to the inventory.
   CandleNnSource nn_source;
   if (loaded.cargo) {
     a.dependencies = cargo::locate_dependency_sources(*loaded.cargo);
@@ -361,7 +365,7 @@ Analysis analyze(const Options& opts) {
     a.dependency_items += crate.units()[u].items;
   }
   const CandleVersions versions = record_cargo_context(loaded, opts, load_notes, a);
-  record_source_findings(crate, versions, a);
+  record_source_findings(crate, versions, nn_source.catalog.get(), a);
   a.ir.functions = functions_of(crate);
 
   std::optional<analysis::ConfigValues> config;
@@ -374,6 +378,7 @@ Analysis analyze(const Options& opts) {
   }
   analysis::InventoryOptions inv;
   inv.candle_nn_version = versions.nn;
+  inv.layer_catalog = nn_source.catalog;
   inv.config = config ? &*config : nullptr;
   inv.root = opts.root;
   for (const auto& arg : opts.args) {

@@ -672,9 +672,16 @@ std::vector<Candidate> Crate::extern_crate(const std::string& module, const std:
   if (unit == 0) {
     pkg = ctx_ != nullptr ? ctx_->package_for_alias(name) : std::string();
     known = !pkg.empty();
-    if (ctx_ != nullptr)
-      for (const auto& d : ctx_->dependencies)
-        if (cargo::CargoContext::crate_name(d.package) == name) known = true;
+    // `name` is `d.package` with `-` → `_` (compared in place: this runs on every lookup of a
+    // path's first segment, over every dependency of the manifest).
+    auto same_crate = [&](const std::string& package) {
+      return package.size() == name.size() &&
+             std::equal(package.begin(), package.end(), name.begin(),
+                        [](char p, char n) { return (p == '-' ? '_' : p) == n; });
+    };
+    if (ctx_ != nullptr && !known)
+      known = std::any_of(ctx_->dependencies.begin(), ctx_->dependencies.end(),
+                          [&](const cargo::Dependency& d) { return same_crate(d.package); });
   } else if (auto it = units_[unit].externs.find(name); it != units_[unit].externs.end()) {
     pkg = it->second;
     known = true;

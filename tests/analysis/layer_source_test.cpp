@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "cargo/context.hpp"
 #include "cargo/temp_tree.hpp"
@@ -78,6 +80,13 @@ std::string describe(const ConstructorSpec& c) {
     if (l.running_state) s += " (state)";
   }
   return s;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 // Copies a directory tree (the fixture) so a test can break a file of it.
@@ -152,6 +161,29 @@ TEST(LayerSource, ASyntaxErrorWhereConstructorsAreIsANoteAndOnlyThoseAreNotRead)
               ::testing::Contains(HasSubstr("candle_nn::conv2d")));
 }
 
+// A config's `Default::default()` is read from the source too: a fork whose Conv2dConfig
+// defaults to 4 groups gets a quarter of the input channels per filter, where the hand-written
+// defaults (groups 1) would say all of them.
+TEST(LayerSource, ConfigDefaultsComeFromTheSourcesDefaultImpl) {
+  cg::test::TempTree t("cg-layer-source", "defaults");
+  copy_tree(kFixture, t.root);
+  const fs::path nn =
+      t.root / "cargo_home/registry/src/index.example-0123456789abcdef/candle-nn-0.7.9";
+  std::string conv = slurp(nn / "src/conv.rs");
+  const std::string one = "Self { padding: 0, groups: 1 }";
+  ASSERT_NE(conv.find(one), std::string::npos);
+  conv.replace(conv.find(one), one.size(), "Self { padding: 0, groups: 4 }");
+  t.write(nn.lexically_relative(t.root) / "src/conv.rs", conv);
+  std::string app = slurp(t.root / "app/src/lib.rs");
+  const std::string two = "groups: 2, ..Default::default()";
+  ASSERT_NE(app.find(two), std::string::npos);
+  app.replace(app.find(two), two.size(), "padding: 1, ..Default::default()");
+  t.write("app/src/lib.rs", app);
+  cg::test::CargoHome home(t.root / "cargo_home");
+  auto a = analyze(t.root / "app");
+  EXPECT_EQ(leaves(a)["conv.weight"], "[32, 4, 3, 3]");
+}
+
 TEST(LayerSource, AnUnreadableSourceIsANoteAndTheCatalogueIsUsed) {
   cg::test::TempTree t("cg-layer-source", "unreadable");
   copy_tree(kFixture, t.root);
@@ -212,6 +244,41 @@ TEST(LayerSource, AFunctionItCannotFollowIsLeftOutWithItsReason) {
               HasSubstr("stack (src/lib.rs:3): tensors are requested inside a loop"));
 }
 
+// The cache of source-derived constructors is keyed by the cfg set too: a constructor behind a
+// feature exists for that feature set only, and reading another set first changes nothing.
+TEST(LayerSource, TheCacheKeepsOneReadingPerCfgSet) {
+  cg::test::TempTree t("cg-layer-source", "cfg-key");
+  t.write("src/lib.rs",
+          "pub struct VarBuilder;\n"
+          "pub struct Layer;\n"
+          "pub fn base(vb: VarBuilder) -> Result<Layer> {\n"
+          "    vb.get(4, \"w\")?;\n"
+          "    Ok(Layer)\n"
+          "}\n"
+          "#[cfg(feature = \"extra\")]\n"
+          "pub fn extra(vb: VarBuilder) -> Result<Layer> {\n"
+          "    vb.get(8, \"x\")?;\n"
+          "    Ok(Layer)\n"
+          "}\n");
+  auto names = [](const cg::analysis::LayerSource& src) {
+    std::vector<std::string> out;
+    for (const auto& c : src.constructors)
+      out.push_back(c.name);
+    return out;
+  };
+  std::vector<std::string> with = cg::cargo::host_default_cfgs();
+  with.push_back("feature=\"extra\"");
+  auto plain = cg::analysis::read_layer_source(t.root, t.root / "src/lib.rs",
+                                               cg::cargo::host_default_cfgs());
+  auto extra = cg::analysis::read_layer_source(t.root, t.root / "src/lib.rs", with);
+  auto again = cg::analysis::read_layer_source(t.root, t.root / "src/lib.rs",
+                                               cg::cargo::host_default_cfgs());
+  EXPECT_EQ(names(*plain), std::vector<std::string>({"base"}));
+  EXPECT_EQ(names(*extra), std::vector<std::string>({"base", "extra"}));
+  EXPECT_EQ(names(*again), std::vector<std::string>({"base"}));
+  EXPECT_EQ(again, plain);  // read once per cfg set
+}
+
 // The real candle-nn 0.11.0 (CG_CANDLE_SRC, a huggingface/candle checkout): every catalogued
 // constructor must be derived from source exactly as the catalogue writes it.
 TEST(LayerSource, Candle0110SourceEqualsTheAuditedCatalogue) {
@@ -220,8 +287,7 @@ TEST(LayerSource, Candle0110SourceEqualsTheAuditedCatalogue) {
     GTEST_SKIP() << "CG_CANDLE_SRC is not set (a huggingface/candle checkout at 0.11.0): the "
                     "comparison of catalogue and source needs candle-nn's real source";
   const fs::path nn = fs::path(root) / "candle-nn";
-  auto src = cg::analysis::read_layer_source(nn, nn / "src/lib.rs",
-                                             cg::rust::CfgSet(cg::cargo::host_default_cfgs()));
+  auto src = cg::analysis::read_layer_source(nn, nn / "src/lib.rs", cg::cargo::host_default_cfgs());
   ASSERT_EQ(src->error, "");
   std::map<std::string, const ConstructorSpec*> derived;
   for (const auto& c : src->constructors)

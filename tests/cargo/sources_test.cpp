@@ -181,6 +181,50 @@ TEST(DependencySources, GitCheckoutFoundByRevAndMissingRevNamed) {
   EXPECT_THAT(norev->note, HasSubstr("git+https://example.invalid/norev"));
 }
 
+// Without a Cargo.lock (candle-vllm commits none), a git dependency of the manifest is found in
+// the checkout of the revision the manifest pins; one pinning no revision takes the repository's
+// only checkout, and with several the note lists them.
+TEST(DependencySources, NoLockGitDependencyFoundByTheManifestsRev) {
+  Tree t("git-nolock");
+  t.package("app", "app", "0.1.0",
+            "candle-nn = { git = \"https://example.invalid/candle.git\", version = \"0.8.3\", "
+            "rev = \"cafd231\" }\n"
+            "layers = { git = \"https://example.invalid/layers\", branch = \"main\" }\n"
+            "many = { git = \"https://example.invalid/many\" }\n"
+            "gone = { git = \"https://example.invalid/gone\", rev = \"fedcba9\" }\n");
+  t.write("home/git/checkouts/candle-1a2b3c4d5e6f7a8b/cafd231/Cargo.toml",
+          "[workspace]\nmembers = [\"candle-nn\"]\n");
+  t.package("home/git/checkouts/candle-1a2b3c4d5e6f7a8b/cafd231/candle-nn", "candle-nn", "0.8.3");
+  // Another revision of the same repository: not the one the manifest pins.
+  t.package("home/git/checkouts/candle-1a2b3c4d5e6f7a8b/0000000/candle-nn", "candle-nn", "0.8.0");
+  t.package("home/git/checkouts/layers-9f8e7d6c5b4a3f2e/1111111", "layers", "0.2.0");
+  t.package("home/git/checkouts/many-0f0f0f0f0f0f0f0f/2222222", "many", "0.1.0");
+  t.package("home/git/checkouts/many-0f0f0f0f0f0f0f0f/3333333", "many", "0.1.1");
+  // A registry release of the same name is not a git dependency's source.
+  t.package("home/registry/src/idx/gone-9.9.9", "gone", "9.9.9");
+  auto ctx = cg::cargo::load_cargo_context(t.root / "app", {});
+  cg::cargo::SourceOptions opts;
+  opts.cargo_home = t.root / "home";
+  auto all = cg::cargo::locate_dependency_sources(ctx, opts);
+  const auto* nn = find(all, "candle-nn");
+  ASSERT_NE(nn, nullptr);
+  EXPECT_EQ(nn->origin, SourceOrigin::git);
+  EXPECT_EQ(nn->dir, t.root / "home/git/checkouts/candle-1a2b3c4d5e6f7a8b/cafd231/candle-nn");
+  const auto* layers = find(all, "layers");
+  ASSERT_NE(layers, nullptr);
+  EXPECT_EQ(layers->origin, SourceOrigin::git);
+  const auto* many = find(all, "many");
+  ASSERT_NE(many, nullptr);
+  EXPECT_EQ(many->origin, SourceOrigin::missing);
+  EXPECT_THAT(many->note, HasSubstr("the manifest pins no revision of "
+                                    "`https://example.invalid/many`; checkouts of it: 2222222, "
+                                    "3333333"));
+  const auto* gone = find(all, "gone");
+  ASSERT_NE(gone, nullptr);
+  EXPECT_EQ(gone->origin, SourceOrigin::missing);
+  EXPECT_THAT(gone->note, HasSubstr("looked in $CARGO_HOME/git/checkouts/*/fedcba9"));
+}
+
 TEST(DependencySources, PathCycleEndsAndNoLockTakesTheHighestRelease) {
   Tree t("cycle");
   t.package("a", "a", "0.1.0", "b = { path = \"../b\" }\ncandle-nn = \"0.9\"\n");
