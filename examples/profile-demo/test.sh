@@ -70,4 +70,13 @@ set +e
 rc=$?
 set -e
 [[ $rc == 2 ]] && grep -q "operations" "$tmp/stderr" || fail "IR without operations[]: exit $rc"
+# An unknown trace format: exit 2 naming the argument and the formats it takes, nothing written.
+set +e
+"$demo" "$tmp/ir.json" "$config" "$tmp/f.jsonl" 2 runtime/9 2>"$tmp/stderr"
+rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q "FORMAT.*runtime/4-compact/1" "$tmp/stderr" || fail "bad FORMAT: exit $rc"
+[[ ! -e "$tmp/f.jsonl" ]] || fail "a trace was written for a bad FORMAT"
+"$demo" "$tmp/ir.json" "$config" "$tmp/c.jsonl" 2 runtime/4-compact/1 >"$tmp/stdout"
+grep -q '"schema":"candle-graph/runtime/4-compact/1"' "$tmp/c.jsonl" || fail "FORMAT not applied"
 echo "profile-demo: ok"
