@@ -770,15 +770,25 @@
     return { id: g.id, rel: rel, nodes: nodes, edges: edges, minW: Math.ceil(canvasW('600 12px system-ui,sans-serif', '▾ ' + g.name + '  ·  ' + fmtInt(g.nOps) + ' ops')) + 26 };
   }
   // ---------- worker ----------
-  var worker = null, jobs = {}, jobN = 0;
-  try {
-    var wsrc = $('cg-worker').textContent;
-    worker = new Worker(URL.createObjectURL(new Blob([wsrc], { type: 'text/javascript' })));
-    worker.onmessage = function (ev) { var cb = jobs[ev.data.job]; delete jobs[ev.data.job]; if (cb) cb(ev.data.layouts); };
-    worker.onerror = function () { worker = null; };
-  } catch (e) { worker = null; }
+  // A batch of a few hundred boxes (the first view, one more layer) is laid out at once on the
+  // page's own thread: a few ms of dagre, where the round trip to a worker (and, the first time,
+  // starting it and compiling dagre there) costs hundreds on a loaded machine. Bigger batches go
+  // to the worker, which is started the first time one does, so the page stays responsive.
+  var worker, jobs = {}, jobN = 0, SYNC_LAYOUT_MAX = 300;
+  function layoutWorker() {
+    if (worker !== undefined) return worker;
+    try {
+      var wsrc = $('cg-worker').textContent;
+      worker = new Worker(URL.createObjectURL(new Blob([wsrc], { type: 'text/javascript' })));
+      worker.onmessage = function (ev) { var cb = jobs[ev.data.job]; delete jobs[ev.data.job]; if (cb) cb(ev.data.layouts); };
+      worker.onerror = function () { worker = null; };
+    } catch (e) { worker = null; }
+    return worker;
+  }
   function runLayout(specs, sizes, cb) {
-    if (worker) { var j = ++jobN; jobs[j] = cb; worker.postMessage({ job: j, specs: specs, sizes: sizes }); return; }
+    var n = 0; specs.forEach(function (s) { n += s.nodes.length; });
+    var w = n > SYNC_LAYOUT_MAX ? layoutWorker() : null;
+    if (w) { var j = ++jobN; jobs[j] = cb; w.postMessage({ job: j, specs: specs, sizes: sizes }); return; }
     var out = {}; specs.forEach(function (s) { out[s.id] = cgLayoutSpec(s, sizes); }); cb(out);
   }
   // Lays out `from` (if it is not laid out yet) and every expanded ancestor, bottom-up; all other
@@ -823,7 +833,7 @@
   function readColors() { var cs = getComputedStyle(document.documentElement); ['bg', 'panel', 'panel2', 'fg', 'muted', 'line', 'accent', 'op', 'opfill', 'grp', 'grpfill', 'edge', 'sev', 'dtype', 'sel', 'hit'].forEach(function (k) { C[k] = cs.getPropertyValue('--' + k).trim(); }); }
   readColors();
   var dpr = window.devicePixelRatio || 1;
-  function resize() { var r = wrap.getBoundingClientRect(); cv.width = Math.max(1, r.width * dpr); cv.height = Math.max(1, r.height * dpr); cv.style.width = r.width + 'px'; cv.style.height = r.height + 'px'; draw(); }
+  function resize() { var r = wrap.getBoundingClientRect(), cw = Math.max(1, Math.floor(r.width * dpr)), ch = Math.max(1, Math.floor(r.height * dpr)); if (cv.width !== cw) cv.width = cw; if (cv.height !== ch) cv.height = ch;  /* assigning a canvas' size reallocates it, even when unchanged */ cv.style.width = r.width + 'px'; cv.style.height = r.height + 'px'; draw(); }
   window.addEventListener('resize', function () { if (st.view === 'dataflow') resize(); });
   function heatColor(f) { f = Math.max(0, Math.min(1, f)); var h = 220 - 220 * f, l = document.documentElement.dataset.theme === 'dark' ? 38 : 62; return 'hsl(' + h + ',85%,' + l + '%)'; }
   var hover = null, matchSet = Object.create(null);
@@ -1082,7 +1092,7 @@
         else return;
         e.preventDefault();
       });
-      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); afterPaint(loadTree); });
+      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); requestAnimationFrame(function () { mark('dataflow-painted'); }); afterPaint(loadTree); });
     },
     findings: function () {
       var sevRank = { error: 0, warning: 1, information: 2, info: 2, note: 3 };
