@@ -29,8 +29,8 @@ constexpr std::string_view kTreeGzMark = "@@CG_TREE_GZ@@";
 // no longer has to scan tens of MB of script text (the JS inflates it with DecompressionStream).
 constexpr std::size_t kGzipAbove = std::size_t{1} << 20;
 // The deferred tree part follows the script: until the parser has scanned it the page paints no
-// frame, so it goes compressed from 64 KB (a 7B Llama's 415 KB tree is 10x smaller in base64).
-constexpr std::size_t kTreeGzipAbove = std::size_t{64} << 10;
+// frame, so it goes compressed from 128 KB (a 7B Llama's 415 KB tree is 10x smaller in base64).
+constexpr std::size_t kTreeGzipAbove = std::size_t{128} << 10;
 #endif
 
 void append_unicode_escape(std::string& out, unsigned code) {

@@ -102,11 +102,11 @@ TEST(ViewerHtml, BigPayloadIsEmbeddedCompressedWhenZlibIsAvailable) {
 }
 
 // The deferred tree part follows the script and holds up the first frame until the parser has
-// scanned it: from 64 KB it goes compressed, while a main part of that size stays plain.
-TEST(ViewerHtml, TreePartIsCompressedFrom64KB) {
+// scanned it: from 128 KB it goes compressed, while a main part of that size stays plain.
+TEST(ViewerHtml, TreePartIsCompressedFrom128KB) {
   if (!cg::viewer::viewer_bundled()) GTEST_SKIP() << "viewer bundle not built";
   std::string tree = "{\"modules\":[\"";
-  tree.append(std::size_t{100} << 10, 'm');
+  tree.append(std::size_t{200} << 10, 'm');
   tree += "\"]}";
   const std::string main = "{\"schema\":\"candle-graph/viewer/1\",\"pad\":\"" +
                            std::string(std::size_t{100} << 10, 'o') + "\"}";
