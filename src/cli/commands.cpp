@@ -147,13 +147,39 @@ query::QueryContext query_context(const Analysis& a, const Args& args) {
   return ctx;
 }
 
+// What the summary says of each module row (the inspector shows `query module`'s fields), with
+// the weights stated at config.json's torch_dtype, else F32, as `summary` does.
+viewer::ModuleFiguresById viewer_figures(const Analysis& a, const std::string& config_path) {
+  const std::string dtype = query::summary_dtype("", config_path);
+  const query::SummaryModel sm = query::build_summary(a.ir, dtype);
+  const std::uint64_t width = query::dtype_bytes(dtype);
+  viewer::ModuleFiguresById out;
+  for (const auto& r : sm.rows) {
+    if (r.module_id.empty()) continue;
+    viewer::ModuleFigures f;
+    f.output_shape = r.output_shape;
+    f.mult_adds = r.mult_adds;
+    if (f.mult_adds.rfind("≥ ", 0) == 0) f.mult_adds = f.mult_adds.substr(std::string("≥ ").size());
+    f.mult_adds_lower_bound = r.mult_adds_lower_bound;
+    f.parameter_count = r.params;
+    if (r.params && width > 0 && *r.params <= UINT64_MAX / width)
+      f.weights_bytes = *r.params * width;
+    f.weights_dtype = dtype;
+    f.shared_weights = r.marker.find("shared with") != std::string::npos;
+    out.emplace(r.module_id, std::move(f));
+  }
+  return out;
+}
+
 // The viewer page, with the checkpoint view when --checkpoint was verified.
-std::string viewer_page(const Analysis& a, const std::optional<Verified>& v) {
+std::string viewer_page(const Analysis& a, const std::optional<Verified>& v,
+                        const std::string& config_path) {
   std::optional<viewer::CheckpointView> ck;
   if (v) ck = checkpoint_view(v->report, v->checkpoint, a.ir);
   viewer::ViewerOptions vo;
   vo.title = a.package_id;
-  return viewer::render_viewer_html(a.ir, vo, ck ? &*ck : nullptr);
+  const viewer::ModuleFiguresById figures = viewer_figures(a, config_path);
+  return viewer::render_viewer_html(a.ir, vo, ck ? &*ck : nullptr, &figures);
 }
 
 // ---- the commands ---------------------------------------------------------------------------
@@ -212,7 +238,7 @@ int run_audit(Args& args) {
   bundle.add("model.json", ir::write_model_ir(a.ir));
   bundle.add("findings.txt", render_diagnostics(a.ir, "human", render_context(a, false)));
   bundle.add("findings.sarif", render_diagnostics(a.ir, "sarif", render_context(a, false)));
-  bundle.add("model.html", viewer_page(a, v));
+  bundle.add("model.html", viewer_page(a, v, args.crate.config));
   bundle.add("model-summary.txt", query::render_model_summary(a, args.crate.config));
   if (v) {
     bundle.add("checkpoint.txt", checkpoint::report_text(v->report));
@@ -239,7 +265,7 @@ int run_view(Args& args) {
   const std::string path = args.out.output.empty() ? "model.html" : args.out.output;
   Analysis a = analyze(args, {path});
   // With --checkpoint, the page's checkpoint view shows the verification.
-  write_file_atomic(path, viewer_page(a, verify_checkpoint(a, args.evidence)));
+  write_file_atomic(path, viewer_page(a, verify_checkpoint(a, args.evidence), args.crate.config));
   std::cerr << "wrote " << path << "\n";
   warn_rejected_traces(a);
   return kExitOk;

@@ -143,7 +143,8 @@ std::string module_name(const ir::Module& m) {
 
 }  // namespace
 
-PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* checkpoint) {
+PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* checkpoint,
+                                   const ModuleFiguresById* figures) {
   std::unordered_map<std::string_view, const ir::Function*> functions;
   for (const auto& f : ir.functions)
     functions.emplace(f.id, &f);
@@ -227,6 +228,18 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
     string_or_null(tw, "source", m.source);
     tw.field("confidence", ir::to_string(m.confidence));
     if (m.confidence == ir::Confidence::conditional) tw.field("conditional", true);
+    // The summary's figures for this module (`query module`'s fields); absent when none.
+    const auto fig = figures ? figures->find(m.id) : ModuleFiguresById::const_iterator{};
+    if (figures && fig != figures->end()) {
+      const ModuleFigures& f = fig->second;
+      if (!f.output_shape.empty()) tw.field("output_shape", f.output_shape);
+      if (!f.mult_adds.empty()) tw.field("mult_adds", f.mult_adds);
+      if (f.mult_adds_lower_bound) tw.field("mult_adds_lower_bound", true);
+      if (f.parameter_count) tw.field("parameter_count", *f.parameter_count);
+      if (f.weights_bytes) tw.field("weights_bytes", *f.weights_bytes);
+      if (!f.weights_dtype.empty()) tw.field("weights_dtype", f.weights_dtype);
+      if (f.shared_weights) tw.field("shared_weights", true);
+    }
     tw.end_object();
   }
   tw.end_array();
@@ -457,8 +470,9 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
   return {w.take(), tw.take()};
 }
 
-std::string project_payload(const ir::ModelIr& ir, const CheckpointView* checkpoint) {
-  PayloadParts parts = project_payload_parts(ir, checkpoint);
+std::string project_payload(const ir::ModelIr& ir, const CheckpointView* checkpoint,
+                            const ModuleFiguresById* figures) {
+  PayloadParts parts = project_payload_parts(ir, checkpoint, figures);
   // Both parts are objects with disjoint keys: splice the tree's members into the main one.
   std::string out = std::move(parts.main);
   if (parts.tree.size() > 2) {
@@ -469,10 +483,10 @@ std::string project_payload(const ir::ModelIr& ir, const CheckpointView* checkpo
 }
 
 std::string render_viewer_html(const ir::ModelIr& ir, const ViewerOptions& options,
-                               const CheckpointView* checkpoint) {
+                               const CheckpointView* checkpoint, const ModuleFiguresById* figures) {
   ViewerOptions opts = options;
   if (opts.title.empty() && ir.cargo) opts.title = ir.cargo->package_name;
-  const PayloadParts parts = project_payload_parts(ir, checkpoint);
+  const PayloadParts parts = project_payload_parts(ir, checkpoint, figures);
   return render_viewer_html_from_payload(parts.main, opts, parts.tree);
 }
 

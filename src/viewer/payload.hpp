@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/model.hpp"
@@ -27,10 +28,26 @@ struct CheckpointView {
   std::vector<CheckpointEntry> entries;
 };
 
+// What the `summary` table says of one module row (the same fields as `query module`): one call's
+// output shape in the forward pass, its Mult-Adds (a lower bound when an operation under it has
+// no rule), its parameters and their size at `weights_dtype`. The CLI fills it from the summary;
+// the viewer does not depend on the query module. Keyed by IR module id.
+struct ModuleFigures {
+  std::string output_shape;  // "" when not known
+  std::string mult_adds;     // "" when not known
+  bool mult_adds_lower_bound = false;
+  std::optional<std::uint64_t> parameter_count, weights_bytes;
+  std::string weights_dtype;
+  bool shared_weights = false;
+};
+using ModuleFiguresById = std::unordered_map<std::string, ModuleFigures>;
+
 // The payload JSON (compact). Fields are the viewer's names (docs/viewer.md); unknown stays null.
 // With `checkpoint`, the checkpoint view shows that verification; without, it is derived from the
 // parameters' checkpoint_shape (an IR read back from JSON) or omitted.
-std::string project_payload(const cg::ir::ModelIr& ir, const CheckpointView* checkpoint = nullptr);
+// With `figures`, each module record carries its summary figures (docs/viewer.md).
+std::string project_payload(const cg::ir::ModelIr& ir, const CheckpointView* checkpoint = nullptr,
+                            const ModuleFiguresById* figures = nullptr);
 
 // The same document in the two parts the page embeds: `main` holds what the first (dataflow) view
 // needs; `tree` holds modules, parameters and checkpoint, which the page parses after that view is
@@ -40,10 +57,12 @@ struct PayloadParts {
   std::string tree;
 };
 PayloadParts project_payload_parts(const cg::ir::ModelIr& ir,
-                                   const CheckpointView* checkpoint = nullptr);
+                                   const CheckpointView* checkpoint = nullptr,
+                                   const ModuleFiguresById* figures = nullptr);
 
 // The complete offline HTML page for `ir` (the CLI writes it atomically).
 std::string render_viewer_html(const cg::ir::ModelIr& ir, const ViewerOptions& options,
-                               const CheckpointView* checkpoint = nullptr);
+                               const CheckpointView* checkpoint = nullptr,
+                               const ModuleFiguresById* figures = nullptr);
 
 }  // namespace cg::viewer

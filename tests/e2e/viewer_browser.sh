@@ -38,4 +38,11 @@ export CG_BIG_HTML="$out/big-tiny-llama.html"
 "$1" view "$crate" --config "$crate/config.json" \
   --runtime-trace "$root/tests/runtime/fixtures/tiny_llama_modules.jsonl" -o "$out/timed-tiny-llama.html"
 export CG_TIMED_HTML="$out/timed-tiny-llama.html"
+# A real-shaped unrolled model of our own (issue 18): tests/fixtures/crates/gpt_24, a GPT-2-medium
+# shaped decoder whose 24 blocks come from its config's serde default; `query module` of one block
+# is what the inspector must show for that instance.
+gpt="$root/tests/fixtures/crates/gpt_24"
+"$1" view "$gpt" --config "$gpt/config.json" -o "$out/gpt-24.html"
+"$1" query module transformer.h.17 --path "$gpt" --config "$gpt/config.json" > "$out/gpt-24-h17.json"
+export CG_GPT24_HTML="$out/gpt-24.html" CG_GPT24_QUERY="$out/gpt-24-h17.json"
 exec node "$root/viewer/tests/browser.mjs" "$out"

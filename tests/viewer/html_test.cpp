@@ -101,6 +101,27 @@ TEST(ViewerHtml, BigPayloadIsEmbeddedCompressedWhenZlibIsAvailable) {
   EXPECT_EQ(gz.substr(0, 4), "H4sI");  // base64 of the gzip magic 1f 8b 08
 }
 
+// The deferred tree part follows the script and holds up the first frame until the parser has
+// scanned it: from 128 KB it goes compressed, while a main part of that size stays plain.
+TEST(ViewerHtml, TreePartIsCompressedFrom128KB) {
+  if (!cg::viewer::viewer_bundled()) GTEST_SKIP() << "viewer bundle not built";
+  std::string tree = "{\"modules\":[\"";
+  tree.append(std::size_t{200} << 10, 'm');
+  tree += "\"]}";
+  const std::string main = "{\"schema\":\"candle-graph/viewer/1\",\"pad\":\"" +
+                           std::string(std::size_t{100} << 10, 'o') + "\"}";
+  const std::string gz = cg::viewer::payload_gzip_base64(tree);
+  if (gz.empty()) GTEST_SKIP() << "built without zlib: parts stay plain";
+  const std::string html = cg::viewer::render_viewer_html_from_payload(main, {}, tree);
+  EXPECT_THAT(html, ::testing::HasSubstr("id=\"cg-payload-tree-gz\">" + gz + "</script>"));
+  EXPECT_THAT(html, ::testing::HasSubstr("id=\"cg-payload-tree\"></script>"));
+  EXPECT_THAT(html, ::testing::HasSubstr("id=\"cg-payload\">" + main + "</script>"));
+  // A small tree stays plain text.
+  const std::string small =
+      cg::viewer::render_viewer_html_from_payload(main, {}, "{\"modules\":[]}");
+  EXPECT_THAT(small, ::testing::HasSubstr("id=\"cg-payload-tree\">{\"modules\":[]}</script>"));
+}
+
 TEST(ViewerHtml, Base64PaddingIsExact) {
   // Different remainders mod 3 exercise the padded tail; gzip output length varies with input.
   for (const char* s : {"a", "ab", "abc", "abcd"}) {

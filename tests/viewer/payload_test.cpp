@@ -157,6 +157,36 @@ TEST(ViewerPayload, PartsSplitTheDocumentWithoutLosingAnything) {
   EXPECT_EQ(whole["parameters"].get_array().size(), m.parameters.size());
 }
 
+// The inspector shows a module's summary figures (`query module`'s fields) from its record.
+TEST(ViewerPayload, ModuleRecordsCarryTheSummaryFigures) {
+  const auto m = tiny_ir();
+  cg::viewer::ModuleFiguresById figures;
+  cg::viewer::ModuleFigures f;
+  f.output_shape = "[b, t, 4096]";
+  f.mult_adds = "b*t*16,777,216";
+  f.mult_adds_lower_bound = true;
+  f.parameter_count = 16777216;
+  f.weights_bytes = 33554432;
+  f.weights_dtype = "BF16";
+  figures.emplace("m1", f);
+  simdjson::dom::parser parser;
+  const std::string json = cg::viewer::project_payload(m, nullptr, &figures);
+  const simdjson::dom::array mods = parser.parse(json)["modules"].get_array();
+  ASSERT_EQ(mods.size(), 2u);
+  simdjson::dom::object proj = mods.at(1).get_object();
+  EXPECT_EQ(std::string_view(proj["id"]), "m1");
+  EXPECT_EQ(std::string_view(proj["output_shape"]), "[b, t, 4096]");
+  EXPECT_EQ(std::string_view(proj["mult_adds"]), "b*t*16,777,216");
+  EXPECT_TRUE(bool(proj["mult_adds_lower_bound"]));
+  EXPECT_EQ(std::uint64_t(proj["parameter_count"]), 16777216u);
+  EXPECT_EQ(std::uint64_t(proj["weights_bytes"]), 33554432u);
+  EXPECT_EQ(std::string_view(proj["weights_dtype"]), "BF16");
+  EXPECT_FALSE(proj["shared_weights"].error() == simdjson::SUCCESS);
+  // A module the summary shows no row for, and a payload made without figures, carry none.
+  EXPECT_FALSE(mods.at(0)["parameter_count"].error() == simdjson::SUCCESS);
+  EXPECT_THAT(cg::viewer::project_payload(m), ::testing::Not(HasSubstr("parameter_count")));
+}
+
 TEST(ViewerPayload, NoCheckpointMeansNoCheckpointView) {
   auto m = tiny_ir();
   for (auto& p : m.parameters)

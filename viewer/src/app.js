@@ -12,6 +12,11 @@
   // Not toLocaleString: its first call initialises ICU (~50 ms on the first view).
   function fmtInt(n) { if (n == null) return '?'; var s = String(Math.round(n)), neg = s[0] === '-'; if (neg) s = s.slice(1); var o = ''; while (s.length > 3) { o = ',' + s.slice(-3) + o; s = s.slice(0, -3); } return (neg ? '-' : '') + s + o; }
   function fmtNs(ns) { if (ns == null) return '—'; if (ns >= 1e9) return (ns / 1e9).toFixed(2) + ' s'; if (ns >= 1e6) return (ns / 1e6).toFixed(2) + ' ms'; if (ns >= 1e3) return (ns / 1e3).toFixed(1) + ' µs'; return Math.round(ns) + ' ns'; }
+  function fmtMB(b) { return (b / 1048576).toFixed(2) + ' MB'; }  // MiB, as `summary` states sizes
+  // Inspector fields holding figures: they wrap at spaces (`b*t*4,096 + b*t*t*32`), never inside
+  // a number.
+  var FIG_KEYS = { output_shape: 1, mult_adds: 1, parameters: 1, weights: 1, instances: 1, operations: 1, numel: 1, shape: 1, symbolic_shape: 1, checkpoint_shape: 1, expected: 1, actual: 1, total_time: 1 };
+  var FIG_FIELDS = ['output_shape', 'mult_adds', 'mult_adds_lower_bound', 'parameter_count', 'weights_bytes', 'weights_dtype', 'shared_weights'];
   function shapeStr(s) { if (s == null) return '?'; if (Array.isArray(s)) return '[' + s.map(function (d) { return d == null ? '?' : d; }).join(', ') + ']'; return String(s); }
   // The payload comes in two parts: #cg-payload (what the first view needs: operations, tensors,
   // functions, findings) and #cg-payload-tree (modules, parameters, checkpoint), which is parsed
@@ -765,15 +770,25 @@
     return { id: g.id, rel: rel, nodes: nodes, edges: edges, minW: Math.ceil(canvasW('600 12px system-ui,sans-serif', '▾ ' + g.name + '  ·  ' + fmtInt(g.nOps) + ' ops')) + 26 };
   }
   // ---------- worker ----------
-  var worker = null, jobs = {}, jobN = 0;
-  try {
-    var wsrc = $('cg-worker').textContent;
-    worker = new Worker(URL.createObjectURL(new Blob([wsrc], { type: 'text/javascript' })));
-    worker.onmessage = function (ev) { var cb = jobs[ev.data.job]; delete jobs[ev.data.job]; if (cb) cb(ev.data.layouts); };
-    worker.onerror = function () { worker = null; };
-  } catch (e) { worker = null; }
+  // A batch of a few hundred boxes (the first view, one more layer) is laid out at once on the
+  // page's own thread: a few ms of dagre, where the round trip to a worker (and, the first time,
+  // starting it and compiling dagre there) costs hundreds on a loaded machine. Bigger batches go
+  // to the worker, which is started the first time one does, so the page stays responsive.
+  var worker, jobs = {}, jobN = 0, SYNC_LAYOUT_MAX = 300;
+  function layoutWorker() {
+    if (worker !== undefined) return worker;
+    try {
+      var wsrc = $('cg-worker').textContent;
+      worker = new Worker(URL.createObjectURL(new Blob([wsrc], { type: 'text/javascript' })));
+      worker.onmessage = function (ev) { var cb = jobs[ev.data.job]; delete jobs[ev.data.job]; if (cb) cb(ev.data.layouts); };
+      worker.onerror = function () { worker = null; };
+    } catch (e) { worker = null; }
+    return worker;
+  }
   function runLayout(specs, sizes, cb) {
-    if (worker) { var j = ++jobN; jobs[j] = cb; worker.postMessage({ job: j, specs: specs, sizes: sizes }); return; }
+    var n = 0; specs.forEach(function (s) { n += s.nodes.length; });
+    var w = n > SYNC_LAYOUT_MAX ? layoutWorker() : null;
+    if (w) { var j = ++jobN; jobs[j] = cb; w.postMessage({ job: j, specs: specs, sizes: sizes }); return; }
     var out = {}; specs.forEach(function (s) { out[s.id] = cgLayoutSpec(s, sizes); }); cb(out);
   }
   // Lays out `from` (if it is not laid out yet) and every expanded ancestor, bottom-up; all other
@@ -818,7 +833,7 @@
   function readColors() { var cs = getComputedStyle(document.documentElement); ['bg', 'panel', 'panel2', 'fg', 'muted', 'line', 'accent', 'op', 'opfill', 'grp', 'grpfill', 'edge', 'sev', 'dtype', 'sel', 'hit'].forEach(function (k) { C[k] = cs.getPropertyValue('--' + k).trim(); }); }
   readColors();
   var dpr = window.devicePixelRatio || 1;
-  function resize() { var r = wrap.getBoundingClientRect(); cv.width = Math.max(1, r.width * dpr); cv.height = Math.max(1, r.height * dpr); cv.style.width = r.width + 'px'; cv.style.height = r.height + 'px'; draw(); }
+  function resize() { var r = wrap.getBoundingClientRect(), cw = Math.max(1, Math.floor(r.width * dpr)), ch = Math.max(1, Math.floor(r.height * dpr)); if (cv.width !== cw) cv.width = cw; if (cv.height !== ch) cv.height = ch;  /* assigning a canvas' size reallocates it, even when unchanged */ cv.style.width = r.width + 'px'; cv.style.height = r.height + 'px'; draw(); }
   window.addEventListener('resize', function () { if (st.view === 'dataflow') resize(); });
   function heatColor(f) { f = Math.max(0, Math.min(1, f)); var h = 220 - 220 * f, l = document.documentElement.dataset.theme === 'dark' ? 38 : 62; return 'hsl(' + h + ',85%,' + l + '%)'; }
   var hover = null, matchSet = Object.create(null);
@@ -1057,9 +1072,13 @@
         }
         if (!h) { select(null); return; }
         if (h.open && e.clientY - r.top > (h.y + CG_HEADER) * view.k + view.y) { select(null); return; }
-        if (h.open && e.detail === 1) { toggleGroup(h.n); return; } // header click collapses
+        // A click on an open group's header collapses it: in the `click` event, whose `detail`
+        // counts clicks (a pointerup's is 0 in Chromium, so it cannot tell a double-click apart).
+        if (h.open) { headerHit = h; return; }
         select(h.n.id, { from: 'graph' });
       });
+      var headerHit = null;
+      wrap.addEventListener('click', function (e) { var h = headerHit; headerHit = null; if (h && e.detail === 1 && expanded[h.n.id]) toggleGroup(h.n); });
       wrap.addEventListener('dblclick', function (e) { var r = wrap.getBoundingClientRect(), h = hit(e.clientX - r.left, e.clientY - r.top); if (h && h.n._kind === 'group' && !h.open) openGroup(h.n); });
       wrap.addEventListener('keydown', function (e) {
         var r = wrap.getBoundingClientRect();
@@ -1073,7 +1092,7 @@
         else return;
         e.preventDefault();
       });
-      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); afterPaint(loadTree); });
+      legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); requestAnimationFrame(function () { mark('dataflow-painted'); }); afterPaint(loadTree); });
     },
     findings: function () {
       var sevRank = { error: 0, warning: 1, information: 2, info: 2, note: 3 };
@@ -1228,17 +1247,31 @@
         var v = obj[k]; if (v == null) v = '—';
         else if (Array.isArray(v) && (k === 'shape' || k === 'checkpoint_shape' || k === 'symbolic_shape' || k === 'expected' || k === 'actual')) v = shapeStr(v);
         else if (typeof v === 'object') v = JSON.stringify(v, null, 1);
-        d.appendChild(el('dt', null, k)); d.appendChild(el('dd', null, String(v)));
+        d.appendChild(el('dt', null, k)); d.appendChild(el('dd', FIG_KEYS[k] ? 'fig' : null, String(v)));
       });
       return d;
+    }
+    // The summary's figures of a module (the fields `query module` gives), when the CLI sent them.
+    function figures(m) {
+      if (!m || m.parameter_count == null && m.output_shape == null && m.mult_adds == null) return null;
+      body.appendChild(el('h3', null, 'Summary'));
+      body.appendChild(dl({ output_shape: m.output_shape || '?', mult_adds: m.mult_adds ? (m.mult_adds_lower_bound ? '≥ ' : '') + m.mult_adds : '?',
+        parameters: m.parameter_count != null ? fmtInt(m.parameter_count) : '?', weights: m.weights_bytes != null ? fmtMB(m.weights_bytes) + ' at ' + m.weights_dtype : '?',
+        shared_weights: m.shared_weights ? 'yes: counted once' : null }));
+      return true;
     }
     var fr = kind === 'group' && G && G.frames && G.frames[o.path];
     if (kind === 'group') {
       partition(o); body.appendChild(dl({ path: o.path, operations: o.nOps, child_groups: o.kids.length, direct_ops: o.ops.length, total_time: o.ns ? fmtNs(o.ns) : null }));
       if (o.fam) body.appendChild(el('p', 'muted', fmtInt(o.fam) + ' instances of one call (' + o.base + '.{i}), each drawn with its own operations.'));
-      if (fr) { var c = fr.call; body.appendChild(el('h3', null, 'Instance call')); body.appendChild(dl({ instance: fr.path || '(root)', template: c.path || '(root)', method: c.method, function: c.function ? (byId.get(c.function) || {}).name || c.function : 'candle-nn layer', instance_of: fr.n > 1 ? (fr.k + ' of ' + fr.n) : null, repeat: c.repeat || null, output_shape: c.shape != null ? shapeStr(c.shape) : '?', output_dtype: c.dtype || null, mult_adds: c.mult_adds || null })); } var m = P.modules.filter(function (x) { return x.prefix === o.path; })[0]; if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'])); } }
+      var m = P.modules.filter(function (x) { return x.prefix === o.path; })[0], hasFig = m && figures(m);
+      if (fr) { var c = fr.call, ci = { instance: fr.path || '(root)', template: c.path || '(root)', method: c.method, function: c.function ? (byId.get(c.function) || {}).name || c.function : 'candle-nn layer', instance_of: fr.n > 1 ? (fr.k + ' of ' + fr.n) : null, repeat: c.repeat || null };
+        if (!hasFig) { ci.output_shape = c.shape != null ? shapeStr(c.shape) : '?'; ci.mult_adds = c.mult_adds || null; }
+        ci.output_dtype = c.dtype || null; body.appendChild(el('h3', null, 'Instance call')); body.appendChild(dl(ci)); }
+      if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'].concat(FIG_FIELDS))); } }
     else if (kind === 'family') body.appendChild(dl({ prefix: o.prefix, type: o.type, instances: o.count, parameters: fmtInt(o._n) + (o._unk ? ' + unknown' : ''), members: o.members.map(function (x) { return x.prefix || x.id; }).join(', ') }));
     else if (kind === 'operation' && o.static) { var so = byId.get(o.static), mo = {}; Object.keys(so).forEach(function (k) { mo[k] = so[k]; }); mo.id = o.id; mo.static_id = o.static; mo.instance = o.instance || '(root)'; mo.module = o.module; body.appendChild(dl(mo, ['source', 'timing'])); if (o.timing) body.appendChild(el('p', 'muted', 'Timing keyed by the static id: the sum over every instance of this call site.')); }
+    else if (kind === 'module') { figures(o); body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(o, ['source', 'timing'].concat(FIG_FIELDS))); }
     else body.appendChild(dl(o, ['source', 'timing']));
     if (o.timing) { body.appendChild(el('h3', null, 'Timing')); var t = o.timing, tt = {}; Object.keys(t).forEach(function (k) { tt[k] = /_ns$/.test(k) ? fmtNs(t[k]) : t[k]; }); body.appendChild(dl(tt)); }
     if (kind === 'module' || kind === 'parameter' || (kind === 'component' && o._n != null)) body.appendChild(el('p', 'muted', '#params: ' + fmtInt(kind === 'parameter' ? numel(o) : o._n) + (TOTAL ? ' (' + (100 * (kind === 'parameter' ? numel(o) || 0 : o._n) / TOTAL).toFixed(2) + '% of total)' : '')));
@@ -1321,6 +1354,7 @@
   window.cg = { marks: MARKS, ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
     edgeScreenPos: function (tid) { var r = wrap.getBoundingClientRect(); for (var i = 0; i < visEdges.length; i++) { var e = visEdges[i]; if (e.agg && e.agg.tensor === tid && e.pts.length >= 4) { var p = e.pts, m = Math.floor(p.length / 4) * 2; var x = (p[m - 2 >= 0 ? m - 2 : 0] + p[m]) / 2, y = (p[m - 1 >= 0 ? m - 1 : 1] + p[m + 1]) / 2; return { x: r.left + view.x + (e.ox + x) * view.k, y: r.top + view.y + (e.oy + y) * view.k }; } } return null; },
     node: function (id) { var n = lookup(id); return n ? { id: n.id, kind: n._kind, name: n._kind === 'group' ? n.name : label(n), static: n.static || null, instance: n.instance != null ? n.instance : null, ns: n.ns || 0, drawn: !!absPos[n.id] } : null; },
+    unrolled: function () { return G && G.unrolled ? G.ops.map(function (o) { return { id: o.id, instance: o.instance, srcs: srcsOf(o).map(function (x) { return x[0].id; }) }; }) : []; },
     opsOf: function (id) { var g = lookup(id); return g && g._kind === 'group' ? partition(g).ops.map(function (o) { return { id: o.id, static: o.static || null, instance: o.instance != null ? o.instance : null }; }) : []; },
     edgesOf: function (id) { var g = lookup(id); return g && g._kind === 'group' ? Array.from(partition(g).edges.values(), function (e) { return [e.f, e.t]; }) : []; },
     isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Array.from(G.groups.values(), function (g) { return g.id; }) : []; }, visible: function () { return vis.length; } };

@@ -272,6 +272,90 @@ async function main() {
       check(bySid.static === qop.static && bySid.drawn, 'a deep link to the static op id selects a drawn instance of it: ' + bySid.id);
       await pi.close();
     }
+    // Issue 18 on a real-shaped unrolled model of our own: tests/fixtures/crates/gpt_24 (a GPT-2
+    // medium shaped decoder, 24 blocks from its config's serde default), written by
+    // `candle-graph view`, at 1280 px.
+    if (process.env.CG_GPT24_HTML) {
+      const pg = await browser.newPage({ viewport: { width: 1280, height: 900 } }); watchNetwork(pg, bad);
+      await pg.goto('file://' + process.env.CG_GPT24_HTML);
+      await pg.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined && !cg.pending(), null, { timeout: 20000 });
+      const fam = await pg.evaluate(() => cg.node('g:transformer.h'));
+      check(fam && fam.name === 'h.{i} × 24' && fam.drawn && !(await pg.evaluate(() => cg.isExpanded('g:transformer.h'))),
+        'gpt-24: the 24 blocks open folded as one family box: ' + JSON.stringify(fam));
+      // Unfold: double-click opens the first block, the other 23 are boxes in loop order.
+      let fp = await pg.evaluate(() => cg.screenPos('g:transformer.h'));
+      await pg.mouse.dblclick(fp.x, fp.y);
+      await pg.waitForFunction(() => cg.isExpanded('g:transformer.h') && cg.isExpanded('g:transformer.h.0') && !cg.pending(), null, { timeout: 10000 });
+      const st1 = await pg.evaluate(() => { const o = { drawn: [], open: [] }; for (let k = 0; k < 24; k++) { const n = cg.node('g:transformer.h.' + k); if (n && n.drawn) o.drawn.push(k); if (cg.isExpanded('g:transformer.h.' + k)) o.open.push(k); } return o; });
+      check(st1.drawn.length === 24 && st1.open.join() === '0', `gpt-24: unfolding draws all 24 blocks with only h.0 open (drawn ${st1.drawn.length}, open ${st1.open})`);
+      // Edge continuity: between the family's instances exactly the chain h.0 → h.1 → … → h.23.
+      const chain = []; for (let k = 0; k < 23; k++) chain.push(`g:transformer.h.${k}>g:transformer.h.${k + 1}`);
+      const famEdges = (await pg.evaluate(() => cg.edgesOf('g:transformer.h'))).map((e) => e.join('>')).sort();
+      check(famEdges.join() === chain.slice().sort().join(), `gpt-24: the instances are linked h.0 → h.1 → … → h.23 and nothing else (${famEdges.length} edges)`);
+      // Node by node: whatever an instance reads from outside itself is the previous instance's
+      // result (one node: its last residual add); h.0 reads the embeddings' sum.
+      const U = await pg.evaluate(() => cg.unrolled());
+      const inst = (path, k) => path === 'transformer.h.' + k || path.startsWith('transformer.h.' + k + '.');
+      const byIdU = new Map(U.map((o) => [o.id, o])), broken = [];
+      for (let k = 0; k < 24; k++) {
+        const ext = new Set();
+        U.filter((o) => inst(o.instance, k)).forEach((o) => o.srcs.forEach((sid) => { const so = byIdU.get(sid); if (so && !inst(so.instance, k)) ext.add(sid); }));
+        const from = [...ext].map((sid) => byIdU.get(sid));
+        const ok = k === 0 ? from.length === 1 && from[0].instance === '' && /broadcast_add/.test(from[0].id)
+          : from.length === 1 && from[0].instance === 'transformer.h.' + (k - 1) && U.some((o) => inst(o.instance, k) && o.srcs.includes(from[0].id));
+        if (!ok) broken.push(`h.${k} reads ${[...ext].join(', ') || 'nothing'}`);
+      }
+      check(broken.length === 0, 'gpt-24: each block\'s input edge comes from the previous block\'s output (h.0 from the embeddings)' + (broken.length ? ': ' + broken.slice(0, 3).join(' | ') : ''));
+      // After the loop, ln_f reads the last block's result (through the loop's call site).
+      const lnf = U.filter((o) => o.instance === 'transformer.ln_f');
+      const reads = (o, depth) => o.srcs.some((sid) => { const so = byIdU.get(sid); return so && (so.instance === 'transformer.h.23' || depth > 0 && so.instance === '' && reads(so, depth - 1)); });
+      check(lnf.length > 0 && lnf.every((o) => reads(o, 1)), 'gpt-24: ln_f reads the last block\'s (h.23\'s) output');
+      await pg.screenshot({ path: join(out, '17-gpt24-unfolded.png') });
+      // Fold: a click on the open family's header folds it again.
+      fp = await pg.evaluate(() => cg.screenPos('g:transformer.h'));
+      await pg.mouse.click(fp.x, fp.y);
+      await pg.waitForFunction(() => !cg.isExpanded('g:transformer.h') && !cg.pending(), null, { timeout: 10000 }).catch(() => {});
+      check(await pg.evaluate(() => !cg.isExpanded('g:transformer.h') && cg.node('g:transformer.h').drawn && !cg.node('g:transformer.h.5').drawn), 'gpt-24: a click on the open family\'s header folds it back into one box');
+      // Instance selection: the family's inspector opens block 17 alone and selects it; the
+      // inspector then shows the summary's figures of that instance, as `query module` gives them.
+      await pg.evaluate(() => { location.hash = '#view=dataflow&sel=g%3Atransformer.h'; });
+      await pg.waitForSelector('#fam-one');
+      await pg.fill('#fam-k', '17'); await pg.click('#fam-one');
+      await pg.waitForFunction(() => cg.isExpanded('g:transformer.h.17') && cg.state.sel === 'g:transformer.h.17' && !cg.pending(), null, { timeout: 10000 });
+      const opened = await pg.evaluate(() => { const o = []; for (let k = 1; k < 24; k++) if (cg.isExpanded('g:transformer.h.' + k)) o.push(k); return o; });
+      check(opened.join() === '17', 'gpt-24: the inspector opens the chosen instance (h.17) alone and selects it: open ' + opened);
+      const q = JSON.parse(readFileSync(process.env.CG_GPT24_QUERY, 'utf8')).items[0];
+      const fields = await pg.$$eval('#insp-body dl', (dls) => { const o = {}; dls.forEach((d) => { const dt = d.querySelectorAll('dt'); dt.forEach((t) => { if (!(t.textContent in o)) o[t.textContent] = t.nextElementSibling.textContent; }); }); return o; });
+      const fmt = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+      const want = { output_shape: q.output_shape, mult_adds: (q.mult_adds_lower_bound ? '≥ ' : '') + q.mult_adds, parameters: fmt(q.parameter_count),
+        weights: (q.weights_bytes / 1048576).toFixed(2) + ' MB at ' + q.weights_dtype };
+      const diff = Object.keys(want).filter((k) => fields[k] !== want[k]);
+      check(diff.length === 0 && /^\[b, t, 1024\]$/.test(fields.output_shape) && fields.parameters === '12,596,224',
+        'gpt-24: the inspector of instance h.17 shows its output shape, Mult-Adds, parameters and weights as `query module` does: ' + JSON.stringify(want) + (diff.length ? ' but got ' + JSON.stringify(fields) : ''));
+      // No figure in the inspector is cut or broken inside a number, even at its narrowest.
+      await pg.setViewportSize({ width: 1000, height: 900 });
+      await pg.waitForTimeout(100);
+      const insp = await pg.$$eval('#insp-body dd.fig', (ds) => ds.map((d) => ({ t: d.textContent, over: d.scrollWidth > d.clientWidth + 0.5, lines: Math.round(d.getBoundingClientRect().height / parseFloat(getComputedStyle(d).lineHeight || '16')), words: d.textContent.split(' ').length })));
+      const badFig = insp.filter((d) => d.over || (d.words === 1 && d.lines > 1));
+      check(insp.length >= 4 && badFig.length === 0, `gpt-24: at 1000 px no inspector figure overflows or breaks inside a number (${insp.length} figures)` + (badFig.length ? ': ' + JSON.stringify(badFig) : ''));
+      await pg.setViewportSize({ width: 1280, height: 900 });
+      await pg.screenshot({ path: join(out, '18-gpt24-instance.png') });
+      // Open every instance with everything inside it.
+      await pg.evaluate(() => { location.hash = '#view=dataflow&sel=g%3Atransformer.h'; });
+      await pg.waitForSelector('#fam-all'); await pg.click('#fam-all');
+      await pg.waitForFunction(() => cg.isExpanded('g:transformer.h.23.mlp') && !cg.pending(), null, { timeout: 20000 });
+      const every = await pg.evaluate(() => { const miss = []; for (let k = 0; k < 24; k++) ['', '.attn', '.mlp'].forEach((s) => { if (!cg.isExpanded('g:transformer.h.' + k + s)) miss.push(k + s); }); return miss; });
+      check(every.length === 0, `gpt-24: "Open all 24 instances" opens every block with its attention and MLP` + (every.length ? ': closed ' + every.slice(0, 5) : ''));
+      // Tables at 1280 px: nothing cut in the expanded tree or the findings.
+      for (const v of ['architecture', 'findings']) {
+        await pg.click('#tab-' + v); await pg.waitForFunction((x) => cg.state.view === x, v, { timeout: 10000 });
+        if (v === 'architecture') await pg.click('#arch-expand');
+        const r = await cutCells(pg, v);
+        check((r.cells > 0 || v === 'findings') && r.cut.length === 0, `gpt-24 ${v} at 1280 px: no cut cell among ${r.cells}` + (r.cut.length ? ': ' + r.cut.slice(0, 5).join(' | ') : ''));
+      }
+      await pg.screenshot({ path: join(out, '19-gpt24-architecture-1280.png') });
+      await pg.close();
+    }
     // Issue 18: at 1280 px no table cell is cut, on the synthetic report (every view, the profile
     // included), the demo report and a model with billions of weights.
     const p1280 = await browser.newPage({ viewport: { width: 1280, height: 800 } }); watchNetwork(p1280, bad);
