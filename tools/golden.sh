@@ -33,6 +33,12 @@ golden_crate() {
   # the payload only: the page's script and style do not come from the analysis
   if [ -f "$d/view.html" ]; then
     grep -o '<script type="application/json"[^>]*>[^<]*' "$d/view.html" >"$d/payload.txt"
+    # parts the page carries gzip'd (big payloads): decoded, so they are compared too
+    local gz
+    for gz in cg-payload-gz cg-payload-tree-gz; do
+      grep -o "id=\"$gz\">[^<]*" "$d/view.html" | sed 's/.*>//' | base64 -d 2>/dev/null |
+        gunzip 2>/dev/null >>"$d/payload.txt"
+    done
     rm -f "$d/view.html"
   fi
   local kind
