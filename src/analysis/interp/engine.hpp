@@ -66,6 +66,7 @@
 //   std::optional<Value> takes_over(Engine&, NodeId call)   a call or method call the domain
 //       evaluates itself, its receiver and arguments through `eval` (nullopt: the engine's way)
 //   void scrutinee(Engine&, NodeId match, bool begin)   around a match's scrutinee
+//   Value unbound(Engine&, NodeId path)   an identifier that names no local (default: nothing)
 // Domains may end a run at a limit of their own with `stop()`, and let it go on with `resume()`.
 #include <algorithm>
 #include <cstddef>

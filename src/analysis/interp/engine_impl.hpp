@@ -63,7 +63,10 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Path:
       if (nd.syntax == "identifier" || nd.syntax == "self") {
         const Value* v = lookup(std::string(nd.str));
-        return v ? *v : Value{};
+        if (v) return *v;
+        // A domain may give names that are no local a value (a const, a function).
+        if constexpr (requires { dom_.unbound(*this, n); }) return dom_.unbound(*this, n);
+        return Value{};
       }
       return dom_.path(*this, n);
     case Kind::Field:
