@@ -54,6 +54,12 @@ std::vector<fs::path> crates() {
       out.push_back(e.path());
   out.push_back(fs::path(CG_SOURCE_DIR) / "examples" / "tiny-llama");
   std::sort(out.begin(), out.end());
+  // CG_PARITY_CRATES: more crates (colon-separated), e.g. candle-transformers.
+  if (const char* more = std::getenv("CG_PARITY_CRATES")) {
+    std::stringstream in(more);
+    for (std::string d; std::getline(in, d, ':');)
+      if (!d.empty()) out.push_back(d);
+  }
   return out;
 }
 

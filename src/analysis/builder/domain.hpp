@@ -59,7 +59,7 @@ class BuilderDomain : public EvalContext {
 
   // ---- the interpreter's domain interface ----------------------------------------------------
   Value join(const std::vector<Value>& vs);
-  Value loop_merge(const Value&, const Value& after) const { return after; }
+  Value loop_merge(const Value& before, const Value& after) const;
   Value literal(Eng& eng, NodeId n) { return sym_of(eng, n); }
   Value path(Eng& eng, NodeId n);
   Value unbound(Eng& eng, NodeId n) { return path(eng, n); }

@@ -328,51 +328,61 @@ std::string BuilderDomain::format_template(NodeId macro) {
   });
 }
 
-// Values of branches and returns: equal values stay as they are; constructors held as values
-// are all alternatives; otherwise the first builder (made conditional on the branch being
-// joined), else the first value known, holding every alternative's module instances.
+// Values of branches and returns. Values equal but for the instances they hold are one value
+// holding all of them. The value of an undecided `if` (the branch being joined) is what the
+// inventory always read it as: constructors held as values are all alternatives, each under its
+// branch's condition; else the first builder, conditional; else the `if`'s symbolic value. A
+// `match`'s value is its symbolic value; other joins (a call's returns) keep the first value.
 BuilderDomain::Value BuilderDomain::join(const std::vector<Value>& vs) {
   if (vs.empty()) return {};
+  std::vector<std::size_t> modules;
+  for (const Value& v : vs)
+    for (std::size_t m : v.modules)
+      if (std::find(modules.begin(), modules.end(), m) == modules.end()) modules.push_back(m);
   auto same = [](const Value& a, const Value& b) {
     return a.kind == b.kind && a.root == b.root && a.segs == b.segs &&
            a.cert.level == b.cert.level && a.cert.reason == b.cert.reason &&
-           a.modules == b.modules && a.sym.kind == b.sym.kind && a.sym.text == b.sym.text &&
-           a.sym.integer == b.sym.integer && a.closure == b.closure &&
+           a.sym.kind == b.sym.kind && a.sym.text == b.sym.text && a.sym.integer == b.sym.integer &&
+           a.sym.boolean == b.sym.boolean && a.closure == b.closure &&
+           a.config.item == b.config.item && a.config.path == b.config.path &&
            a.fns.size() == b.fns.size() &&
            std::equal(a.fns.begin(), a.fns.end(), b.fns.begin(),
                       [](const auto& x, const auto& y) { return x.first == y.first; });
   };
+  Value first = vs[0];
+  first.modules = modules;
   if (std::all_of(vs.begin(), vs.end(), [&](const Value& v) { return same(v, vs[0]); }))
-    return vs[0];
+    return first;
   const Branch* br = !branches_.empty() && branches_.back().closing ? &branches_.back() : nullptr;
-  if (std::all_of(vs.begin(), vs.end(),
-                  [](const Value& v) { return v.kind == Value::Kind::fn_ref; })) {
-    Value out_v = vs[0];
-    out_v.fns.clear();
-    for (std::size_t i = 0; i < vs.size(); ++i)
-      for (const auto& f : vs[i].fns)
-        out_v.fns.push_back(
-            {f.first, br ? inventory::conditional(f.second, label_of(*br, i)) : f.second});
-    return out_v;
+  if (br == nullptr || br->kind == Branch::Kind::split) return first;
+  Value out_v;
+  out_v.modules = modules;
+  if (br->kind == Branch::Kind::if_ && node(br->node).kind == Kind::If) {
+    if (std::all_of(vs.begin(), vs.end(),
+                    [](const Value& v) { return v.kind == Value::Kind::fn_ref; })) {
+      out_v.kind = Value::Kind::fn_ref;
+      for (std::size_t i = 0; i < vs.size(); ++i)
+        for (const auto& f : vs[i].fns)
+          out_v.fns.push_back({f.first, inventory::conditional(f.second, label_of(*br, i))});
+      return out_v;
+    }
+    for (const Value& v : vs)
+      if (v.kind == Value::Kind::builder) {
+        Value b = v;
+        b.cert = inventory::conditional(b.cert, label_of(*br, 0));
+        return b;
+      }
   }
-  std::vector<std::size_t> modules;
-  for (const Value& v : vs)
-    modules.insert(modules.end(), v.modules.begin(), v.modules.end());
-  for (const Value& v : vs)
-    if (v.kind == Value::Kind::builder) {
-      Value b = v;
-      if (br) b.cert = inventory::conditional(b.cert, label_of(*br, 0));
-      return b;
-    }
-  for (const Value& v : vs)
-    if (v.kind != Value::Kind::none) {
-      Value b = v;
-      b.modules = modules;
-      return b;
-    }
-  Value none;
-  none.modules = modules;
-  return none;
+  out_v.kind = Value::Kind::sym;
+  out_v.sym = eval_sym(br->node);
+  return out_v;
+}
+
+BuilderDomain::Value BuilderDomain::loop_merge(const Value& before, const Value& after) const {
+  // Only instances pushed into a vector outlive an iteration; names the loop binds are its own.
+  Value v = before;
+  if (after.modules.size() > before.modules.size()) v.modules = after.modules;
+  return v;
 }
 
 }  // namespace cg::analysis::builder

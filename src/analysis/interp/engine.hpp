@@ -198,6 +198,7 @@ class Engine {
   Env& env() { return frames_.back()->env; }
 
   Value dispatch(NodeId n);
+  Value eval_path(NodeId n);
   Value eval_block(NodeId n);
   // One alternative of a split `let`: the names it binds.
   using Split = std::vector<std::vector<std::pair<std::string, Value>>>;

@@ -61,14 +61,7 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Lit:
       return dom_.literal(*this, n);
     case Kind::Path:
-      if (nd.syntax == "identifier" || nd.syntax == "self") {
-        const Value* v = lookup(std::string(nd.str));
-        if (v) return *v;
-        // A domain may give names that are no local a value (a const, a function).
-        if constexpr (requires { dom_.unbound(*this, n); }) return dom_.unbound(*this, n);
-        return Value{};
-      }
-      return dom_.path(*this, n);
+      return eval_path(n);
     case Kind::Field:
       return dom_.field(*this, n, eval(nd.a));
     case Kind::Call:
@@ -139,6 +132,17 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     default:  // struct literals, ranges, `()`, `continue`, items, patterns: nothing followed
       return {};
   }
+}
+
+// A path: a local's value, else the domain's (`unbound` for a single name that is no local, when
+// the domain declares it; nothing otherwise).
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_path(NodeId n) {
+  const rust::Node& nd = body()[n];
+  if (nd.syntax != "identifier" && nd.syntax != "self") return dom_.path(*this, n);
+  if (const Value* v = lookup(std::string(nd.str))) return *v;
+  if constexpr (requires { dom_.unbound(*this, n); }) return dom_.unbound(*this, n);
+  return Value{};
 }
 
 // `x = v` rebinds a local (no undo entry: it outlives the block); `x += v` and assignments to
