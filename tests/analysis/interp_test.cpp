@@ -206,6 +206,13 @@ struct Named : HookedBase<Named> {
 // The hooks plus `unbound`: a name that is no local (a const, a function) is 100.
 struct Unbound : HookedBase<Unbound> {
   Value unbound(Eng&, NodeId) { return {100}; }
+  Value index(Eng&, NodeId, Value base, Value i) {
+    Value out;
+    for (long b : base)
+      for (long k : i)
+        out.insert(b * 10 + k);
+    return out;
+  }
 };
 
 template <class Dom>
@@ -506,6 +513,16 @@ TEST_F(Unbounds, ANameThatIsNoLocalIsTheDomainsValue) {
 TEST_F(Hooks, WithoutUnboundANameThatIsNoLocalIsNothing) {
   load("pub fn f() -> u32 { let x = N; x }\n");
   EXPECT_EQ(run("f"), (std::set<long>{}));
+}
+
+TEST_F(Unbounds, AnIndexIsTheDomainsValueOfBaseAndIndex) {
+  load("pub fn f() -> u32 { let a = 4; let i = 2; a[i] }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{42}));
+}
+
+TEST_F(Hooks, WithoutIndexAnIndexIsTheIndexedValue) {
+  load("pub fn f() -> u32 { let a = 4; let i = 2; a[i] }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{4}));
 }
 
 }  // namespace

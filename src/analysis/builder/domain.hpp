@@ -63,6 +63,7 @@ class BuilderDomain : public EvalContext {
   Value literal(Eng& eng, NodeId n) { return sym_of(eng, n); }
   Value path(Eng& eng, NodeId n);
   Value unbound(Eng& eng, NodeId n) { return path(eng, n); }
+  Value index(Eng& eng, NodeId n, Value, Value) { return sym_of(eng, n); }
   Value field(Eng& eng, NodeId n, Value base);
   Value call(Eng& eng, NodeId n, std::vector<Value> args);
   Value method_call(Eng& eng, NodeId n, Value recv, std::vector<Value> args);

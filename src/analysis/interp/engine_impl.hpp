@@ -100,11 +100,8 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::CompoundAssign:
       eval_assign(n);
       return {};
-    case Kind::Index: {
-      Value v = eval(nd.a);
-      eval(nd.b);
-      return v;
-    }
+    case Kind::Index:
+      return eval_index(n);
     case Kind::Tuple:
     case Kind::Array:
     case Kind::ArrayRepeat:
@@ -132,6 +129,18 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     default:  // struct literals, ranges, `()`, `continue`, items, patterns: nothing followed
       return {};
   }
+}
+
+// `a[i]`: the domain's `index` when it declares one, else the indexed value.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_index(NodeId n) {
+  const rust::Node& nd = body()[n];
+  Value v = eval(nd.a);
+  Value i = eval(nd.b);
+  if constexpr (requires { dom_.index(*this, n, std::move(v), std::move(i)); })
+    return dom_.index(*this, n, std::move(v), std::move(i));
+  else
+    return v;
 }
 
 // A path: a local's value, else the domain's (`unbound` for a single name that is no local, when
