@@ -206,6 +206,12 @@ struct Named : HookedBase<Named> {
 // The hooks plus `unbound`: a name that is no local (a const, a function) is 100.
 struct Unbound : HookedBase<Unbound> {
   Value unbound(Eng&, NodeId) { return {100}; }
+  Value cast(Eng&, NodeId, Value v) {
+    Value out;
+    for (long x : v)
+      out.insert(-x);
+    return out;
+  }
   Value index(Eng&, NodeId, Value base, Value i) {
     Value out;
     for (long b : base)
@@ -522,6 +528,16 @@ TEST_F(Unbounds, AnIndexIsTheDomainsValueOfBaseAndIndex) {
 
 TEST_F(Hooks, WithoutIndexAnIndexIsTheIndexedValue) {
   load("pub fn f() -> u32 { let a = 4; let i = 2; a[i] }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{4}));
+}
+
+TEST_F(Unbounds, ACastIsTheDomainsValue) {
+  load("pub fn f() -> u32 { let a = 4; a as u32 }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{-4}));
+}
+
+TEST_F(Hooks, WithoutCastACastIsItsOperand) {
+  load("pub fn f() -> u32 { let a = 4; a as u32 }\n");
   EXPECT_EQ(run("f"), (std::set<long>{4}));
 }
 

@@ -64,6 +64,7 @@ class BuilderDomain : public EvalContext {
   Value path(Eng& eng, NodeId n);
   Value unbound(Eng& eng, NodeId n) { return path(eng, n); }
   Value index(Eng& eng, NodeId n, Value, Value) { return sym_of(eng, n); }
+  Value cast(Eng& eng, NodeId n, Value) { return sym_of(eng, n); }
   Value field(Eng& eng, NodeId n, Value base);
   Value call(Eng& eng, NodeId n, std::vector<Value> args);
   Value method_call(Eng& eng, NodeId n, Value recv, std::vector<Value> args);

@@ -53,9 +53,10 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Paren:
     case Kind::Ref:
     case Kind::Try:
-    case Kind::Cast:
     case Kind::Await:
       return eval(nd.a);
+    case Kind::Cast:
+      return eval_cast(n);
     case Kind::Unary:
       return dom_.unary(*this, n, eval(nd.a));
     case Kind::Lit:
@@ -129,6 +130,16 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     default:  // struct literals, ranges, `()`, `continue`, items, patterns: nothing followed
       return {};
   }
+}
+
+// `x as T`: the domain's `cast` when it declares one, else `x`'s value.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_cast(NodeId n) {
+  Value v = eval(body()[n].a);
+  if constexpr (requires { dom_.cast(*this, n, std::move(v)); })
+    return dom_.cast(*this, n, std::move(v));
+  else
+    return v;
 }
 
 // `a[i]`: the domain's `index` when it declares one, else the indexed value.
