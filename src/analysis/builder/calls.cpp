@@ -89,7 +89,9 @@ BuilderDomain::Value BuilderDomain::call_fn_ref(Eng& eng, NodeId n, const Value&
   br.count = fns.fns.size();
   br.marks.push_back(marks());
   for (std::size_t a = 0; a < fns.fns.size(); ++a) {
-    const auto& [fpath, cert] = fns.fns[a];
+    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
+    const std::string& fpath = fns.fns[a].first;
+    const Cert& cert = fns.fns[a].second;
     auto run = [&] {
       under(inventory::join(br.outer, cert), [&] {
         if (fpath.rfind("item:", 0) == 0)
