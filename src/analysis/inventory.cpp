@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "analysis/builder/domain.hpp"
 #include "analysis/inventory_walker.hpp"
 #include "ir/stable_id.hpp"
 #include "util/deep_stack.hpp"
@@ -93,7 +94,7 @@ std::vector<Candidate> find_candidates(const rust::Crate& crate, const BuilderTy
 
 struct Result {
   Candidate cand;
-  std::unique_ptr<Walker> walker;
+  inventory::Walked out;
 };
 
 struct Setup {
@@ -114,7 +115,7 @@ std::vector<Result> function_roots(const rust::Crate& crate, const std::string& 
     if (f.kind != rust::ItemKind::Function || f.cfg.state == rust::Tri::False || !crate.is_local(i))
       continue;
     if ((f.name == root || f.qualified == root) && takes_builder(crate, types, f))
-      out.push_back({Candidate{i, i}, nullptr});
+      out.push_back({Candidate{i, i}, {}});
   }
   return out;
 }
@@ -127,17 +128,26 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
   for (const auto& c : cands) {
     const rust::Item& t = crate.items()[c.type_item];
     if (!opts.root.empty()) {
-      if (t.name == opts.root || t.qualified == opts.root) results.push_back({c, nullptr});
+      if (t.name == opts.root || t.qualified == opts.root) results.push_back({c, {}});
       continue;
     }
     // Roots are the public candidates no other candidate builds; finding them needs every
     // walk, unbound (the config belongs to the root only).
-    Walker w(crate, s.catalog, s.audited, s.binding, s.types, false);
-    w.set_shallow();
-    w.run_root(c.type_item, c.ctor);
-    for (const auto& q : w.constructed_types)
+    std::set<std::string> built;
+    if (opts.engine) {
+      builder::BuilderDomain d(crate, s.catalog, s.audited, s.binding, s.types, false);
+      d.set_shallow();
+      d.run_root(c.type_item, c.ctor);
+      built = std::move(d.out.constructed_types);
+    } else {
+      Walker w(crate, s.catalog, s.audited, s.binding, s.types, false);
+      w.set_shallow();
+      w.run_root(c.type_item, c.ctor);
+      built = std::move(w.constructed_types);
+    }
+    for (const auto& q : built)
       if (q != t.qualified) built_elsewhere.insert(q);
-    if (t.visibility == rust::Visibility::Public) results.push_back({c, nullptr});
+    if (t.visibility == rust::Visibility::Public) results.push_back({c, {}});
   }
   if (!opts.root.empty() && results.empty()) results = function_roots(crate, opts.root, s.types);
   // A name that is some match's full path (`tiny_net` at the crate's top) picks that one.
@@ -172,7 +182,7 @@ void check_args(const rust::Crate& crate, const std::vector<Result>& results,
     bool used = false;
     std::string params;
     for (const auto& r : results) {
-      used = used || r.walker->used_args.count(name) > 0;
+      used = used || r.out.used_args.count(name) > 0;
       for (const auto& p : crate.items()[r.cand.ctor].params)
         params += (params.empty() ? "" : ", ") + p.name;
     }
@@ -215,7 +225,8 @@ ir::Component component_of(const rust::Crate& crate, const BuilderTypes& types,
 }
 
 // Modules: ids by occurrence of (root, prefix, type, cfg) in walk order.
-std::vector<std::string> add_modules(const Walker& w, ir::Component& comp, ir::ModelIr& ir) {
+std::vector<std::string> add_modules(const inventory::Walked& w, ir::Component& comp,
+                                     ir::ModelIr& ir) {
   ir::OccurrenceCounter occ;
   std::vector<std::string> module_ids(w.insts.size());
   for (std::size_t i = 0; i < w.insts.size(); ++i) {
@@ -280,8 +291,8 @@ void set_shape(const Leaf& l, const ir::Component& comp, ir::Parameter& p, ir::M
 }
 
 // Parameters: (root, key) duplicates collapse, least certain wins.
-void add_parameters(Walker& w, const std::vector<std::string>& module_ids, ir::Component& comp,
-                    ir::ModelIr& ir) {
+void add_parameters(inventory::Walked& w, const std::vector<std::string>& module_ids,
+                    ir::Component& comp, ir::ModelIr& ir) {
   std::map<std::pair<std::string, std::string>, std::size_t> seen;
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < w.leaves.size(); ++i) {
@@ -335,15 +346,22 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
   std::vector<Result> results = choose_roots(crate, find_candidates(crate, types), opts,
                                              Setup{catalog, audited, binding, types});
   for (auto& r : results) {
-    r.walker =
-        std::make_unique<Walker>(crate, catalog, audited, binding, types, opts.config != nullptr);
-    r.walker->set_args(&opts.args);
-    r.walker->run_root(r.cand.type_item, r.cand.ctor);
+    if (opts.engine) {
+      builder::BuilderDomain d(crate, catalog, audited, binding, types, opts.config != nullptr);
+      d.set_args(&opts.args);
+      d.run_root(r.cand.type_item, r.cand.ctor);
+      r.out = std::move(d.out);
+      continue;
+    }
+    Walker w(crate, catalog, audited, binding, types, opts.config != nullptr);
+    w.set_args(&opts.args);
+    w.run_root(r.cand.type_item, r.cand.ctor);
+    r.out = std::move(static_cast<inventory::Walked&>(w));
   }
   check_args(crate, results, opts);
   for (auto& r : results) {
     const rust::Item& t = crate.items()[r.cand.type_item];
-    Walker& w = *r.walker;
+    inventory::Walked& w = r.out;
     ir::Component comp = component_of(crate, types, r.cand);
     add_parameters(w, add_modules(w, comp, ir), comp, ir);
     for (const auto& f : ir.functions)

@@ -29,6 +29,7 @@
 #include "analysis/config_binding.hpp"
 #include "analysis/inventory.hpp"
 #include "analysis/inventory_keys.hpp"
+#include "analysis/inventory_types.hpp"
 #include "analysis/layer_catalog.hpp"
 #include "analysis/symbolic.hpp"
 #include "rust/body.hpp"
@@ -38,75 +39,7 @@ namespace cg::analysis::inventory {
 
 using rust::NodeId;
 
-constexpr int kMaxDepth = 32;
-constexpr std::size_t kMaxInstances = 20000;
-constexpr std::size_t kMaxLeaves = 200000;
-constexpr std::int64_t kMaxExpansion = 4096;
-constexpr std::size_t kMaxSteps = 4'000'000;  // lowered nodes visited per component walk
-constexpr int kMaxNesting = 400;              // nesting the walk descends into
-
-struct Value {
-  enum class Kind { none, sym, builder, config, closure, layer_config, loop_var, fn_ref };
-  Kind kind = Kind::none;
-  SymValue sym;
-  // builder
-  std::string root;
-  std::vector<std::string> segs;
-  Cert cert;
-  // config
-  ConfigRef config;
-  // closure: its node in the body that bound it
-  const rust::Body* closure_body = nullptr;
-  NodeId closure = rust::kNone;
-  // layer_config: a candle-nn config value (`Conv2dConfig { groups: 4, ..Default::default() }`,
-  // `LayerNormConfig::default()`, an f64 eps that converts to one)
-  std::map<std::string, SymValue> fields;
-  bool defaulted = false;  // unspecified fields take candle-nn's defaults
-  std::string ctor;        // `default`, `default_no_bias`
-  std::string text;        // source text, for symbolic output
-  // fn_ref: catalog constructors held as values (`let f = if b { linear } else { linear_no_bias }`)
-  std::vector<std::pair<std::string, Cert>> fns;
-  std::string declared_type;  // a parameter's declared Rust type, when bound by a call
-  // module instances this local holds (set by `let x = Layer(..)`, `xs.push(Layer(..))`)
-  std::vector<std::size_t> modules;
-};
-
-struct Inst {
-  std::string type_name, qualified_type;
-  std::optional<std::size_t> parent;
-  std::string field;
-  std::string root, prefix;
-  std::string repeat;
-  std::string source;
-  std::vector<std::string> cfg;
-  Cert cert;
-  bool layer = false;
-};
-
-struct Leaf {
-  std::size_t inst = 0;
-  std::string root, key, kind, name;
-  std::optional<std::vector<SymValue>> shape;
-  std::string shape_reason;
-  Cert cert;
-  std::string source;
-  bool running_state = false;
-  std::vector<AlternativeMark> alts;  // enclosing undecided branches, outermost first
-};
-
-struct Diag {
-  std::string source, message;
-};
-
-// A VarBuilder parameter type: `VarBuilder`, `&VarBuilder<'a>`, `candle_nn::VarBuilder`,
-// `VarBuilderArgs<B>`, `ShardedVarBuilder`, or an import alias of one (`use ..VarBuilder as VB`).
-// `MyVarBuilderConfig` is not one.
-// A VarBuilder, or a VarBuilder-like alias found by `find_builder_types` (not a wrapper: its
-// prefix is only right once the walker follows it into the wrapper's field).
-bool is_builder_type(const BuilderTypes& types, const rust::Crate& crate, const std::string& module,
-                     const std::string& t);
-
-class Walker : public EvalContext {
+class Walker : public EvalContext, public Walked {
  public:
   Walker(const rust::Crate& crate, const LayerCatalog& catalog, bool audited,
          const ConfigBinding& binding, const BuilderTypes& builder_types, bool bind_config)
@@ -117,17 +50,10 @@ class Walker : public EvalContext {
         builder_types_(builder_types),
         bind_config_(bind_config) {}
 
-  std::vector<Inst> insts;
-  std::vector<Leaf> leaves;
-  std::vector<Diag> diags;
-  std::set<std::string> constructed_types;  // qualified types built as children
   // Only record which types the constructor builds as children, without walking them: finding
   // the roots needs no more, and it keeps that pass linear in the crate.
   void set_shallow() { shallow_ = true; }
   void set_args(const std::map<std::string, SymValue>* args) { args_ = args; }
-  std::set<std::string> used_args;  // --arg names the root constructor took
-  std::string unbound_config;       // the root's config type, when --config could not bind it
-  bool truncated = false;
 
   // Walks the root constructor `ctor` of type `type_item` as instance 0.
   void run_root(std::size_t type_item, std::size_t ctor);

@@ -203,6 +203,24 @@ struct Named : HookedBase<Named> {
   }
 };
 
+// The hooks plus `unbound`: a name that is no local (a const, a function) is 100.
+struct Unbound : HookedBase<Unbound> {
+  Value unbound(Eng&, NodeId) { return {100}; }
+  Value cast(Eng&, NodeId, Value v) {
+    Value out;
+    for (long x : v)
+      out.insert(-x);
+    return out;
+  }
+  Value index(Eng&, NodeId, Value base, Value i) {
+    Value out;
+    for (long b : base)
+      for (long k : i)
+        out.insert(b * 10 + k);
+    return out;
+  }
+};
+
 template <class Dom>
 class InterpT : public ::testing::Test {
  protected:
@@ -234,6 +252,7 @@ class InterpT : public ::testing::Test {
 using Interp = InterpT<Nums>;
 using Hooks = InterpT<Hooked>;
 using Bindings = InterpT<Named>;
+using Unbounds = InterpT<Unbound>;
 
 TEST_F(Interp, BlockScopingRestoresAShadowedName) {
   load("pub fn f() -> u32 { let x = 1; { let x = 2; } x }\n");
@@ -489,6 +508,37 @@ TEST_F(Hooks, AClosureRunsWithNamesOfTheDomainBeforeItsParameters) {
   dom.also = {{"q", {40}}};
   EXPECT_EQ(run("f"), (std::set<long>{42}));
   EXPECT_EQ(run("s"), (std::set<long>{3})) << "a parameter shadows the domain's name";
+}
+
+TEST_F(Unbounds, ANameThatIsNoLocalIsTheDomainsValue) {
+  load("pub fn f() -> u32 { let x = N; x }\npub fn g() -> u32 { let N = 3; N }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{100}));
+  EXPECT_EQ(run("g"), (std::set<long>{3})) << "a local is never asked for";
+}
+
+TEST_F(Hooks, WithoutUnboundANameThatIsNoLocalIsNothing) {
+  load("pub fn f() -> u32 { let x = N; x }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{}));
+}
+
+TEST_F(Unbounds, AnIndexIsTheDomainsValueOfBaseAndIndex) {
+  load("pub fn f() -> u32 { let a = 4; let i = 2; a[i] }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{42}));
+}
+
+TEST_F(Hooks, WithoutIndexAnIndexIsTheIndexedValue) {
+  load("pub fn f() -> u32 { let a = 4; let i = 2; a[i] }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{4}));
+}
+
+TEST_F(Unbounds, ACastIsTheDomainsValue) {
+  load("pub fn f() -> u32 { let a = 4; a as u32 }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{-4}));
+}
+
+TEST_F(Hooks, WithoutCastACastIsItsOperand) {
+  load("pub fn f() -> u32 { let a = 4; a as u32 }\n");
+  EXPECT_EQ(run("f"), (std::set<long>{4}));
 }
 
 }  // namespace

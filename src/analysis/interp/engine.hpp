@@ -66,6 +66,9 @@
 //   std::optional<Value> takes_over(Engine&, NodeId call)   a call or method call the domain
 //       evaluates itself, its receiver and arguments through `eval` (nullopt: the engine's way)
 //   void scrutinee(Engine&, NodeId match, bool begin)   around a match's scrutinee
+//   Value unbound(Engine&, NodeId path)   an identifier that names no local (default: nothing)
+//   Value index(Engine&, NodeId n, Value base, Value i)   `base[i]` (default: the base's value)
+//   Value cast(Engine&, NodeId n, Value v)   `x as T` (default: x's value)
 // Domains may end a run at a limit of their own with `stop()`, and let it go on with `resume()`.
 #include <algorithm>
 #include <cstddef>
@@ -197,6 +200,9 @@ class Engine {
   Env& env() { return frames_.back()->env; }
 
   Value dispatch(NodeId n);
+  Value eval_path(NodeId n);
+  Value eval_index(NodeId n);
+  Value eval_cast(NodeId n);
   Value eval_block(NodeId n);
   // One alternative of a split `let`: the names it binds.
   using Split = std::vector<std::vector<std::pair<std::string, Value>>>;

@@ -53,19 +53,16 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Paren:
     case Kind::Ref:
     case Kind::Try:
-    case Kind::Cast:
     case Kind::Await:
       return eval(nd.a);
+    case Kind::Cast:
+      return eval_cast(n);
     case Kind::Unary:
       return dom_.unary(*this, n, eval(nd.a));
     case Kind::Lit:
       return dom_.literal(*this, n);
     case Kind::Path:
-      if (nd.syntax == "identifier" || nd.syntax == "self") {
-        const Value* v = lookup(std::string(nd.str));
-        return v ? *v : Value{};
-      }
-      return dom_.path(*this, n);
+      return eval_path(n);
     case Kind::Field:
       return dom_.field(*this, n, eval(nd.a));
     case Kind::Call:
@@ -104,11 +101,8 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::CompoundAssign:
       eval_assign(n);
       return {};
-    case Kind::Index: {
-      Value v = eval(nd.a);
-      eval(nd.b);
-      return v;
-    }
+    case Kind::Index:
+      return eval_index(n);
     case Kind::Tuple:
     case Kind::Array:
     case Kind::ArrayRepeat:
@@ -136,6 +130,39 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     default:  // struct literals, ranges, `()`, `continue`, items, patterns: nothing followed
       return {};
   }
+}
+
+// `x as T`: the domain's `cast` when it declares one, else `x`'s value.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_cast(NodeId n) {
+  Value v = eval(body()[n].a);
+  if constexpr (requires { dom_.cast(*this, n, std::move(v)); })
+    return dom_.cast(*this, n, std::move(v));
+  else
+    return v;
+}
+
+// `a[i]`: the domain's `index` when it declares one, else the indexed value.
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_index(NodeId n) {
+  const rust::Node& nd = body()[n];
+  Value v = eval(nd.a);
+  Value i = eval(nd.b);
+  if constexpr (requires { dom_.index(*this, n, std::move(v), std::move(i)); })
+    return dom_.index(*this, n, std::move(v), std::move(i));
+  else
+    return v;
+}
+
+// A path: a local's value, else the domain's (`unbound` for a single name that is no local, when
+// the domain declares it; nothing otherwise).
+template <class D>
+typename Engine<D>::Value Engine<D>::eval_path(NodeId n) {
+  const rust::Node& nd = body()[n];
+  if (nd.syntax != "identifier" && nd.syntax != "self") return dom_.path(*this, n);
+  if (const Value* v = lookup(std::string(nd.str))) return *v;
+  if constexpr (requires { dom_.unbound(*this, n); }) return dom_.unbound(*this, n);
+  return Value{};
 }
 
 // `x = v` rebinds a local (no undo entry: it outlives the block); `x += v` and assignments to

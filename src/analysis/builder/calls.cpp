@@ -1,0 +1,391 @@
+// The builder/prefix domain's calls: crate-local constructors of other types become child module
+// instances and helpers are inlined (through the engine's `invoke`, with the inventory's own
+// recursion and depth messages), catalog constructors register their leaves, closures bound to
+// locals run where they are called, and the method calls the domain evaluates itself: raw gets
+// on a builder, closures given to `map`/`then`/.., `then_some`, fallbacks (`A.or_else(|_| B)`)
+// and modules pushed into a vector.
+#include "analysis/builder/domain.hpp"
+
+namespace cg::analysis::builder {
+
+using rust::Kind;
+using rust::kNone;
+using Value = inventory::Value;
+
+namespace {
+
+bool any_builder(const std::vector<Value>& args) {
+  return std::any_of(args.begin(), args.end(),
+                     [](const Value& v) { return v.kind == Value::Kind::builder; });
+}
+
+bool raw_get(std::string_view name) {
+  return name == "get" || name == "get_with_hints" || name == "get_with_hints_dtype" ||
+         name == "get_unchecked" || name == "get_unchecked_dtype" || name == "get_no_shape";
+}
+
+bool closure_taker(std::string_view name) {
+  return name == "map" || name == "flat_map" || name == "for_each" || name == "and_then" ||
+         name == "then" || name == "map_or" || name == "map_or_else";
+}
+
+}  // namespace
+
+// What a call is worth as a value, as the walker read it: `Some(x)` is x, `X::default()` a
+// layer config, anything else its symbolic value.
+BuilderDomain::Value BuilderDomain::plain_call_value(NodeId n, const std::vector<Value>& args) {
+  std::string path = inventory::strip_generics(text(node(n).a));
+  if (path == "Some" && node(n).kids_count == 1 && !args.empty()) {
+    Value inner = args[0];
+    // `Some(Layer::load(..))`: whatever it holds, `.is_some()` of it is true.
+    if (inner.kind == Value::Kind::sym && !inner.sym.concrete())
+      inner.sym = SymValue::symbolic("Some(" + inner.sym.text + ")", inner.sym.reason);
+    if (inner.kind == Value::Kind::none) {
+      inner.kind = Value::Kind::sym;
+      SymValue s = eval_sym(body().kid(n, 0));
+      inner.sym = s.concrete() ? s : SymValue::symbolic("Some(" + s.text + ")", s.reason);
+    }
+    return inner;
+  }
+  std::string leaf = inventory::last_segment(path);
+  Value v;
+  if (leaf == "default" || leaf == "default_no_bias") {
+    v.kind = Value::Kind::layer_config;
+    v.defaulted = true;
+    v.ctor = leaf;
+    v.text = text(n);
+    return v;
+  }
+  v.kind = Value::Kind::sym;
+  v.sym = eval_sym(n);
+  return v;
+}
+
+BuilderDomain::Value BuilderDomain::call(Eng& eng, NodeId n, std::vector<Value> args) {
+  NodeId fn = node(n).a;
+  std::string path = inventory::strip_generics(text(fn));
+  if (is_ident(fn) && node(fn).kind == Kind::Path) {
+    if (Value* v = local(path); v && v->kind == Value::Kind::closure) {
+      Value c = *v;
+      return call_closure(eng, n, path, c, args);
+    }
+    if (Value* v = local(path); v && v->kind == Value::Kind::fn_ref) {
+      Value fns = *v;
+      return call_fn_ref(eng, n, fns, args);
+    }
+  }
+  if (path == "Some" || path == "Ok" || path == "Err" || path == "Box::new" || path == "Arc::new" ||
+      path == "Rc::new")
+    return plain_call_value(n, args);
+  return call_path(eng, n, path, args);
+}
+
+// A local holding constructors (`let f = if b { linear } else { linear_no_bias }`): each
+// alternative registers under its condition; what all register stays certain.
+BuilderDomain::Value BuilderDomain::call_fn_ref(Eng& eng, NodeId n, const Value& fns,
+                                                const std::vector<Value>& args) {
+  const std::string path = text(node(n).a);
+  Branch br = open_branch(n, Branch::Kind::if_);
+  br.count = fns.fns.size();
+  br.marks.push_back(marks());
+  for (std::size_t a = 0; a < fns.fns.size(); ++a) {
+    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
+    const std::string& fpath = fns.fns[a].first;
+    const Cert& cert = fns.fns[a].second;
+    auto run = [&] {
+      under(inventory::join(br.outer, cert), [&] {
+        if (fpath.rfind("item:", 0) == 0)
+          call_local(eng, n, std::stoul(fpath.substr(5)), args, path);
+        else if (const ConstructorSpec* spec = catalog_.find(fpath))
+          register_layer(n, *spec, fpath, args);
+      });
+    };
+    if (fns.fns.size() > 1) {
+      push_alt(br.group, n, static_cast<int>(a), static_cast<int>(fns.fns.size()),
+               cert.reason.empty() ? path : cert.reason);
+      run();
+      alt_ctx_.pop_back();
+    } else {
+      run();
+    }
+    br.marks.push_back(marks());
+  }
+  if (br.marks.size() == 3) unify(br, true);
+  return plain_call_value(n, args);
+}
+
+// A call by path: a crate-local function or method (inlined or a child instance), or an
+// external path (a candle-nn catalog constructor registers its leaves).
+BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::string& path,
+                                              const std::vector<Value>& args) {
+  auto cands = crate_.resolve_in(eng.item(), path);
+  std::vector<std::size_t> local_items;
+  std::string external;
+  for (const auto& c : cands) {
+    if (c.kind == rust::Candidate::Kind::Item) {
+      const rust::Item& it = crate_.items()[c.item];
+      if ((it.kind == rust::ItemKind::Function || it.kind == rust::ItemKind::Method) &&
+          it.cfg.state != rust::Tri::False)
+        local_items.push_back(c.item);
+    } else if (c.kind == rust::Candidate::Kind::External) {
+      external = c.path;
+    }
+  }
+  // Unresolved but written fully: `candle_nn::linear(..)` without a `use`.
+  if (local_items.empty() && external.empty() && path.find("::") != std::string::npos)
+    external = path;
+  if (!external.empty() && local_items.empty()) {
+    std::string first = external.substr(0, external.find("::"));
+    if (first == "candle_nn" || first == "nn")
+      if (const ConstructorSpec* spec = catalog_.find(external)) {
+        register_layer(n, *spec, external, args);
+        return plain_call_value(n, args);
+      }
+  }
+  if (local_items.empty()) {
+    if (any_builder(args))
+      diag(n, "unresolved call `" + path +
+                  "` receives a VarBuilder; any parameters it registers are unknown");
+    return plain_call_value(n, args);
+  }
+  if (!any_builder(args)) return plain_call_value(n, args);
+  if (local_items.size() > 1) {
+    diag(n, "ambiguous call `" + path + "` receives a VarBuilder; subtree not expanded");
+    return plain_call_value(n, args);
+  }
+  Value r = call_local(eng, n, local_items[0], args, path);
+  // A helper returning a builder gives that builder (the walker's value had none).
+  return r.kind == Value::Kind::builder ? r : plain_call_value(n, args);
+}
+
+BuilderDomain::Value BuilderDomain::call_local(Eng& eng, NodeId n, std::size_t callee,
+                                               const std::vector<Value>& args,
+                                               const std::string& path) {
+  const rust::Item& it = crate_.items()[callee];
+  if (std::find(items_.begin(), items_.end(), callee) != items_.end()) {
+    diag(n, "recursive constructor call `" + path + "`; subtree not expanded");
+    return {};
+  }
+  if (depth_ + 1 > inventory::kMaxDepth) {
+    diag(n, "constructor nesting deeper than " + std::to_string(inventory::kMaxDepth) +
+                " levels; subtree not expanded");
+    return {};
+  }
+  if (crate_.lowered(callee).root == kNone) return {};
+  std::string owner;
+  if (it.impl >= 0) {
+    const rust::Impl& impl = crate_.impls()[static_cast<std::size_t>(it.impl)];
+    owner = impl.module.empty() ? impl.self_base : impl.module + "::" + impl.self_base;
+  }
+  const bool child =
+      !owner.empty() && owner != ctx().type_qualified && it.self_kind == rust::SelfKind::None;
+  auto builder = std::find_if(args.begin(), args.end(),
+                              [](const Value& v) { return v.kind == Value::Kind::builder; });
+  if (child && (shallow_ || builder == args.end())) {
+    out.constructed_types.insert(owner);
+    return {};
+  }
+  Ctx c;
+  c.cert = ctx().cert;
+  c.repeat = ctx().repeat;
+  if (child) {
+    if (out.insts.size() >= inventory::kMaxInstances) {
+      out.truncated = true;
+      diag(n, "analysis truncated at " + std::to_string(inventory::kMaxInstances) +
+                  " module instances");
+      eng.stop();
+      return {};
+    }
+    inventory::Inst inst;
+    inst.type_name = inventory::last_segment(owner);
+    inst.qualified_type = owner;
+    inst.parent = ctx().inst;
+    inst.root = builder->root;
+    inst.prefix = inventory::join_key(builder->segs);
+    inst.repeat = ctx().repeat.empty() ? "" : ctx().repeat.back();
+    inst.source = site(n);
+    inst.cfg = it.cfg.predicates;
+    inst.cert = inventory::join(ctx().cert, builder->cert);
+    c.cert = inst.cert;
+    out.insts.push_back(inst);
+    c.inst = out.insts.size() - 1;
+    c.type_qualified = owner;
+    ctx().created.push_back(c.inst);
+    out.constructed_types.insert(owner);
+  } else {
+    c.inst = ctx().inst;
+    c.type_qualified = ctx().type_qualified;
+    c.call_site = site(n);
+  }
+  ctxs_.push_back(std::move(c));
+  items_.push_back(callee);
+  ++depth_;
+  Value r = eng.invoke(callee, nullptr, args, false);
+  --depth_;
+  items_.pop_back();
+  Ctx done = std::move(ctxs_.back());
+  ctxs_.pop_back();
+  // Instances an inlined helper created belong to the caller's list, for naming.
+  if (!child) ctx().created.insert(ctx().created.end(), done.created.begin(), done.created.end());
+  return r;
+}
+
+// A closure bound to a local, called: its body runs here (its nodes live in the body that bound
+// it), its parameters bound to the arguments; it does not see its own name (`let linear = |n|
+// linear(.., vb.pp(n))` calls candle-nn).
+BuilderDomain::Value BuilderDomain::call_closure(Eng& eng, NodeId n, const std::string& name,
+                                                 const Value& closure,
+                                                 const std::vector<Value>& args) {
+  if (depth_ + 1 > inventory::kMaxDepth + 1) {
+    diag(n, "constructor nesting deeper than " + std::to_string(inventory::kMaxDepth) +
+                " levels; subtree not expanded");
+    return {};
+  }
+  ++depth_;
+  eng.run_closure(*closure.closure_body, closure.closure, args, {{name, Value{}}});
+  --depth_;
+  return plain_call_value(n, args);
+}
+
+std::optional<BuilderDomain::Value> BuilderDomain::closure(Eng& eng, NodeId n) {
+  Value v;
+  v.kind = Value::Kind::closure;
+  v.closure = n;
+  v.closure_body = &eng.body();
+  return v;
+}
+
+std::optional<BuilderDomain::Value> BuilderDomain::takes_over(Eng& eng, NodeId n) {
+  const rust::Node& nd = node(n);
+  if (nd.kind != Kind::MethodCall) return std::nullopt;
+  const std::string name(nd.str);
+  const std::vector<NodeId> args = body().kids(n);
+  if (raw_get(name)) {
+    Value recv = eng.eval(nd.a);
+    if (recv.kind == Value::Kind::builder) {
+      register_raw(n, recv, name);
+      return sym_of(eng, n);
+    }
+    std::vector<Value> argv;
+    for (NodeId a : args)
+      argv.push_back(eng.eval(a));
+    return method_call(eng, n, std::move(recv), std::move(argv));
+  }
+  NodeId closure = kNone;
+  for (NodeId a : args)
+    if (node(a).kind == Kind::Closure) closure = a;
+  if (closure != kNone && closure_taker(name)) return closure_method(eng, n, closure);
+  if (name == "then_some" && args.size() == 1) return then_some(eng, n);
+  if (closure != kNone && args.size() == 1 && (name == "or_else" || name == "unwrap_or_else"))
+    return fallback(eng, n, closure);
+  if (name == "push" && is_ident(nd.a) && node(nd.a).kind == Kind::Path) return push_call(eng, n);
+  return std::nullopt;
+}
+
+// `opt_vb.map(|vb| ..)`, `c.then(|| ..)`, `(0..n).map(|i| ..)`: the closure runs as the method
+// would run it (with the builder, under the condition, once per iteration).
+std::optional<BuilderDomain::Value> BuilderDomain::closure_method(Eng& eng, NodeId n,
+                                                                  NodeId closure) {
+  const rust::Node& nd = node(n);
+  const std::string name(nd.str);
+  Value rv = eng.eval(nd.a);
+  for (NodeId a : body().kids(n))
+    if (node(a).kind != Kind::Closure) eng.eval(a);
+  if (rv.kind == Value::Kind::builder && (name == "map" || name == "and_then")) {
+    eng.run_closure(body(), closure, {rv});
+    return sym_of(eng, n);
+  }
+  if (name == "then") {
+    SymValue c = eval_sym(nd.a);
+    if (c.kind == SymValue::Kind::boolean) {
+      if (c.boolean) eng.run_closure(body(), closure, {});
+      return sym_of(eng, n);
+    }
+    push_alt(new_group(nd.a), nd.a, 0, 2, "only when " + c.text);
+    under(inventory::conditional(ctx().cert, "only when " + c.text),
+          [&] { eng.run_closure(body(), closure, {}); });
+    alt_ctx_.pop_back();
+    return sym_of(eng, n);
+  }
+  // An iterator (`(0..n).map(|i| ..)`, `xs.iter().enumerate().map(..)`) repeats the body.
+  NodeId it = body().peel(nd.a, {Kind::Paren});
+  bool iterator = it != kNone && (node(it).kind == Kind::Range ||
+                                  (node(it).kind == Kind::MethodCall && node(it).text.empty() &&
+                                   inventory::is_iterator_method(node(it).str)));
+  if (iterator && (name == "map" || name == "flat_map" || name == "for_each")) {
+    repeat_closure(eng, nd.a, closure);
+    return sym_of(eng, n);
+  }
+  eng.run_closure(body(), closure, {});
+  return sym_of(eng, n);
+}
+
+// `A.or_else(|_| B)`: B loads only when A failed — two alternatives, never both.
+BuilderDomain::Value BuilderDomain::fallback(Eng& eng, NodeId n, NodeId closure) {
+  NodeId recv = node(n).a;
+  const std::string group = new_group(n);
+  push_alt(group, n, 0, 2, "primary " + inventory::brief(text(recv)));
+  eng.eval(recv);
+  alt_ctx_.pop_back();
+  const std::string label = "fallback when " + inventory::brief(text(recv)) + " fails";
+  push_alt(group, n, 1, 2, label);
+  under(inventory::conditional(ctx().cert, label), [&] { eng.run_closure(body(), closure, {}); });
+  alt_ctx_.pop_back();
+  return sym_of(eng, n);
+}
+
+BuilderDomain::Value BuilderDomain::then_some(Eng& eng, NodeId n) {
+  const rust::Node& nd = node(n);
+  NodeId arg = body().kid(n, 0);
+  eng.eval(nd.a);
+  SymValue c = eval_sym(nd.a);
+  if (c.kind == SymValue::Kind::boolean) {
+    if (c.boolean) eng.eval(arg);
+    return sym_of(eng, n);
+  }
+  push_alt(new_group(n), n, 0, 2, "only when " + c.text);
+  under(inventory::conditional(ctx().cert, "only when " + c.text), [&] { eng.eval(arg); });
+  alt_ctx_.pop_back();
+  return sym_of(eng, n);
+}
+
+// `layers.push(Block::new(..))`: the instances created by the arguments are held by (and named
+// after) the vector.
+BuilderDomain::Value BuilderDomain::push_call(Eng& eng, NodeId n) {
+  const rust::Node& nd = node(n);
+  eng.eval(nd.a);
+  const std::size_t before = ctx().created.size();
+  for (NodeId a : body().kids(n))
+    eng.eval(a);
+  const std::string name = text(nd.a);
+  if (Value* v = local(name))
+    for (std::size_t i = before; i < ctx().created.size(); ++i) {
+      v->modules.push_back(ctx().created[i]);
+      out.insts[ctx().created[i]].field = name;
+    }
+  return sym_of(eng, n);
+}
+
+BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
+                                                std::vector<Value> args) {
+  const rust::Node& nd = node(n);
+  if (recv.kind == Value::Kind::builder)
+    if (auto b = builder_method(n, recv)) return *b;
+  if (recv.kind == Value::Kind::layer_config && nd.str == "clone") return recv;
+  // A method of a crate-local value receiving a builder (`self.make(vb)` in a helper, a
+  // config's factory) is not followed.
+  if (any_builder(args))
+    diag(n, "method call `." + std::string(nd.str) +
+                "(..)` receives a VarBuilder; any parameters it registers are unknown");
+  return sym_of(eng, n);
+}
+
+void BuilderDomain::array_argument(std::vector<Value>, std::vector<Value>& args) {
+  // `f(&[a, b])` is one argument, as the catalog's parameter positions count it.
+  Value v;
+  v.kind = Value::Kind::sym;
+  v.sym = SymValue::symbolic("[..]", "an array argument");
+  args.push_back(std::move(v));
+}
+
+}  // namespace cg::analysis::builder

@@ -1,0 +1,238 @@
+#pragma once
+// The builder/prefix domain of the interpreter (src/analysis/interp/engine.hpp): the parameter
+// inventory run on the one engine instead of the syntax walker's own control flow
+// (inventory_walker.hpp). Values are the inventory's (inventory_types.hpp): builders with their
+// key segments and certainty, configs, candle-nn layer configs, closures, constructor references
+// and symbolic numbers (symbolic.cpp). The engine's optional hooks carry the walker's control
+// flow: `choose` decides branches, the branch hooks mark alternatives and unify what every arm
+// registers, `expand`/`iterated` expand loops with a concrete bound, `closure`/`run_closure` run
+// closures where they are called, `split` forks a `let` bound by an undecided `if` of literals.
+//
+// One class, its members in four files by concern:
+//   values.cpp    values of expressions, the evaluator's context, builder algebra, prefixes
+//   calls.cpp     calls: crate-local constructors (child instances) and helpers, closures,
+//                 method calls the domain takes over (raw gets, fallbacks, iterator maps, push)
+//   flow.cpp      branches, alternatives, loops, patterns, `let`, struct literals, limits
+//   leaves.cpp    leaf registration (catalog constructors, raw `get`s)
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/builder_types.hpp"
+#include "analysis/config_binding.hpp"
+#include "analysis/interp/engine.hpp"
+#include "analysis/inventory_keys.hpp"
+#include "analysis/inventory_types.hpp"
+#include "analysis/layer_catalog.hpp"
+#include "analysis/symbolic.hpp"
+
+namespace cg::analysis::builder {
+
+using inventory::Cert;
+using rust::NodeId;
+
+class BuilderDomain : public EvalContext {
+ public:
+  using Value = inventory::Value;
+  using Eng = interp::Engine<BuilderDomain>;
+  using Names = std::vector<std::pair<std::string, Value>>;
+
+  BuilderDomain(const rust::Crate& crate, const LayerCatalog& catalog, bool audited,
+                const ConfigBinding& binding, const BuilderTypes& builder_types, bool bind_config)
+      : crate_(crate),
+        catalog_(catalog),
+        audited_(audited),
+        binding_(binding),
+        builder_types_(builder_types),
+        bind_config_(bind_config) {}
+
+  inventory::Walked out;
+  void set_shallow() { shallow_ = true; }
+  void set_args(const std::map<std::string, SymValue>* args) { args_ = args; }
+  // Runs the root constructor `ctor` of type `type_item` as instance 0.
+  void run_root(std::size_t type_item, std::size_t ctor);
+
+  // ---- the interpreter's domain interface ----------------------------------------------------
+  Value join(const std::vector<Value>& vs);
+  Value loop_merge(const Value& before, const Value& after) const;
+  Value literal(Eng& eng, NodeId n) { return sym_of(eng, n); }
+  Value path(Eng& eng, NodeId n);
+  Value unbound(Eng& eng, NodeId n) { return path(eng, n); }
+  Value index(Eng& eng, NodeId n, Value, Value) { return sym_of(eng, n); }
+  Value cast(Eng& eng, NodeId n, Value) { return sym_of(eng, n); }
+  Value field(Eng& eng, NodeId n, Value base);
+  Value call(Eng& eng, NodeId n, std::vector<Value> args);
+  Value method_call(Eng& eng, NodeId n, Value recv, std::vector<Value> args);
+  Value binary(Eng& eng, NodeId n, Value, Value) { return sym_of(eng, n); }
+  Value unary(Eng& eng, NodeId n, Value) { return sym_of(eng, n); }
+  Value macro(Eng& eng, NodeId n);
+  Value aggregate(Eng& eng, NodeId n, std::vector<Value>) { return sym_of(eng, n); }
+  void array_argument(std::vector<Value>, std::vector<Value>& args);
+  void let_begin(Eng&, NodeId) { let_marks_.push_back(ctx().created.size()); }
+  Value let_value(Eng& eng, NodeId let, Value v);
+  Value parameter(std::size_t item, std::size_t i, Value arg);
+  void enter(Eng&, std::size_t, bool) {}
+  Value returned(std::size_t, Value joined) { return joined; }
+  void bound(Eng& eng, const interp::Bound& b);
+  // Optional members.
+  std::optional<std::size_t> choose(Eng& eng, NodeId n, const Value& cond);
+  void branch_begin(Eng& eng, NodeId n, std::size_t i, std::size_t count);
+  void branch_end(Eng& eng, NodeId n, std::size_t i);
+  void branches_joined(Eng& eng, NodeId n);
+  void loop_begin(Eng& eng, NodeId n, const Value& iter);
+  void loop_end(Eng&, NodeId);
+  std::optional<std::vector<Value>> expand(Eng& eng, NodeId n, const Value& iter);
+  bool iterated(Eng& eng, NodeId n, std::size_t i);
+  Value loop_variable(Eng&, NodeId, const Value&);
+  std::optional<Value> assign(Eng&, NodeId, Value) { return std::nullopt; }
+  std::optional<Value> closure(Eng& eng, NodeId n);
+  Value structure(Eng& eng, NodeId n);
+  void uncertain(Eng& eng, NodeId stmt, bool begin);
+  std::vector<Names> split(Eng& eng, NodeId let);
+  Names bindings(Eng& eng, NodeId owner, NodeId pat, const Value& v);
+  std::optional<Value> takes_over(Eng& eng, NodeId n);
+  void scrutinee(Eng& eng, NodeId n, bool begin);
+
+  // ---- EvalContext (symbolic.cpp asks for names, fields, config methods) ---------------------
+  std::optional<SymValue> lookup(std::string_view name) override;
+  std::optional<SymValue> field(const rust::Body& body, NodeId base,
+                                std::string_view name) override;
+  std::optional<SymValue> method(const rust::Body& body, NodeId recv, std::string_view name,
+                                 const std::vector<SymValue>& args) override;
+
+ private:
+  // Per inlined constructor or helper: the instance it builds into (a helper shares its
+  // caller's), the certainty, the repeat texts, the instances created directly, the call site.
+  struct Ctx {
+    std::size_t inst = 0;
+    std::string type_qualified;
+    Cert cert;
+    std::vector<std::string> repeat;
+    std::vector<std::size_t> created;
+    std::string call_site;
+  };
+  using Marks = std::pair<std::size_t, std::size_t>;  // [leaf, instance] counts
+  // An undecided branch (`if`, `match`, a split `let`) while its arms run.
+  struct Branch {
+    NodeId node = rust::kNone;
+    enum class Kind { if_, match, fallback, split } kind = Kind::if_;
+    std::string group, reason, scrut_text, cond_text;
+    Cert outer;
+    std::vector<Marks> marks;
+    std::size_t count = 0;
+    bool closing = false;
+  };
+  // A loop while it runs: what expanding it needs to undo.
+  struct Loop {
+    NodeId iter = rust::kNone;
+    std::string var, bound_text;
+    std::optional<std::int64_t> lo, hi;
+    std::size_t n_inst = 0, n_leaf = 0, n_diag = 0, n_created = 0;
+    bool was_stopped = false;
+  };
+
+  const rust::Crate& crate_;
+  const LayerCatalog& catalog_;
+  bool audited_;
+  const ConfigBinding& binding_;
+  const BuilderTypes& builder_types_;
+  bool bind_config_;
+  bool shallow_ = false;
+  const std::map<std::string, SymValue>* args_ = nullptr;
+  Eng* eng_ = nullptr;
+  std::vector<Ctx> ctxs_;
+  std::vector<std::size_t> items_;  // functions open, innermost last (recursion guard)
+  int depth_ = 0;                   // inlined calls and closures open
+  int forks_ = 0;
+  int const_depth_ = 0;
+  std::vector<std::size_t> const_items_;  // consts being evaluated (their names resolve there)
+  std::vector<std::size_t> let_marks_;
+  std::vector<Branch> branches_;
+  std::vector<Loop> loops_;
+  std::vector<Cert> saved_certs_;
+  std::vector<AlternativeMark> alt_ctx_;
+  std::size_t alt_groups_ = 0;
+  std::map<std::string, std::map<std::string, SymValue>> module_fields_;
+
+  // Node access.
+  Ctx& ctx() { return ctxs_.back(); }
+  const rust::Body& body() const { return eng_->body(); }
+  const rust::Node& node(NodeId n) const { return eng_->node(n); }
+  std::string text(NodeId n) const { return std::string(body().source(n)); }
+  bool is_ident(NodeId n) const { return n != rust::kNone && node(n).syntax == "identifier"; }
+  std::string where(NodeId n) const;
+  std::string site(NodeId n) { return ctx().call_site.empty() ? where(n) : ctx().call_site; }
+  void diag(NodeId n, std::string message) { out.diags.push_back({where(n), std::move(message)}); }
+  Marks marks() const { return {out.leaves.size(), out.insts.size()}; }
+  std::string new_group(NodeId n) { return where(n) + "#" + std::to_string(++alt_groups_); }
+  void push_alt(const std::string& group, NodeId at, int index, int count,
+                const std::string& label);
+  void under(const Cert& c, const std::function<void()>& fn);
+
+  // Values (values.cpp).
+  Value sym_of(Eng& eng, NodeId n);
+  SymValue eval_sym(NodeId n) { return evaluate(body(), n, *this); }
+  Value peek(NodeId n, int depth);
+  Value* local(const std::string& name);
+  Value param_value(const rust::Param& p, const std::string& module);
+  std::optional<SymValue> const_value(const std::string& path);
+  std::optional<SymValue> layer_field(const Value& b, std::string_view name);
+  std::optional<SymValue> module_field(const Value& b, std::string_view name);
+  std::optional<std::string> function_path(const std::string& path);
+  std::optional<Value> builder_method(NodeId n, const Value& recv);
+  std::optional<Value> struct_value(NodeId n);
+  std::vector<std::string> prefix_segments(NodeId arg);
+  std::string format_template(NodeId macro);
+  std::size_t resolution_item() const;
+
+  // Calls (calls.cpp).
+  Value call_path(Eng& eng, NodeId n, const std::string& path, const std::vector<Value>& args);
+  Value call_fn_ref(Eng& eng, NodeId n, const Value& fns, const std::vector<Value>& args);
+  Value call_closure(Eng& eng, NodeId n, const std::string& name, const Value& closure,
+                     const std::vector<Value>& args);
+  Value call_local(Eng& eng, NodeId n, std::size_t callee, const std::vector<Value>& args,
+                   const std::string& path);
+  Value plain_call_value(NodeId n, const std::vector<Value>& args);
+  std::optional<Value> closure_method(Eng& eng, NodeId n, NodeId closure);
+  Value fallback(Eng& eng, NodeId n, NodeId closure);
+  void repeat_closure(Eng& eng, NodeId recv, NodeId closure);
+  Value push_call(Eng& eng, NodeId n);
+  Value then_some(Eng& eng, NodeId n);
+
+  // Flow (flow.cpp).
+  Branch open_branch(NodeId n, Branch::Kind kind);
+  std::string label_of(const Branch& b, std::size_t i);
+  void unify(const Branch& b, bool instances);
+  Cert inner_of(std::size_t i, const Cert& outer) const;
+  std::string first_identifier(NodeId pat) const;
+  void shadow_pattern(NodeId pat, Names& out) const;
+  void shadow_path(std::string_view path, bool last, Names& out) const;
+  void shadow_expr(NodeId n, Names& out) const;
+  std::vector<NodeId> pattern_elems(NodeId pat) const;
+  void name_held_modules(NodeId value, const std::string& field);
+  std::optional<std::vector<std::vector<SymValue>>> fork_arms(NodeId value, std::size_t names);
+  Loop loop_of(NodeId iter, NodeId pat);
+  bool expandable(Loop& lp, NodeId pat);
+  bool undo_if_too_big(Eng& eng, Loop& lp);
+
+  // Leaves (leaves.cpp).
+  void register_layer(NodeId n, const ConstructorSpec& spec, const std::string& path,
+                      const std::vector<Value>& argv);
+  std::string layer_leaf_name(const std::string& name, const ConstructorSpec& spec,
+                              const std::vector<Value>& argv, const std::vector<NodeId>& args);
+  SymValue template_value(const std::string& templ, const ConstructorSpec& spec,
+                          const std::vector<Value>& argv, const std::vector<NodeId>& args);
+  SymValue term_value(const std::string& term, const ConstructorSpec& spec,
+                      const std::vector<Value>& argv, const std::vector<NodeId>& args);
+  bool scalar_param(const std::string& name);
+  bool is_float(NodeId arg);
+  void register_raw(NodeId n, const Value& b, const std::string& method);
+  void raw_shape(inventory::Leaf& leaf, NodeId arg);
+};
+
+}  // namespace cg::analysis::builder

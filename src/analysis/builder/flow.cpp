@@ -1,0 +1,362 @@
+// The builder/prefix domain's control-flow hooks: which branch a concrete condition or scrutinee
+// takes, undecided branches as alternatives (each leaf marked with the branches around it) whose
+// common leaves keep the outer certainty, the fork of a `let` bound by an undecided `if` of
+// literals, `#[cfg]`s not understood, `let`s naming the instances their value created, struct
+// literals naming their fields' instances, statement macros, and the engine's limits.
+#include <set>
+
+#include "analysis/builder/domain.hpp"
+
+namespace cg::analysis::builder {
+
+using rust::Kind;
+using rust::kNone;
+using Value = inventory::Value;
+
+void BuilderDomain::push_alt(const std::string& group, NodeId at, int index, int count,
+                             const std::string& label) {
+  alt_ctx_.push_back({group, where(at), inventory::one_line(label), index, count});
+}
+
+void BuilderDomain::under(const Cert& c, const std::function<void()>& fn) {
+  Cert saved = ctx().cert;
+  ctx().cert = c;
+  fn();
+  ctx().cert = saved;
+}
+
+std::optional<std::size_t> BuilderDomain::choose(Eng&, NodeId n, const Value& cond) {
+  const rust::Node& nd = node(n);
+  if (nd.kind == Kind::If) {
+    NodeId c = nd.a;
+    if (node(c).kind == Kind::LetCond) {
+      NodeId pat = node(c).a;
+      std::optional<std::size_t> taken;
+      if (cond.kind == Value::Kind::sym && cond.sym.kind == SymValue::Kind::none) taken = 1;
+      if (pat != kNone && node(pat).kind == Kind::PTupleStruct) {
+        auto elems = pattern_elems(pat);
+        if (text(pat).rfind("Some", 0) == 0 && elems.size() == 1 && is_ident(elems[0])) {
+          if (cond.kind == Value::Kind::builder) taken = 0;
+          if (cond.kind == Value::Kind::sym && cond.sym.concrete() &&
+              cond.sym.kind != SymValue::Kind::none)
+            taken = 0;
+        }
+      }
+      if (!taken) branches_.push_back(open_branch(n, Branch::Kind::if_));
+      return taken;
+    }
+    SymValue s = eval_sym(c);
+    if (s.kind == SymValue::Kind::boolean) return s.boolean ? 0 : 1;
+    branches_.push_back(open_branch(n, Branch::Kind::if_));
+    return std::nullopt;
+  }
+  // A concrete scrutinee picks the arm whose literal pattern equals it (or `_`).
+  SymValue s = eval_sym(nd.a);
+  const std::vector<NodeId> arms = body().kids(n);
+  if (s.concrete())
+    for (std::size_t i = 0; i < arms.size(); ++i)
+      if (node(arms[i]).text == "_" || node(arms[i]).text == s.display()) return i;
+  bool fallback = std::any_of(arms.begin(), arms.end(), [&](NodeId a) {
+    return node(a).text.find("Err(") != std::string_view::npos;
+  });
+  if (!fallback) {
+    branches_.push_back(open_branch(n, Branch::Kind::match));
+    branches_.back().count = arms.size();
+  }
+  return std::nullopt;
+}
+
+// A branch about to run its alternatives: its group, the certainty outside it, and the text of
+// its condition or scrutinee for the labels.
+BuilderDomain::Branch BuilderDomain::open_branch(NodeId n, Branch::Kind kind) {
+  Branch b;
+  b.node = n;
+  b.kind = kind;
+  b.outer = ctx().cert;
+  b.count = 2;
+  if (kind == Branch::Kind::if_ && node(n).kind == Kind::If) {
+    NodeId c = node(n).a;
+    if (node(c).kind == Kind::LetCond) {
+      b.reason = "if " + text(c);
+    } else {
+      SymValue s = eval_sym(c);
+      b.reason = "if " + (s.concrete() ? text(c) : s.text);
+    }
+    b.cond_text = b.reason.substr(3);
+  } else if (kind == Branch::Kind::match) {
+    SymValue s = eval_sym(node(n).a);
+    b.scrut_text = s.concrete() ? text(node(n).a) : s.text;
+  }
+  b.group = new_group(n);
+  return b;
+}
+
+// The label of alternative `i` of branch `b`.
+std::string BuilderDomain::label_of(const Branch& b, std::size_t i) {
+  switch (b.kind) {
+    case Branch::Kind::if_:
+    case Branch::Kind::split:
+      return i == 0 ? "if " + b.cond_text : "unless " + b.cond_text;
+    case Branch::Kind::match: {
+      std::vector<NodeId> arms = body().kids(b.node);
+      std::string pat = i < arms.size() ? std::string(node(arms[i]).text) : "_";
+      return "match " + b.scrut_text + " => " + pat;
+    }
+    case Branch::Kind::fallback:
+      return i == 0 ? "primary " + inventory::brief(text(node(b.node).a))
+                    : "fallback when " + inventory::brief(text(node(b.node).a)) + " fails";
+  }
+  return "";
+}
+
+void BuilderDomain::scrutinee(Eng&, NodeId n, bool begin) {
+  std::vector<NodeId> arms = body().kids(n);
+  bool fallback = std::any_of(arms.begin(), arms.end(), [&](NodeId a) {
+    return node(a).text.find("Err(") != std::string_view::npos;
+  });
+  if (!fallback) return;
+  if (begin) {
+    Branch b;
+    b.node = n;
+    b.kind = Branch::Kind::fallback;
+    b.outer = ctx().cert;
+    b.count = 2;
+    SymValue sv = eval_sym(node(n).a);
+    b.scrut_text = sv.concrete() ? text(node(n).a) : sv.text;
+    b.group = new_group(n);
+    push_alt(b.group, n, 0, 2, label_of(b, 0));
+    branches_.push_back(std::move(b));
+  } else {
+    alt_ctx_.pop_back();
+  }
+}
+
+void BuilderDomain::branch_begin(Eng&, NodeId, std::size_t i, std::size_t) {
+  Branch& b = branches_.back();
+  if (i == 0) b.marks.push_back(marks());
+  std::size_t index = i;
+  Cert cert;
+  if (b.kind == Branch::Kind::fallback) {
+    // The fallback arms load only when the primary failed: two alternatives, whatever the arms.
+    std::string pat(node(body().kids(b.node)[i]).text);
+    index = pat.find("Err(") != std::string::npos ? 1 : 0;
+    cert = inventory::conditional(b.outer, "match " + b.scrut_text + " => " + pat);
+  }
+  const std::string label = label_of(b, index);
+  if (b.kind != Branch::Kind::fallback) cert = inventory::conditional(b.outer, label);
+  push_alt(b.group, b.node, static_cast<int>(index), static_cast<int>(b.count), label);
+  saved_certs_.push_back(ctx().cert);
+  ctx().cert = cert;
+}
+
+void BuilderDomain::branch_end(Eng&, NodeId, std::size_t i) {
+  Branch& b = branches_.back();
+  ctx().cert = saved_certs_.back();
+  saved_certs_.pop_back();
+  alt_ctx_.pop_back();
+  b.marks.push_back(marks());
+  if (i + 1 == b.count) b.closing = true;
+}
+
+void BuilderDomain::branches_joined(Eng&, NodeId) {
+  Branch b = std::move(branches_.back());
+  branches_.pop_back();
+  if (b.kind == Branch::Kind::split) --forks_;
+  if (b.kind == Branch::Kind::fallback || b.marks.size() < 3) return;
+  if (b.kind == Branch::Kind::if_ && node(b.node).kind == Kind::If && node(b.node).c == kNone)
+    return;
+  unify(b, b.kind != Branch::Kind::match);
+}
+
+// Leaves every alternative registers are as certain as the branch (Rust matches are
+// exhaustive): they keep the outer certainty and are no alternative of its group.
+void BuilderDomain::unify(const Branch& b, bool instances) {
+  auto sig = [&](std::size_t i) { return out.leaves[i].root + "\n" + out.leaves[i].key; };
+  std::map<std::string, std::size_t> counts;
+  const std::size_t arms = b.marks.size() - 1;
+  for (std::size_t a = 0; a < arms; ++a) {
+    std::set<std::string> seen;
+    for (std::size_t i = b.marks[a].first; i < b.marks[a + 1].first; ++i)
+      seen.insert(sig(i));
+    for (const auto& x : seen)
+      ++counts[x];
+  }
+  for (std::size_t i = b.marks.front().first; i < b.marks.back().first; ++i)
+    if (counts[sig(i)] == arms) {
+      out.leaves[i].cert = inventory::join(b.outer, inner_of(i, b.outer));
+      std::erase_if(out.leaves[i].alts,
+                    [&](const AlternativeMark& m) { return m.group == b.group; });
+    }
+  if (!instances || arms != 2) return;
+  auto isig = [&](std::size_t i) {
+    const auto& in = out.insts[i];
+    return in.root + "\n" + in.prefix + "\n" + in.type_name;
+  };
+  std::set<std::string> ia, ib;
+  for (std::size_t i = b.marks[0].second; i < b.marks[1].second; ++i)
+    ia.insert(isig(i));
+  for (std::size_t i = b.marks[1].second; i < b.marks[2].second; ++i)
+    ib.insert(isig(i));
+  for (std::size_t i = b.marks[0].second; i < b.marks[2].second; ++i)
+    if (ia.count(isig(i)) && ib.count(isig(i))) out.insts[i].cert = b.outer;
+}
+
+// The certainty a leaf would have had outside the branch: catalog conditions stay.
+Cert BuilderDomain::inner_of(std::size_t i, const Cert& outer) const {
+  const auto& l = out.leaves[i];
+  if (l.cert.reason.rfind("if ", 0) == 0 || l.cert.reason.rfind("unless ", 0) == 0 ||
+      l.cert.reason.rfind("match ", 0) == 0)
+    return outer;
+  return l.cert;
+}
+
+void BuilderDomain::uncertain(Eng&, NodeId, bool begin) {
+  if (begin) {
+    saved_certs_.push_back(ctx().cert);
+    ctx().cert = inventory::conditional(ctx().cert, "a #[cfg] that is not understood");
+  } else {
+    ctx().cert = saved_certs_.back();
+    saved_certs_.pop_back();
+  }
+}
+
+// The literal values each arm of `if c { ("a", "b") } else { ("c", "d") }` gives the `names`
+// names of a pattern; nullopt unless every arm is such literals.
+std::optional<std::vector<std::vector<SymValue>>> BuilderDomain::fork_arms(NodeId value,
+                                                                           std::size_t names) {
+  std::vector<std::vector<SymValue>> arms;
+  for (NodeId block : {node(value).b, node(value).c}) {
+    if (block == kNone || node(block).kids_count != 1) return std::nullopt;
+    NodeId only = body().tail(block);
+    if (only == kNone) return std::nullopt;
+    std::vector<NodeId> parts;
+    if (names == 1)
+      parts.push_back(only);
+    else if (node(only).kind == Kind::Tuple)
+      parts = body().kids(only);
+    if (parts.size() != names) return std::nullopt;
+    std::vector<SymValue> vals;
+    for (NodeId part : parts) {
+      SymValue v = eval_sym(part);
+      if (!v.concrete()) return std::nullopt;
+      vals.push_back(v);
+    }
+    arms.push_back(std::move(vals));
+  }
+  return arms;
+}
+
+// `let (q, k) = if c { ("to_q", "to_k") } else { ("query", "key") };` with `c` unknown: the
+// rest of the block runs once per arm, each arm's literals bound, under its condition.
+std::vector<BuilderDomain::Names> BuilderDomain::split(Eng&, NodeId let) {
+  NodeId pat = node(let).a, value = node(let).b;
+  if (pat == kNone || value == kNone || node(value).kind != Kind::If || forks_ >= 4) return {};
+  NodeId cond = node(value).a, alt = node(value).c;
+  if (node(cond).kind == Kind::LetCond || alt == kNone) return {};
+  SymValue c = eval_sym(cond);
+  if (c.concrete()) return {};
+  if (node(alt).kind != Kind::Block || node(alt).syntax != "block") return {};
+  std::vector<NodeId> names;
+  if (is_ident(pat)) names.push_back(pat);
+  if (node(pat).kind == Kind::PTuple)
+    for (NodeId p : body().kids(pat))
+      if (is_ident(p)) names.push_back(p);
+  if (names.empty()) return {};
+  auto arms = fork_arms(value, names.size());
+  if (!arms) return {};
+  ++forks_;
+  Branch b;
+  b.node = value;
+  b.kind = Branch::Kind::split;
+  b.outer = ctx().cert;
+  b.cond_text = inventory::one_line(c.text);
+  b.group = new_group(value);
+  b.count = 2;
+  branches_.push_back(std::move(b));
+  std::vector<Names> out_alts;
+  for (const auto& arm : *arms) {
+    Names alt_names;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      Value v;
+      v.kind = Value::Kind::sym;
+      v.sym = arm[k];
+      alt_names.emplace_back(text(names[k]), std::move(v));
+    }
+    out_alts.push_back(std::move(alt_names));
+  }
+  return out_alts;
+}
+
+// The instances a `let`'s value created are held by (and named after) its name.
+BuilderDomain::Value BuilderDomain::let_value(Eng&, NodeId let, Value v) {
+  const std::size_t before = let_marks_.back();
+  let_marks_.pop_back();
+  NodeId pat = node(let).a;
+  std::string name;
+  if (pat != kNone &&
+      (is_ident(pat) || (node(pat).kind == Kind::PIdent && node(pat).syntax == "mut_pattern")))
+    name = std::string(node(pat).str);
+  if (name.empty()) return v;
+  for (std::size_t i = before; i < ctx().created.size(); ++i) {
+    v.modules.push_back(ctx().created[i]);
+    out.insts[ctx().created[i]].field = name;
+  }
+  return v;
+}
+
+BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
+  for (NodeId fi : body().kids(n)) {
+    const rust::Node& f = node(fi);
+    std::string fname(f.str);
+    if (f.flags & rust::kShorthand) {
+      if (f.a != kNone) name_held_modules(f.a, fname);
+      continue;
+    }
+    std::size_t before = ctx().created.size();
+    eng.eval(f.a);
+    for (std::size_t i = before; i < ctx().created.size(); ++i)
+      out.insts[ctx().created[i]].field = fname;
+    name_held_modules(f.a, fname);
+  }
+  eng.eval(node(n).a);  // `..base`
+  if (auto s = struct_value(n)) return *s;
+  return {};
+}
+
+// `Self { attn: a }` where `let a = Attention::new(..)`: the instance's field is `attn`.
+void BuilderDomain::name_held_modules(NodeId value, const std::string& field) {
+  value = body().peel(value, {Kind::Try, Kind::Ref, Kind::Paren});
+  if (value == kNone || !is_ident(value) || node(value).kind != Kind::Path) return;
+  if (Value* v = local(text(value)))
+    for (std::size_t m : v->modules)
+      out.insts[m].field = field;
+}
+
+BuilderDomain::Value BuilderDomain::macro(Eng& eng, NodeId n) {
+  const rust::Node& nd = node(n);
+  if (nd.kind == Kind::MacroStmt && (nd.flags & rust::kSemicolon)) {
+    std::string name = inventory::last_segment(std::string(nd.str));
+    if (!inventory::ignored_macro(name))
+      diag(n, "macro `" + name + "!` not expanded; any parameters it registers are invisible");
+    return {};
+  }
+  return sym_of(eng, n);
+}
+
+void BuilderDomain::bound(Eng& eng, const interp::Bound& b) {
+  NodeId at = b.node == kNone ? body().root : b.node;
+  if (b.what == interp::Bound::What::budget) {
+    out.truncated = true;
+    diag(at, "analysis truncated after " + std::to_string(inventory::kMaxSteps) +
+                 " steps (loops expanded by the bound config multiply the work)");
+  } else if (b.what == interp::Bound::What::nesting) {
+    diag(at, "expression nested deeper than " + std::to_string(inventory::kMaxNesting) +
+                 " levels; the rest of it is not analyzed");
+  } else {
+    diag(at,
+         "recursive constructor call `" + crate_.items()[b.item].name + "`; subtree not expanded");
+  }
+  (void)eng;
+}
+
+}  // namespace cg::analysis::builder

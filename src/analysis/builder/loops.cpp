@@ -1,0 +1,336 @@
+// The builder/prefix domain's loops and patterns: a `for` (or an iterator's closure) over a
+// concrete range is expanded, its loop variable bound to each index, when the whole expansion
+// fits the instance and leaf bounds (the first iteration is measured and undone when it would
+// not), else run once with a symbolic loop variable; instances created inside carry the repeat
+// text. Patterns bind as the inventory always read them: a plain name takes the value, every
+// other name a pattern introduces is shadowed (nothing known).
+#include "analysis/builder/domain.hpp"
+
+namespace cg::analysis::builder {
+
+using rust::Kind;
+using rust::kNone;
+using Value = inventory::Value;
+
+// The range `iter` runs over and the repeat text of a loop whose pattern is `pat`.
+BuilderDomain::Loop BuilderDomain::loop_of(NodeId iter, NodeId pat) {
+  Loop lp;
+  lp.iter = iter;
+  lp.var = first_identifier(pat);
+  NodeId range = body().peel(iter, {Kind::Paren});
+  lp.bound_text = iter == kNone ? "?" : text(iter);
+  if (range != kNone && node(range).kind == Kind::Range && node(range).a != kNone &&
+      node(range).b != kNone) {
+    bool inclusive = text(range).find("..=") != std::string::npos;
+    SymValue a = eval_sym(node(range).a), b = eval_sym(node(range).b);
+    if (a.kind == SymValue::Kind::integer && b.kind == SymValue::Kind::integer) {
+      lp.lo = a.integer;
+      lp.hi = b.integer + (inclusive ? 1 : 0);
+    }
+    lp.bound_text = (a.concrete() ? a.display() : a.text) + (inclusive ? "..=" : "..") +
+                    (b.concrete() ? b.display() : b.text);
+  }
+  return lp;
+}
+
+// Whether loop `lp` is expanded; when it is not although its count is concrete, its repeat text
+// says why (every reader then multiplies the family by its count).
+bool BuilderDomain::expandable(Loop& lp, NodeId pat) {
+  const bool simple = pat != kNone && is_ident(pat);
+  if (lp.lo && lp.hi && simple && *lp.hi - *lp.lo <= inventory::kMaxExpansion) return true;
+  if (lp.lo && lp.hi && *lp.hi > *lp.lo) {
+    std::string why = "pattern is not a plain variable";
+    if (*lp.hi - *lp.lo > inventory::kMaxExpansion) {
+      diag(lp.iter, "loop of " + std::to_string(*lp.hi - *lp.lo) +
+                        " iterations kept as a template (over " +
+                        std::to_string(inventory::kMaxExpansion) + ")");
+      why = "over the expansion bound";
+    }
+    ctx().repeat.back() = lp.var + " in " + lp.bound_text + " (not expanded: " + why + ")";
+  }
+  return false;
+}
+
+// After the first expanded iteration: when `hi - lo` iterations of its cost would not fit the
+// bounds (or it ran past the step bound), it is undone — instances, leaves, messages — and the
+// family is kept whole as a counted template. True when undone.
+bool BuilderDomain::undo_if_too_big(Eng& eng, Loop& lp) {
+  const auto count = static_cast<std::size_t>(*lp.hi - *lp.lo);
+  const std::size_t per_inst = out.insts.size() - lp.n_inst;
+  const std::size_t per_leaf = out.leaves.size() - lp.n_leaf;
+  auto fits = [count](std::size_t per, std::size_t used, std::size_t bound) {
+    return per == 0 || (used < bound && count <= (bound - used) / per);
+  };
+  const bool inst_ok = fits(per_inst, lp.n_inst, inventory::kMaxInstances);
+  const bool leaf_ok = fits(per_leaf, lp.n_leaf, inventory::kMaxLeaves);
+  const bool stopped = eng.stopped() && !lp.was_stopped;
+  if (!stopped && inst_ok && leaf_ok) return false;
+  out.insts.resize(lp.n_inst);
+  out.leaves.resize(lp.n_leaf);
+  out.diags.resize(lp.n_diag);
+  ctx().created.resize(lp.n_created);
+  const bool steps = stopped && inst_ok && leaf_ok;
+  if (steps) {
+    eng.resume();
+    out.truncated = false;
+  }
+  std::string why = steps      ? "its first iteration ran past the analysis step bound"
+                    : !inst_ok ? "expanding it would create " + std::to_string(per_inst) +
+                                     " module instances per iteration, over the bound of " +
+                                     std::to_string(inventory::kMaxInstances)
+                               : "expanding it would register " + std::to_string(per_leaf) +
+                                     " parameters per iteration, over the bound of " +
+                                     std::to_string(inventory::kMaxLeaves);
+  diag(lp.iter,
+       "loop of " + std::to_string(count) + " iterations kept as a template (" + why + ")");
+  ctx().repeat.back() = lp.var + " in " + lp.bound_text + " (not expanded: " +
+                        (steps      ? "over the step bound"
+                         : !inst_ok ? "over the instance bound"
+                                    : "over the leaf bound") +
+                        ")";
+  return true;
+}
+
+void BuilderDomain::loop_begin(Eng&, NodeId n, const Value&) {
+  const rust::Node& nd = node(n);
+  if (nd.kind == Kind::For) {
+    Loop lp = loop_of(nd.b, nd.a);
+    ctx().repeat.push_back(lp.var + " in " + lp.bound_text);
+    loops_.push_back(std::move(lp));
+    return;
+  }
+  ctx().repeat.push_back(nd.kind == Kind::Loop ? std::string("_ in loop")
+                                               : "_ in while " + text(nd.a));
+  loops_.emplace_back();
+}
+
+void BuilderDomain::loop_end(Eng&, NodeId) {
+  ctx().repeat.pop_back();
+  loops_.pop_back();
+}
+
+std::optional<std::vector<Value>> BuilderDomain::expand(Eng& eng, NodeId n, const Value&) {
+  Loop& lp = loops_.back();
+  if (!expandable(lp, node(n).a)) return std::nullopt;
+  lp.n_inst = out.insts.size();
+  lp.n_leaf = out.leaves.size();
+  lp.n_diag = out.diags.size();
+  lp.n_created = ctx().created.size();
+  lp.was_stopped = eng.stopped();
+  std::vector<Value> vals;
+  for (std::int64_t i = *lp.lo; i < *lp.hi; ++i) {
+    Value v;
+    v.kind = Value::Kind::sym;
+    v.sym = SymValue::of_int(i);
+    vals.push_back(std::move(v));
+  }
+  return vals;
+}
+
+bool BuilderDomain::iterated(Eng& eng, NodeId, std::size_t i) {
+  if (i != 0) return true;
+  return !undo_if_too_big(eng, loops_.back());
+}
+
+Value BuilderDomain::loop_variable(Eng&, NodeId, const Value&) {
+  Value v;
+  v.kind = Value::Kind::loop_var;
+  return v;
+}
+
+// `(0..n).map(|i| ..)`: the closure's body is the loop's.
+void BuilderDomain::repeat_closure(Eng& eng, NodeId recv, NodeId closure) {
+  std::vector<NodeId> ps = pattern_elems(closure);
+  NodeId pat = ps.empty() ? kNone : ps[0];
+  Loop lp = loop_of(recv, pat);
+  ctx().repeat.push_back(lp.var + " in " + lp.bound_text);
+  bool expanded = false;
+  if (expandable(lp, pat)) {
+    lp.n_inst = out.insts.size();
+    lp.n_leaf = out.leaves.size();
+    lp.n_diag = out.diags.size();
+    lp.n_created = ctx().created.size();
+    lp.was_stopped = eng.stopped();
+    const auto env = eng.frame().env;
+    expanded = true;
+    for (std::int64_t i = *lp.lo; i < *lp.hi && !eng.stopped(); ++i) {
+      Value v;
+      v.kind = Value::Kind::sym;
+      v.sym = SymValue::of_int(i);
+      eng.run_closure(body(), closure, {v});
+      if (i == *lp.lo && undo_if_too_big(eng, lp)) {
+        eng.frame().env = env;
+        expanded = false;
+        break;
+      }
+    }
+  }
+  if (!expanded) eng.run_closure(body(), closure, {loop_variable(eng, kNone, Value{})});
+  ctx().repeat.pop_back();
+}
+
+// Patterns ---------------------------------------------------------------------------------------
+
+// The names pattern `pat` of `owner` binds to `v`, as the walker bound them.
+BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, const Value& v) {
+  Names out_names;
+  if (pat == kNone) return out_names;
+  const rust::Node& o = node(owner);
+  switch (o.kind) {
+    case Kind::Let:
+      if (is_ident(pat) || (node(pat).kind == Kind::PIdent && node(pat).syntax == "mut_pattern"))
+        out_names.emplace_back(std::string(node(pat).str), o.b == kNone ? Value{} : v);
+      else
+        shadow_pattern(pat, out_names);
+      return out_names;
+    case Kind::LetCond: {
+      // `if let Some(h) = x`: h is x's value in the then-branch; other patterns bind nothing.
+      if (node(pat).kind != Kind::PTupleStruct || text(pat).rfind("Some", 0) != 0) return out_names;
+      auto elems = pattern_elems(pat);
+      if (elems.size() == 1 && is_ident(elems[0])) out_names.emplace_back(text(elems[0]), v);
+      return out_names;
+    }
+    case Kind::Arm:
+      shadow_pattern(pat, out_names);
+      shadow_expr(o.b, out_names);
+      return out_names;
+    case Kind::For:
+    case Kind::Closure:
+      if (node(pat).syntax == "_") return out_names;
+      if (v.kind == Value::Kind::none || v.kind == Value::Kind::loop_var)
+        shadow_pattern(pat, out_names);
+      if (v.kind != Value::Kind::none) out_names.emplace_back(first_identifier(pat), v);
+      return out_names;
+    default:
+      shadow_pattern(pat, out_names);
+      return out_names;
+  }
+}
+
+// Every name a pattern introduces (and, as the syntax walk did, the identifiers of the paths it
+// names) shadowed: bound to nothing, so stale bindings do not leak into its scope.
+void BuilderDomain::shadow_pattern(NodeId pat, Names& out_names) const {
+  if (pat == kNone) return;
+  const rust::Node& p = node(pat);
+  switch (p.kind) {
+    case Kind::PIdent:
+      if (p.syntax != "field_pattern") out_names.emplace_back(std::string(p.str), Value{});
+      shadow_pattern(p.a, out_names);
+      return;
+    case Kind::PPath:
+      if (p.syntax == "identifier")
+        out_names.emplace_back(std::string(p.str), Value{});
+      else
+        shadow_path(p.str, true, out_names);
+      return;
+    case Kind::PTupleStruct:
+      shadow_path(p.str, true, out_names);
+      break;
+    case Kind::PStruct:
+      shadow_path(p.str, false, out_names);
+      break;
+    case Kind::PField:
+    case Kind::PRef:
+      shadow_pattern(p.a, out_names);
+      return;
+    default:
+      break;
+  }
+  for (NodeId k : body().kids(pat))
+    shadow_pattern(k, out_names);
+}
+
+namespace {
+
+bool plain_identifier(const std::string& s) {
+  bool ident = !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
+  for (char c : s)
+    ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  return ident && s != "self" && s != "super" && s != "crate";
+}
+
+}  // namespace
+
+// The identifiers of a path written in a pattern (`a::B` binds `a` and `B`; a struct pattern's
+// type name is a type identifier and binds nothing: `last` = false).
+void BuilderDomain::shadow_path(std::string_view path, bool last, Names& out_names) const {
+  std::vector<std::string> segs;
+  std::size_t pos = 0;
+  while (true) {
+    auto next = path.find("::", pos);
+    segs.emplace_back(path.substr(pos, next == std::string_view::npos ? next : next - pos));
+    if (next == std::string_view::npos) break;
+    pos = next + 2;
+  }
+  if (!last) segs.pop_back();
+  for (const auto& s : segs)
+    if (plain_identifier(s)) out_names.emplace_back(s, Value{});
+}
+
+// A match guard's identifiers are shadowed in its arm, as the syntax walk did.
+void BuilderDomain::shadow_expr(NodeId n, Names& out_names) const {
+  if (n == kNone) return;
+  const rust::Node& e = node(n);
+  if (e.kind == Kind::Path) {
+    if (e.syntax == "identifier")
+      out_names.emplace_back(std::string(e.str), Value{});
+    else if (e.syntax == "scoped_identifier")
+      shadow_path(e.str, true, out_names);
+    return;
+  }
+  if (e.kind == Kind::LetCond) {
+    shadow_pattern(e.a, out_names);
+    shadow_expr(e.b, out_names);
+    return;
+  }
+  if (e.kind == Kind::Closure || e.kind == Kind::Macro) return;
+  for (NodeId c : {e.a, e.b, e.c})
+    shadow_expr(c, out_names);
+  for (NodeId k : body().kids(n))
+    shadow_expr(k, out_names);
+}
+
+// A pattern's elements, without the `_` tokens the syntax walk did not see.
+std::vector<NodeId> BuilderDomain::pattern_elems(NodeId pat) const {
+  std::vector<NodeId> elems;
+  for (NodeId k : body().kids(pat))
+    if (node(k).syntax != "_") elems.push_back(k);
+  return elems;
+}
+
+std::string BuilderDomain::first_identifier(NodeId pat) const {
+  if (pat == kNone) return "_";
+  const rust::Node& p = node(pat);
+  auto first_of_path = [](std::string_view path, bool last) -> std::string {
+    auto sep = path.find("::");
+    if (sep == std::string_view::npos && !last) return "_";
+    std::string s(path.substr(0, sep));
+    return plain_identifier(s) ? s : "_";
+  };
+  switch (p.kind) {
+    case Kind::PIdent:
+      return p.syntax == "field_pattern" ? "_" : std::string(p.str);
+    case Kind::PPath:
+      return p.syntax == "identifier" ? std::string(p.str) : first_of_path(p.str, true);
+    case Kind::PTupleStruct:
+    case Kind::PStruct:
+      if (std::string s = first_of_path(p.str, p.kind == Kind::PTupleStruct); s != "_") return s;
+      break;
+    case Kind::PField:
+    case Kind::PRef:
+      return first_identifier(p.a);
+    case Kind::PTuple:
+    case Kind::PSlice:
+    case Kind::POr:
+      break;
+    default:
+      return "_";
+  }
+  for (NodeId k : body().kids(pat)) {
+    std::string s = first_identifier(k);
+    if (s != "_") return s;
+  }
+  return "_";
+}
+
+}  // namespace cg::analysis::builder
