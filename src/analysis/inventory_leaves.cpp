@@ -46,6 +46,17 @@ void Walker::register_layer(NodeId n, const ConstructorSpec& spec, const std::st
   layer.source = site(n);
   layer.cert = base;
   layer.layer = true;
+  // A conv layer's config fields (candle-nn's defaults for `..Default::default()`), for the
+  // dataflow's output shapes and multiply-adds.
+  if (spec.layer_type.rfind("Conv", 0) == 0 &&
+      std::find(spec.params.begin(), spec.params.end(), "cfg") != spec.params.end()) {
+    bool transposed = spec.layer_type.rfind("ConvTranspose", 0) == 0;
+    for (const char* f : {"padding", "stride", "dilation", "groups", "output_padding"}) {
+      if (!transposed && std::string_view(f) == "output_padding") continue;
+      SymValue v = term_value("{cfg}." + std::string(f), spec, argv, args);
+      layer.attributes[f] = v.concrete() ? v.display() : v.text;
+    }
+  }
   insts.push_back(layer);
   std::size_t li = insts.size() - 1;
   frame().created.push_back(li);
