@@ -367,14 +367,15 @@ std::optional<NodeId> Lowering::vec_macro(TSNode n, int depth) {
                                         static_cast<std::uint32_t>(text_.size()));
   if (!tree) return std::nullopt;
   std::unique_ptr<TSTree, void (*)(TSTree*)> own_tree(tree, ts_tree_delete);
-  TSNode root = ts_tree_root_node(tree);
-  if (ts_node_has_error(root) || ts_node_named_child_count(root) != 1) return std::nullopt;
-  TSNode st = ts_node_named_child(root, 0);
-  if (type_of(st) != "expression_statement" || ts_node_named_child_count(st) != 1)
-    return std::nullopt;
-  TSNode arr = ts_node_named_child(st, 0);
-  if (type_of(arr) != "array_expression" || ts_node_start_byte(arr) != range.start_byte ||
-      ts_node_end_byte(arr) != range.end_byte)
+  // Parsed as a statement, `[a, b]` lacks its `;` (error recovery adds a MISSING node or an ERROR
+  // beside it): the array spanning exactly the tokens must be there, itself free of errors.
+  TSNode arr =
+      ts_node_descendant_for_byte_range(ts_tree_root_node(tree), range.start_byte, range.end_byte);
+  while (!ts_node_is_null(arr) && type_of(arr) != "array_expression" &&
+         ts_node_start_byte(arr) == range.start_byte && ts_node_end_byte(arr) == range.end_byte)
+    arr = ts_node_parent(arr);
+  if (ts_node_is_null(arr) || type_of(arr) != "array_expression" || ts_node_has_error(arr) ||
+      ts_node_start_byte(arr) != range.start_byte || ts_node_end_byte(arr) != range.end_byte)
     return std::nullopt;
   auto id = aggregate(arr, "array_expression", depth);
   if (!id) return std::nullopt;
