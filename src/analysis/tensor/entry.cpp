@@ -125,9 +125,9 @@ void TensorDomain::finish() {
   }
   for (auto& f : ir_.functions)
     std::sort(f.calls.begin(), f.calls.end());
-  // A call's figure of an operation is kept where it is not the operation's own, and always for
-  // an operation run by calls of several module paths (the summary then trusts no shared figure
-  // that a call does not state as its own).
+  // A call's figure of an operation is kept where it is not the operation's own, and for an
+  // operation run by calls of several module paths whenever there is a figure (the summary trusts
+  // no shared figure that a call does not state as its own).
   std::unordered_map<std::string, const ir::Operation*> ops;
   for (const auto& o : ir_.operations)
     ops[o.id] = &o;
@@ -140,8 +140,8 @@ void TensorDomain::finish() {
   for (auto& c : ir_.instance_calls)
     std::erase_if(c.operation_mult_adds, [&](const auto& kv) {
       auto it = ops.find(kv.first);
-      return !shared.count(kv.first) && it != ops.end() &&
-             it->second->mult_adds.value_or("") == kv.second;
+      bool same = it != ops.end() && it->second->mult_adds.value_or("") == kv.second;
+      return same && (!shared.count(kv.first) || kv.second.empty());
     });
 }
 
