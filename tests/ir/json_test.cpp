@@ -51,15 +51,14 @@ TEST(ModelJson, LayerAttributesAndPerCallFiguresRoundTrip) {
   c.operation_mult_adds = {{"op:b", "b*seq_len*seq_len*512"}, {"op:a", ""}};
   ir.instance_calls.push_back(c);
   const std::string text = write_model_ir(ir);
-  EXPECT_NE(
-      text.find("\"attributes\":{\"groups\":\"cfg.groups\",\"padding\":\"1\",\"stride\":\"2\"}"),
-      std::string::npos)
-      << text;
+  EXPECT_NE(text.find("\"attributes\": {"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"groups\": \"cfg.groups\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"operation_mult_adds\": {"), std::string::npos) << text;
   const ModelIr back = parse_model_ir(text, "model.json");
   EXPECT_EQ(back, ir);
   EXPECT_EQ(write_model_ir(back), text);
   EXPECT_NE(
-      error_of(replace_once(text, "\"stride\":\"2\"", "\"stride\":2")).find("/attributes/stride"),
+      error_of(replace_once(text, "\"stride\": \"2\"", "\"stride\": 2")).find("/attributes/stride"),
       std::string::npos);
 }
 
