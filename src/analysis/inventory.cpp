@@ -250,6 +250,7 @@ std::vector<std::string> add_modules(const inventory::Walked& w, ir::Component& 
     if (!in.repeat.empty()) m.repeat = in.repeat;
     m.source = in.source;
     m.confidence = confidence_of(in.cert);
+    m.attributes = in.attributes;
     comp.modules.push_back(m.id);
     ir.modules.push_back(std::move(m));
   }

@@ -218,4 +218,19 @@ SymValue template_arithmetic(const std::string& templ,
   return acc;
 }
 
+std::map<std::string, std::string> conv_attributes(
+    const ConstructorSpec& spec, const std::function<SymValue(const std::string&)>& term) {
+  std::map<std::string, std::string> out;
+  if (spec.layer_type.rfind("Conv", 0) != 0 ||
+      std::find(spec.params.begin(), spec.params.end(), "cfg") == spec.params.end())
+    return out;
+  const bool transposed = spec.layer_type.rfind("ConvTranspose", 0) == 0;
+  for (const char* f : {"padding", "stride", "dilation", "groups", "output_padding"}) {
+    if (!transposed && std::string_view(f) == "output_padding") continue;
+    SymValue v = term("{cfg}." + std::string(f));
+    out[f] = v.concrete() ? v.display() : v.text;
+  }
+  return out;
+}
+
 }  // namespace cg::analysis::inventory

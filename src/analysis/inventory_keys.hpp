@@ -5,6 +5,7 @@
 // (inventory_walker.hpp) applies these to the values it finds; the unit tests in
 // tests/analysis/inventory_keys_test.cpp pin them down without a crate.
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,5 +63,11 @@ std::optional<SymValue> layer_config_default(std::string_view field, std::string
 // integers and kept symbolic (`(a + b) * 4`) otherwise.
 SymValue template_arithmetic(const std::string& templ,
                              const std::function<SymValue(const std::string&)>& term);
+
+// A conv layer's config as ir::Module::attributes (padding, stride, dilation, groups, and
+// output_padding when transposed), each `{cfg}.<field>` evaluated by `term`: a number, or the
+// expression's text. Empty for a layer that is no conv or takes no config.
+std::map<std::string, std::string> conv_attributes(
+    const ConstructorSpec& spec, const std::function<SymValue(const std::string&)>& term);
 
 }  // namespace cg::analysis::inventory

@@ -46,6 +46,10 @@ void Walker::register_layer(NodeId n, const ConstructorSpec& spec, const std::st
   layer.source = site(n);
   layer.cert = base;
   layer.layer = true;
+  // A conv layer's config fields (candle-nn's defaults for `..Default::default()`), for the
+  // dataflow's output shapes and multiply-adds.
+  layer.attributes = conv_attributes(
+      spec, [&](const std::string& term) { return term_value(term, spec, argv, args); });
   insts.push_back(layer);
   std::size_t li = insts.size() - 1;
   frame().created.push_back(li);

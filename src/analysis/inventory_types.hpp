@@ -66,6 +66,7 @@ struct Inst {
   std::vector<std::string> cfg;
   Cert cert;
   bool layer = false;
+  std::map<std::string, std::string> attributes;  // a conv layer's config (ir::Module::attributes)
 };
 
 struct Leaf {

@@ -150,6 +150,11 @@ struct OpTraits {
   // The output is the ids' shape with the receiver's [vocab, hidden] weight's hidden appended
   // (Embedding::forward: a lookup, no multiply-adds).
   bool embedding_weight = false;
+  // A candle-nn conv layer's forward over `conv_spatial` spatial dimensions (1 or 2): the output
+  // shape and multiply-adds follow from the receiver's weight and its module's config attributes
+  // (Conv1d/Conv2d::forward; `conv_transposed` for ConvTranspose1d/2d).
+  int conv_spatial = 0;
+  bool conv_transposed = false;
   // The output's device is the argument's (`to_device(&Device::Cpu)`), not the receiver's.
   bool device_argument = false;
 };

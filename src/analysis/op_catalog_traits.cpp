@@ -31,6 +31,12 @@ const OpTraits& op_traits(std::string_view name) {
     bce.expansion = "candle-nn-0.11.0/src/loss.rs:64-74";
     m["Linear::forward"].linear_weight = true;
     m["Embedding::forward"].embedding_weight = true;
+    m["Conv1d::forward"].conv_spatial = 1;
+    m["Conv2d::forward"].conv_spatial = 2;
+    m["ConvTranspose1d::forward"].conv_spatial = 1;
+    m["ConvTranspose2d::forward"].conv_spatial = 2;
+    m["ConvTranspose1d::forward"].conv_transposed = true;
+    m["ConvTranspose2d::forward"].conv_transposed = true;
     m["to_device"].device_argument = true;
     return m;
   }();

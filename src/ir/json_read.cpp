@@ -286,6 +286,10 @@ Module module(const Reader& r, const Node& n) {
   m.repeat = r.os(n, "repeat");
   m.source = r.s(n, "source");
   m.confidence = r.en<Confidence>(n, "confidence");
+  // Layer attributes came later (issue #18): an IR written before has none.
+  if (r.has(n, "attributes"))
+    r.each_member(r.at(n, "attributes"),
+                  [&](const std::string& k, const Node& v) { m.attributes[k] = r.str(v); });
   return m;
 }
 
@@ -398,6 +402,10 @@ InstanceCall instance_call(const Reader& r, const Node& n) {
   c.output_dtype = r.s(n, "output_dtype");
   c.mult_adds = r.os(n, "mult_adds");
   c.operations = r.strings(n, "operations");
+  if (r.has(n, "operation_mult_adds"))
+    r.each_member(r.at(n, "operation_mult_adds"), [&](const std::string& k, const Node& v) {
+      c.operation_mult_adds[k] = r.str(v);
+    });
   return c;
 }
 

@@ -203,6 +203,12 @@ void write_record(W& w, const Module& m) {
   opt(w, "repeat", m.repeat);
   w.field("source", m.source);
   enum_field(w, "confidence", m.confidence);
+  if (!m.attributes.empty()) {  // written only when present: IRs without conv layers unchanged
+    w.key("attributes").begin_object();
+    for (const auto& [k, v] : m.attributes)
+      w.field(k, v);
+    w.end_object();
+  }
   w.end_object();
 }
 
@@ -287,6 +293,12 @@ void write_record(W& w, const InstanceCall& c) {
   w.field("output_dtype", c.output_dtype);
   opt(w, "mult_adds", c.mult_adds);
   strings(w, "operations", c.operations);
+  if (!c.operation_mult_adds.empty()) {
+    w.key("operation_mult_adds").begin_object();
+    for (const auto& [k, v] : c.operation_mult_adds)
+      w.field(k, v);
+    w.end_object();
+  }
   w.end_object();
 }
 

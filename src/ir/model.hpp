@@ -89,6 +89,11 @@ struct Module {
   std::optional<std::string> repeat;  // "i in 0..n"
   std::string source;
   Confidence confidence = Confidence::unknown;
+  // A candle-nn layer's constructor configuration, by field name, as the source gives it
+  // (`Conv2dConfig { stride: 2, .. }` with candle-nn's defaults for the rest: "stride" -> "2",
+  // "padding" -> "0"); a value the analysis does not evaluate is its expression text. Conv layers
+  // only (padding, stride, dilation, groups, output_padding); empty otherwise.
+  std::map<std::string, std::string> attributes;
   bool operator==(const Module&) const = default;
 };
 
@@ -228,6 +233,11 @@ struct InstanceCall {
   std::string output_dtype = "Unknown";
   std::optional<std::string> mult_adds;  // this call alone (a candle-nn layer), as Operation's
   std::vector<std::string> operations;   // operation ids, sorted
+  // An operation's multiply-adds in this call where they differ from the operation's own figure
+  // (that of its first analysed context): the attention's matmul reached from the model's forward
+  // reads `b*seq_len*seq_len*512` in the root's names, not `b*t*t*512`; "" when this call does not
+  // know them. Operation id -> figure; written only when not empty.
+  std::map<std::string, std::string> operation_mult_adds;
   bool operator==(const InstanceCall&) const = default;
 };
 

@@ -168,8 +168,13 @@ InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : dim
           names_of(key, input_names_);
     };
     note(c->mult_adds);
-    for (const auto& id : c->operations)
-      if (auto o = ops_.find(id); o != ops_.end()) note(o->second->mult_adds);
+    for (const auto& id : c->operations) {
+      if (auto f = c->operation_mult_adds.find(id); f != c->operation_mult_adds.end()) {
+        if (!f->second.empty()) note(f->second);
+      } else if (auto o = ops_.find(id); o != ops_.end()) {
+        note(o->second->mult_adds);
+      }
+    }
   }
 }
 
@@ -200,9 +205,17 @@ SymSum InstanceIndex::mult_adds(const ir::InstanceCall& c) const {
       auto it = ops_.find(id);
       if (it == ops_.end()) continue;
       const ir::Operation& o = *it->second;
-      // Another module's figure is no count of this one: unknown here, a lower bound.
-      if (o.mult_adds && !shared_ops_.count(id) && s.add(*o.mult_adds, 1, dims_)) continue;
-      if (o.mult_adds || may_multiply(o)) {
+      // This call's own figure (in the root forward's dimension names) where the dataflow
+      // recorded one; else the operation's, unless that is another module's (an operation run
+      // by several module paths in an IR without per-call figures): unknown here, a lower bound.
+      std::optional<std::string> figure = o.mult_adds;
+      bool own = false;
+      if (auto f = c.operation_mult_adds.find(id); f != c.operation_mult_adds.end()) {
+        figure = f->second.empty() ? std::nullopt : std::optional<std::string>(f->second);
+        own = true;
+      }
+      if (figure && (own || !shared_ops_.count(id)) && s.add(*figure, 1, dims_)) continue;
+      if (figure || o.mult_adds || may_multiply(o)) {
         s.missing.insert(o.qualified_name.value_or(o.name));
         ++s.missing_ops;
       }

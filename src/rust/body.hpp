@@ -59,9 +59,10 @@ enum class Kind : std::uint8_t {
   MethodCall,  // a = receiver; str = method name; text = turbofish (`::<f32>`) or ""; kids = args
   Macro,       // str = macro path as written (`format`, `candle::bail`); text = the token tree's
                // inner text (between the delimiters); kids = the comma-separated arguments that
-               // parse as expressions (format!/vec!/println!/assert!/write! …; empty otherwise).
+               // parse as expressions (format!/println!/assert!/write! …; empty otherwise).
                // Today kids are always empty: no interpreter reads macro arguments as
-               // expressions yet (parse_format_args reads `text`)
+               // expressions yet (parse_format_args reads `text`). `vec![..]` is no Macro: it
+               // lowers to the Array / ArrayRepeat it spells
   Binary,      // str = operator (`+`, `&&`, `==` …); a = left, b = right
   Unary,       // str = `-`, `!` or `*`; a = operand
   Ref,         // `&e` / `&mut e`: a = operand; flags & kMut
@@ -88,8 +89,9 @@ enum class Kind : std::uint8_t {
   CompoundAssign,  // str = operator (`+=` …); a = left, b = right
   Index,           // a = base, b = index
   Tuple,           // kids = elements
-  Array,           // kids = elements
-  ArrayRepeat,     // `[e; n]`: a = element, b = count
+  Array,           // kids = elements. Also `vec![a, b]` (syntax "macro_invocation", str = the
+                   // macro path `vec`, span = the whole invocation): lowered as the array it spells
+  ArrayRepeat,     // `[e; n]`: a = element, b = count; `vec![e; n]` too (as Array)
   Range,           // a = start (kNone), b = end (kNone); str = `..` or `..=`
   Struct,          // str = the type path as written; kids = FieldInit; a = `..base` (kNone)
   FieldInit,       // str = field name; a = value; flags & kShorthand for `Foo { x }` (a = the

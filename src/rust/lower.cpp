@@ -18,6 +18,7 @@
 
 #include "rust/body.hpp"
 #include "rust/crate.hpp"
+#include "rust/grammar.hpp"
 #include "rust/literal.hpp"
 #include "util/deep_stack.hpp"
 
@@ -317,6 +318,7 @@ class Lowering {
   NodeId closure(TSNode n, int depth);
   NodeId structure(TSNode n, int depth);
   NodeId macro(TSNode n, Kind k);
+  std::optional<NodeId> vec_macro(TSNode n, int depth);
   NodeId statement(TSNode n, bool last, Tri cfg, bool& is_tail, int depth);
   std::optional<NodeId> branch_or_loop(TSNode n, std::string_view k, int depth);
   std::optional<NodeId> aggregate(TSNode n, std::string_view k, int depth);
@@ -339,6 +341,46 @@ NodeId Lowering::macro(TSNode n, Kind k) {
   node.str = text(field_of(n, "macro"));
   if (!ts_node_is_null(tt) && ts_node_end_byte(tt) >= ts_node_start_byte(tt) + 2)
     node.text = slice(ts_node_start_byte(tt) + 1, ts_node_end_byte(tt) - 1);
+  return id;
+}
+
+// `vec![a, b, c]` / `vec![x; n]` is the array it spells: tree-sitter leaves a macro's arguments
+// as tokens, so the bracketed token tree is parsed again on its own (the same file text, only
+// that byte range included, so every span stays the file's) and lowered as an Array /
+// ArrayRepeat spanning the whole invocation, `str` = the macro path. Interpreters then see the
+// elements (candle-transformers' Vgg builds its blocks in one). Anything else — `(..)`/`{..}`
+// delimiters, tokens that are not one array expression — stays a Macro.
+std::optional<NodeId> Lowering::vec_macro(TSNode n, int depth) {
+  std::string_view name = text(field_of(n, "macro"));
+  if (name != "vec" && name != "std::vec" && name != "alloc::vec") return std::nullopt;
+  TSNode tt{};
+  for (const Child& c : children(n))
+    if (type_of(c.node) == "token_tree") tt = c.node;
+  if (ts_node_is_null(tt) || !text(tt).starts_with('[') || too_deep(depth)) return std::nullopt;
+  TSParser* parser = ts_parser_new();
+  std::unique_ptr<TSParser, void (*)(TSParser*)> own_parser(parser, ts_parser_delete);
+  if (!ts_parser_set_language(parser, rust_language())) return std::nullopt;
+  TSRange range{ts_node_start_point(tt), ts_node_end_point(tt), ts_node_start_byte(tt),
+                ts_node_end_byte(tt)};
+  if (!ts_parser_set_included_ranges(parser, &range, 1)) return std::nullopt;
+  TSTree* tree = ts_parser_parse_string(parser, nullptr, text_.data(),
+                                        static_cast<std::uint32_t>(text_.size()));
+  if (!tree) return std::nullopt;
+  std::unique_ptr<TSTree, void (*)(TSTree*)> own_tree(tree, ts_tree_delete);
+  // Parsed as a statement, `[a, b]` lacks its `;` (error recovery adds a MISSING node or an ERROR
+  // beside it): the array spanning exactly the tokens must be there, itself free of errors.
+  TSNode arr =
+      ts_node_descendant_for_byte_range(ts_tree_root_node(tree), range.start_byte, range.end_byte);
+  while (!ts_node_is_null(arr) && type_of(arr) != "array_expression" &&
+         ts_node_start_byte(arr) == range.start_byte && ts_node_end_byte(arr) == range.end_byte)
+    arr = ts_node_parent(arr);
+  if (ts_node_is_null(arr) || type_of(arr) != "array_expression" || ts_node_has_error(arr) ||
+      ts_node_start_byte(arr) != range.start_byte || ts_node_end_byte(arr) != range.end_byte)
+    return std::nullopt;
+  auto id = aggregate(arr, "array_expression", depth);
+  if (!id) return std::nullopt;
+  respan(*id, n);
+  at(*id).str = name;
   return id;
 }
 
@@ -767,7 +809,10 @@ NodeId Lowering::expr(TSNode n, int depth) {
     at(id).str = text(field_of(n, "field"));
     return id;
   }
-  if (k == "macro_invocation") return macro(n, Kind::Macro);
+  if (k == "macro_invocation") {
+    if (auto v = vec_macro(n, depth)) return *v;
+    return macro(n, Kind::Macro);
+  }
   if (k == "binary_expression" || k == "assignment_expression" || k == "compound_assignment_expr") {
     Kind kind = k == "binary_expression"       ? Kind::Binary
                 : k == "assignment_expression" ? Kind::Assign

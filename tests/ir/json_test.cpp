@@ -35,6 +35,33 @@ TEST(ModelJson, FullModelRoundTripsByteExactly) {
   EXPECT_EQ(write_model_ir(ir), text);  // deterministic
 }
 
+// A conv layer's config (`Module.attributes`) and an instance call's own figures of its operations
+// (`operation_mult_adds`) round-trip; an IR without them writes neither key (older IRs and
+// models without conv layers are unchanged).
+TEST(ModelJson, LayerAttributesAndPerCallFiguresRoundTrip) {
+  ModelIr ir = testing::sample_model();
+  EXPECT_EQ(write_model_ir(ir).find("\"attributes\""), std::string::npos);
+  EXPECT_EQ(write_model_ir(ir).find("\"operation_mult_adds\""), std::string::npos);
+  ir.modules.back().attributes = {{"padding", "1"}, {"stride", "2"}, {"groups", "cfg.groups"}};
+  InstanceCall c;
+  c.id = "instance-call:f::forward:0";
+  c.entrypoint = "f";
+  c.method = "forward";
+  c.operations = {"op:a", "op:b"};
+  c.operation_mult_adds = {{"op:b", "b*seq_len*seq_len*512"}, {"op:a", ""}};
+  ir.instance_calls.push_back(c);
+  const std::string text = write_model_ir(ir);
+  EXPECT_NE(text.find("\"attributes\": {"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"groups\": \"cfg.groups\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"operation_mult_adds\": {"), std::string::npos) << text;
+  const ModelIr back = parse_model_ir(text, "model.json");
+  EXPECT_EQ(back, ir);
+  EXPECT_EQ(write_model_ir(back), text);
+  EXPECT_NE(
+      error_of(replace_once(text, "\"stride\": \"2\"", "\"stride\": 2")).find("/attributes/stride"),
+      std::string::npos);
+}
+
 TEST(ModelJson, EnumsAreSnakeCaseAndTaggedFactsExternallyTagged) {
   const std::string text = write_model_ir(testing::sample_model());
   for (std::string_view s :

@@ -1,7 +1,8 @@
 // A component whose constructor takes a VarBuilder but registers no parameter the inventory can
 // follow is reported, and the summary calls its total a lower bound instead of printing 0 as a
-// fact. Fixture: tests/fixtures/crates/macro_built (layers built inside `vec![..]`, VGG's idiom;
-// if the inventory learns to follow `vec!`, move the fixture to another idiom it cannot follow).
+// fact. Fixture: tests/fixtures/crates/macro_built (`MacroRules` builds its layer in a crate-local
+// `macro_rules!` macro, which the inventory does not expand; `Stacked` builds its layers inside
+// `vec![..]`, VGG's idiom, which it follows since `vec!` lowers to the array it spells).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -30,14 +31,25 @@ std::size_t empty_warnings(const ir::ModelIr& ir) {
 }
 
 TEST(EmptyComponent, LayersTheInventoryCannotFollowAreALowerBound) {
-  auto a = run("Stacked");
+  auto a = run("MacroRules");
   ASSERT_EQ(a.ir.components.size(), 1u);
   EXPECT_TRUE(a.ir.parameters.empty());
   EXPECT_EQ(empty_warnings(a.ir), 1u);
   std::string text = query::render_model_summary(a, "");
-  EXPECT_NE(text.find("`Stacked` registers no parameter the inventory can follow"),
+  EXPECT_NE(text.find("`MacroRules` registers no parameter the inventory can follow"),
             std::string::npos)
       << text;
+}
+
+// Layers built inside `vec![..]` are followed: features.0 (16->32) and classifier (32->10),
+// 512 + 32 + 320 + 10 = 874 parameters, and no lower-bound warning.
+TEST(EmptyComponent, LayersBuiltInsideVecMacroAreCounted) {
+  auto a = run("Stacked");
+  EXPECT_EQ(a.ir.parameters.size(), 4u);
+  EXPECT_EQ(empty_warnings(a.ir), 0u);
+  std::string text = query::render_model_summary(a, "");
+  EXPECT_NE(text.find("Total params: 874"), std::string::npos) << text;
+  EXPECT_NE(text.find("features.0 (Linear)"), std::string::npos) << text;
 }
 
 TEST(EmptyComponent, ComponentWithParametersSaysNothing) {

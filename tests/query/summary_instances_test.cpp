@@ -2,6 +2,7 @@
 // figures in `query module` (issue #18), on models whose numbers are computed here by hand.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "pipeline/pipeline.hpp"
@@ -14,6 +15,7 @@ namespace {
 const std::string kLlama = std::string(CG_SOURCE_DIR) + "/examples/tiny-llama";
 const std::string kShared = std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates/shared_proj";
 const std::string kWrapper = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/wrapper_layers";
+const std::string kConv = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/conv_net";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
   cg::pipeline::Options o;
@@ -93,6 +95,85 @@ TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
   EXPECT_EQ(mlp->mult_adds, "1,082,130,432");  // 2048 × 528,384
   // 2048 × 2,899,968 for the projections and MLPs.
   EXPECT_NE(m.totals.mult_adds.find("5,939,134,464"), std::string::npos) << m.totals.mult_adds;
+}
+
+// The Output Shape and Mult-Adds columns of every module row, one line each: what `summary`
+// shows, without the parameter columns.
+std::string shape_columns(const cg::query::SummaryModel& m) {
+  std::string out;
+  for (const auto& r : m.rows) {
+    if (r.type.empty()) continue;  // a parameter leaf
+    out += r.name + " (" + r.type + ") " + (r.output_shape.empty() ? "-" : r.output_shape) + " " +
+           (r.mult_adds.empty() ? "-" : r.mult_adds) + "\n";
+  }
+  return out;
+}
+
+// conv_net (tests/fixtures/dataflow/conv_net, 3 input channels, 10 classes) on a [b_sz, 3, 32, 32]
+// image, by hand:
+//   stem      3->16, k3, padding 1          [b_sz, 16, 32, 32]  16·32·32 × 3·3·3   =   442,368
+//   down     16->32, k3, padding 1, stride 2 [b_sz, 32, 16, 16]  32·16·16 × 16·3·3  = 1,179,648
+//   depthwise 32->32, k3, padding 1, groups 32 (weight [32, 1, 3, 3])
+//                                            [b_sz, 32, 16, 16]  32·16·16 × 1·3·3   =    73,728
+//   mix (Conv1d) 32->8, k5 on [b_sz, 32, 256]  [b_sz, 8, 252]    8·252 × 32·5       =   322,560
+//   head (Linear) 2016->10                   [b_sz, 10]          2016 × 10          =    20,160
+// total b_sz × 2,038,464 (torchinfo's count: the weights' multiply-adds, biases not counted).
+TEST(SummaryInstances, ConvNetOutputShapesAndMultAddsGolden) {
+  auto a = analyze(kConv, kConv + "/config.json");
+  std::map<std::string, std::map<std::string, std::string>> attrs;
+  for (const auto& mod : a.ir.modules)
+    if (!mod.attributes.empty()) attrs[mod.prefix] = mod.attributes;
+  using A = std::map<std::string, std::string>;
+  EXPECT_EQ(attrs["down"],
+            (A{{"dilation", "1"}, {"groups", "1"}, {"padding", "1"}, {"stride", "2"}}));
+  EXPECT_EQ(attrs["depthwise"],
+            (A{{"dilation", "1"}, {"groups", "32"}, {"padding", "1"}, {"stride", "1"}}));
+  EXPECT_EQ(attrs["mix"],
+            (A{{"dilation", "1"}, {"groups", "1"}, {"padding", "0"}, {"stride", "1"}}));
+  EXPECT_EQ(attrs.count("head"), 0u);  // only conv layers carry attributes
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(shape_columns(m),
+            "ConvNet (ConvNet) [b_sz, 10] b_sz*2,038,464\n"
+            "stem (Conv2d) [b_sz, 16, 32, 32] b_sz*442,368\n"
+            "down (Conv2d) [b_sz, 32, 16, 16] b_sz*1,179,648\n"
+            "depthwise (Conv2d) [b_sz, 32, 16, 16] b_sz*73,728\n"
+            "mix (Conv1d) [b_sz, 8, 252] b_sz*322,560\n"
+            "head (Linear) [b_sz, 10] b_sz*20,160\n");
+  EXPECT_EQ(m.totals.mult_adds, "b_sz*2,038,464");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  auto bound = cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b_sz=8"));
+  EXPECT_EQ(bound.totals.mult_adds, "16,307,712");  // 8 × 2,038,464
+}
+
+// tiny-llama's Output Shape and Mult-Adds columns, the whole forward (config bound).
+TEST(SummaryInstances, TinyLlamaOutputShapesGolden) {
+  auto a = analyze(kLlama, kLlama + "/config.json");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  // Every layer alike: the projections and MLP by hand (see the test above), the two attention
+  // matmuls b·8 heads·seq_len·32·t each (t: the key length after the KV cache joins, which the
+  // source names only in the attention's own `dims3()`), the norms without a rule (no figure).
+  std::string layer =
+      "[b, seq_len, 256] ≥ b*seq_len*724,992 + b*seq_len*t*512\n"
+      "input_layernorm (RmsNorm) [b, seq_len, 256] -\n"
+      "self_attn (Attention) [b, seq_len, 256] ≥ b*seq_len*196,608 + b*seq_len*t*512\n"
+      "q_proj (Linear) [b, seq_len, 256] b*seq_len*65,536\n"
+      "k_proj (Linear) [b, seq_len, 128] b*seq_len*32,768\n"
+      "v_proj (Linear) [b, seq_len, 128] b*seq_len*32,768\n"
+      "o_proj (Linear) [b, seq_len, 256] b*seq_len*65,536\n"
+      "post_attention_layernorm (RmsNorm) [b, seq_len, 256] -\n"
+      "mlp (Mlp) [b, seq_len, 256] b*seq_len*528,384\n"
+      "gate_proj (Linear) [b, seq_len, 688] b*seq_len*176,128\n"
+      "up_proj (Linear) [b, seq_len, 688] b*seq_len*176,128\n"
+      "down_proj (Linear) [b, seq_len, 256] b*seq_len*176,128\n";
+  // The root's output is the tied lm_head's (a Linear made from the embedding tensor, no module):
+  // not known, and its matmul is no count.
+  std::string want =
+      "TinyLlama (TinyLlama) - ≥ b*seq_len*2,899,968 + b*seq_len*t*2,048\n"
+      "model.embed_tokens (Embedding) [b, seq_len, 256] -\n";
+  for (int i = 0; i < 4; ++i)
+    want += "model.layers." + std::to_string(i) + " (Block) " + layer;
+  want += "model.norm (RmsNorm) [b, seq_len, 256] -\n";
+  EXPECT_EQ(shape_columns(m), want);
 }
 
 // A name the forward pass is not written in, a negative size, a non-number: refused with the

@@ -53,6 +53,10 @@ void BuilderDomain::register_layer(NodeId n, const ConstructorSpec& spec, const 
   layer.source = site(n);
   layer.cert = base;
   layer.layer = true;
+  // A conv layer's config fields (candle-nn's defaults for `..Default::default()`), for the
+  // dataflow's output shapes and multiply-adds.
+  layer.attributes = inventory::conv_attributes(
+      spec, [&](const std::string& term) { return term_value(term, spec, argv, args); });
   out.insts.push_back(layer);
   std::size_t li = out.insts.size() - 1;
   ctx().created.push_back(li);

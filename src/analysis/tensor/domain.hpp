@@ -96,7 +96,10 @@ class TensorDomain {
   ir::DeviceFact device_of(Eng& eng, NodeId node, const std::string& name,
                            const std::vector<const Val*>& ins);
   const ir::TensorShape* shape_of_tensor(const Val* v);
-  std::optional<std::vector<std::uint64_t>> linear_weight(const Val* recv) const;
+  std::optional<std::vector<std::uint64_t>> linear_weight(const Val* recv,
+                                                          std::size_t rank = 2) const;
+  std::optional<std::string> conv_mult_adds(const OpTraits& tr, const std::vector<const Val*>& ins,
+                                            const Val* recv, ir::TensorShape& out_shape);
   std::optional<double> static_num(Eng& eng, NodeId n, int depth);
   std::optional<std::string> dim_product(Eng& eng, NodeId n, int depth);
   std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f);
@@ -110,7 +113,8 @@ class TensorDomain {
                             std::optional<std::string> function);
   void close_instance(std::size_t ic, const Val& out, const ir::TensorShape* shape,
                       const std::string& call_site);
-  void note_op(const std::string& op_id);  // in the innermost open instance call
+  // In the innermost open instance call, with this call's multiply-adds of it.
+  void note_op(const std::string& op_id);
   void wrapped_layer(const OpRule& rule, const std::vector<Val>& args, const Val& recv);
   Val layer_call(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
                  const std::vector<Val>& operands, const Val* recv);
@@ -144,10 +148,12 @@ class TensorDomain {
   std::map<std::string, std::vector<std::size_t>> params_by_module_;
   std::unordered_map<std::string, std::size_t> op_by_node_;  // "file:byte:name" -> operation
   std::unordered_map<std::string, const ir::Module*> module_by_id_;
-  std::vector<std::size_t> open_instances_;  // indexes into ir.instance_calls, innermost last
-  ir::OccurrenceCounter inst_occ_;           // per run: path + method
-  std::size_t last_op_ = 0;                  // the operation make_op last recorded
-  ir::TensorShape context_shape_;            // its output's shape where record_op last ran
+  std::vector<std::size_t> open_instances_;       // indexes into ir.instance_calls, innermost last
+  ir::OccurrenceCounter inst_occ_;                // per run: path + method
+  std::size_t last_op_ = 0;                       // the operation make_op last recorded
+  ir::TensorShape context_shape_;                 // its output's shape where record_op last ran
+  bool refound_ = false;                          // record_op last re-found an operation
+  std::optional<std::string> context_mult_adds_;  // its multiply-adds where record_op last ran
   ir::OccurrenceCounter occ_;
   std::unordered_map<std::size_t, std::unordered_set<std::string>> uses_seen_;  // per parameter
   std::vector<int> op_phases_;             // per operation: 1 train, 2 infer, 3 both

@@ -125,6 +125,24 @@ void TensorDomain::finish() {
   }
   for (auto& f : ir_.functions)
     std::sort(f.calls.begin(), f.calls.end());
+  // A call's figure of an operation is kept where it is not the operation's own, and for an
+  // operation run by calls of several module paths whenever there is a figure (the summary trusts
+  // no shared figure that a call does not state as its own).
+  std::unordered_map<std::string, const ir::Operation*> ops;
+  for (const auto& o : ir_.operations)
+    ops[o.id] = &o;
+  std::unordered_map<std::string, std::string> path_of;
+  std::unordered_set<std::string> shared;
+  for (const auto& c : ir_.instance_calls)
+    for (const auto& id : c.operations)
+      if (auto [it, fresh] = path_of.emplace(id, c.path); !fresh && it->second != c.path)
+        shared.insert(id);
+  for (auto& c : ir_.instance_calls)
+    std::erase_if(c.operation_mult_adds, [&](const auto& kv) {
+      auto it = ops.find(kv.first);
+      bool same = it != ops.end() && it->second->mult_adds.value_or("") == kv.second;
+      return same && (!shared.count(kv.first) || kv.second.empty());
+    });
 }
 
 }  // namespace cg::analysis::tensor

@@ -241,6 +241,28 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
     for (const ir::Module* c : it->second)
       if (c->field && *c->field == f) out.modules.insert(c->id);
   }
+  // A module built into a local and pushed (`let layer = DecoderLayer::new(..)?;
+  // layers.push(layer)`, qwen2) is named by that local in the inventory (`field: "layer"`): the
+  // one field of the owner whose type is the module's denotes the children of that type that no
+  // field of the owner names.
+  if (out.modules.empty() && out.type_item >= 0 && base.type_item >= 0) {
+    const auto& owner = crate_.items()[static_cast<std::size_t>(base.type_item)];
+    const std::string& tname = crate_.items()[static_cast<std::size_t>(out.type_item)].name;
+    std::set<std::string> names;
+    std::size_t typed_fields = 0;
+    for (const auto& fl : owner.fields) {
+      names.insert(fl.name);
+      if (last_path_segment(fl.base_type) == tname) ++typed_fields;
+    }
+    if (typed_fields == 1)
+      for (const auto& m : base.modules) {
+        auto it = children_.find(m);
+        if (it == children_.end()) continue;
+        for (const ir::Module* c : it->second)
+          if (c->type_name == tname && (!c->field || !names.count(*c->field)))
+            out.modules.insert(c->id);
+      }
+  }
   // A wrapper layer (`struct Linear { inner: candle_nn::Linear, span: Span }` whose forward is
   // `self.inner.forward(xs)`): the inventory folds the inner layer into the wrapper's module, which
   // then has no child modules of its own. The inner layer field denotes that same module, so its

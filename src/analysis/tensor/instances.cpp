@@ -158,8 +158,12 @@ void TensorDomain::close_instance(std::size_t ic, const Val& out, const ir::Tens
 
 void TensorDomain::note_op(const std::string& op_id) {
   if (open_instances_.empty()) return;
-  auto& ops = ir_.instance_calls[open_instances_.back()].operations;
-  if (std::find(ops.begin(), ops.end(), op_id) == ops.end()) ops.push_back(op_id);
+  ir::InstanceCall& ic = ir_.instance_calls[open_instances_.back()];
+  auto& ops = ic.operations;
+  if (std::find(ops.begin(), ops.end(), op_id) != ops.end()) return;
+  ops.push_back(op_id);
+  // Every call's own figure for now; finish() keeps those that differ from the operation's.
+  ic.operation_mult_adds[op_id] = context_mult_adds_.value_or("");
 }
 
 // A candle-nn layer held by a module instance (`self.q_proj.forward(xs)`): one operation, in an

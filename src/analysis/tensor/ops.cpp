@@ -16,6 +16,7 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
   std::string key = std::to_string(crate_.items()[eng.item()].file) + ":" +
                     std::to_string(nd.start) + "-" + std::to_string(nd.end) + ":" + name;
   auto found = op_by_node_.find(key);
+  refound_ = found != op_by_node_.end();
   if (found != op_by_node_.end()) {
     std::size_t oi = found->second;
     // Each context's own shape (the value carries it); an op first reached where its operand
@@ -27,6 +28,7 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
     if (!t.shape.rank) t.shape = cs;
     if (!ir_.operations[oi].mult_adds) ir_.operations[oi].mult_adds = ma;
     context_shape_ = std::move(cs);
+    context_mult_adds_ = std::move(ma);
     return oi;
   }
   const std::string fid = fid_of(eng.item());
@@ -62,6 +64,7 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
   ir_.tensors[ti].shape = shape_of(eng, node, rule, ins);
   ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, ir_.tensors[ti].shape);
   context_shape_ = ir_.tensors[ti].shape;
+  context_mult_adds_ = ir_.operations[oi].mult_adds;
   ir_.tensors[ti].device = device_of(eng, node, name, ins);
   if (ir_.tensors[ti].device.kind == ir::DeviceKind::cpu)
     ir_.operations[oi].device_rule = "explicit";
@@ -187,7 +190,13 @@ Val TensorDomain::make_op(Eng& eng, NodeId node, const std::string& name, const 
   Val out;
   out.tensor = true;
   out.tid = out_id;
-  if (context_shape_.rank) out.shape = std::make_shared<const ir::TensorShape>(context_shape_);
+  if (context_shape_.rank)
+    out.shape = std::make_shared<const ir::TensorShape>(context_shape_);
+  else if (refound_ && recv && !recv->modules.empty())
+    // A layer operation shared by several instances (a wrapper's `self.inner.forward(xs)`) whose
+    // shape this call does not know: not known, rather than another instance's (llama's lm_head
+    // read q_proj's [?, seq_len, 4096]).
+    out.shape = std::make_shared<const ir::TensorShape>();
   bool sev = rule.grad == GradRule::severs;
   for (const Val* v : ins)
     if (!v->tid.empty()) run_.succ[v->tid].push_back({out_id, sev});

@@ -69,7 +69,8 @@ std::vector<rust::NodeId> elements(const rust::Body& b, rust::NodeId n) {
 }  // namespace
 
 const ir::TensorShape* TensorDomain::shape_of_tensor(const Val* v) {
-  if (v->shape && v->shape->rank) return v->shape.get();
+  // A value's own shape, or its explicitly unknown one (make_op), before the IR tensor's.
+  if (v->shape) return v->shape->rank ? v->shape.get() : nullptr;
   const ir::Tensor* t = out_.tensor(v->tid);
   if (!t || !t->shape.rank) return nullptr;
   return &t->shape;
@@ -152,8 +153,10 @@ std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int dep
   return std::nullopt;
 }
 
-// A candle-nn Linear's weight shape [out, in] from the receiver module's parameters.
-std::optional<std::vector<std::uint64_t>> TensorDomain::linear_weight(const Val* recv) const {
+// A candle-nn layer's weight shape from the receiver module's parameters: a Linear's [out, in]
+// (rank 2), a conv's [out, in / groups, k..] (rank 3 or 4).
+std::optional<std::vector<std::uint64_t>> TensorDomain::linear_weight(const Val* recv,
+                                                                      std::size_t rank) const {
   if (!recv) return std::nullopt;
   for (const auto& m : recv->modules) {
     auto it = params_by_module_.find(m);
@@ -162,10 +165,87 @@ std::optional<std::vector<std::uint64_t>> TensorDomain::linear_weight(const Val*
       const auto& p = ir_.parameters[pi];
       bool weight = p.key == "weight" ||
                     (p.key.size() > 7 && p.key.compare(p.key.size() - 7, 7, ".weight") == 0);
-      if (weight && p.shape && p.shape->size() == 2) return p.shape;
+      if (weight && p.shape && p.shape->size() == rank) return p.shape;
     }
   }
   return std::nullopt;
+}
+
+// A conv layer's output shape and multiply-adds (candle-nn conv.rs, candle-core conv.rs): input
+// `(b, c_in, l..)`, weight `[c_out, c_in / groups, k..]` (transposed: `[c_in, c_out / groups,
+// k..]`) and the module's padding/stride/dilation/groups attributes. A spatial dimension is
+//   conv:       (l + 2·padding − dilation·(k − 1) − 1) / stride + 1
+//   transposed: (l − 1)·stride − 2·padding + dilation·(k − 1) + output_padding + 1
+// a number when `l` is one, `l` itself when the layer keeps the size (stride 1, "same" padding),
+// else `?`. Multiply-adds, torchinfo's rule for the weight: output elements × c_in/groups × k..
+// (transposed: each input element meets c_out/groups × k.. weights, input elements × that).
+std::optional<std::string> TensorDomain::conv_mult_adds(const OpTraits& tr,
+                                                        const std::vector<const Val*>& ins,
+                                                        const Val* recv,
+                                                        ir::TensorShape& out_shape) {
+  const std::size_t sp = static_cast<std::size_t>(tr.conv_spatial);
+  auto w = linear_weight(recv, sp + 2);
+  const ir::TensorShape* a = ins.empty() ? nullptr : shape_of_tensor(ins[0]);
+  if (!w || !a || a->dimensions.size() != sp + 2 || !recv) return std::nullopt;
+  std::map<std::string, std::string> attrs;
+  for (const auto& m : recv->modules) {
+    auto it = module_by_id_.find(m);
+    if (it != module_by_id_.end() && !it->second->attributes.empty())
+      attrs = it->second->attributes;
+  }
+  // A layer built without a recorded config (`Conv2d::new(w, b, cfg)` by hand) has no attributes:
+  // its shape stays unknown rather than candle-nn's defaults guessed.
+  auto attr = [&](const char* k) -> std::optional<std::uint64_t> {
+    auto it = attrs.find(k);
+    if (it == attrs.end()) return std::nullopt;
+    const std::string& v = it->second;
+    if (v.empty() || v.size() > 9 || !std::all_of(v.begin(), v.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c));
+        }))
+      return std::nullopt;
+    return std::stoull(v);
+  };
+  auto pad = attr("padding"), stride = attr("stride"), dil = attr("dilation"),
+       groups = attr("groups"), opad = tr.conv_transposed ? attr("output_padding") : 0;
+  bool known =
+      pad && stride && dil && groups && (!tr.conv_transposed || opad) && *stride > 0 && *groups > 0;
+  out_shape = *a;
+  out_shape.source_expr.reset();
+  std::uint64_t c_out = tr.conv_transposed ? (*w)[1] * (known ? *groups : 1) : (*w)[0];
+  out_shape.dimensions[1] = {std::nullopt,
+                             known || !tr.conv_transposed ? std::to_string(c_out) : "?"};
+  for (std::size_t i = 0; i < sp; ++i) {
+    ir::Dimension& d = out_shape.dimensions[2 + i];
+    const std::string in = a->dimensions[2 + i].expr;
+    std::uint64_t k = (*w)[2 + i];
+    if (!known) {
+      d = {std::nullopt, "?"};
+      continue;
+    }
+    std::uint64_t span = *dil * (k - 1);
+    bool digits = !in.empty() && in.size() < 16 && std::all_of(in.begin(), in.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
+    if (digits) {
+      std::int64_t l = static_cast<std::int64_t>(std::stoull(in));
+      std::int64_t o =
+          tr.conv_transposed
+              ? (l - 1) * static_cast<std::int64_t>(*stride) - 2 * static_cast<std::int64_t>(*pad) +
+                    static_cast<std::int64_t>(span + *opad) + 1
+              : (l + 2 * static_cast<std::int64_t>(*pad) - static_cast<std::int64_t>(span) - 1) /
+                        static_cast<std::int64_t>(*stride) +
+                    1;
+      d = {std::nullopt, o > 0 ? std::to_string(o) : "?"};
+    } else {
+      bool same = *stride == 1 && 2 * *pad == span + (tr.conv_transposed ? *opad : 0);
+      d = same ? ir::Dimension{a->dimensions[2 + i].name, in} : ir::Dimension{std::nullopt, "?"};
+    }
+  }
+  if (!known) return std::nullopt;
+  auto f = dim_exprs(tr.conv_transposed ? *a : out_shape);
+  for (std::size_t i = 1; i < w->size(); ++i)
+    f.push_back(std::to_string((*w)[i]));
+  return product(f);
 }
 
 // Multiply-adds (torchinfo's "mult-adds") of a matmul or Linear forward; sets the Linear output
@@ -195,6 +275,8 @@ std::optional<std::string> TensorDomain::mult_adds(const OpRule& rule,
     f.push_back(std::to_string((*w)[0]));
     return product(f);
   }
+  if (op_traits(rule.name).conv_spatial)
+    return conv_mult_adds(op_traits(rule.name), ins, recv, out_shape);
   if (op_traits(rule.name).embedding_weight && !ins.empty()) {
     auto w = linear_weight(recv);
     const ir::TensorShape* a = shape_of_tensor(ins[0]);
@@ -297,6 +379,48 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
         }
       }
       break;
+    case ShapeRule::slice_dimension:
+      // `x.i((.., t - 1, ..))`: a full range keeps its dimension, `..n` is n long, an index
+      // removes its dimension, another range is `?`; dimensions after the tuple are kept.
+      // `x.narrow(1, start, len)`: that dimension is `len` long.
+      if (a && rule.name == "i" && has_args) {
+        NodeId t = b.peel(arg(0), {Kind::Ref});
+        std::vector<NodeId> idx = syntax(t) == "tuple_expression" ? b.kids(t) : std::vector{t};
+        if (idx.size() > a->dimensions.size() || t == rust::kNone) break;
+        out.dimensions.clear();
+        for (std::size_t i = 0; i < a->dimensions.size(); ++i) {
+          if (i >= idx.size()) {
+            out.dimensions.push_back(a->dimensions[i]);
+            continue;
+          }
+          const rust::Node& e = b[idx[i]];
+          if (e.kind != Kind::Range) continue;  // an index: the dimension goes
+          if (e.a == rust::kNone && e.b == rust::kNone) {
+            out.dimensions.push_back(a->dimensions[i]);
+          } else {
+            auto k = e.a == rust::kNone && e.str == ".." ? dim_product(eng, e.b, 0) : std::nullopt;
+            out.dimensions.push_back({std::nullopt, k ? *k : "?"});
+          }
+        }
+        out.rank = out.dimensions.size();
+      } else if (a && rule.name == "narrow" && syntax(arg(0)) == "integer_literal") {
+        auto d = std::strtoull(std::string(b.source(arg(0))).c_str(), nullptr, 10);
+        if (d >= a->dimensions.size()) break;
+        out = *a;
+        auto k = dim_product(eng, arg(2), 0);
+        out.dimensions[d] = {std::nullopt, k ? *k : "?"};
+      }
+      break;
+    case ShapeRule::remove_dimension:
+      // `squeeze(1)`, `sum(2)`: that dimension goes (a `D::Minus1`-style argument is not read).
+      if (a && has_args && b.kids(node).size() == 1 && syntax(arg(0)) == "integer_literal") {
+        auto d = std::strtoull(std::string(b.source(arg(0))).c_str(), nullptr, 10);
+        if (d >= a->dimensions.size()) break;
+        out = *a;
+        out.dimensions.erase(out.dimensions.begin() + static_cast<std::ptrdiff_t>(d));
+        out.rank = out.dimensions.size();
+      }
+      break;
     case ShapeRule::insert_dimension:
       if (a) {
         out.rank = *a->rank + 1;
@@ -333,7 +457,8 @@ void TensorDomain::record_dims(Eng& eng, NodeId let) {
     if (name != "_" && name.front() != '_') d.name = name;
     // `_b` (a binding Rust is told is unused) names the same dimension as `b`: shown and bound
     // (`--input-shape b=1`) without the underscore.
-    d.expr = name == "_" ? name
+    // `_` is a size the code does not name: unknown (`?`), never a name in a product.
+    d.expr = name == "_" ? std::string("?")
                          : name.substr(name.find_first_not_of('_') == std::string::npos
                                            ? 0
                                            : name.find_first_not_of('_'));

@@ -1,5 +1,7 @@
 #include "analysis/tensor/value.hpp"
 
+#include "ir/model.hpp"
+
 #include <algorithm>
 
 namespace cg::analysis::tensor {
@@ -35,7 +37,12 @@ Val join(const std::vector<Val>& vs) {
     out.tensor = out.tensor || o.tensor;
     out.modules.insert(o.modules.begin(), o.modules.end());
     if (out.tid.empty()) out.tid = o.tid;
-    if (o.tid != out.tid || o.shape != out.shape) out.shape.reset();
+    // Branches that agree on the shape in this context keep it (`match mask { None => att,
+    // Some(m) => att.broadcast_add(m)? }`), rather than fall back to the first tensor's shape in
+    // the IR, which may be another context's (an attention's own `b*t*t` in the model's forward).
+    bool same =
+        o.shape == out.shape || (o.shape && out.shape && o.shape->rank && *o.shape == *out.shape);
+    if (!same || (o.tid != out.tid && !o.shape)) out.shape.reset();
   }
   return out;
 }
