@@ -1,8 +1,8 @@
 #include "analysis/tensor/value.hpp"
 
-#include "ir/model.hpp"
-
 #include <algorithm>
+
+#include "ir/model.hpp"
 
 namespace cg::analysis::tensor {
 
