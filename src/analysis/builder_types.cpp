@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "rust/crate.hpp"
@@ -79,10 +80,123 @@ bool returns_field(const std::string& body, const std::string& field) {
   return false;
 }
 
+// Whether a type as written (whitespace stripped) holds a prefix: `String` or `Vec<String>`.
+bool prefix_field_type(const std::string& t) {
+  return t == "String" || t == "Vec<String>" || t == "std::string::String" ||
+         t == "Vec<std::string::String>";
+}
+
+// Whether `text` (whitespace stripped) names a tensor type: an identifier ending in `Tensor`
+// (`Tensor`, `QTensor`, `Result<Arc<QTensor>>`).
+bool names_tensor(const std::string& text) {
+  for (std::size_t pos = text.find("Tensor"); pos != std::string::npos;
+       pos = text.find("Tensor", pos + 1))
+    if (pos + 6 >= text.size() || !ident_char(text[pos + 6])) return true;
+  return false;
+}
+
+// Whether `text` mentions the identifier `name` (not as part of a longer one).
+bool mentions(const std::string& text, const std::string& name) {
+  for (auto pos = text.find(name); pos != std::string::npos; pos = text.find(name, pos + 1)) {
+    bool before = pos > 0 && ident_char(text[pos - 1]);
+    bool after = pos + name.size() < text.size() && ident_char(text[pos + name.size()]);
+    if (!before && !after) return true;
+  }
+  return false;
+}
+
+struct OwnBuilder {
+  std::string field;
+  std::vector<std::string> pushes;
+  std::map<std::string, BuilderTypes::Getter, std::less<>> getters;
+};
+
+// A struct of the code's own that is a prefix builder (builder_types.hpp), with its push and
+// getter methods; nullopt otherwise.
+std::optional<OwnBuilder> own_builder(const rust::Crate& crate, std::size_t item) {
+  const rust::Item& st = crate.items()[item];
+  const auto& items = crate.items();
+  for (const auto& f : st.fields) {
+    if (!prefix_field_type(strip_space(f.type_text))) continue;
+    const std::string self_field = "self." + f.name;
+    OwnBuilder b{f.name, {}, {}};
+    // Inherent `&self` methods of the struct, split into header and body text.
+    std::vector<std::pair<std::size_t, std::pair<std::string, std::string>>> methods;
+    for (const auto& impl : crate.impls()) {
+      if (!impl.trait.empty() || leaf_of(impl.self_base) != st.name ||
+          impl.cfg.state == rust::Tri::False)
+        continue;
+      bool ours = false;
+      for (const auto& c : crate.resolve(impl.module, impl.self_base))
+        ours = ours || (c.kind == rust::Candidate::Kind::Item && c.item == item);
+      if (!ours) continue;
+      for (std::size_t m : impl.methods) {
+        const rust::Item& fn = items[m];
+        if (fn.self_kind != rust::SelfKind::Ref || fn.cfg.state == rust::Tri::False) continue;
+        std::string text = strip_space(crate.node_text(fn.file, fn.node));
+        auto brace = text.find('{');
+        if (brace == std::string::npos) continue;
+        methods.push_back({m, {text.substr(0, brace), text.substr(brace)}});
+      }
+    }
+    // Methods reading the prefix: directly, or through another `&self` method that does
+    // (`self.path(name)`).
+    std::set<std::string> readers;
+    for (const auto& [m, hb] : methods)
+      if (hb.second.find(self_field) != std::string::npos) readers.insert(items[m].name);
+    auto reads_prefix = [&](const std::string& body) {
+      if (body.find(self_field) != std::string::npos) return true;
+      for (const auto& r : readers)
+        if (body.find("self." + r + "(") != std::string::npos) return true;
+      return false;
+    };
+    for (const auto& [m, hb] : methods) {
+      const rust::Item& fn = items[m];
+      const std::string ret = strip_space(fn.return_type);
+      if (fn.params.size() == 1 &&
+          (ret == "Self" || ret == st.name || ret.rfind(st.name + "<", 0) == 0) &&
+          hb.second.find(self_field) != std::string::npos &&
+          mentions(hb.second, fn.params[0].name)) {
+        b.pushes.push_back(fn.name);
+        continue;
+      }
+      if (!names_tensor(ret) || !reads_prefix(hb.second)) continue;
+      BuilderTypes::Getter g;
+      bool named = false;
+      for (std::size_t k = 0; k < fn.params.size(); ++k) {
+        std::string t = strip_space(fn.params[k].type_text);
+        bool str_ref = t == "&str" || (t.rfind("&'", 0) == 0 && t.size() > 3 &&
+                                       t.compare(t.size() - 3, 3, "str") == 0);
+        bool shape = t.find("Shape") != std::string::npos ||
+                     (hb.first.find(t + ":Into<") != std::string::npos &&
+                      hb.first.find("Shape>") != std::string::npos);
+        if (!named && str_ref && mentions(hb.second, fn.params[k].name)) {
+          g.name_arg = k;
+          named = true;
+        } else if (g.shape_arg < 0 && shape) {
+          g.shape_arg = static_cast<std::ptrdiff_t>(k);
+        }
+      }
+      if (named) b.getters.emplace(fn.name, g);
+    }
+    if (!b.pushes.empty() && !b.getters.empty()) return b;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool BuilderTypes::contains(std::size_t item) const {
   return std::binary_search(items.begin(), items.end(), item);
+}
+
+bool BuilderTypes::pushes_prefix(std::string_view method) const {
+  return std::binary_search(pushes.begin(), pushes.end(), method);
+}
+
+const BuilderTypes::Getter* BuilderTypes::getter(std::string_view method) const {
+  auto it = getters.find(method);
+  return it == getters.end() ? nullptr : &it->second;
 }
 
 bool BuilderTypes::names(const rust::Crate& crate, const std::string& module,
@@ -106,6 +220,7 @@ BuilderTypes find_builder_types(const rust::Crate& crate) {
   const auto& items = crate.items();
   std::map<std::size_t, std::pair<std::string, std::string>> found;  // why, field
   BuilderTypes cur;
+  using Getter = BuilderTypes::Getter;
   auto refresh = [&] {
     cur.items.clear();
     cur.why.clear();
@@ -116,6 +231,32 @@ BuilderTypes find_builder_types(const rust::Crate& crate) {
       cur.field.push_back(w.second);
     }
   };
+  // The code's own prefix builders: VarBuilders in their own right (no field to follow).
+  std::map<std::string, int> push_seen;  // method name -> 1 agreed, -1 conflicting
+  std::map<std::string, std::pair<Getter, bool>> getter_seen;  // method -> (role, conflicting)
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != rust::ItemKind::Struct || items[i].cfg.state == rust::Tri::False) continue;
+    auto own = own_builder(crate, i);
+    if (!own) continue;
+    std::string getters;
+    for (const auto& [name, g] : own->getters) {
+      getters += (getters.empty() ? "`" : ", `") + name + "`";
+      auto [it, fresh] = getter_seen.emplace(name, std::make_pair(g, false));
+      if (!fresh &&
+          (it->second.first.name_arg != g.name_arg || it->second.first.shape_arg != g.shape_arg))
+        it->second.second = true;
+    }
+    for (const auto& p : own->pushes)
+      push_seen[p] = push_seen.count(p) > 0 || getter_seen.count(p) > 0 ? -1 : 1;
+    found[i] = {"keeps its prefix in `" + own->field + "` (pushed by `" + own->pushes.front() +
+                    "`) and gets tensors by name (" + getters + ")",
+                ""};
+  }
+  for (const auto& [name, v] : push_seen)
+    if (v > 0 && getter_seen.count(name) == 0) cur.pushes.push_back(name);
+  for (const auto& [name, v] : getter_seen)
+    if (!v.second && push_seen.count(name) == 0) cur.getters.emplace(name, v.first);
+  refresh();
   // Inherent methods with `self` named as one of VarBuilder's: what a wrapper would forward.
   std::vector<std::size_t> builder_methods;
   for (std::size_t m = 0; m < items.size(); ++m) {

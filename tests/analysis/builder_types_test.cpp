@@ -132,3 +132,49 @@ TEST_F(BuilderTypes, ReExportsResolveToTheVarBuilder) {
 }
 
 }  // namespace
+
+// A GGUF-style builder wrapping no VarBuilder: it keeps its prefix in a `Vec<String>`, `pp`
+// pushes onto it, and the getters join it with a tensor name (through `self.path(name)`). Its
+// methods' roles are read from their bodies: which argument is the name, which the shape.
+TEST_F(BuilderTypes, OwnPrefixBuilderByItsPushAndGetters) {
+  EXPECT_EQ(
+      found("use candle_core::quantized::QTensor;\n"
+            "use std::sync::Arc;\n"
+            "pub struct VarBuilder { path: Vec<String>, map: std::collections::HashMap<String, "
+            "u8> }\n"
+            "impl VarBuilder {\n"
+            "  pub fn pp<S: ToString>(&self, s: S) -> Self {\n"
+            "    let mut path = self.path.clone();\n"
+            "    path.push(s.to_string());\n"
+            "    Self { path, map: self.map.clone() }\n"
+            "  }\n"
+            "  pub fn path(&self, name: &str) -> String { [&self.path.join(\".\"), "
+            "name].join(\".\") }\n"
+            "  pub fn get<S: Into<candle_core::Shape>>(&self, s: S, name: &str) -> "
+            "Result<Arc<QTensor>> { let p = self.path(name); load(p, s) }\n"
+            "  pub fn get_sharded_no_shape(&self, name: &str, dim: usize, rank: usize) -> "
+            "Result<Arc<QTensor>> { let p = self.path(name); load_sharded(p, dim, rank) }\n"
+            "  pub fn contains_key(&self, key: &str) -> bool { self.map.contains_key(key) }\n"
+            "}\n"
+            // A builder-pattern config: `with_name` takes `self` by value, no getter returns a
+            // tensor: not a prefix builder.
+            "pub struct Cfg { name: String }\n"
+            "impl Cfg {\n"
+            "  pub fn with_name(self, n: &str) -> Self { Self { name: format!(\"{}{n}\", "
+            "self.name) } }\n"
+            "  pub fn label(&self, n: &str) -> String { format!(\"{}{n}\", self.name) }\n"
+            "}\n"),
+      "VarBuilder: keeps its prefix in `path` (pushed by `pp`) and gets tensors by name (`get`, "
+      "`get_sharded_no_shape`)\n");
+  EXPECT_EQ(types_.field, (std::vector<std::string>{""}));
+  EXPECT_TRUE(types_.names(loaded_.crate, "", "&VarBuilder", false));
+  EXPECT_EQ(types_.pushes, (std::vector<std::string>{"pp"}));
+  ASSERT_NE(types_.getter("get"), nullptr);
+  EXPECT_EQ(types_.getter("get")->name_arg, 1u);
+  EXPECT_EQ(types_.getter("get")->shape_arg, 0);
+  ASSERT_NE(types_.getter("get_sharded_no_shape"), nullptr);
+  EXPECT_EQ(types_.getter("get_sharded_no_shape")->name_arg, 0u);
+  EXPECT_EQ(types_.getter("get_sharded_no_shape")->shape_arg, -1);
+  EXPECT_EQ(types_.getter("contains_key"), nullptr);
+  EXPECT_EQ(types_.getter("label"), nullptr);
+}
