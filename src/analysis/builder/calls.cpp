@@ -19,11 +19,6 @@ bool any_builder(const std::vector<Value>& args) {
                      [](const Value& v) { return v.kind == Value::Kind::builder; });
 }
 
-bool raw_get(std::string_view name) {
-  return name == "get" || name == "get_with_hints" || name == "get_with_hints_dtype" ||
-         name == "get_unchecked" || name == "get_unchecked_dtype" || name == "get_no_shape";
-}
-
 bool closure_taker(std::string_view name) {
   return name == "map" || name == "flat_map" || name == "for_each" || name == "and_then" ||
          name == "then" || name == "map_or" || name == "map_or_else";
@@ -260,7 +255,7 @@ std::optional<BuilderDomain::Value> BuilderDomain::takes_over(Eng& eng, NodeId n
   if (nd.kind != Kind::MethodCall) return std::nullopt;
   const std::string name(nd.str);
   const std::vector<NodeId> args = body().kids(n);
-  if (raw_get(name)) {
+  if (raw_get(name) || builder_types_.getter(name) != nullptr) {
     Value recv = eng.eval(nd.a);
     if (recv.kind == Value::Kind::builder) {
       register_raw(n, recv, name);

@@ -33,6 +33,13 @@
 
 namespace cg::analysis::builder {
 
+// candle-nn's VarBuilder getters that take a tensor name (and, but for the `*_unchecked*` and
+// `get_no_shape` ones, a shape first).
+inline bool raw_get(std::string_view name) {
+  return name == "get" || name == "get_with_hints" || name == "get_with_hints_dtype" ||
+         name == "get_unchecked" || name == "get_unchecked_dtype" || name == "get_no_shape";
+}
+
 using inventory::Cert;
 using rust::NodeId;
 

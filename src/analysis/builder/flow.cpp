@@ -340,6 +340,29 @@ BuilderDomain::Value BuilderDomain::macro(Eng& eng, NodeId n) {
       diag(n, "macro `" + name + "!` not expanded; any parameters it registers are invisible");
     return {};
   }
+  // `let prefix = format!("blk.{i}")`: a key template as the inline `vb.pp(format!(..))` gives,
+  // when every placeholder is a known string or number, or a loop variable (a family index).
+  if (nd.kind == Kind::Macro && inventory::last_segment(std::string(nd.str)) == "format") {
+    rust::FormatArgs f = rust::parse_format_args(nd.text);
+    bool known = f.ok;
+    std::string key = !known ? "" : inventory::format_key(f, [&](const std::string& expr) {
+      if (const Value* v = local(expr)) {
+        if (v->kind == Value::Kind::sym && v->sym.kind == SymValue::Kind::integer)
+          return std::to_string(v->sym.integer);
+        if (v->kind == Value::Kind::sym && v->sym.kind == SymValue::Kind::string)
+          return v->sym.text;
+        if (v->kind == Value::Kind::loop_var) return "{" + expr + "}";
+      }
+      known = false;
+      return std::string();
+    });
+    if (known) {
+      Value v;
+      v.kind = Value::Kind::sym;
+      v.sym = SymValue::of_string(key);
+      return v;
+    }
+  }
   return sym_of(eng, n);
 }
 

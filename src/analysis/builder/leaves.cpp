@@ -187,9 +187,18 @@ bool BuilderDomain::is_float(NodeId arg) {
 
 void BuilderDomain::register_raw(NodeId n, const Value& b, const std::string& method) {
   const std::vector<NodeId> args = body().kids(n);
+  // candle-nn's getters, else the roles a prefix builder of the code's own gives its getters
+  // (builder_types.hpp): where the tensor name and the shape are among the arguments.
   bool name_first =
       method == "get_unchecked" || method == "get_unchecked_dtype" || method == "get_no_shape";
   std::size_t name_idx = name_first ? 0 : 1;
+  std::ptrdiff_t shape_idx = name_first ? -1 : 0;
+  if (!raw_get(method)) {
+    if (const BuilderTypes::Getter* g = builder_types_.getter(method)) {
+      name_idx = g->name_arg;
+      shape_idx = g->shape_arg;
+    }
+  }
   if (args.size() <= name_idx) {
     diag(n, "`." + method + "(..)` without a tensor name; key is unknown");
     return;
@@ -219,8 +228,8 @@ void BuilderDomain::register_raw(NodeId n, const Value& b, const std::string& me
     segs.push_back(s);
   leaf.key = inventory::join_key(segs);
   leaf.name = name;
-  if (!name_first)
-    raw_shape(leaf, args[0]);
+  if (shape_idx >= 0 && static_cast<std::size_t>(shape_idx) < args.size())
+    raw_shape(leaf, args[static_cast<std::size_t>(shape_idx)]);
   else
     leaf.shape_reason = "`" + method + "` takes no shape";
   leaf.cert = inventory::join(ctx().cert, b.cert);

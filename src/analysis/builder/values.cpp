@@ -259,7 +259,8 @@ std::optional<BuilderDomain::Value> BuilderDomain::builder_method(NodeId n, cons
   Value b = recv;
   b.modules.clear();
   b.declared_type.clear();
-  if ((name == "pp" || name == "push_prefix") && argv.size() == 1) {
+  if ((name == "pp" || name == "push_prefix" || builder_types_.pushes_prefix(name)) &&
+      argv.size() == 1) {
     for (auto& s : prefix_segments(argv[0]))
       b.segs.push_back(std::move(s));
   } else if (name == "set_prefix" && argv.size() == 1) {
