@@ -54,6 +54,9 @@ struct Value {
   std::string declared_type;  // a parameter's declared Rust type, when bound by a call
   // module instances this local holds (set by `let x = Layer(..)`, `xs.push(Layer(..))`)
   std::vector<std::size_t> modules;
+  // A tensor a candle-nn layer instance holds (`embed.embeddings()`, `lin.weight().clone()`):
+  // a layer built from it (`Linear::new(..)`) ties its weights to that instance's.
+  std::optional<std::size_t> tensor_of;
 };
 
 struct Inst {

@@ -137,6 +137,8 @@ BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::str
         return plain_call_value(n, args);
       }
   }
+  if (!external.empty() && local_items.empty())
+    if (auto tied = tied_layer(n, external, args)) return *tied;
   if (local_items.empty()) {
     if (any_builder(args))
       diag(n, "unresolved call `" + path +
@@ -366,6 +368,7 @@ BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
   const rust::Node& nd = node(n);
   if (recv.kind == Value::Kind::builder)
     if (auto b = builder_method(n, recv)) return *b;
+  if (auto t = held_tensor(n, recv, args)) return *t;
   if (recv.kind == Value::Kind::layer_config && nd.str == "clone") return recv;
   // A method of a crate-local value receiving a builder (`self.make(vb)` in a helper, a
   // config's factory) is not followed.
@@ -373,6 +376,60 @@ BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
     diag(n, "method call `." + std::string(nd.str) +
                 "(..)` receives a VarBuilder; any parameters it registers are unknown");
   return sym_of(eng, n);
+}
+
+// `embed.embeddings()`, `lin.weight()`: the tensor a local's one candle-nn layer holds, kept
+// through `.clone()`, `.t()` and dtype/device moves.
+std::optional<BuilderDomain::Value> BuilderDomain::held_tensor(NodeId n, const Value& recv,
+                                                               const std::vector<Value>& args) {
+  const std::string_view m = node(n).str;
+  if (recv.tensor_of && (m == "clone" || m == "t" || m == "contiguous" || m == "detach" ||
+                         m == "to_dtype" || m == "to_device" || m == "copy")) {
+    Value v = recv;
+    v.modules.clear();
+    return v;
+  }
+  if (!args.empty() || recv.modules.size() != 1 || recv.modules[0] >= out.insts.size() ||
+      !out.insts[recv.modules[0]].layer || !(m == "weight" || m == "embeddings"))
+    return std::nullopt;
+  Value v;
+  v.kind = Value::Kind::sym;
+  v.sym = SymValue::symbolic(text(n), "a layer's tensor");
+  v.tensor_of = recv.modules[0];
+  return v;
+}
+
+// `Linear::new(embed.embeddings().clone(), None)`: a candle-nn layer built from a tensor another
+// layer instance holds is a module of its own that reuses that instance's weights (tied
+// weights): it is registered at the owner's prefix with no leaves of its own, so the summary
+// counts the weights once and marks it shared.
+std::optional<BuilderDomain::Value> BuilderDomain::tied_layer(NodeId n, const std::string& external,
+                                                              const std::vector<Value>& args) {
+  std::string first = external.substr(0, external.find("::"));
+  auto sep = external.rfind("::");
+  if (!(first == "candle_nn" || first == "nn") || sep == std::string::npos ||
+      external.substr(sep + 2) != "new" || args.empty() || !args[0].tensor_of)
+    return std::nullopt;
+  std::string type = inventory::last_segment(external.substr(0, sep));
+  bool layer_type = false;
+  for (const auto& c : catalog_.constructors())
+    layer_type = layer_type || c.layer_type == type;
+  if (!layer_type) return std::nullopt;
+  const std::size_t owner = *args[0].tensor_of;
+  if (out.insts.size() >= inventory::kMaxInstances) return std::nullopt;
+  inventory::Inst tied;
+  tied.type_name = type;
+  tied.qualified_type = "candle_nn::" + type;
+  tied.parent = ctx().inst;
+  tied.root = out.insts[owner].root;
+  tied.prefix = out.insts[owner].prefix;
+  tied.repeat = ctx().repeat.empty() ? "" : ctx().repeat.back();
+  tied.source = site(n);
+  tied.cert = ctx().cert;
+  tied.layer = true;
+  out.insts.push_back(std::move(tied));
+  ctx().created.push_back(out.insts.size() - 1);
+  return plain_call_value(n, args);
 }
 
 void BuilderDomain::array_argument(std::vector<Value>, std::vector<Value>& args) {
