@@ -102,6 +102,7 @@ struct Setup {
   bool audited;
   const ConfigBinding& binding;
   const BuilderTypes& types;
+  builder::StaticMemo& memo;
 };
 
 // A function-style model (`pub fn resnet18(num_classes: usize, vb: VarBuilder) -> Result<Func>`)
@@ -137,6 +138,7 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
     if (opts.engine) {
       builder::BuilderDomain d(crate, s.catalog, s.audited, s.binding, s.types, false);
       d.set_shallow();
+      d.set_memo(&s.memo);
       d.run_root(c.type_item, c.ctor);
       built = std::move(d.out.constructed_types);
     } else {
@@ -344,12 +346,14 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
                            : LayerCatalog::for_version(opts.candle_nn_version).audited();
   ConfigBinding binding(crate, opts.config);
   const BuilderTypes types = find_builder_types(crate);
+  builder::StaticMemo memo;
   std::vector<Result> results = choose_roots(crate, find_candidates(crate, types), opts,
-                                             Setup{catalog, audited, binding, types});
+                                             Setup{catalog, audited, binding, types, memo});
   for (auto& r : results) {
     if (opts.engine) {
       builder::BuilderDomain d(crate, catalog, audited, binding, types, opts.config != nullptr);
       d.set_args(&opts.args);
+      d.set_memo(&memo);
       d.run_root(r.cand.type_item, r.cand.ctor);
       r.out = std::move(d.out);
       continue;

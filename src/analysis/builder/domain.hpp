@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,15 @@ namespace cg::analysis::builder {
 
 using inventory::Cert;
 using rust::NodeId;
+
+// Facts that depend only on the crate (not on a walk's state), remembered across every walk of one
+// `build_inventory`: name resolution from an item, whether a type names a VarBuilder, a type's
+// config. The inventory asks them again at every call and inlined parameter.
+struct StaticMemo {
+  std::unordered_map<std::string, std::vector<rust::Candidate>> resolved;  // "item\0path"
+  std::unordered_map<std::string, bool> builder_type;                      // "module\0type"
+  std::unordered_map<std::string, std::optional<ConfigRef>> config_type;   // "module\0type"
+};
 
 class BuilderDomain : public EvalContext {
  public:
@@ -54,6 +64,8 @@ class BuilderDomain : public EvalContext {
   inventory::Walked out;
   void set_shallow() { shallow_ = true; }
   void set_args(const std::map<std::string, SymValue>* args) { args_ = args; }
+  // Shares the crate-only facts with other walks of the same crate (default: this walk's own).
+  void set_memo(StaticMemo* memo) { memo_ = memo; }
   // Runs the root constructor `ctor` of type `type_item` as instance 0.
   void run_root(std::size_t type_item, std::size_t ctor);
 
@@ -144,6 +156,8 @@ class BuilderDomain : public EvalContext {
   bool bind_config_;
   bool shallow_ = false;
   const std::map<std::string, SymValue>* args_ = nullptr;
+  StaticMemo own_memo_;
+  StaticMemo* memo_ = &own_memo_;
   Eng* eng_ = nullptr;
   std::vector<Ctx> ctxs_;
   std::vector<std::size_t> items_;  // functions open, innermost last (recursion guard)
@@ -173,6 +187,11 @@ class BuilderDomain : public EvalContext {
   void push_alt(const std::string& group, NodeId at, int index, int count,
                 const std::string& label);
   void under(const Cert& c, const std::function<void()>& fn);
+
+  // Crate-only facts, remembered (values.cpp).
+  const std::vector<rust::Candidate>& resolve_in(std::size_t item, const std::string& path);
+  bool builder_type(const std::string& module, const std::string& type_text);
+  std::optional<ConfigRef> config_type(const std::string& type_text, const std::string& module);
 
   // Values (values.cpp).
   Value sym_of(Eng& eng, NodeId n);
@@ -224,11 +243,11 @@ class BuilderDomain : public EvalContext {
   void register_layer(NodeId n, const ConstructorSpec& spec, const std::string& path,
                       const std::vector<Value>& argv);
   std::string layer_leaf_name(const std::string& name, const ConstructorSpec& spec,
-                              const std::vector<Value>& argv, const std::vector<NodeId>& args);
+                              const std::vector<Value>& argv, std::span<const NodeId> args);
   SymValue template_value(const std::string& templ, const ConstructorSpec& spec,
-                          const std::vector<Value>& argv, const std::vector<NodeId>& args);
+                          const std::vector<Value>& argv, std::span<const NodeId> args);
   SymValue term_value(const std::string& term, const ConstructorSpec& spec,
-                      const std::vector<Value>& argv, const std::vector<NodeId>& args);
+                      const std::vector<Value>& argv, std::span<const NodeId> args);
   bool scalar_param(const std::string& name);
   bool is_float(NodeId arg);
   void register_raw(NodeId n, const Value& b, const std::string& method);
