@@ -1,12 +1,12 @@
 #pragma once
 // The builder/prefix domain of the interpreter (src/analysis/interp/engine.hpp): the parameter
-// inventory run on the one engine instead of the syntax walker's own control flow
-// (inventory_walker.hpp). Values are the inventory's (inventory_types.hpp): builders with their
-// key segments and certainty, configs, candle-nn layer configs, closures, constructor references
-// and symbolic numbers (symbolic.cpp). The engine's optional hooks carry the walker's control
-// flow: `choose` decides branches, the branch hooks mark alternatives and unify what every arm
-// registers, `expand`/`iterated` expand loops with a concrete bound, `closure`/`run_closure` run
-// closures where they are called, `split` forks a `let` bound by an undecided `if` of literals.
+// inventory, run on the one engine (it replaced a syntax walker with its own control flow). Values
+// are the inventory's (inventory_types.hpp): builders with their key segments and certainty,
+// configs, candle-nn layer configs, closures, constructor references and symbolic numbers
+// (symbolic.cpp). The engine's optional hooks carry the inventory's control flow: `choose` decides
+// branches, the branch hooks mark alternatives and unify what every arm registers,
+// `expand`/`iterated` expand loops with a concrete bound, `closure`/`run_closure` run closures
+// where they are called, `split` forks a `let` bound by an undecided `if` of literals.
 //
 // One class, its members in four files by concern:
 //   values.cpp    values of expressions, the evaluator's context, builder algebra, prefixes
