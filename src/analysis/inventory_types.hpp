@@ -1,6 +1,6 @@
 #pragma once
-// The inventory's values and results, shared by the syntax walker (inventory_walker.hpp) and the
-// builder/prefix domain on the interpreter (builder/domain.hpp): a value (builder with its key
+// The inventory's values and results, those of the builder/prefix domain on the interpreter
+// (builder/domain.hpp): a value (builder with its key
 // segments, config, layer config, closure, constructor reference, symbolic number), a module
 // instance, a parameter leaf, a message, and what one component's run produced.
 #include <cstdint>

@@ -77,8 +77,6 @@ Result analyze(const std::string& name, const std::string& lib,
   opts.candle_nn_version = version;
   opts.config = cfg ? &*cfg : nullptr;
   opts.root = root;
-  // CG_INVENTORY_ENGINE=1 runs these idioms on the builder domain (issue #19's port).
-  opts.engine = std::getenv("CG_INVENTORY_ENGINE") != nullptr;
   Result r;
   cg::analysis::build_inventory(loaded.crate, opts, r.ir);
   for (const auto& p : r.ir.parameters)

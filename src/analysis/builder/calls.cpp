@@ -113,7 +113,7 @@ BuilderDomain::Value BuilderDomain::call_fn_ref(Eng& eng, NodeId n, const Value&
 // external path (a candle-nn catalog constructor registers its leaves).
 BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::string& path,
                                               const std::vector<Value>& args) {
-  auto cands = crate_.resolve_in(eng.item(), path);
+  const auto& cands = resolve_in(eng.item(), path);
   std::vector<std::size_t> local_items;
   std::string external;
   for (const auto& c : cands) {
@@ -256,7 +256,7 @@ std::optional<BuilderDomain::Value> BuilderDomain::takes_over(Eng& eng, NodeId n
   const rust::Node& nd = node(n);
   if (nd.kind != Kind::MethodCall) return std::nullopt;
   const std::string name(nd.str);
-  const std::vector<NodeId> args = body().kids(n);
+  const auto args = body().kids_view(n);
   if (raw_get(name) || builder_types_.getter(name) != nullptr) {
     Value recv = eng.eval(nd.a);
     if (recv.kind == Value::Kind::builder) {
@@ -286,7 +286,7 @@ std::optional<BuilderDomain::Value> BuilderDomain::closure_method(Eng& eng, Node
   const rust::Node& nd = node(n);
   const std::string name(nd.str);
   Value rv = eng.eval(nd.a);
-  for (NodeId a : body().kids(n))
+  for (NodeId a : body().kids_view(n))
     if (node(a).kind != Kind::Closure) eng.eval(a);
   if (rv.kind == Value::Kind::builder && (name == "map" || name == "and_then")) {
     eng.run_closure(body(), closure, {rv});
@@ -352,7 +352,7 @@ BuilderDomain::Value BuilderDomain::push_call(Eng& eng, NodeId n) {
   const rust::Node& nd = node(n);
   eng.eval(nd.a);
   const std::size_t before = ctx().created.size();
-  for (NodeId a : body().kids(n))
+  for (NodeId a : body().kids_view(n))
     eng.eval(a);
   const std::string name = text(nd.a);
   if (Value* v = local(name))
