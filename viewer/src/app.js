@@ -440,7 +440,9 @@
   });
   function timeOf(r) {
     if (!MT.length) return null;
-    if (r.kind === 'family') { var s = { total_ns: 0, self_ns: 0, calls: 0 }, any = false; r.o.members.forEach(function (m) { var t = famTime[m.id] || modTime[m.id]; if (t) { any = true; s.total_ns += t.total_ns; s.self_ns += t.self_ns; s.calls += t.calls; } }); return any ? s : null; }
+    // A folded family's row sums its instances, so it may be the slowest row: the bars' scale
+    // takes it in (the table measures every row before it paints one).
+    if (r.kind === 'family') { var s = { total_ns: 0, self_ns: 0, calls: 0 }, any = false; r.o.members.forEach(function (m) { var t = famTime[m.id] || modTime[m.id]; if (t) { any = true; s.total_ns += t.total_ns; s.self_ns += t.self_ns; s.calls += t.calls; } }); if (s.total_ns > maxTime) maxTime = s.total_ns; return any ? s : null; }
     if (r.kind !== 'module') return null;
     return famTime[r.o.id] || modTime[r.o.id] || null;
   }
@@ -469,7 +471,7 @@
       { key: 'share', label: 'Share', w: 110, measure: function (r, M) { var t = shareText(r); return t ? SHARE_BAR + 6 + M(t) : 0; },
         render: function (r, d) { var t = shareText(r); if (!t) return; var b = el('span', 'bar'); b.style.width = Math.max(1, Math.round(rowParams(r) / TOTAL * SHARE_BAR)) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode(t)); d.title = t + ' of ' + fmtInt(TOTAL) + ' parameters'; } },
       MT.length ? { key: 'time', label: 'Time', w: 130, measure: function (r, M) { var t = timeOf(r); return t ? SHARE_BAR + 6 + M(fmtNs(t.total_ns)) : 0; },
-        render: function (r, d) { var t = timeOf(r); if (!t) return; var b = el('span', 'bar heat'); b.style.width = Math.max(1, Math.round(t.total_ns / (maxTime || 1) * SHARE_BAR)) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode(fmtNs(t.total_ns))); d.title = timeTitle(t); } } : null,
+        render: function (r, d) { var t = timeOf(r); if (!t) return; var b = el('span', 'bar heat'); b.style.width = Math.max(1, Math.min(SHARE_BAR, Math.round(t.total_ns / (maxTime || 1) * SHARE_BAR))) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode(fmtNs(t.total_ns))); d.title = timeTitle(t); } } : null,
       { key: 'type', label: 'Type', w: 160, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.dtype || '') : r.o.type || ''; }) , cls: 'mono' },
       { key: 'prefix', label: 'Prefix / key', w: 220, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? r.o.key : r.o.prefix || ''; }) }
     ].filter(Boolean), { key: function (r) { return r.o.id; }, noSort: true, role: 'treeitem', click: function (r, ev) {
