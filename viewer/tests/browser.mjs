@@ -66,7 +66,8 @@ export async function inspectorCut(page) {
 // all would be no fix), and some are drawn in the current frame.
 export async function labelOverlaps(page) {
   await page.focus('#canvas-wrap'); await page.keyboard.press('0');
-  await page.waitForFunction(() => cg.labels().zoom === 1, null, { timeout: 5000 });
+  // Labels follow their frame in a task of their own.
+  await page.waitForFunction(() => cg.labels().zoom === 1 && cg.labels().labels.length > 0, null, { timeout: 5000 });
   const r = await page.evaluate(() => ({ all: cg.labels(true), drawn: cg.labels(false).labels.length }));
   const hit = (a, b) => a.x < b.x + b.w - 0.5 && b.x < a.x + a.w - 0.5 && a.y < b.y + b.h - 0.5 && b.y < a.y + a.h - 0.5;
   const L = r.all.labels, bad = [];
