@@ -558,8 +558,8 @@
   // a group that is split only to count its children (the first view's budget, a path on the
   // way to a selection) never walks its operations' inputs; on the 67k-op report that spared
   // pass over every operation was 10-15 % of the first view.
-  // Once the first view has painted, the biggest closed groups on screen get their edges ready,
-  // so the likely first double-click does not walk 67k operations.
+  // Once the first view has painted and the tree part is in, the biggest closed groups on screen
+  // get their edges ready, so the likely first double-click does not walk 67k operations.
   function prewarmEdges() {
     vis.filter(function (v) { return !v.open && v.n._kind === 'group' && v.n.nOps > 1; })
       .sort(function (a, b) { return b.n.nOps - a.n.nOps; }).slice(0, 3).forEach(function (v) { groupEdges(v.n); });
@@ -1248,7 +1248,7 @@
         else return;
         e.preventDefault();
       });
-      mark('df-init'); legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); requestAnimationFrame(function () { mark('dataflow-painted'); }); afterPaint(function () { prewarmEdges(); loadTree(); }); });
+      mark('df-init'); legend(); resize(); buildGraph(); relayout([G.root], function () { fit(); mark('dataflow-drawn'); window.__cgDataflowReady = performance.now(); requestAnimationFrame(function () { mark('dataflow-painted'); }); afterPaint(function () { whenTree(function () { setTimeout(prewarmEdges, 0); }); }); });
     },
     findings: function () {
       var sevRank = { error: 0, warning: 1, information: 2, info: 2, note: 3 };
