@@ -36,8 +36,10 @@ function payloadOf(src) {
 const payload = payloadOf(source);
 const dir = mkdtempSync(join(tmpdir(), 'cg-viewer-ab-'));
 const A = join(dir, 'a.html'), B = join(dir, 'b.html');
-writeFileSync(A, assemble(readFileSync(oldTpl, 'utf8'), payload));
-writeFileSync(B, assemble(buildTemplate(), payload));
+// As src/viewer/payload.cpp embeds them: the main part gzip'd above 1 MB, the tree part above 128 KB.
+const opts = { gzipAbove: 1 << 20, treeGzipAbove: 128 << 10 };
+writeFileSync(A, assemble(readFileSync(oldTpl, 'utf8'), payload, opts));
+writeFileSync(B, assemble(buildTemplate(), payload, opts));
 const require = createRequire(import.meta.url);
 const { browser, profile } = await launch(require('playwright-core'));
 const med = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
