@@ -49,20 +49,20 @@ export function escapeHtml(s) {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
 // The tables only the architecture and checkpoint views need go into the second, deferred part
-// (as src/viewer/payload.cpp splits them); each part above 1 MB goes gzip+base64 (as the C++ side
-// does when built with zlib).
+// (as src/viewer/payload.cpp splits them); each part above 1 MB (treeGzipAbove: the tree part above
+// that; the C++ side uses 128 KB) goes gzip+base64 (as the C++ side does when built with zlib).
 export const TREE_KEYS = ['modules', 'parameters', 'checkpoint'];
-export function assemble(template, payloadObj, { gzipAbove = 1 << 20 } = {}) {
+export function assemble(template, payloadObj, { gzipAbove = 1 << 20, treeGzipAbove = gzipAbove } = {}) {
   const title = escapeHtml(String((payloadObj.model && payloadObj.model.name) || 'model'));
   const main = {}, tree = {};
   for (const [k, v] of Object.entries(payloadObj)) (TREE_KEYS.includes(k) ? tree : main)[k] = v;
   main.summary = { ...(main.summary || {}), checkpoint: tree.checkpoint != null };
-  const part = (obj) => {
+  const part = (obj, above) => {
     const json = JSON.stringify(obj);
-    const big = Buffer.byteLength(json) > gzipAbove;
+    const big = Buffer.byteLength(json) > above;
     return [big ? '' : escapePayload(json), big ? gzipSync(json, { level: 6 }).toString('base64') : ''];
   };
-  const [payload, gz] = part(main), [treeJson, treeGz] = part(tree);
+  const [payload, gz] = part(main, gzipAbove), [treeJson, treeGz] = part(tree, treeGzipAbove);
   const parts = { CG_TITLE: title, CG_PAYLOAD: payload, CG_PAYLOAD_GZ: gz, CG_TREE: treeJson, CG_TREE_GZ: treeGz };
   return template.replace(/@@(CG_TITLE|CG_PAYLOAD|CG_PAYLOAD_GZ|CG_TREE|CG_TREE_GZ)@@/g, (m, k) => parts[k]);
 }

@@ -49,6 +49,18 @@ void run(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir)
     }
     total += domain.run_entry(engine, i, *item);
   }
+  // Function-style models (`--root models::resnet::resnet18`): no forward method, the function
+  // returns a closure; it runs as a constructor and its closure as the root's forward.
+  for (const auto& comp : ir.components) {
+    if (!comp.entrypoints.empty() || total > opts.crate_node_budget) continue;
+    for (std::size_t i = 0; i < ir.functions.size(); ++i) {
+      const ir::Function& f = ir.functions[i];
+      if (f.id != comp.constructor || f.owner_type || f.qualified_name != comp.qualified_name)
+        continue;
+      if (auto item = item_of(crate, f))
+        total += domain.run_function_root(engine, i, *item, comp.id);
+    }
+  }
   if (skipped > 0) {
     checks::LimitFact l;
     l.kind = checks::LimitFact::Kind::crate_budget;

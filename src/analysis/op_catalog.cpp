@@ -246,6 +246,12 @@ std::vector<OpRule> rules_0_11_0() {
        D::preserve,
        G::propagates,
        S::operation_defined},
+      // Pooling: no multiply-accumulate; the output's spatial size from the kernel and stride
+      // (tensor/shape.cpp).
+      {{"max_pool2d", "max_pool2d_with_stride", "avg_pool2d", "avg_pool2d_with_stride"},
+       D::preserve,
+       G::propagates,
+       S::operation_defined},
       {{"detach", "as_detached_tensor"},
        D::preserve,
        G::severs,
@@ -370,10 +376,16 @@ std::vector<OpRule> rules_0_11_0() {
   method("RmsNorm::forward_diff", G::propagates, "differentiable LayerNorm path", S::preserve);
   method("LayerNorm::forward", G::propagates, "composed from differentiable tensor ops",
          S::preserve);
-  for (const char* layer : {"Linear", "Embedding", "Conv1d", "Conv2d", "ConvTranspose1d",
-                            "ConvTranspose2d", "PReLU", "GroupNorm", "BatchNorm"}) {
+  for (const char* layer :
+       {"Linear", "Embedding", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "PReLU"}) {
     method(std::string(layer) + "::forward", G::propagates, "candle-nn layer forward");
     method(std::string(layer) + "::forward_t", G::propagates, "candle-nn layer forward");
+  }
+  // Normalizations keep their input's shape (candle-nn batch_norm.rs, group_norm.rs).
+  for (const char* layer : {"GroupNorm", "BatchNorm"}) {
+    method(std::string(layer) + "::forward", G::propagates, "candle-nn layer forward", S::preserve);
+    method(std::string(layer) + "::forward_t", G::propagates, "candle-nn layer forward",
+           S::preserve);
   }
   return out;
 }

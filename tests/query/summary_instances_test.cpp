@@ -16,6 +16,7 @@ const std::string kLlama = std::string(CG_SOURCE_DIR) + "/examples/tiny-llama";
 const std::string kShared = std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates/shared_proj";
 const std::string kWrapper = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/wrapper_layers";
 const std::string kConv = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/conv_net";
+const std::string kFunc = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/func_net";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
   cg::pipeline::Options o;
@@ -143,6 +144,53 @@ TEST(SummaryInstances, ConvNetOutputShapesAndMultAddsGolden) {
   EXPECT_TRUE(m.totals.mult_adds_missing.empty());
   auto bound = cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b_sz=8"));
   EXPECT_EQ(bound.totals.mult_adds, "16,307,712");  // 8 × 2,038,464
+}
+
+// func_net (tests/fixtures/dataflow/func_net): a ResNet-like model written as candle-nn `Func`
+// closures, no `forward` method anywhere; `--root func_net --arg num_classes=10`. Its closure
+// reshapes the input to [b_sz, 3, 32, 32]; by hand (conv: out elements × c_in × k × k):
+//   stem        3->16 k3 p1         [b_sz, 16, 32, 32]  16·1024 × 27  =   442,368
+//   stage1.{0,1} conv1, conv2 16->16 k3 p1 s1, identity shortcut
+//                                    [b_sz, 16, 32, 32]  16·1024 × 144 = 2,359,296 each (× 4)
+//   stage2.0    conv1 16->32 k3 p1 s2 [b_sz, 32, 16, 16]  32·256 × 144  = 1,179,648
+//               conv2 32->32 k3 p1    [b_sz, 32, 16, 16]  32·256 × 288  = 2,359,296
+//               shortcut.proj 16->32 k1 s2                32·256 × 16   =   131,072
+//   stage2.1    conv1, conv2 32->32   [b_sz, 32, 16, 16]  2,359,296 each (× 2)
+//   pool        mean(D::Minus1) twice  [b_sz, 32]
+//   head        seq().add(linear 32->10)  [b_sz, 10]    32 × 10       =       320
+// total b_sz × 18,268,480. The BatchNorm keeps its input's shape and has no count.
+TEST(SummaryInstances, FuncClosureNetOutputShapesAndMultAddsGolden) {
+  cg::pipeline::Options o;
+  o.path = kFunc;
+  o.root = "func_net";
+  o.args = {"num_classes=10"};
+  auto a = cg::pipeline::analyze(o);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(shape_columns(m),
+            "func_net (func_net) [b_sz, 10] b_sz*18,268,480\n"
+            "stem (Conv2d) [b_sz, 16, 32, 32] b_sz*442,368\n"
+            "stage1.0.bn1 (BatchNorm) [b_sz, 16, 32, 32] -\n"
+            "stage1.0.conv1 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
+            "stage1.0.conv2 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
+            "stage1.1.bn1 (BatchNorm) [b_sz, 16, 32, 32] -\n"
+            "stage1.1.conv1 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
+            "stage1.1.conv2 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
+            "stage2.0.bn1 (BatchNorm) [b_sz, 32, 16, 16] -\n"
+            "stage2.0.conv1 (Conv2d) [b_sz, 32, 16, 16] b_sz*1,179,648\n"
+            "stage2.0.conv2 (Conv2d) [b_sz, 32, 16, 16] b_sz*2,359,296\n"
+            "stage2.0.shortcut.proj (Conv2d) [b_sz, 32, 16, 16] b_sz*131,072\n"
+            "stage2.1.bn1 (BatchNorm) [b_sz, 32, 16, 16] -\n"
+            "stage2.1.conv1 (Conv2d) [b_sz, 32, 16, 16] b_sz*2,359,296\n"
+            "stage2.1.conv2 (Conv2d) [b_sz, 32, 16, 16] b_sz*2,359,296\n"
+            "head (Linear) [b_sz, 10] b_sz*320\n");
+  EXPECT_EQ(m.totals.mult_adds, "b_sz*18,268,480");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  auto bound = cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b_sz=4"));
+  EXPECT_EQ(bound.totals.mult_adds, "73,073,920");  // 4 × 18,268,480
+  // Without --root nothing is a model (every helper has a root's shape), so no row at all.
+  cg::pipeline::Options none;
+  none.path = kFunc;
+  EXPECT_TRUE(cg::pipeline::analyze(none).ir.instance_calls.empty());
 }
 
 // tiny-llama's Output Shape and Mult-Adds columns, the whole forward (config bound).

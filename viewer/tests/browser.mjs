@@ -43,6 +43,41 @@ export async function cutCells(page, view) {
   }, view);
 }
 
+// Issue 18: nothing in the inspector is cut: no element's text overflows its box, ends in an
+// ellipsis or lies past the inspector's right edge.
+export async function inspectorCut(page) {
+  return page.evaluate(() => {
+    const insp = document.getElementById('inspector'), ir = insp.getBoundingClientRect(), out = [];
+    insp.querySelectorAll('*').forEach((d) => {
+      if (d.children.length) return;
+      const t = d.textContent, r = d.getBoundingClientRect();
+      if (!t.trim() || !r.width) return;
+      if (d.scrollWidth > d.clientWidth + 0.5 && getComputedStyle(d).overflowX !== 'visible') out.push('overflows: ' + t);
+      else if (/…$/.test(t.trim())) out.push('ends in an ellipsis: ' + t);
+      else if (r.right > ir.right + 0.5) out.push('past the right edge: ' + t);
+    });
+    return out;
+  });
+}
+
+// Issue 18: edge labels never overlap one another or a box. At 100 % zoom, every label the page
+// placed (drawn in this frame or not) and every closed box, as the page reports them in page
+// pixels: no two labels intersect, no label covers a box; most labels are shown (dropping them
+// all would be no fix), and some are drawn in the current frame.
+export async function labelOverlaps(page) {
+  await page.focus('#canvas-wrap'); await page.keyboard.press('0');
+  // Labels follow their frame in a task of their own.
+  await page.waitForFunction(() => cg.labels().zoom === 1 && cg.labels().labels.length > 0, null, { timeout: 5000 });
+  const r = await page.evaluate(() => ({ all: cg.labels(true), drawn: cg.labels(false).labels.length }));
+  const hit = (a, b) => a.x < b.x + b.w - 0.5 && b.x < a.x + a.w - 0.5 && a.y < b.y + b.h - 0.5 && b.y < a.y + a.h - 0.5;
+  const L = r.all.labels, bad = [];
+  for (let i = 0; i < L.length; i++) {
+    for (let j = i + 1; j < L.length; j++) if (hit(L[i], L[j])) bad.push(`"${L[i].text}" overlaps "${L[j].text}" at ${Math.round(L[i].x)},${Math.round(L[i].y)}`);
+    for (const b of r.all.boxes) if (hit(L[i], b)) bad.push(`"${L[i].text}" covers ${b.id}`);
+  }
+  return { labelled: r.all.labelled, placed: L.length, drawn: r.drawn, bad };
+}
+
 async function main() {
   const out = process.argv[2] || 'viewer-screenshots';
   mkdirSync(out, { recursive: true });
@@ -179,6 +214,13 @@ async function main() {
       check(/candle-nn/.test(props) && /operations/.test(props) && /^Model · /.test(await page4.textContent('#insp-title')),
         'with nothing selected the inspector shows the model\'s properties (features, candle versions, counts)');
       await page4.screenshot({ path: join(out, '09-demo-dataflow.png') });
+      // Edge labels on tiny-llama with every group open: q, k and v projections read one input.
+      await page4.click('#df-expand');
+      await page4.waitForFunction(() => cg.pending() === 0 && cg.groups().every((g) => cg.isExpanded(g)), null, { timeout: 10000 });
+      const dl = await labelOverlaps(page4);
+      check(dl.bad.length === 0 && dl.labelled > 20 && dl.placed >= 0.8 * dl.labelled && dl.drawn > 0,
+        `demo with every group open, at 100 %: no edge label overlaps another label or a box (${dl.placed} of ${dl.labelled} labels placed, ${dl.drawn} in view)` + (dl.bad.length ? ': ' + dl.bad.slice(0, 4).join(' | ') : ''));
+      await page4.screenshot({ path: join(out, '09b-demo-labels.png') });
       await page4.click('#tab-architecture');
       check(await page4.locator('#arch-tree .vrow', { hasText: '× 4' }).count() === 1, 'demo architecture folds the 4 decoder layers');
       await page4.fill('#q', 'q_proj');
@@ -212,6 +254,11 @@ async function main() {
         'the folded layer family shows the sum of its timed instances (0.9 + 1.0 ms) with a heat bar: ' + famText);
       const r = await cutCells(pt, 'architecture');
       check(r.cut.length === 0, 'timed Architecture tree at 1280 px: no cut cell' + (r.cut.length ? ': ' + r.cut.slice(0, 5).join(' | ') : ''));
+      // Expanded, the family row (1.90 ms, the sum of its instances) outweighs every module: its
+      // heat bar stays within the column, which still fits its figure.
+      await pt.click('#arch-expand');
+      const rx = await cutCells(pt, 'architecture');
+      check(rx.cut.length === 0, 'timed Architecture tree expanded at 1280 px: no cut cell' + (rx.cut.length ? ': ' + rx.cut.slice(0, 5).join(' | ') : ''));
       await pt.screenshot({ path: join(out, '12-timed-architecture.png') });
       await pt.click('#tab-profile');
       await pt.selectOption('#pr-mode', 'scopes');
@@ -346,6 +393,11 @@ async function main() {
       await pg.waitForFunction(() => cg.isExpanded('g:transformer.h.23.mlp') && !cg.pending(), null, { timeout: 20000 });
       const every = await pg.evaluate(() => { const miss = []; for (let k = 0; k < 24; k++) ['', '.attn', '.mlp'].forEach((s) => { if (!cg.isExpanded('g:transformer.h.' + k + s)) miss.push(k + s); }); return miss; });
       check(every.length === 0, `gpt-24: "Open all 24 instances" opens every block with its attention and MLP` + (every.length ? ': closed ' + every.slice(0, 5) : ''));
+      // Edge labels: the fused qkv projection fans out into three parallel chains per block.
+      const lo = await labelOverlaps(pg);
+      check(lo.bad.length === 0 && lo.labelled > 500 && lo.placed >= 0.8 * lo.labelled && lo.drawn > 0,
+        `gpt-24 with every block open, at 100 %: no edge label overlaps another label or a box (${lo.placed} of ${lo.labelled} labels placed, ${lo.drawn} in view)` + (lo.bad.length ? ': ' + lo.bad.slice(0, 4).join(' | ') : ''));
+      await pg.screenshot({ path: join(out, '20-gpt24-labels.png') });
       // Tables at 1280 px: nothing cut in the expanded tree or the findings.
       for (const v of ['architecture', 'findings']) {
         await pg.click('#tab-' + v); await pg.waitForFunction((x) => cg.state.view === x, v, { timeout: 10000 });
@@ -364,6 +416,18 @@ async function main() {
       if (v === 'architecture') await pg.click('#arch-expand');
       const r = await cutCells(pg, v);
       check((r.cells > 0 || v === 'findings') && r.cut.length === 0, `${what} ${v} at 1280 px: no cut cell among ${r.cells}` + (r.cut.length ? ': ' + r.cut.slice(0, 5).join(' | ') : ''));
+      // The inspector of the view's first rows (a finding's "focus operation …" link, a
+      // checkpoint row's "parameter … in the tree") cuts nothing either.
+      const icut = [];
+      for (let i = 0; i < 3; i++) {
+        // A finding's row opens the dataflow view: come back for the next row.
+        if (await pg.evaluate(() => cg.state.view) !== v) { await pg.click('#tab-' + v); await pg.waitForFunction((x) => cg.state.view === x, v, { timeout: 10000 }); }
+        const row = pg.locator('#view-' + v + ' .vrow').nth(i);
+        if (!(await row.count())) break;
+        await row.click(); icut.push(...(await inspectorCut(pg)));
+      }
+      if (await pg.evaluate(() => cg.state.view) !== v) { await pg.click('#tab-' + v); await pg.waitForFunction((x) => cg.state.view === x, v, { timeout: 10000 }); }
+      check(icut.length === 0, `${what} ${v} at 1280 px: the inspector of its first rows cuts no text` + (icut.length ? ': ' + icut.slice(0, 4).join(' | ') : ''));
       return r;
     };
     await p1280.goto('file://' + file);

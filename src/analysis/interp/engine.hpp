@@ -69,6 +69,8 @@
 //   Value unbound(Engine&, NodeId path)   an identifier that names no local (default: nothing)
 //   Value index(Engine&, NodeId n, Value base, Value i)   `base[i]` (default: the base's value)
 //   Value cast(Engine&, NodeId n, Value v)   `x as T` (default: x's value)
+//   bool statement_value(Engine&, NodeId stmt)   true: a block's last statement, an expression
+//       without `;` (a trailing `if`/`match`), gives the block's value (default: only the tail)
 // Domains may end a run at a limit of their own with `stop()`, and let it go on with `resume()`.
 #include <algorithm>
 #include <cstddef>
@@ -180,6 +182,18 @@ class Engine {
   using Bindings = std::vector<std::pair<std::string, Value>>;
   Value run_closure(const rust::Body& where, NodeId closure, const std::vector<Value>& args,
                     const Bindings& also = {});
+  // Runs `what()` in a frame of function `item` (its body, no locals): a domain running code after
+  // the call that made it returned (a closure a constructor returned, run as the model's forward).
+  template <class F>
+  Value in_frame(std::size_t item, F&& what) {
+    Frame fr;
+    fr.item = item;
+    fr.body = &crate_.lowered(item);
+    frames_.push_back(&fr);
+    Value v = what();
+    frames_.pop_back();
+    return v;
+  }
   // Ends the run as an exhausted budget does (nothing more is evaluated), without a Bound: a
   // domain stops at a limit of its own. `resume` lets a stopped or exhausted run go on (a domain
   // that undid the work past the limit); the budget used is kept, so the next node past it

@@ -263,8 +263,14 @@ typename Engine<D>::Value Engine<D>::eval_stmts(std::span<const NodeId> stmts, s
       eval_let(s);
       last = Value{};
     } else if (st.kind == Kind::ExprStmt || st.kind == Kind::MacroStmt || s != tail) {
-      eval(s);
+      Value v = eval(s);
       last = Value{};
+      // Rust's rule, where the domain asks for it: a block's last statement, an `if`/`match`
+      // without `;`, gives the block's value.
+      if constexpr (requires { dom_.statement_value(*this, s); })
+        if (k + 1 == stmts.size() && st.kind == Kind::ExprStmt && !(st.flags & rust::kSemicolon) &&
+            dom_.statement_value(*this, s))
+          last = std::move(v);
     } else {
       last = eval(s);
     }

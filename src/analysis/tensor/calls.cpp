@@ -1,6 +1,7 @@
 // Calls, method calls and operators in the tensor domain: crate-local functions are inlined (one
 // Call operation in the caller), candle functions and tensor methods go through the op catalog,
 // `backward`/optimizer steps mark losses, and `xs.apply(&layer)` is `layer.forward(xs)`.
+#include <cmath>
 #include <cstdlib>
 
 #include "analysis/tensor/domain.hpp"
@@ -27,6 +28,15 @@ Val TensorDomain::call(Eng& eng, NodeId n, std::vector<Val> args) {
   // `Ok(x)`, `Some(x)`, `Box::new(x)` are x as far as tensors go: a function ending in
   // `Ok((q, k))` returns its tensors.
   std::string_view fp = b.source(callee);
+  // `f(xs)` on a local closure value; `Func::new(c)`, `FuncT::new(c)`, `candle_nn::func(c)`
+  // are the closure `c`.
+  if (ft == "identifier")
+    if (const Val* f = eng.lookup(std::string(fp)); f && (f->fn || f->items))
+      if (auto r = apply_callable(eng, n, *f, args, false)) return *r;
+  if (args.size() == 1 && args.front().fn) {
+    std::string_view leaf = last_path_segment(fp);
+    if (leaf == "new" || leaf == "func" || leaf == "func_t") return std::move(args.front());
+  }
   if (args.size() == 1 && (fp == "Ok" || fp == "Some" || fp == "Box::new" || fp == "Arc::new" ||
                            fp == "Rc::new" || fp == "std::sync::Arc::new"))
     return std::move(args.front());
@@ -49,11 +59,26 @@ Val TensorDomain::free_call(Eng& eng, NodeId n, const std::string& path, std::ve
     if (!r.tensor && (leaf == "new" || leaf == "load")) {
       std::ptrdiff_t o = owner_item(c.item);
       if (o >= 0) r.type_item = o;
+      // In a constructor run, a crate-local layer built on a VarBuilder is the module there.
+      if (o >= 0 && ctor_)
+        for (const auto& a : args)
+          if (a.vb) {
+            r.modules = modules_at(*a.vb, &crate_.items()[static_cast<std::size_t>(o)].qualified);
+            break;
+          }
     }
     return r;
   }
   std::string first = first_segment(path);
   std::string leaf(last_path_segment(path));
+  if (ctor_) {
+    if (leaf == "seq") {
+      Val v;
+      v.items = std::make_shared<std::vector<Val>>();
+      return v;
+    }
+    if (auto v = built_layer(args, leaf)) return *v;
+  }
   if (first == "Var" && var_constructor(leaf)) {
     OpRule rule = cat_.lookup(leaf);
     Val v = apply_catalog(eng, n, "Var::" + leaf, rule, args, nullptr);
@@ -91,6 +116,18 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     if (method == "backward_step") run_.train = true;
     return {};
   }
+  if (ctor_ || recv.vb)
+    if (auto v = builder_method(eng, n, recv, args)) return *v;
+  // A closure or a `Sequential` applied: `xs.apply(&f)`, `xs.apply_t(&f, train)`,
+  // `f.forward(xs)`.
+  if ((method == "apply" || method == "apply_t") && !args.empty() &&
+      (args[0].fn || args[0].items)) {
+    std::vector<Val> a{recv};
+    if (args.size() > 1) a.push_back(args[1]);
+    if (auto r = apply_callable(eng, n, args[0], a, method == "apply_t")) return *r;
+  }
+  if ((method == "forward" || method == "forward_t") && (recv.fn || recv.items))
+    if (auto r = apply_callable(eng, n, recv, args, method == "forward_t")) return *r;
   if (passthrough_method(method)) return recv;
   // (a) crate-local receiver type: inline the unique method.
   std::ptrdiff_t m = pick_method(recv.type_item, method);
@@ -104,6 +141,20 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
       OpRule rule = cat_.lookup_method(args[0].ext_type, "forward");
       std::vector<Val> ops{recv};
       return layer_call(eng, n, "forward", rule, ops, &args[0]);
+    }
+  }
+  // `xs.apply_t(&bn, train)` is `bn.forward_t(xs, train)`.
+  if (method == "apply_t" && !args.empty() && recv.tensor && !args[0].modules.empty()) {
+    std::ptrdiff_t fwd = pick_method(args[0].type_item, "forward_t");
+    if (fwd >= 0) {
+      std::vector<Val> a{recv};
+      if (args.size() > 1) a.push_back(args[1]);
+      return inline_call(eng, n, static_cast<std::size_t>(fwd), &args[0], a, "forward_t");
+    }
+    if (!args[0].ext_type.empty()) {
+      OpRule rule = cat_.lookup_method(args[0].ext_type, "forward_t");
+      std::vector<Val> ops{recv};
+      return layer_call(eng, n, "forward_t", rule, ops, &args[0]);
     }
   }
   if (method.rfind("dims", 0) == 0 && recv.tensor && !recv.tid.empty()) {
@@ -175,6 +226,28 @@ Val TensorDomain::binary(Eng& eng, NodeId n, Val l, Val r) {
     if (l.num && r.num) {
       double a = *l.num, c = *r.num;
       v.num = op == "+" ? a + c : op == "-" ? a - c : op == "*" ? a * c : c != 0 ? a / c : 0;
+      // A constructor run decides `if`s on known numbers (choose): comparisons are 1 or 0.
+      if (ctor_ && !name) {
+        if (op == "==")
+          v.num = a == c;
+        else if (op == "!=")
+          v.num = a != c;
+        else if (op == "<")
+          v.num = a < c;
+        else if (op == ">")
+          v.num = a > c;
+        else if (op == "<=")
+          v.num = a <= c;
+        else if (op == ">=")
+          v.num = a >= c;
+        else if (op == "&&")
+          v.num = a != 0 && c != 0;
+        else if (op == "||")
+          v.num = a != 0 || c != 0;
+        else if (op != "%")
+          v.num.reset();
+        if (op == "%") v.num = c != 0 ? std::fmod(a, c) : 0;
+      }
     }
     return v;
   }

@@ -42,6 +42,12 @@ class TensorDomain {
   // One entrypoint: its tensor parameters become input tensors, the body is interpreted, the
   // run's facts go to the checks. Returns the nodes the run evaluated.
   std::size_t run_entry(Eng& eng, std::size_t fn_index, std::size_t item);
+  // A function-style model (`--root models::resnet::resnet18`, `fn(.., vb) -> Result<Func>`):
+  // the function runs as a constructor (closures captured, VarBuilder prefixes followed, loops
+  // over known ranges expanded), then the closure it returns runs on an input tensor as the root
+  // module's `forward` (closures.cpp). Returns the nodes the run evaluated.
+  std::size_t run_function_root(Eng& eng, std::size_t fn_index, std::size_t item,
+                                const std::string& component);
   // After every entrypoint: operation phases, sorted call lists.
   void finish();
   void limit(const checks::LimitFact& l);
@@ -70,8 +76,31 @@ class TensorDomain {
   void enter(Eng& eng, std::size_t callee, bool entry);
   Val returned(std::size_t item, Val joined);
   void bound(Eng& eng, const interp::Bound& b);
+  // Constructor runs only (closures.cpp): a closure is a value capturing its environment, and a
+  // `for` over a known range or a collected `Vec` runs once per value.
+  std::optional<Val> closure(Eng& eng, NodeId n);
+  std::optional<std::vector<Val>> expand(Eng& eng, NodeId n, const Val& iter);
+  // Constructor runs only: an `if` whose condition is a known number takes that branch
+  // (`if stride != 1 || c_in != c_out` builds a projection shortcut or the identity).
+  std::optional<std::size_t> choose(Eng& eng, NodeId n, const Val& cond) const;
+  // Function-root runs only: a trailing `if`/`match` statement is the block's value, as in Rust.
+  bool statement_value(Eng&, NodeId) const { return fn_root_run_; }
 
  private:
+  // ---- closures and constructor runs (closures.cpp) -----------------------------------------
+  // Runs callable `f` (a closure, or a collection applied in order) on `args`; nullopt when `f`
+  // is neither.
+  std::optional<Val> apply_callable(Eng& eng, NodeId n, const Val& f, std::vector<Val> args,
+                                    bool train);
+  Val call_closure(Eng& eng, const Closure& c, const std::vector<Val>& args);
+  // `vb.pp(..)`, `layers.push(..)`, `seq().add(..)`: nullopt when `n` is none of them.
+  std::optional<Val> builder_method(Eng& eng, NodeId n, const Val& recv,
+                                    const std::vector<Val>& args);
+  // A candle-nn layer constructor given a VarBuilder (`conv2d(.., vb.pp("conv1"))`): the
+  // inventory modules under that prefix; nullopt when no argument is a VarBuilder.
+  std::optional<Val> built_layer(const std::vector<Val>& args, const std::string& leaf);
+  std::set<std::string> modules_at(const std::string& prefix, const std::string* type) const;
+
   // ---- operations (ops.cpp) ------------------------------------------------------------------
   Val make_op(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
               const std::vector<const Val*>& ins, const Val* recv,
@@ -160,6 +189,10 @@ class TensorDomain {
   std::string dims_tid_;                   // the tensor whose dims() the current `let` reads
   checks::RunFacts run_;                   // the entrypoint being interpreted
   mutable std::vector<std::string> fids_;  // per item
+  bool ctor_ = false;                      // a function root's constructor run
+  bool fn_root_run_ = false;               // a function root's run (constructor and forward)
+  std::string ctor_component_;             // its component id
+  std::size_t closure_depth_ = 0;          // closures being run
 };
 
 }  // namespace cg::analysis::tensor

@@ -131,7 +131,14 @@ std::size_t TensorDomain::open_instance(const std::set<std::string>& mods,
   if (parent && !parent->modules.empty() && ms.size() % parent->modules.size() == 0)
     per_parent = ms.size() / parent->modules.size();
   c.count = per_parent;
-  if (!loop.empty() && !parent_loop) {
+  // One member of a loop the inventory expanded (`layer1.0.conv1` of `index in 0..2`, applied by
+  // a closure its constructor built for that index) is that one instance.
+  const bool one_expanded = ms.size() == 1 && first->repeat &&
+                            first->repeat->find(" (not expanded: ") == std::string::npos &&
+                            repeat_count(*first->repeat).has_value();
+  if (one_expanded) {
+    c.count = 1;
+  } else if (!loop.empty() && !parent_loop) {
     c.repeat = loop;
     if (ms.size() == 1) c.count = repeat_count(*first->repeat);
   } else if (per_parent > 1) {

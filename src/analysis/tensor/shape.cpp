@@ -333,6 +333,58 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
   bool has_args = b[node].kind == Kind::Call || b[node].kind == Kind::MethodCall;
   auto arg = [&](std::uint32_t i) { return has_args ? b.kid(node, i) : rust::kNone; };
   auto syntax = [&](NodeId n) { return n == rust::kNone ? std::string_view{} : b[n].syntax; };
+  // A dimension argument: a literal, or `D::Minus1`/`D::Minus2` counted from the end.
+  auto dim_arg = [&](NodeId n) -> std::optional<std::size_t> {
+    if (!a || n == rust::kNone) return std::nullopt;
+    std::string t(b.source(n));
+    const std::size_t r = a->dimensions.size();
+    std::optional<std::size_t> d;
+    if (syntax(n) == "integer_literal") d = std::strtoull(t.c_str(), nullptr, 10);
+    if (t.ends_with("D::Minus1") && r >= 1) d = r - 1;
+    if (t.ends_with("D::Minus2") && r >= 2) d = r - 2;
+    if (d && *d >= r) d.reset();
+    return d;
+  };
+  auto number = [](const std::string& e) -> std::optional<std::uint64_t> {
+    if (e.empty() || e.size() > 15 || e.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    return std::stoull(e);
+  };
+  if (rule.shape == ShapeRule::operation_defined && a && has_args) {
+    const std::string& nm = rule.name;
+    // `pad_with_same(dim, left, right)` / `pad_with_zeros`: that dimension grows by both sides.
+    if (nm == "pad_with_same" || nm == "pad_with_zeros") {
+      auto d = dim_arg(arg(0));
+      auto l = static_num(eng, arg(1), 0), r = static_num(eng, arg(2), 0);
+      if (d) {
+        out = *a;
+        auto n = number(a->dimensions[*d].expr);
+        std::string e = "?";
+        if (l && r && *l >= 0 && *r >= 0) {
+          if (*l + *r == 0) e = a->dimensions[*d].expr;
+          if (n) e = std::to_string(*n + static_cast<std::uint64_t>(*l + *r));
+        }
+        out.dimensions[*d] = {std::nullopt, e};
+      }
+    }
+    // `max_pool2d(k)` (stride k), `max_pool2d_with_stride(k, s)`, and the avg ones: the last two
+    // dimensions are (l − k) / s + 1.
+    if (nm.find("pool2d") != std::string::npos && a->dimensions.size() >= 2) {
+      auto k = static_num(eng, arg(0), 0);
+      auto st = nm.ends_with("_with_stride") ? static_num(eng, arg(1), 0) : k;
+      out = *a;
+      for (std::size_t i = a->dimensions.size() - 2; i < a->dimensions.size(); ++i) {
+        auto n = number(a->dimensions[i].expr);
+        std::string e = "?";
+        if (n && k && st && *k >= 1 && *st >= 1 && static_cast<double>(*n) >= *k)
+          e = std::to_string(
+              (*n - static_cast<std::uint64_t>(*k)) / static_cast<std::uint64_t>(*st) + 1);
+        out.dimensions[i] = {std::nullopt, e};
+      }
+    }
+    if (out.rank) out.source_expr.reset();
+    if (out.rank) return out;
+  }
   switch (rule.shape) {
     case ShapeRule::preserve:
     case ShapeRule::keep_dimension:
@@ -412,9 +464,17 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
       }
       break;
     case ShapeRule::remove_dimension:
-      // `squeeze(1)`, `sum(2)`: that dimension goes (a `D::Minus1`-style argument is not read).
-      if (a && has_args && b.kids(node).size() == 1 && syntax(arg(0)) == "integer_literal") {
-        auto d = std::strtoull(std::string(b.source(arg(0))).c_str(), nullptr, 10);
+      // `squeeze(1)`, `sum(2)`, `mean(D::Minus1)`: that dimension goes (`D::Minus1`/`Minus2`
+      // count from the end).
+      if (a && has_args && b.kids(node).size() == 1) {
+        std::string t(b.source(arg(0)));
+        std::size_t d = a->dimensions.size();
+        if (syntax(arg(0)) == "integer_literal")
+          d = std::strtoull(t.c_str(), nullptr, 10);
+        else if (t == "D::Minus1" || t == "candle::D::Minus1" || t == "candle_core::D::Minus1")
+          d = a->dimensions.size() - 1;
+        else if (t == "D::Minus2" || t == "candle::D::Minus2" || t == "candle_core::D::Minus2")
+          d = a->dimensions.size() >= 2 ? a->dimensions.size() - 2 : a->dimensions.size();
         if (d >= a->dimensions.size()) break;
         out = *a;
         out.dimensions.erase(out.dimensions.begin() + static_cast<std::ptrdiff_t>(d));

@@ -9,7 +9,9 @@ namespace cg::analysis::tensor {
 Val join(const std::vector<Val>& vs) {
   std::vector<const Val*> live;
   for (const auto& v : vs)
-    if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems) live.push_back(&v);
+    if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems || v.fn || v.vb ||
+        v.items)
+      live.push_back(&v);
   if (live.empty()) return {};
   Val out = *live.front();
   // Tuples of one arity join element by element; anything else is no tuple.

@@ -3,6 +3,8 @@
 // (its IR id, dtype, gradient state, numeric domain), a number, a crate-local or external type
 // instance, and the inventory modules it may denote.
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -14,8 +16,23 @@
 namespace cg::ir {
 struct TensorShape;
 }
+namespace cg::rust {
+class Body;
+}
 
 namespace cg::analysis::tensor {
+
+struct Val;
+
+// A closure taken as a value where it is written in a model's constructor (`Func::new(move |xs|
+// ..)`, `candle_nn::func(..)`): the function and body that wrote it and the environment it
+// captured (the layers it applies), so a later `xs.apply(&f)` runs its body with those captures.
+struct Closure {
+  std::size_t item = 0;
+  const rust::Body* body = nullptr;  // the body that wrote it
+  std::uint32_t node = 0;            // its closure node in that body
+  std::shared_ptr<const std::map<std::string, Val>> env;
+};
 
 enum class Grad { trainable, frozen, differentiable, severed, layout_dependent, unknown };
 
@@ -42,6 +59,14 @@ struct Val {
   // (a wrapper layer's one `self.inner.forward(xs)` run for a 64->64 and a 64->100 projection):
   // the IR tensor keeps one shape per syntax node, the value the one of its own call.
   std::shared_ptr<const ir::TensorShape> shape;
+  // A closure value (constructor runs only: see Closure).
+  std::shared_ptr<const Closure> fn;
+  // A VarBuilder and the key prefix it has pushed (`vb.pp("layer1").pp(0)` -> "layer1.0"; a
+  // segment not known is "?"), in constructor runs.
+  std::optional<std::string> vb;
+  // What a collection holds in order: a `Vec` filled by `push`, a `seq()` by `add`/`add_fn`
+  // (constructor runs only).
+  std::shared_ptr<const std::vector<Val>> items;
 };
 
 inline Grad join_grad(Grad a, Grad b) {

@@ -1,0 +1,266 @@
+// Closures as values (issue #18): models written as candle-nn `Func`/`FuncT` closures
+// (candle-transformers' resnet: `Ok(Func::new(move |xs| xs.apply(&conv1)?...))`) have no
+// `forward` method the dataflow reaches. A function root (`--root models::resnet::resnet18`) runs
+// here as a constructor: a closure is a value capturing the environment it was written in (the
+// layers it applies), `vb.pp(..)` prefixes are followed so a candle-nn layer constructor's value
+// denotes the inventory module under that key, `for` loops over known ranges run once per value,
+// and `Vec::push`/`seq().add` collect what they are given. The closure it returns then runs on an
+// input tensor as the root module's `forward`: `xs.apply(&f)`, `f.forward(xs)`, `f(xs)` and a
+// `Sequential`'s forward run a closure's body with its captures, so its operations get shapes and
+// Mult-Adds and each layer it applies its own instance call.
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/tensor/domain.hpp"
+#include "rust/literal.hpp"
+#include "util/text.hpp"
+
+namespace cg::analysis::tensor {
+namespace {
+
+using rust::Kind;
+
+// Whether module prefix `prefix` matches `pattern`, a `?` segment matching any one segment.
+bool prefix_matches(const std::string& prefix, const std::string& pattern) {
+  std::size_t i = 0, j = 0;
+  while (true) {
+    std::size_t ie = prefix.find('.', i), je = pattern.find('.', j);
+    std::string a = prefix.substr(i, ie == std::string::npos ? std::string::npos : ie - i);
+    std::string b = pattern.substr(j, je == std::string::npos ? std::string::npos : je - j);
+    if (b != "?" && a != b) return false;
+    if ((ie == std::string::npos) != (je == std::string::npos)) return false;
+    if (ie == std::string::npos) return true;
+    i = ie + 1;
+    j = je + 1;
+  }
+}
+
+constexpr std::size_t kMaxExpanded = 1024;  // iterations of one expanded constructor loop
+constexpr std::size_t kMaxClosureDepth = 24;
+
+}  // namespace
+
+std::optional<Val> TensorDomain::closure(Eng& eng, NodeId n) {
+  if (!ctor_) return std::nullopt;  // elsewhere: analyzed where written, as before
+  auto c = std::make_shared<Closure>();
+  c->item = eng.item();
+  c->body = &eng.body();
+  c->node = n;
+  c->env = std::make_shared<const std::map<std::string, Val>>(eng.frame().env);
+  Val v;
+  v.fn = std::move(c);
+  return v;
+}
+
+std::optional<std::vector<Val>> TensorDomain::expand(Eng& eng, NodeId n, const Val& iter) {
+  // A collection a constructor filled (`for layer in layers.iter()`): each of its values.
+  if (iter.items) {
+    if (iter.items->size() > kMaxExpanded) return std::nullopt;
+    return *iter.items;
+  }
+  if (!ctor_) return std::nullopt;
+  // `for index in 0..cnt` with `cnt` known: one iteration per index, so `vb.pp(index)` names
+  // each instance.
+  const rust::Body& b = eng.body();
+  NodeId r = b.peel(b[n].b, {Kind::Paren});
+  if (r == rust::kNone || b[r].kind != Kind::Range || b[r].a == rust::kNone ||
+      b[r].b == rust::kNone)
+    return std::nullopt;
+  Val lo = eng.eval(b[r].a), hi = eng.eval(b[r].b);
+  if (!lo.num || !hi.num || *lo.num < 0 || *hi.num > 1e9) return std::nullopt;
+  auto l = static_cast<long long>(std::llround(*lo.num));
+  auto h = static_cast<long long>(std::llround(*hi.num)) + (b[r].str == "..=" ? 1 : 0);
+  if (h - l > static_cast<long long>(kMaxExpanded)) return std::nullopt;
+  std::vector<Val> out;
+  for (long long i = l; i < h; ++i) {
+    Val v;
+    v.num = static_cast<double>(i);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::optional<std::size_t> TensorDomain::choose(Eng& eng, NodeId n, const Val& cond) const {
+  if (!ctor_ || !cond.num || eng.node(n).kind != Kind::If) return std::nullopt;
+  NodeId c = eng.node(n).a;
+  if (c != rust::kNone && eng.node(c).kind == Kind::LetCond) return std::nullopt;
+  return *cond.num != 0 ? 0 : 1;
+}
+
+Val TensorDomain::call_closure(Eng& eng, const Closure& c, const std::vector<Val>& args) {
+  if (!eng.running() || !c.env || closure_depth_ >= kMaxClosureDepth) return {};
+  ++closure_depth_;
+  // The closure runs as the function that wrote it (its operations are that function's, its
+  // paths resolve there) with the locals it captured.
+  auto& fr = eng.frame();
+  std::size_t item = fr.item;
+  auto env = std::move(fr.env);
+  fr.item = c.item;
+  fr.env = *c.env;
+  Val out = eng.run_closure(*c.body, c.node, args);
+  auto& back = eng.frame();
+  back.env = std::move(env);
+  back.item = item;
+  --closure_depth_;
+  return out;
+}
+
+std::optional<Val> TensorDomain::apply_callable(Eng& eng, NodeId n, const Val& f,
+                                                std::vector<Val> args, bool train) {
+  if (f.fn) return call_closure(eng, *f.fn, args);
+  if (!f.items || args.empty()) return std::nullopt;
+  // A `Sequential` (or a collection applied in order): each member on the previous one's output.
+  Val x = args[0];
+  for (const auto& e : *f.items) {
+    std::vector<Val> a = args;
+    a[0] = x;
+    if (auto r = apply_callable(eng, n, e, a, train)) {
+      x = std::move(*r);
+    } else if (!e.ext_type.empty() && x.tensor && n != rust::kNone) {
+      const std::string m = train ? "forward_t" : "forward";
+      std::vector<Val> ops{x};
+      x = layer_call(eng, n, m, cat_.lookup_method(e.ext_type, m), ops, &e);
+    } else {
+      x = {};
+    }
+  }
+  return x;
+}
+
+std::optional<Val> TensorDomain::builder_method(Eng& eng, NodeId n, const Val& recv,
+                                                const std::vector<Val>& args) {
+  const rust::Body& b = eng.body();
+  const std::string_view m = b[n].str;
+  if (recv.vb) {
+    if (m == "pp" || m == "push_prefix") {
+      std::string seg = "?";
+      NodeId a = b.peel(b.kid(n, 0), {Kind::Ref, Kind::Paren});
+      if (a != rust::kNone && b[a].kind == Kind::Lit && b[a].lit == rust::LitKind::Str) {
+        if (auto s = rust::decode_string_literal(b[a].str)) seg = *s;
+      } else if (!args.empty() && args[0].num && *args[0].num >= 0 && *args[0].num < 1e15 &&
+                 std::floor(*args[0].num) == *args[0].num) {
+        seg = std::to_string(static_cast<long long>(*args[0].num));
+      }
+      Val v = recv;
+      v.vb = recv.vb->empty() ? seg : *recv.vb + "." + seg;
+      return v;
+    }
+    if (m == "clone" || m == "set_dtype" || m == "to_dtype" || m == "set_device") return recv;
+    return Val{};
+  }
+  if (!ctor_) return std::nullopt;
+  if (m == "push" && args.size() == 1) {
+    NodeId r = b.peel(b[n].a, {Kind::Ref, Kind::Paren});
+    if (r == rust::kNone || b[r].kind != Kind::Path || b[r].syntax != "identifier")
+      return std::nullopt;
+    Val v = recv;
+    auto items = recv.items ? std::make_shared<std::vector<Val>>(*recv.items)
+                            : std::make_shared<std::vector<Val>>();
+    items->push_back(args[0]);
+    v.items = std::move(items);
+    eng.frame().env[std::string(b[r].str)] = std::move(v);
+    return Val{};
+  }
+  if ((m == "add" || m == "add_fn") && recv.items && args.size() == 1) {
+    Val v = recv;
+    auto items = std::make_shared<std::vector<Val>>(*recv.items);
+    items->push_back(args[0]);
+    v.items = std::move(items);
+    return v;
+  }
+  return std::nullopt;
+}
+
+std::set<std::string> TensorDomain::modules_at(const std::string& prefix,
+                                               const std::string* type) const {
+  std::set<std::string> out;
+  for (const auto& m : ir_.modules) {
+    if (m.component != ctor_component_ || !prefix_matches(m.prefix, prefix)) continue;
+    if (type ? m.qualified_type.value_or("") != *type : !params_by_module_.count(m.id)) continue;
+    out.insert(m.id);
+  }
+  return out;
+}
+
+std::optional<Val> TensorDomain::built_layer(const std::vector<Val>& args, const std::string&) {
+  const Val* vb = nullptr;
+  for (const auto& a : args)
+    if (a.vb) {
+      vb = &a;
+      break;
+    }
+  if (!vb) return std::nullopt;
+  Val v;
+  v.modules = modules_at(*vb->vb, nullptr);
+  if (!v.modules.empty()) v.ext_type = module_by_id_.at(*v.modules.begin())->type_name;
+  return v;
+}
+
+std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std::size_t item,
+                                            const std::string& component) {
+  run_ = checks::RunFacts{};
+  run_.fn_index = fn_index;
+  run_.entry_fid = ir_.functions[fn_index].id;
+  for (auto& c : checks_)
+    c->run_begin();
+  const auto& it = crate_.items()[item];
+  std::vector<Val> args;
+  for (const auto& p : it.params) {
+    Val v;
+    if (p.type_text.find("VarBuilder") != std::string::npos) v.vb = "";
+    args.push_back(std::move(v));
+  }
+  eng.begin_run();
+  inst_occ_ = {};
+  open_instances_.clear();
+  ctor_ = true;
+  fn_root_run_ = true;
+  ctor_component_ = component;
+  Val f = eng.invoke(item, nullptr, args, true);
+  ctor_ = false;
+  if (f.fn || f.items) {
+    std::set<std::string> roots;
+    for (const auto& m : ir_.modules)
+      if (m.component == component && !m.parent) roots.insert(m.id);
+    eng.in_frame(item, [&] {
+      // The input: the closure's first parameter (`xs`).
+      std::string name = "xs";
+      if (f.fn) {
+        auto ps = f.fn->body->kids(f.fn->node);
+        if (!ps.empty() && (*f.fn->body)[ps[0]].kind == Kind::PIdent)
+          name = std::string((*f.fn->body)[ps[0]].str);
+      }
+      Val xs;
+      xs.tensor = true;
+      xs.tid = ir::contract_tensor_id(run_.entry_fid, name);
+      out_.add_tensor(xs.tid, name, ir::TensorRole::input, run_.entry_fid);
+      auto& ins = ir_.functions[fn_index].tensor_inputs;
+      if (std::find(ins.begin(), ins.end(), xs.tid) == ins.end()) ins.push_back(xs.tid);
+      std::size_t root = open_instance(roots, "forward", run_.entry_fid);
+      NodeId where = f.fn ? rust::kNone : eng.body().root;
+      std::optional<Val> out = apply_callable(eng, where, f, {xs, Val{}}, false);
+      Val ret = out ? *out : Val{};
+      close_instance(root, ret, shape_of_tensor(&ret), "");
+      if (ret.tensor && !ret.tid.empty()) {
+        run_.returned.insert(ret.tid);
+        auto& outs = ir_.functions[fn_index].tensor_outputs;
+        if (std::find(outs.begin(), outs.end(), ret.tid) == outs.end()) outs.push_back(ret.tid);
+      }
+      return Val{};
+    });
+  }
+  fn_root_run_ = false;
+  auto& fn = ir_.functions[fn_index];
+  if (std::find(fn.execution_phases.begin(), fn.execution_phases.end(),
+                ir::ExecutionPhase::infer) == fn.execution_phases.end())
+    fn.execution_phases.push_back(ir::ExecutionPhase::infer);
+  for (std::size_t oi : run_.ops) {
+    if (op_phases_.size() <= oi) op_phases_.resize(oi + 1, 0);
+    op_phases_[oi] |= 2;
+  }
+  for (auto& c : checks_)
+    c->run_end(run_, out_);
+  return eng.used();
+}
+
+}  // namespace cg::analysis::tensor
