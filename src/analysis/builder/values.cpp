@@ -197,7 +197,7 @@ BuilderDomain::Value BuilderDomain::param_value(const rust::Param& p, const std:
 std::optional<SymValue> BuilderDomain::layer_field(const Value& b, std::string_view name) {
   auto it = b.fields.find(std::string(name));
   if (it != b.fields.end()) return it->second;
-  if (b.defaulted) return inventory::layer_config_default(name, b.ctor);
+  if (b.defaulted) return inventory::layer_config_default(name, b.ctor, &catalog_);
   return SymValue::symbolic(b.text + "." + std::string(name),
                             "`" + b.text + "` is not a config literal");
 }
