@@ -84,25 +84,17 @@ int main(int argc, char** argv) {
     report(ir);
     return 0;
   }
-  // The syntax walker and the builder domain on the interpreter (issue #19's port), alternated
-  // in the same run so their ratio is free of the machine's load.
-  std::vector<double> ours, engine;
+  std::vector<double> ours;
   std::size_t params = 0, components = 0;
   for (int rep = 0; rep < 5; ++rep) {
-    for (bool on : {false, true}) {
-      cg::ir::ModelIr ir;
-      opts.engine = on;
-      double t0 = bench::now_s();
-      cg::analysis::build_inventory(crate, opts, ir);
-      (on ? engine : ours).push_back(bench::now_s() - t0);
-      params = ir.parameters.size();
-      components = ir.components.size();
-    }
+    cg::ir::ModelIr ir;
+    double t0 = bench::now_s();
+    cg::analysis::build_inventory(crate, opts, ir);
+    ours.push_back(bench::now_s() - t0);
+    params = ir.parameters.size();
+    components = ir.components.size();
   }
   double o = bench::median(ours), r = bench::raw_parse_seconds(crate);
-  double e = bench::median(engine);
-  std::fprintf(stderr, "inventory on the interpreter: %.3f s, walker %.3f s (ratio %.2f)\n", e, o,
-               e / o);
   std::fprintf(stderr, "inventory: %zu files, %zu components, %zu parameter leaves (median of 5)\n",
                crate.files().size(), components, params);
   std::printf("ROW|inventory of all models (s)|%.3f|%.3f|%.2f|≤0.5 s|%s\n", o, r, o / r,

@@ -1,7 +1,8 @@
 // The crate-level driver of the parameter inventory: finds the component candidates (structs
-// with a VarBuilder constructor returning Self), walks each one (inventory_walker.hpp), picks the
-// roots no other candidate builds, and turns every walk's instances, leaves and messages into
-// the IR's components, modules, parameters and findings.
+// with a VarBuilder constructor returning Self), runs each one's constructor on the interpreter
+// with the builder/prefix domain (builder/domain.hpp), picks the roots no other candidate builds,
+// and turns every walk's instances, leaves and messages into the IR's components, modules,
+// parameters and findings.
 #include "analysis/inventory.hpp"
 
 #include <map>
@@ -10,20 +11,24 @@
 #include <set>
 
 #include "analysis/builder/domain.hpp"
-#include "analysis/inventory_walker.hpp"
 #include "ir/stable_id.hpp"
 #include "util/deep_stack.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace cg::analysis {
+
+bool inventory::is_builder_type(const BuilderTypes& types, const rust::Crate& crate,
+                                const std::string& module, const std::string& t) {
+  return types.names(crate, module, t, /*wrappers=*/false);
+}
+
 namespace {
 
 using inventory::Cert;
 using inventory::Inst;
 using inventory::is_builder_type;
 using inventory::Leaf;
-using inventory::Walker;
 
 ir::Confidence confidence_of(const Cert& c) {
   return c.level;
@@ -102,6 +107,7 @@ struct Setup {
   bool audited;
   const ConfigBinding& binding;
   const BuilderTypes& types;
+  builder::StaticMemo& memo;
 };
 
 // A function-style model (`pub fn resnet18(num_classes: usize, vb: VarBuilder) -> Result<Func>`)
@@ -133,18 +139,11 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
     }
     // Roots are the public candidates no other candidate builds; finding them needs every
     // walk, unbound (the config belongs to the root only).
-    std::set<std::string> built;
-    if (opts.engine) {
-      builder::BuilderDomain d(crate, s.catalog, s.audited, s.binding, s.types, false);
-      d.set_shallow();
-      d.run_root(c.type_item, c.ctor);
-      built = std::move(d.out.constructed_types);
-    } else {
-      Walker w(crate, s.catalog, s.audited, s.binding, s.types, false);
-      w.set_shallow();
-      w.run_root(c.type_item, c.ctor);
-      built = std::move(w.constructed_types);
-    }
+    builder::BuilderDomain d(crate, s.catalog, s.audited, s.binding, s.types, false);
+    d.set_shallow();
+    d.set_memo(&s.memo);
+    d.run_root(c.type_item, c.ctor);
+    std::set<std::string> built = std::move(d.out.constructed_types);
     for (const auto& q : built)
       if (q != t.qualified) built_elsewhere.insert(q);
     if (t.visibility == rust::Visibility::Public) results.push_back({c, {}});
@@ -344,20 +343,15 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
                            : LayerCatalog::for_version(opts.candle_nn_version).audited();
   ConfigBinding binding(crate, opts.config);
   const BuilderTypes types = find_builder_types(crate);
+  builder::StaticMemo memo;
   std::vector<Result> results = choose_roots(crate, find_candidates(crate, types), opts,
-                                             Setup{catalog, audited, binding, types});
+                                             Setup{catalog, audited, binding, types, memo});
   for (auto& r : results) {
-    if (opts.engine) {
-      builder::BuilderDomain d(crate, catalog, audited, binding, types, opts.config != nullptr);
-      d.set_args(&opts.args);
-      d.run_root(r.cand.type_item, r.cand.ctor);
-      r.out = std::move(d.out);
-      continue;
-    }
-    Walker w(crate, catalog, audited, binding, types, opts.config != nullptr);
-    w.set_args(&opts.args);
-    w.run_root(r.cand.type_item, r.cand.ctor);
-    r.out = std::move(static_cast<inventory::Walked&>(w));
+    builder::BuilderDomain d(crate, catalog, audited, binding, types, opts.config != nullptr);
+    d.set_args(&opts.args);
+    d.set_memo(&memo);
+    d.run_root(r.cand.type_item, r.cand.ctor);
+    r.out = std::move(d.out);
   }
   check_args(crate, results, opts);
   for (auto& r : results) {

@@ -27,10 +27,6 @@ struct InventoryOptions {
   // `--arg name=value`: values of the root constructor's scalar parameters (`num_labels`). A
   // name no analyzed root constructor takes is a usage error.
   std::map<std::string, SymValue> args;
-  // Run the builder/prefix domain on the one interpreter (builder/domain.hpp) instead of the
-  // syntax walker (inventory_walker.hpp): the port of issue #19, switched on by tests while it
-  // reaches the walker's outputs.
-  bool engine = false;
 };
 
 // Mutually exclusive alternatives (issue #21): a leaf registered in one arm of a branch the

@@ -1,8 +1,8 @@
 #pragma once
 // The builder/prefix domain of the inventory (reference-static §4.1), free of any walk: the
 // certainty of a leaf, VarBuilder key segments (`vb.pp("a.b")`, `format!("layers.{i}")`), catalog
-// shape templates (`{in_channels} / {cfg}.groups`) and candle-nn's config defaults. The walker
-// (inventory_walker.hpp) applies these to the values it finds; the unit tests in
+// shape templates (`{in_channels} / {cfg}.groups`) and candle-nn's config defaults. The builder
+// domain (builder/domain.hpp) applies these to the values it finds; the unit tests in
 // tests/analysis/inventory_keys_test.cpp pin them down without a crate.
 #include <functional>
 #include <map>

@@ -1,6 +1,6 @@
 #pragma once
-// The inventory's values and results, shared by the syntax walker (inventory_walker.hpp) and the
-// builder/prefix domain on the interpreter (builder/domain.hpp): a value (builder with its key
+// The inventory's values and results, those of the builder/prefix domain on the interpreter
+// (builder/domain.hpp): a value (builder with its key
 // segments, config, layer config, closure, constructor reference, symbolic number), a module
 // instance, a parameter leaf, a message, and what one component's run produced.
 #include <cstdint>
@@ -54,6 +54,9 @@ struct Value {
   std::string declared_type;  // a parameter's declared Rust type, when bound by a call
   // module instances this local holds (set by `let x = Layer(..)`, `xs.push(Layer(..))`)
   std::vector<std::size_t> modules;
+  // A tensor a candle-nn layer instance holds (`embed.embeddings()`, `lin.weight().clone()`):
+  // a layer built from it (`Linear::new(..)`) ties its weights to that instance's.
+  std::optional<std::size_t> tensor_of;
 };
 
 struct Inst {

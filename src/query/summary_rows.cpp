@@ -515,8 +515,14 @@ struct Tree {
       else if (!text.empty())
         r.mult_adds = (ma.lower_bound() ? "≥ " : "") + text + (each ? " each" : "");
     }
-    if (auto sh = shared_with.find(m.id); sh != shared_with.end())
-      r.marker = (r.marker.empty() ? "" : r.marker + "; ") + "shared with " + sh->second->source;
+    if (auto sh = shared_with.find(m.id); sh != shared_with.end()) {
+      // A tied layer sits at its owner's key; its own field (`lm_head`) says which one it is.
+      std::string as;
+      if (m.field && !m.field->empty() && *m.field != m.prefix.substr(m.prefix.rfind('.') + 1))
+        as = "`" + *m.field + "`, ";
+      r.marker =
+          (r.marker.empty() ? "" : r.marker + "; ") + as + "shared with " + sh->second->source;
+    }
     r.module_id = m.id;
     rows.push_back(r);
     if (max_depth >= 0 && depth >= max_depth) return;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -168,6 +169,11 @@ class Body {
   std::vector<NodeId> kids(NodeId id) const {
     const Node& n = nodes_[id];
     return {kids_.begin() + n.kids_begin, kids_.begin() + n.kids_begin + n.kids_count};
+  }
+  // The same children without a copy (valid as long as the Body): what the interpreters iterate.
+  std::span<const NodeId> kids_view(NodeId id) const {
+    const Node& n = nodes_[id];
+    return {kids_.data() + n.kids_begin, n.kids_count};
   }
   NodeId kid(NodeId id, std::uint32_t i) const {
     const Node& n = nodes_[id];

@@ -77,8 +77,6 @@ Result analyze(const std::string& name, const std::string& lib,
   opts.candle_nn_version = version;
   opts.config = cfg ? &*cfg : nullptr;
   opts.root = root;
-  // CG_INVENTORY_ENGINE=1 runs these idioms on the builder domain (issue #19's port).
-  opts.engine = std::getenv("CG_INVENTORY_ENGINE") != nullptr;
   Result r;
   cg::analysis::build_inventory(loaded.crate, opts, r.ir);
   for (const auto& p : r.ir.parameters)
@@ -849,4 +847,107 @@ impl M {
   EXPECT_EQ(named, 2) << "a literal range is expanded";
 }
 
+// `let prefix = format!("blk.{i}"); vb.pp(&prefix)` in a loop of unknown length names the
+// family as the inline `vb.pp(format!(..))` does; a placeholder of unknown value still leaves
+// the segment symbolic, with its finding.
+TEST(Inventory, LetBoundFormatPrefixInAFamily) {
+  auto r = analyze("letformat", std::string(kPrelude) + R"(
+pub struct M { layers: Vec<candle_nn::Linear> }
+impl M {
+    pub fn new(n: usize, name: String, vb: VarBuilder) -> Result<Self> {
+        let mut layers = Vec::new();
+        for layer_idx in 0..n {
+            let prefix = format!("blk.{layer_idx}");
+            let layer_vb = vb.pp(&prefix);
+            layers.push(candle_nn::linear(4, 4, layer_vb.pp("proj"))?);
+        }
+        let head = format!("{name}_head");
+        layers.push(candle_nn::linear_no_bias(4, 2, vb.pp(&head))?);
+        Ok(Self { layers })
+    }
+}
+)");
+  EXPECT_TRUE(r.param("blk.{layer_idx}.proj.weight")) << r.keys();
+  EXPECT_TRUE(r.param("blk.{layer_idx}.proj.bias")) << r.keys();
+  EXPECT_TRUE(r.param("{head}.weight")) << r.keys();
+  EXPECT_TRUE(r.has_finding("non-literal prefix `head`"));
+  EXPECT_FALSE(r.has_finding("non-literal prefix `prefix`"));
+}
+
+// A GGUF-style prefix builder of the crate's own (no candle-nn VarBuilder inside): a model
+// taking it is a component, its push names keys, and each getter registers a leaf by the name
+// argument its own signature has (and a shape only where it takes one).
+TEST(Inventory, OwnPrefixBuilderRegistersThroughItsGetters) {
+  auto r = analyze("ownbuilder", R"(
+use candle::quantized::QTensor;
+use candle::Result;
+use std::sync::Arc;
+pub mod qvb {
+    use super::*;
+    pub struct VarBuilder { path: Vec<String>, dev: candle::Device }
+    impl VarBuilder {
+        pub fn pp<S: ToString>(&self, s: S) -> Self {
+            let mut path = self.path.clone();
+            path.push(s.to_string());
+            Self { path, dev: self.dev.clone() }
+        }
+        pub fn path(&self, name: &str) -> String { [&self.path.join("."), name].join(".") }
+        pub fn get<S: Into<candle::Shape>>(&self, s: S, name: &str) -> Result<Arc<QTensor>> {
+            load(self.path(name), s)
+        }
+        pub fn get_sharded_no_shape(&self, name: &str, dim: usize, rank: usize)
+            -> Result<Arc<QTensor>> { load_sharded(self.path(name), dim, rank) }
+    }
+}
+use qvb::VarBuilder as QVarBuilder;
+pub struct Model { w: Vec<Arc<QTensor>> }
+impl Model {
+    pub fn from_gguf(vb: &QVarBuilder, rank: usize) -> Result<Self> {
+        let emb = vb.get((32000, 4096), "token_embd.weight")?;
+        let mut w = vec![emb];
+        for i in 0..2 {
+            let layer = vb.pp(format!("blk.{i}"));
+            w.push(layer.get_sharded_no_shape("ffn_up.weight", 0, rank)?);
+        }
+        Ok(Self { w })
+    }
+}
+)");
+  ASSERT_EQ(r.ir.components.size(), 1u) << r.keys();
+  EXPECT_EQ(r.ir.components[0].name, "Model");
+  ASSERT_TRUE(r.param("token_embd.weight")) << r.keys();
+  EXPECT_EQ(*r.param("token_embd.weight")->shape, (std::vector<std::uint64_t>{32000, 4096}));
+  ASSERT_TRUE(r.param("blk.0.ffn_up.weight")) << r.keys();
+  EXPECT_TRUE(r.param("blk.1.ffn_up.weight")) << r.keys();
+  EXPECT_FALSE(r.param("blk.0.ffn_up.weight")->shape) << "the getter takes no shape";
+}
+
+// Tied weights: `Linear::new(embed.embeddings().clone(), None)` is a module of its own (the
+// field it is stored in) at the embedding's key, with no leaves of its own, so the weights are
+// counted once; a layer built from a tensor of unknown origin is not one.
+TEST(Inventory, TiedWeightsAreAModuleAtTheOwnersKey) {
+  auto r = analyze("tied", std::string(kPrelude) + R"(
+use candle_nn::{Embedding, Linear};
+pub struct M { embed: Embedding, lm_head: Linear, other: Linear }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let embed = candle_nn::embedding(100, 8, vb.pp("model.embed_tokens"))?;
+        let lm_head = Linear::new(embed.embeddings().clone(), None);
+        let w = Tensor::zeros((2, 8), candle::DType::F32, &candle::Device::Cpu)?;
+        let other = Linear::new(w, None);
+        Ok(Self { embed, lm_head, other })
+    }
+}
+)");
+  EXPECT_EQ(r.ir.parameters.size(), 1u) << r.keys();
+  int tied = 0, linear = 0;
+  for (const auto& m : r.ir.modules) {
+    if (m.type_name != "Linear") continue;
+    ++linear;
+    if (m.prefix == "model.embed_tokens" && m.field == std::optional<std::string>("lm_head"))
+      ++tied;
+  }
+  EXPECT_EQ(tied, 1);
+  EXPECT_EQ(linear, 1) << "a Linear of a tensor no layer holds is not a tied module";
+}
 }  // namespace

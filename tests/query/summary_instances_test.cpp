@@ -94,8 +94,9 @@ TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
   ASSERT_NE(mlp, nullptr);
   EXPECT_EQ(mlp->output_shape, "[1, 2048, 256]");
   EXPECT_EQ(mlp->mult_adds, "1,082,130,432");  // 2048 × 528,384
-  // 2048 × 2,899,968 for the projections and MLPs.
-  EXPECT_NE(m.totals.mult_adds.find("5,939,134,464"), std::string::npos) << m.totals.mult_adds;
+  // 2048 × 2,899,968 for the projections and MLPs, plus the tied lm_head's 4096 × 256 on the
+  // last position.
+  EXPECT_NE(m.totals.mult_adds.find("5,940,183,040"), std::string::npos) << m.totals.mult_adds;
 }
 
 // The Output Shape and Mult-Adds columns of every module row, one line each: what `summary`
@@ -213,15 +214,22 @@ TEST(SummaryInstances, TinyLlamaOutputShapesGolden) {
       "gate_proj (Linear) [b, seq_len, 688] b*seq_len*176,128\n"
       "up_proj (Linear) [b, seq_len, 688] b*seq_len*176,128\n"
       "down_proj (Linear) [b, seq_len, 256] b*seq_len*176,128\n";
-  // The root's output is the tied lm_head's (a Linear made from the embedding tensor, no module):
-  // not known, and its matmul is no count.
+  // The root's output is the tied lm_head's: a Linear made from the embedding tensor
+  // (tie_word_embeddings), a module at the embedding's key applying its [4096, 256] weight to the
+  // last position: [b, 4096], b × 4096 × 256; its weights are counted once and the row says so.
   std::string want =
-      "TinyLlama (TinyLlama) - ≥ b*seq_len*2,899,968 + b*seq_len*t*2,048\n"
+      "TinyLlama (TinyLlama) [b, 4096] ≥ b*1,048,576 + b*seq_len*2,899,968 + b*seq_len*t*2,048\n"
       "model.embed_tokens (Embedding) [b, seq_len, 256] -\n";
   for (int i = 0; i < 4; ++i)
     want += "model.layers." + std::to_string(i) + " (Block) " + layer;
   want += "model.norm (RmsNorm) [b, seq_len, 256] -\n";
+  want += "model.embed_tokens (Linear) [b, 4096] b*1,048,576\n";
   EXPECT_EQ(shape_columns(m), want);
+  int tied = 0;
+  for (const auto& r : m.rows)
+    if (r.marker.find("`lm_head`, shared with src/model.rs:") != std::string::npos) ++tied;
+  EXPECT_EQ(tied, 1);
+  EXPECT_EQ(m.totals.shared.size(), 1u);
 }
 
 // A name the forward pass is not written in, a negative size, a non-number: refused with the

@@ -19,11 +19,6 @@ bool any_builder(const std::vector<Value>& args) {
                      [](const Value& v) { return v.kind == Value::Kind::builder; });
 }
 
-bool raw_get(std::string_view name) {
-  return name == "get" || name == "get_with_hints" || name == "get_with_hints_dtype" ||
-         name == "get_unchecked" || name == "get_unchecked_dtype" || name == "get_no_shape";
-}
-
 bool closure_taker(std::string_view name) {
   return name == "map" || name == "flat_map" || name == "for_each" || name == "and_then" ||
          name == "then" || name == "map_or" || name == "map_or_else";
@@ -118,7 +113,7 @@ BuilderDomain::Value BuilderDomain::call_fn_ref(Eng& eng, NodeId n, const Value&
 // external path (a candle-nn catalog constructor registers its leaves).
 BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::string& path,
                                               const std::vector<Value>& args) {
-  auto cands = crate_.resolve_in(eng.item(), path);
+  const auto& cands = resolve_in(eng.item(), path);
   std::vector<std::size_t> local_items;
   std::string external;
   for (const auto& c : cands) {
@@ -142,6 +137,8 @@ BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::str
         return plain_call_value(n, args);
       }
   }
+  if (!external.empty() && local_items.empty())
+    if (auto tied = tied_layer(n, external, args)) return *tied;
   if (local_items.empty()) {
     if (any_builder(args))
       diag(n, "unresolved call `" + path +
@@ -259,8 +256,8 @@ std::optional<BuilderDomain::Value> BuilderDomain::takes_over(Eng& eng, NodeId n
   const rust::Node& nd = node(n);
   if (nd.kind != Kind::MethodCall) return std::nullopt;
   const std::string name(nd.str);
-  const std::vector<NodeId> args = body().kids(n);
-  if (raw_get(name)) {
+  const auto args = body().kids_view(n);
+  if (raw_get(name) || builder_types_.getter(name) != nullptr) {
     Value recv = eng.eval(nd.a);
     if (recv.kind == Value::Kind::builder) {
       register_raw(n, recv, name);
@@ -289,7 +286,7 @@ std::optional<BuilderDomain::Value> BuilderDomain::closure_method(Eng& eng, Node
   const rust::Node& nd = node(n);
   const std::string name(nd.str);
   Value rv = eng.eval(nd.a);
-  for (NodeId a : body().kids(n))
+  for (NodeId a : body().kids_view(n))
     if (node(a).kind != Kind::Closure) eng.eval(a);
   if (rv.kind == Value::Kind::builder && (name == "map" || name == "and_then")) {
     eng.run_closure(body(), closure, {rv});
@@ -355,7 +352,7 @@ BuilderDomain::Value BuilderDomain::push_call(Eng& eng, NodeId n) {
   const rust::Node& nd = node(n);
   eng.eval(nd.a);
   const std::size_t before = ctx().created.size();
-  for (NodeId a : body().kids(n))
+  for (NodeId a : body().kids_view(n))
     eng.eval(a);
   const std::string name = text(nd.a);
   if (Value* v = local(name))
@@ -371,6 +368,7 @@ BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
   const rust::Node& nd = node(n);
   if (recv.kind == Value::Kind::builder)
     if (auto b = builder_method(n, recv)) return *b;
+  if (auto t = held_tensor(n, recv, args)) return *t;
   if (recv.kind == Value::Kind::layer_config && nd.str == "clone") return recv;
   // A method of a crate-local value receiving a builder (`self.make(vb)` in a helper, a
   // config's factory) is not followed.
@@ -378,6 +376,60 @@ BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
     diag(n, "method call `." + std::string(nd.str) +
                 "(..)` receives a VarBuilder; any parameters it registers are unknown");
   return sym_of(eng, n);
+}
+
+// `embed.embeddings()`, `lin.weight()`: the tensor a local's one candle-nn layer holds, kept
+// through `.clone()`, `.t()` and dtype/device moves.
+std::optional<BuilderDomain::Value> BuilderDomain::held_tensor(NodeId n, const Value& recv,
+                                                               const std::vector<Value>& args) {
+  const std::string_view m = node(n).str;
+  if (recv.tensor_of && (m == "clone" || m == "t" || m == "contiguous" || m == "detach" ||
+                         m == "to_dtype" || m == "to_device" || m == "copy")) {
+    Value v = recv;
+    v.modules.clear();
+    return v;
+  }
+  if (!args.empty() || recv.modules.size() != 1 || recv.modules[0] >= out.insts.size() ||
+      !out.insts[recv.modules[0]].layer || !(m == "weight" || m == "embeddings"))
+    return std::nullopt;
+  Value v;
+  v.kind = Value::Kind::sym;
+  v.sym = SymValue::symbolic(text(n), "a layer's tensor");
+  v.tensor_of = recv.modules[0];
+  return v;
+}
+
+// `Linear::new(embed.embeddings().clone(), None)`: a candle-nn layer built from a tensor another
+// layer instance holds is a module of its own that reuses that instance's weights (tied
+// weights): it is registered at the owner's prefix with no leaves of its own, so the summary
+// counts the weights once and marks it shared.
+std::optional<BuilderDomain::Value> BuilderDomain::tied_layer(NodeId n, const std::string& external,
+                                                              const std::vector<Value>& args) {
+  std::string first = external.substr(0, external.find("::"));
+  auto sep = external.rfind("::");
+  if (!(first == "candle_nn" || first == "nn") || sep == std::string::npos ||
+      external.substr(sep + 2) != "new" || args.empty() || !args[0].tensor_of)
+    return std::nullopt;
+  std::string type = inventory::last_segment(external.substr(0, sep));
+  bool layer_type = false;
+  for (const auto& c : catalog_.constructors())
+    layer_type = layer_type || c.layer_type == type;
+  if (!layer_type) return std::nullopt;
+  const std::size_t owner = *args[0].tensor_of;
+  if (out.insts.size() >= inventory::kMaxInstances) return std::nullopt;
+  inventory::Inst tied;
+  tied.type_name = type;
+  tied.qualified_type = "candle_nn::" + type;
+  tied.parent = ctx().inst;
+  tied.root = out.insts[owner].root;
+  tied.prefix = out.insts[owner].prefix;
+  tied.repeat = ctx().repeat.empty() ? "" : ctx().repeat.back();
+  tied.source = site(n);
+  tied.cert = ctx().cert;
+  tied.layer = true;
+  out.insts.push_back(std::move(tied));
+  ctx().created.push_back(out.insts.size() - 1);
+  return plain_call_value(n, args);
 }
 
 void BuilderDomain::array_argument(std::vector<Value>, std::vector<Value>& args) {

@@ -1,12 +1,12 @@
 #pragma once
 // The builder/prefix domain of the interpreter (src/analysis/interp/engine.hpp): the parameter
-// inventory run on the one engine instead of the syntax walker's own control flow
-// (inventory_walker.hpp). Values are the inventory's (inventory_types.hpp): builders with their
-// key segments and certainty, configs, candle-nn layer configs, closures, constructor references
-// and symbolic numbers (symbolic.cpp). The engine's optional hooks carry the walker's control
-// flow: `choose` decides branches, the branch hooks mark alternatives and unify what every arm
-// registers, `expand`/`iterated` expand loops with a concrete bound, `closure`/`run_closure` run
-// closures where they are called, `split` forks a `let` bound by an undecided `if` of literals.
+// inventory, run on the one engine (it replaced a syntax walker with its own control flow). Values
+// are the inventory's (inventory_types.hpp): builders with their key segments and certainty,
+// configs, candle-nn layer configs, closures, constructor references and symbolic numbers
+// (symbolic.cpp). The engine's optional hooks carry the inventory's control flow: `choose` decides
+// branches, the branch hooks mark alternatives and unify what every arm registers,
+// `expand`/`iterated` expand loops with a concrete bound, `closure`/`run_closure` run closures
+// where they are called, `split` forks a `let` bound by an undecided `if` of literals.
 //
 // One class, its members in four files by concern:
 //   values.cpp    values of expressions, the evaluator's context, builder algebra, prefixes
@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -33,8 +34,24 @@
 
 namespace cg::analysis::builder {
 
+// candle-nn's VarBuilder getters that take a tensor name (and, but for the `*_unchecked*` and
+// `get_no_shape` ones, a shape first).
+inline bool raw_get(std::string_view name) {
+  return name == "get" || name == "get_with_hints" || name == "get_with_hints_dtype" ||
+         name == "get_unchecked" || name == "get_unchecked_dtype" || name == "get_no_shape";
+}
+
 using inventory::Cert;
 using rust::NodeId;
+
+// Facts that depend only on the crate (not on a walk's state), remembered across every walk of one
+// `build_inventory`: name resolution from an item, whether a type names a VarBuilder, a type's
+// config. The inventory asks them again at every call and inlined parameter.
+struct StaticMemo {
+  std::unordered_map<std::string, std::vector<rust::Candidate>> resolved;  // "item\0path"
+  std::unordered_map<std::string, bool> builder_type;                      // "module\0type"
+  std::unordered_map<std::string, std::optional<ConfigRef>> config_type;   // "module\0type"
+};
 
 class BuilderDomain : public EvalContext {
  public:
@@ -54,6 +71,8 @@ class BuilderDomain : public EvalContext {
   inventory::Walked out;
   void set_shallow() { shallow_ = true; }
   void set_args(const std::map<std::string, SymValue>* args) { args_ = args; }
+  // Shares the crate-only facts with other walks of the same crate (default: this walk's own).
+  void set_memo(StaticMemo* memo) { memo_ = memo; }
   // Runs the root constructor `ctor` of type `type_item` as instance 0.
   void run_root(std::size_t type_item, std::size_t ctor);
 
@@ -144,6 +163,8 @@ class BuilderDomain : public EvalContext {
   bool bind_config_;
   bool shallow_ = false;
   const std::map<std::string, SymValue>* args_ = nullptr;
+  StaticMemo own_memo_;
+  StaticMemo* memo_ = &own_memo_;
   Eng* eng_ = nullptr;
   std::vector<Ctx> ctxs_;
   std::vector<std::size_t> items_;  // functions open, innermost last (recursion guard)
@@ -173,6 +194,11 @@ class BuilderDomain : public EvalContext {
   void push_alt(const std::string& group, NodeId at, int index, int count,
                 const std::string& label);
   void under(const Cert& c, const std::function<void()>& fn);
+
+  // Crate-only facts, remembered (values.cpp).
+  const std::vector<rust::Candidate>& resolve_in(std::size_t item, const std::string& path);
+  bool builder_type(const std::string& module, const std::string& type_text);
+  std::optional<ConfigRef> config_type(const std::string& type_text, const std::string& module);
 
   // Values (values.cpp).
   Value sym_of(Eng& eng, NodeId n);
@@ -224,14 +250,17 @@ class BuilderDomain : public EvalContext {
   void register_layer(NodeId n, const ConstructorSpec& spec, const std::string& path,
                       const std::vector<Value>& argv);
   std::string layer_leaf_name(const std::string& name, const ConstructorSpec& spec,
-                              const std::vector<Value>& argv, const std::vector<NodeId>& args);
+                              const std::vector<Value>& argv, std::span<const NodeId> args);
   SymValue template_value(const std::string& templ, const ConstructorSpec& spec,
-                          const std::vector<Value>& argv, const std::vector<NodeId>& args);
+                          const std::vector<Value>& argv, std::span<const NodeId> args);
   SymValue term_value(const std::string& term, const ConstructorSpec& spec,
-                      const std::vector<Value>& argv, const std::vector<NodeId>& args);
+                      const std::vector<Value>& argv, std::span<const NodeId> args);
   bool scalar_param(const std::string& name);
   bool is_float(NodeId arg);
   void register_raw(NodeId n, const Value& b, const std::string& method);
+  std::optional<Value> held_tensor(NodeId n, const Value& recv, const std::vector<Value>& args);
+  std::optional<Value> tied_layer(NodeId n, const std::string& external,
+                                  const std::vector<Value>& args);
   void raw_shape(inventory::Leaf& leaf, NodeId arg);
 };
 

@@ -52,7 +52,7 @@ std::optional<std::size_t> BuilderDomain::choose(Eng&, NodeId n, const Value& co
   }
   // A concrete scrutinee picks the arm whose literal pattern equals it (or `_`).
   SymValue s = eval_sym(nd.a);
-  const std::vector<NodeId> arms = body().kids(n);
+  const auto arms = body().kids_view(n);
   if (s.concrete())
     for (std::size_t i = 0; i < arms.size(); ++i)
       if (node(arms[i]).text == "_" || node(arms[i]).text == s.display()) return i;
@@ -98,7 +98,7 @@ std::string BuilderDomain::label_of(const Branch& b, std::size_t i) {
     case Branch::Kind::split:
       return i == 0 ? "if " + b.cond_text : "unless " + b.cond_text;
     case Branch::Kind::match: {
-      std::vector<NodeId> arms = body().kids(b.node);
+      const auto arms = body().kids_view(b.node);
       std::string pat = i < arms.size() ? std::string(node(arms[i]).text) : "_";
       return "match " + b.scrut_text + " => " + pat;
     }
@@ -110,7 +110,7 @@ std::string BuilderDomain::label_of(const Branch& b, std::size_t i) {
 }
 
 void BuilderDomain::scrutinee(Eng&, NodeId n, bool begin) {
-  std::vector<NodeId> arms = body().kids(n);
+  const auto arms = body().kids_view(n);
   bool fallback = std::any_of(arms.begin(), arms.end(), [&](NodeId a) {
     return node(a).text.find("Err(") != std::string_view::npos;
   });
@@ -138,7 +138,7 @@ void BuilderDomain::branch_begin(Eng&, NodeId, std::size_t i, std::size_t) {
   Cert cert;
   if (b.kind == Branch::Kind::fallback) {
     // The fallback arms load only when the primary failed: two alternatives, whatever the arms.
-    std::string pat(node(body().kids(b.node)[i]).text);
+    std::string pat(node(body().kid(b.node, static_cast<std::uint32_t>(i))).text);
     index = pat.find("Err(") != std::string::npos ? 1 : 0;
     cert = inventory::conditional(b.outer, "match " + b.scrut_text + " => " + pat);
   }
@@ -259,7 +259,7 @@ std::vector<BuilderDomain::Names> BuilderDomain::split(Eng&, NodeId let) {
   std::vector<NodeId> names;
   if (is_ident(pat)) names.push_back(pat);
   if (node(pat).kind == Kind::PTuple)
-    for (NodeId p : body().kids(pat))
+    for (NodeId p : body().kids_view(pat))
       if (is_ident(p)) names.push_back(p);
   if (names.empty()) return {};
   auto arms = fork_arms(value, names.size());
@@ -305,7 +305,7 @@ BuilderDomain::Value BuilderDomain::let_value(Eng&, NodeId let, Value v) {
 }
 
 BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
-  for (NodeId fi : body().kids(n)) {
+  for (NodeId fi : body().kids_view(n)) {
     const rust::Node& f = node(fi);
     std::string fname(f.str);
     if (f.flags & rust::kShorthand) {
@@ -339,6 +339,29 @@ BuilderDomain::Value BuilderDomain::macro(Eng& eng, NodeId n) {
     if (!inventory::ignored_macro(name))
       diag(n, "macro `" + name + "!` not expanded; any parameters it registers are invisible");
     return {};
+  }
+  // `let prefix = format!("blk.{i}")`: a key template as the inline `vb.pp(format!(..))` gives,
+  // when every placeholder is a known string or number, or a loop variable (a family index).
+  if (nd.kind == Kind::Macro && inventory::last_segment(std::string(nd.str)) == "format") {
+    rust::FormatArgs f = rust::parse_format_args(nd.text);
+    bool known = f.ok;
+    std::string key = !known ? "" : inventory::format_key(f, [&](const std::string& expr) {
+      if (const Value* v = local(expr)) {
+        if (v->kind == Value::Kind::sym && v->sym.kind == SymValue::Kind::integer)
+          return std::to_string(v->sym.integer);
+        if (v->kind == Value::Kind::sym && v->sym.kind == SymValue::Kind::string)
+          return v->sym.text;
+        if (v->kind == Value::Kind::loop_var) return "{" + expr + "}";
+      }
+      known = false;
+      return std::string();
+    });
+    if (known) {
+      Value v;
+      v.kind = Value::Kind::sym;
+      v.sym = SymValue::of_string(key);
+      return v;
+    }
   }
   return sym_of(eng, n);
 }

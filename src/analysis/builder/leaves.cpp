@@ -19,7 +19,7 @@ using Value = inventory::Value;
 // A candle-nn constructor: a layer instance plus its catalog leaves.
 void BuilderDomain::register_layer(NodeId n, const ConstructorSpec& spec, const std::string& path,
                                    const std::vector<Value>& values) {
-  const std::vector<NodeId> args = body().kids(n);
+  const auto args = body().kids_view(n);
   std::size_t vb_arg = spec.params.size();
   if (args.size() != vb_arg + 1 || values.size() != args.size()) {
     diag(n, "`" + path + "` called with " + std::to_string(args.size()) + " arguments; expected " +
@@ -96,7 +96,7 @@ void BuilderDomain::register_layer(NodeId n, const ConstructorSpec& spec, const 
 // LSTM names: `weight_ih_l{{config}.layer_idx}` -> weight_ih_l0.
 std::string BuilderDomain::layer_leaf_name(const std::string& name, const ConstructorSpec& spec,
                                            const std::vector<Value>& argv,
-                                           const std::vector<NodeId>& args) {
+                                           std::span<const NodeId> args) {
   if (name.find("{{") == std::string::npos) return name;
   auto open = name.find("{{");
   auto close = name.find("}", name.find("}", open) + 1);
@@ -111,14 +111,13 @@ std::string BuilderDomain::layer_leaf_name(const std::string& name, const Constr
 // `{num_channels}.unwrap_or(1)`, `{config}.affine`) over the call's argument values.
 SymValue BuilderDomain::template_value(const std::string& templ, const ConstructorSpec& spec,
                                        const std::vector<Value>& argv,
-                                       const std::vector<NodeId>& args) {
+                                       std::span<const NodeId> args) {
   return inventory::template_arithmetic(
       templ, [&](const std::string& term) { return term_value(term, spec, argv, args); });
 }
 
 SymValue BuilderDomain::term_value(const std::string& term, const ConstructorSpec& spec,
-                                   const std::vector<Value>& argv,
-                                   const std::vector<NodeId>& args) {
+                                   const std::vector<Value>& argv, std::span<const NodeId> args) {
   if (term.empty() || term[0] != '{') {
     if (auto v = parse_literal("integer_literal", term)) return *v;
     return SymValue::symbolic(term, "catalog term");
@@ -186,10 +185,19 @@ bool BuilderDomain::is_float(NodeId arg) {
 }
 
 void BuilderDomain::register_raw(NodeId n, const Value& b, const std::string& method) {
-  const std::vector<NodeId> args = body().kids(n);
+  const auto args = body().kids_view(n);
+  // candle-nn's getters, else the roles a prefix builder of the code's own gives its getters
+  // (builder_types.hpp): where the tensor name and the shape are among the arguments.
   bool name_first =
       method == "get_unchecked" || method == "get_unchecked_dtype" || method == "get_no_shape";
   std::size_t name_idx = name_first ? 0 : 1;
+  std::ptrdiff_t shape_idx = name_first ? -1 : 0;
+  if (!raw_get(method)) {
+    if (const BuilderTypes::Getter* g = builder_types_.getter(method)) {
+      name_idx = g->name_arg;
+      shape_idx = g->shape_arg;
+    }
+  }
   if (args.size() <= name_idx) {
     diag(n, "`." + method + "(..)` without a tensor name; key is unknown");
     return;
@@ -219,8 +227,8 @@ void BuilderDomain::register_raw(NodeId n, const Value& b, const std::string& me
     segs.push_back(s);
   leaf.key = inventory::join_key(segs);
   leaf.name = name;
-  if (!name_first)
-    raw_shape(leaf, args[0]);
+  if (shape_idx >= 0 && static_cast<std::size_t>(shape_idx) < args.size())
+    raw_shape(leaf, args[static_cast<std::size_t>(shape_idx)]);
   else
     leaf.shape_reason = "`" + method + "` takes no shape";
   leaf.cert = inventory::join(ctx().cert, b.cert);
@@ -241,7 +249,7 @@ void BuilderDomain::raw_shape(Leaf& leaf, NodeId arg) {
       dims.push_back(eval_sym(s.a));  // `[x; n]` read as its two parts, as the syntax walk did
       dims.push_back(eval_sym(s.b));
     }
-    for (NodeId d : body().kids(shape))
+    for (NodeId d : body().kids_view(shape))
       dims.push_back(eval_sym(d));
     leaf.shape = std::move(dims);
     return;

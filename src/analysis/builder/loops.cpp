@@ -236,7 +236,7 @@ void BuilderDomain::shadow_pattern(NodeId pat, Names& out_names) const {
     default:
       break;
   }
-  for (NodeId k : body().kids(pat))
+  for (NodeId k : body().kids_view(pat))
     shadow_pattern(k, out_names);
 }
 
@@ -286,14 +286,14 @@ void BuilderDomain::shadow_expr(NodeId n, Names& out_names) const {
   if (e.kind == Kind::Closure || e.kind == Kind::Macro) return;
   for (NodeId c : {e.a, e.b, e.c})
     shadow_expr(c, out_names);
-  for (NodeId k : body().kids(n))
+  for (NodeId k : body().kids_view(n))
     shadow_expr(k, out_names);
 }
 
 // A pattern's elements, without the `_` tokens the syntax walk did not see.
 std::vector<NodeId> BuilderDomain::pattern_elems(NodeId pat) const {
   std::vector<NodeId> elems;
-  for (NodeId k : body().kids(pat))
+  for (NodeId k : body().kids_view(pat))
     if (node(k).syntax != "_") elems.push_back(k);
   return elems;
 }
@@ -326,7 +326,7 @@ std::string BuilderDomain::first_identifier(NodeId pat) const {
     default:
       return "_";
   }
-  for (NodeId k : body().kids(pat)) {
+  for (NodeId k : body().kids_view(pat)) {
     std::string s = first_identifier(k);
     if (s != "_") return s;
   }

@@ -113,11 +113,43 @@ std::optional<SymValue> BuilderDomain::module_field(const Value& b, std::string_
   return std::nullopt;
 }
 
+const std::vector<rust::Candidate>& BuilderDomain::resolve_in(std::size_t item,
+                                                              const std::string& path) {
+  std::string key = std::to_string(item);
+  key += '\0';
+  key += path;
+  auto it = memo_->resolved.find(key);
+  if (it == memo_->resolved.end())
+    it = memo_->resolved.emplace(std::move(key), crate_.resolve_in(item, path)).first;
+  return it->second;
+}
+
+bool BuilderDomain::builder_type(const std::string& module, const std::string& type_text) {
+  std::string key = module + '\0' + type_text;
+  auto it = memo_->builder_type.find(key);
+  if (it == memo_->builder_type.end())
+    it = memo_->builder_type
+             .emplace(std::move(key),
+                      inventory::is_builder_type(builder_types_, crate_, module, type_text))
+             .first;
+  return it->second;
+}
+
+std::optional<ConfigRef> BuilderDomain::config_type(const std::string& type_text,
+                                                    const std::string& module) {
+  std::string key = module + '\0' + type_text;
+  auto it = memo_->config_type.find(key);
+  if (it == memo_->config_type.end())
+    it = memo_->config_type.emplace(std::move(key), binding_.config_of_type(type_text, module))
+             .first;
+  return it->second;
+}
+
 // A crate-local `const N: usize = 4 * 64;`, evaluated in its own item (bounded nesting, so a
 // const naming itself stays symbolic).
 std::optional<SymValue> BuilderDomain::const_value(const std::string& path) {
   if (eng_ == nullptr || !eng_->running() || const_depth_ > 8) return std::nullopt;
-  auto cands = crate_.resolve_in(resolution_item(), path);
+  const auto& cands = resolve_in(resolution_item(), path);
   if (cands.size() != 1 || cands[0].kind != rust::Candidate::Kind::Item) return std::nullopt;
   const rust::Item& it = crate_.items()[cands[0].item];
   if (it.kind != rust::ItemKind::Const) return std::nullopt;
@@ -133,12 +165,12 @@ std::optional<SymValue> BuilderDomain::const_value(const std::string& path) {
 
 BuilderDomain::Value BuilderDomain::param_value(const rust::Param& p, const std::string& module) {
   Value v;
-  if (inventory::is_builder_type(builder_types_, crate_, module, p.type_text)) {
+  if (builder_type(module, p.type_text)) {
     v.kind = Value::Kind::builder;
     v.root = p.name;
     return v;
   }
-  if (auto c = binding_.config_of_type(p.type_text, module)) {
+  if (auto c = config_type(p.type_text, module)) {
     v.kind = Value::Kind::config;
     v.config = *c;
     if (bind_config_) {
@@ -165,7 +197,7 @@ BuilderDomain::Value BuilderDomain::param_value(const rust::Param& p, const std:
 std::optional<SymValue> BuilderDomain::layer_field(const Value& b, std::string_view name) {
   auto it = b.fields.find(std::string(name));
   if (it != b.fields.end()) return it->second;
-  if (b.defaulted) return inventory::layer_config_default(name, b.ctor);
+  if (b.defaulted) return inventory::layer_config_default(name, b.ctor, &catalog_);
   return SymValue::symbolic(b.text + "." + std::string(name),
                             "`" + b.text + "` is not a config literal");
 }
@@ -238,7 +270,7 @@ BuilderDomain::Value BuilderDomain::field(Eng& eng, NodeId n, Value base) {
 // A function named as a value: a catalog constructor's external path (`linear`,
 // `nn::linear_b`), or `item:<index>` for a unique crate-local free function.
 std::optional<std::string> BuilderDomain::function_path(const std::string& path) {
-  auto cands = crate_.resolve_in(resolution_item(), path);
+  const auto& cands = resolve_in(resolution_item(), path);
   for (const auto& c : cands) {
     if (c.kind == rust::Candidate::Kind::External) {
       std::string first = c.path.substr(0, c.path.find("::"));
@@ -255,11 +287,12 @@ std::optional<std::string> BuilderDomain::function_path(const std::string& path)
 // when the method is no builder method.
 std::optional<BuilderDomain::Value> BuilderDomain::builder_method(NodeId n, const Value& recv) {
   std::string_view name = node(n).str;
-  auto argv = body().kids(n);
+  const auto argv = body().kids_view(n);
   Value b = recv;
   b.modules.clear();
   b.declared_type.clear();
-  if ((name == "pp" || name == "push_prefix") && argv.size() == 1) {
+  if ((name == "pp" || name == "push_prefix" || builder_types_.pushes_prefix(name)) &&
+      argv.size() == 1) {
     for (auto& s : prefix_segments(argv[0]))
       b.segs.push_back(std::move(s));
   } else if (name == "set_prefix" && argv.size() == 1) {
@@ -281,7 +314,7 @@ std::optional<BuilderDomain::Value> BuilderDomain::struct_value(NodeId n) {
   if (!(name.size() > 6 && name.compare(name.size() - 6, 6, "Config") == 0)) return std::nullopt;
   v.kind = Value::Kind::layer_config;
   v.text = text(n);
-  for (NodeId fi : body().kids(n))
+  for (NodeId fi : body().kids_view(n))
     v.fields[std::string(node(fi).str)] = eval_sym(node(fi).a);
   if (node(n).a != kNone) v.defaulted = true;
   return v;

@@ -76,6 +76,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -220,8 +221,8 @@ class Engine {
   Value eval_block(NodeId n);
   // One alternative of a split `let`: the names it binds.
   using Split = std::vector<std::vector<std::pair<std::string, Value>>>;
-  Value eval_stmts(const std::vector<NodeId>& stmts, std::size_t from, NodeId tail);
-  Value eval_split(const std::vector<NodeId>& stmts, std::size_t k, NodeId tail, const Split& alts);
+  Value eval_stmts(std::span<const NodeId> stmts, std::size_t from, NodeId tail);
+  Value eval_split(std::span<const NodeId> stmts, std::size_t k, NodeId tail, const Split& alts);
   void eval_let(NodeId n);
   Value eval_if(NodeId n);
   Value eval_match(NodeId n);

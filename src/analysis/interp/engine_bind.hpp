@@ -67,7 +67,7 @@ void Engine<D>::bind(NodeId pat, const Value& v) {
       return;
     case Kind::PTupleStruct:
       if (single(p.str)) bind_name(std::string(p.str), v);
-      for (NodeId k : b.kids(pat))
+      for (NodeId k : b.kids_view(pat))
         bind(k, v);
       return;
     case Kind::PField:
@@ -77,7 +77,7 @@ void Engine<D>::bind(NodeId pat, const Value& v) {
       // A domain that knows a tuple's elements binds each sub-pattern to its own (optional
       // member `element`); a `..` rest pattern keeps the whole value for every name.
       if constexpr (requires(const Value& x) { dom_.element(x, std::size_t{}, std::size_t{}); }) {
-        const std::vector<NodeId> kids = b.kids(pat);
+        const auto kids = b.kids_view(pat);
         bool rest = std::any_of(kids.begin(), kids.end(),
                                 [&](NodeId k) { return b[k].kind == Kind::PRest; });
         std::vector<Value> elems;
@@ -92,13 +92,13 @@ void Engine<D>::bind(NodeId pat, const Value& v) {
           return;
         }
       }
-      for (NodeId k : b.kids(pat))
+      for (NodeId k : b.kids_view(pat))
         bind(k, v);
       return;
     case Kind::PSlice:
     case Kind::PStruct:
     case Kind::POr:
-      for (NodeId k : b.kids(pat))
+      for (NodeId k : b.kids_view(pat))
         bind(k, v);
       return;
     case Kind::PRef:
@@ -128,7 +128,7 @@ void Engine<D>::bind_guard_names(NodeId n, const Value& v, int depth) {
   bind_guard_names(g.a, v, depth + 1);
   bind_guard_names(g.b, v, depth + 1);
   bind_guard_names(g.c, v, depth + 1);
-  for (NodeId k : b.kids(n))
+  for (NodeId k : b.kids_view(n))
     bind_guard_names(k, v, depth + 1);
 }
 

@@ -191,7 +191,7 @@ typename Engine<D>::Value Engine<D>::eval_aggregate(NodeId n) {
     elems.push_back(eval(nd.a));
     elems.push_back(eval(nd.b));
   } else {
-    for (NodeId k : b.kids(n))
+    for (NodeId k : b.kids_view(n))
       elems.push_back(eval(k));
   }
   return dom_.aggregate(*this, n, std::move(elems));
@@ -226,7 +226,7 @@ void Engine<D>::eval_forked(NodeId n) {
 
 template <class D>
 void Engine<D>::eval_kids(NodeId n) {
-  for (NodeId k : body().kids(n))
+  for (NodeId k : body().kids_view(n))
     eval(k);
 }
 
@@ -235,14 +235,14 @@ typename Engine<D>::Value Engine<D>::eval_block(NodeId n) {
   // Names bound in the block go out of scope at its end; assignments to outer names persist.
   open_scope();
   const rust::Body& b = body();
-  Value last = eval_stmts(b.kids(n), 0, b.tail(n));
+  Value last = eval_stmts(b.kids_view(n), 0, b.tail(n));
   close_scope();
   return last;
 }
 
 // Statements [from, end) of a block whose tail is `tail`; the value of the last one.
 template <class D>
-typename Engine<D>::Value Engine<D>::eval_stmts(const std::vector<NodeId>& stmts, std::size_t from,
+typename Engine<D>::Value Engine<D>::eval_stmts(std::span<const NodeId> stmts, std::size_t from,
                                                 NodeId tail) {
   const rust::Body& b = body();
   Value last;
@@ -283,7 +283,7 @@ typename Engine<D>::Value Engine<D>::eval_stmts(const std::vector<NodeId>& stmts
 // The `let` stmts[k] split by the domain: the rest of the block runs once per alternative, its
 // names bound, between the branch hooks (the `let` is the branch node); values and locals join.
 template <class D>
-typename Engine<D>::Value Engine<D>::eval_split(const std::vector<NodeId>& stmts, std::size_t k,
+typename Engine<D>::Value Engine<D>::eval_split(std::span<const NodeId> stmts, std::size_t k,
                                                 NodeId tail, const Split& alts) {
   const NodeId let = stmts[k];
   const Env before = env();
@@ -406,7 +406,7 @@ typename Engine<D>::Value Engine<D>::eval_match(NodeId n) {
   if constexpr (requires { dom_.scrutinee(*this, n, true); }) dom_.scrutinee(*this, n, true);
   Value scrut = eval(b[n].a);
   if constexpr (requires { dom_.scrutinee(*this, n, false); }) dom_.scrutinee(*this, n, false);
-  const std::vector<NodeId> kids = b.kids(n);
+  const auto kids = b.kids_view(n);
   if constexpr (requires { dom_.choose(*this, n, scrut); }) {
     if (auto pick = dom_.choose(*this, n, scrut))
       return *pick < kids.size() ? decided_arm(kids[*pick], scrut) : Value{};
@@ -493,7 +493,7 @@ typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId
   open_scope();
   for (const auto& [name, v] : also)
     bind_name(name, v);
-  const std::vector<NodeId> params = where.kids(closure);
+  const auto params = where.kids_view(closure);
   for (std::size_t i = 0; i < params.size(); ++i)
     bind_at(closure, params[i], i < args.size() ? args[i] : Value{});
   Value v = eval(where[closure].a);
@@ -522,7 +522,7 @@ template <class D>
 std::vector<typename Engine<D>::Value> Engine<D>::eval_args(NodeId n) {
   const rust::Body& b = body();
   std::vector<Value> out;
-  for (NodeId a : b.kids(n)) {
+  for (NodeId a : b.kids_view(n)) {
     NodeId inner = b.peel(a, {Kind::Ref});
     if (inner != rust::kNone && b[inner].syntax == "array_expression") {
       std::vector<Value> elems;
@@ -530,7 +530,7 @@ std::vector<typename Engine<D>::Value> Engine<D>::eval_args(NodeId n) {
         elems.push_back(eval(b[inner].a));
         elems.push_back(eval(b[inner].b));
       } else {
-        for (NodeId k : b.kids(inner))
+        for (NodeId k : b.kids_view(inner))
           elems.push_back(eval(k));
       }
       dom_.array_argument(std::move(elems), out);

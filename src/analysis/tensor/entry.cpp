@@ -1,5 +1,6 @@
 // One entrypoint's run in the tensor domain, and what is written once every entrypoint ran.
 #include <algorithm>
+#include <map>
 
 #include "analysis/tensor/domain.hpp"
 
@@ -22,6 +23,18 @@ TensorDomain::TensorDomain(const rust::Crate& crate, const DataflowOptions& opts
   }
   for (std::size_t i = 0; i < ir_.parameters.size(); ++i)
     if (ir_.parameters[i].module) params_by_module_[*ir_.parameters[i].module].push_back(i);
+  // Tied weights (`Linear::new(embed.embeddings().clone(), None)`): a layer module with no
+  // parameters or children of its own, at the key of a module that has parameters, applies
+  // that module's weights.
+  std::map<std::string, std::string> owner_at;  // component, root, key -> module with weights
+  for (const auto& m : ir_.modules)
+    if (params_by_module_.count(m.id))
+      owner_at.emplace(m.component + "\n" + m.builder_root + "\n" + m.prefix, m.id);
+  for (const auto& m : ir_.modules) {
+    if (params_by_module_.count(m.id) || children_.count(m.id) || m.prefix.empty()) continue;
+    auto o = owner_at.find(m.component + "\n" + m.builder_root + "\n" + m.prefix);
+    if (o != owner_at.end()) params_by_module_[m.id] = params_by_module_[o->second];
+  }
 }
 
 void TensorDomain::limit(const checks::LimitFact& l) {
