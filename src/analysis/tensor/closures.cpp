@@ -198,11 +198,7 @@ std::optional<Val> TensorDomain::built_layer(const std::vector<Val>& args, const
 
 std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std::size_t item,
                                             const std::string& component) {
-  run_ = checks::RunFacts{};
-  run_.fn_index = fn_index;
-  run_.entry_fid = ir_.functions[fn_index].id;
-  for (auto& c : checks_)
-    c->run_begin();
+  begin_run(fn_index);
   const auto& it = crate_.items()[item];
   std::vector<Val> args;
   for (const auto& p : it.params) {

@@ -41,6 +41,7 @@ class TensorDomain {
 
   // One entrypoint: its tensor parameters become input tensors, the body is interpreted, the
   // run's facts go to the checks. Returns the nodes the run evaluated.
+  void begin_run(std::size_t fn_index);
   std::size_t run_entry(Eng& eng, std::size_t fn_index, std::size_t item);
   // A function-style model (`--root models::resnet::resnet18`, `fn(.., vb) -> Result<Func>`):
   // the function runs as a constructor (closures captured, VarBuilder prefixes followed, loops

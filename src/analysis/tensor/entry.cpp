@@ -66,12 +66,17 @@ void TensorDomain::bound(Eng& eng, const interp::Bound& b) {
   limit(l);
 }
 
-std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t item) {
+// A fresh run of one entrypoint: its facts reset, every check told.
+void TensorDomain::begin_run(std::size_t fn_index) {
   run_ = checks::RunFacts{};
   run_.fn_index = fn_index;
   run_.entry_fid = ir_.functions[fn_index].id;
   for (auto& c : checks_)
     c->run_begin();
+}
+
+std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t item) {
+  begin_run(fn_index);
   const auto& it = crate_.items()[item];
   Val self;
   std::ptrdiff_t owner = owner_item(item);
