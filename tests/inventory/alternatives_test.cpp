@@ -89,6 +89,35 @@ TEST(Alternatives, IsSomeOfConfigDecidedOptionsFolds) {
             std::optional<std::uint64_t>(496));
 }
 
+TEST(Alternatives, EachPrefixChoiceBuildsItsTowerOnceUnderItsOwnCondition) {
+  // Two prefixes chosen by the checkpoint (`let p = if vb.contains_tensor(..) { "a" } else
+  // { "b" }`): the vision tower under each of its two, the text model under each of its two;
+  // never once per combination of both choices.
+  auto a = analyze("alt_prefix_choice");
+  auto count = [&](const std::string& type) {
+    return std::count_if(a.ir.modules.begin(), a.ir.modules.end(),
+                         [&](const auto& m) { return m.type_name == type; });
+  };
+  EXPECT_EQ(count("Vision"), 2);
+  EXPECT_EQ(count("Text"), 2);
+  EXPECT_EQ(count("Linear"), 2);
+  EXPECT_TRUE(has_key(a, "vision_tower.proj.weight"));
+  EXPECT_TRUE(has_key(a, "model.visual.proj.weight"));
+  EXPECT_TRUE(has_key(a, "language_model.model.embed_tokens.weight"));
+  EXPECT_TRUE(has_key(a, "model.language_model.norm.bias"));
+  // No key loads on every checkpoint: each is conditional on its prefix's choice, and the norm's
+  // on the checkpoint having a bias too (the text prefix's choice does not hide it).
+  for (const auto& p : a.ir.parameters) {
+    EXPECT_EQ(p.confidence, cg::ir::Confidence::conditional) << p.key;
+    auto alts = std::count_if(p.evidence.begin(), p.evidence.end(),
+                              [](const auto& e) { return e.detail.rfind("alternative ", 0) == 0; });
+    EXPECT_EQ(alts, p.key.find(".norm.") != std::string::npos ? 2 : 1) << p.key;
+  }
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(72 + 128));
+  EXPECT_EQ(m.totals.total_max, std::optional<std::uint64_t>(72 + 128 + 16));
+}
+
 TEST(ConstructorArgs, ArgBindsAScalarParameter) {
   auto without = analyze("ctor_arg");
   auto m0 = cg::query::build_summary(without.ir, "F32");

@@ -60,11 +60,11 @@ BuilderDomain::Value BuilderDomain::call(Eng& eng, NodeId n, std::vector<Value> 
   NodeId fn = node(n).a;
   std::string path = inventory::strip_generics(text(fn));
   if (is_ident(fn) && node(fn).kind == Kind::Path) {
-    if (Value* v = local(path); v && v->kind == Value::Kind::closure) {
+    if (const Value* v = local(path); v && v->kind == Value::Kind::closure) {
       Value c = *v;
       return call_closure(eng, n, path, c, args);
     }
-    if (Value* v = local(path); v && v->kind == Value::Kind::fn_ref) {
+    if (const Value* v = local(path); v && v->kind == Value::Kind::fn_ref) {
       Value fns = *v;
       return call_fn_ref(eng, n, fns, args);
     }
@@ -355,7 +355,7 @@ BuilderDomain::Value BuilderDomain::push_call(Eng& eng, NodeId n) {
   for (NodeId a : body().kids_view(n))
     eng.eval(a);
   const std::string name = text(nd.a);
-  if (Value* v = local(name))
+  if (Value* v = local_mut(name))
     for (std::size_t i = before; i < ctx().created.size(); ++i) {
       v->modules.push_back(ctx().created[i]);
       out.insts[ctx().created[i]].field = name;

@@ -113,6 +113,9 @@ class BuilderDomain : public EvalContext {
   Value structure(Eng& eng, NodeId n);
   void uncertain(Eng& eng, NodeId stmt, bool begin);
   std::vector<Names> split(Eng& eng, NodeId let);
+  void fork_begin(Eng& eng, NodeId let);
+  void split_end(Eng& eng, NodeId let);
+  bool agree(const std::vector<Value>& vs) const;
   Names bindings(Eng& eng, NodeId owner, NodeId pat, const Value& v);
   std::optional<Value> takes_over(Eng& eng, NodeId n);
   void scrutinee(Eng& eng, NodeId n, bool begin);
@@ -174,6 +177,7 @@ class BuilderDomain : public EvalContext {
   std::vector<std::size_t> const_items_;  // consts being evaluated (their names resolve there)
   std::vector<std::size_t> let_marks_;
   std::vector<Branch> branches_;
+  std::vector<std::pair<NodeId, Branch>> splits_;  // split `let`s waiting, with their group
   std::vector<Loop> loops_;
   std::vector<Cert> saved_certs_;
   std::vector<AlternativeMark> alt_ctx_;
@@ -204,7 +208,8 @@ class BuilderDomain : public EvalContext {
   Value sym_of(Eng& eng, NodeId n);
   SymValue eval_sym(NodeId n) { return evaluate(body(), n, *this); }
   Value peek(NodeId n, int depth);
-  Value* local(const std::string& name);
+  const Value* local(const std::string& name);
+  Value* local_mut(const std::string& name);  // the frame's own copy, to change
   Value param_value(const rust::Param& p, const std::string& module);
   std::optional<SymValue> const_value(const std::string& path);
   std::optional<SymValue> layer_field(const Value& b, std::string_view name);
@@ -234,7 +239,7 @@ class BuilderDomain : public EvalContext {
   Branch open_branch(NodeId n, Branch::Kind kind);
   std::string label_of(const Branch& b, std::size_t i);
   void unify(const Branch& b, bool instances);
-  Cert inner_of(std::size_t i, const Cert& outer) const;
+  Cert inner_of(std::size_t i, const Cert& outer, const std::string& group) const;
   std::string first_identifier(NodeId pat) const;
   void shadow_pattern(NodeId pat, Names& out) const;
   void shadow_path(std::string_view path, bool last, Names& out) const;

@@ -158,10 +158,28 @@ void BuilderDomain::branch_end(Eng&, NodeId, std::size_t i) {
   if (i + 1 == b.count) b.closing = true;
 }
 
+// A statement naming a split `let`'s names runs once per alternative: one branch of the split's
+// group (the same group for every such statement, so their alternatives stay one choice).
+void BuilderDomain::fork_begin(Eng&, NodeId let) {
+  for (auto it = splits_.rbegin(); it != splits_.rend(); ++it)
+    if (it->first == let) {
+      branches_.push_back(it->second);
+      return;
+    }
+}
+
+void BuilderDomain::split_end(Eng&, NodeId let) {
+  for (auto it = splits_.rbegin(); it != splits_.rend(); ++it)
+    if (it->first == let) {
+      splits_.erase(std::next(it).base());
+      --forks_;
+      return;
+    }
+}
+
 void BuilderDomain::branches_joined(Eng&, NodeId) {
   Branch b = std::move(branches_.back());
   branches_.pop_back();
-  if (b.kind == Branch::Kind::split) --forks_;
   if (b.kind == Branch::Kind::fallback || b.marks.size() < 3) return;
   if (b.kind == Branch::Kind::if_ && node(b.node).kind == Kind::If && node(b.node).c == kNone)
     return;
@@ -183,7 +201,7 @@ void BuilderDomain::unify(const Branch& b, bool instances) {
   }
   for (std::size_t i = b.marks.front().first; i < b.marks.back().first; ++i)
     if (counts[sig(i)] == arms) {
-      out.leaves[i].cert = inventory::join(b.outer, inner_of(i, b.outer));
+      out.leaves[i].cert = inventory::join(b.outer, inner_of(i, b.outer, b.group));
       std::erase_if(out.leaves[i].alts,
                     [&](const AlternativeMark& m) { return m.group == b.group; });
     }
@@ -202,8 +220,14 @@ void BuilderDomain::unify(const Branch& b, bool instances) {
 }
 
 // The certainty a leaf would have had outside the branch: catalog conditions stay.
-Cert BuilderDomain::inner_of(std::size_t i, const Cert& outer) const {
+// The certainty leaf `i` keeps when every arm of branch `group` registers it: the outer one, or
+// conditional on the first undecided branch inside that arm, which still holds.
+Cert BuilderDomain::inner_of(std::size_t i, const Cert& outer, const std::string& group) const {
   const auto& l = out.leaves[i];
+  auto mine = std::find_if(l.alts.begin(), l.alts.end(),
+                           [&](const AlternativeMark& m) { return m.group == group; });
+  if (mine != l.alts.end() && std::next(mine) != l.alts.end())
+    return inventory::conditional(outer, std::next(mine)->label);
   if (l.cert.reason.rfind("if ", 0) == 0 || l.cert.reason.rfind("unless ", 0) == 0 ||
       l.cert.reason.rfind("match ", 0) == 0)
     return outer;
@@ -272,7 +296,7 @@ std::vector<BuilderDomain::Names> BuilderDomain::split(Eng&, NodeId let) {
   b.cond_text = inventory::one_line(c.text);
   b.group = new_group(value);
   b.count = 2;
-  branches_.push_back(std::move(b));
+  splits_.emplace_back(let, std::move(b));
   std::vector<Names> out_alts;
   for (const auto& arm : *arms) {
     Names alt_names;
@@ -327,7 +351,7 @@ BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
 void BuilderDomain::name_held_modules(NodeId value, const std::string& field) {
   value = body().peel(value, {Kind::Try, Kind::Ref, Kind::Paren});
   if (value == kNone || !is_ident(value) || node(value).kind != Kind::Path) return;
-  if (Value* v = local(text(value)))
+  if (const Value* v = local(text(value)))
     for (std::size_t m : v->modules)
       out.insts[m].field = field;
 }

@@ -62,11 +62,14 @@ std::size_t BuilderDomain::resolution_item() const {
   return const_items_.empty() ? eng_->item() : const_items_.back();
 }
 
-BuilderDomain::Value* BuilderDomain::local(const std::string& name) {
+const BuilderDomain::Value* BuilderDomain::local(const std::string& name) {
   if (eng_ == nullptr || !eng_->running() || !const_items_.empty()) return nullptr;
-  auto& env = eng_->frame().env;
-  auto it = env.find(name);
-  return it == env.end() ? nullptr : &it->second;
+  return eng_->frame().env.find(name);
+}
+
+BuilderDomain::Value* BuilderDomain::local_mut(const std::string& name) {
+  if (eng_ == nullptr || !eng_->running() || !const_items_.empty()) return nullptr;
+  return eng_->frame().env.find_mut(name);
 }
 
 std::optional<SymValue> BuilderDomain::lookup(std::string_view name) {
@@ -219,7 +222,7 @@ BuilderDomain::Value BuilderDomain::peek(NodeId n, int depth) {
   switch (nd.kind) {
     case Kind::Path:
       if (nd.syntax == "identifier" || nd.syntax == "self" || nd.syntax == "scoped_identifier")
-        if (Value* b = local(text(n))) return *b;
+        if (const Value* b = local(text(n))) return *b;
       return {};
     case Kind::Ref:
     case Kind::Paren:
@@ -334,7 +337,7 @@ std::vector<std::string> BuilderDomain::prefix_segments(NodeId arg) {
   if (nd.kind == Kind::Macro && inventory::last_segment(std::string(nd.str)) == "format")
     return inventory::split_key(format_template(arg));
   if (is_ident(arg) && nd.kind == Kind::Path) {
-    if (Value* v = local(text(arg)); v && v->kind == Value::Kind::loop_var)
+    if (const Value* v = local(text(arg)); v && v->kind == Value::Kind::loop_var)
       return {"{" + text(arg) + "}"};
   }
   SymValue s = eval_sym(arg);
@@ -352,7 +355,7 @@ std::string BuilderDomain::format_template(NodeId macro) {
   rust::FormatArgs f = rust::parse_format_args(node(macro).text);
   if (!f.ok) return "{" + text(macro) + "}";
   return inventory::format_key(f, [&](const std::string& expr) {
-    if (Value* v = local(expr)) {
+    if (const Value* v = local(expr)) {
       if (v->kind == Value::Kind::sym && v->sym.kind == SymValue::Kind::integer)
         return std::to_string(v->sym.integer);
       if (v->kind == Value::Kind::sym && v->sym.kind == SymValue::Kind::string) return v->sym.text;
@@ -366,22 +369,29 @@ std::string BuilderDomain::format_template(NodeId macro) {
 // inventory always read it as: constructors held as values are all alternatives, each under its
 // branch's condition; else the first builder, conditional; else the `if`'s symbolic value. A
 // `match`'s value is its symbolic value; other joins (a call's returns) keep the first value.
+namespace {
+// Two values a join keeps as one (the modules they hold aside).
+bool same(const Value& a, const Value& b) {
+  return a.kind == b.kind && a.root == b.root && a.segs == b.segs && a.cert.level == b.cert.level &&
+         a.cert.reason == b.cert.reason && a.sym.kind == b.sym.kind && a.sym.text == b.sym.text &&
+         a.sym.integer == b.sym.integer && a.sym.boolean == b.sym.boolean &&
+         a.closure == b.closure && a.config.item == b.config.item &&
+         a.config.path == b.config.path && a.fns.size() == b.fns.size() &&
+         std::equal(a.fns.begin(), a.fns.end(), b.fns.begin(),
+                    [](const auto& x, const auto& y) { return x.first == y.first; });
+}
+}  // namespace
+
+bool BuilderDomain::agree(const std::vector<Value>& vs) const {
+  return std::all_of(vs.begin(), vs.end(), [&](const Value& v) { return same(v, vs.front()); });
+}
+
 BuilderDomain::Value BuilderDomain::join(const std::vector<Value>& vs) {
   if (vs.empty()) return {};
   std::vector<std::size_t> modules;
   for (const Value& v : vs)
     for (std::size_t m : v.modules)
       if (std::find(modules.begin(), modules.end(), m) == modules.end()) modules.push_back(m);
-  auto same = [](const Value& a, const Value& b) {
-    return a.kind == b.kind && a.root == b.root && a.segs == b.segs &&
-           a.cert.level == b.cert.level && a.cert.reason == b.cert.reason &&
-           a.sym.kind == b.sym.kind && a.sym.text == b.sym.text && a.sym.integer == b.sym.integer &&
-           a.sym.boolean == b.sym.boolean && a.closure == b.closure &&
-           a.config.item == b.config.item && a.config.path == b.config.path &&
-           a.fns.size() == b.fns.size() &&
-           std::equal(a.fns.begin(), a.fns.end(), b.fns.begin(),
-                      [](const auto& x, const auto& y) { return x.first == y.first; });
-  };
   Value first = vs[0];
   first.modules = modules;
   if (std::all_of(vs.begin(), vs.end(), [&](const Value& v) { return same(v, vs[0]); }))

@@ -81,6 +81,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/interp/env.hpp"
 #include "rust/body.hpp"
 #include "rust/crate.hpp"
 
@@ -107,7 +108,7 @@ template <class Domain>
 class Engine {
  public:
   using Value = typename Domain::Value;
-  using Env = std::map<std::string, Value>;
+  using Env = Locals<Value>;
 
   struct Frame {
     std::size_t item = 0;
@@ -147,10 +148,10 @@ class Engine {
     Frame fr;
     fr.item = item;
     fr.body = &body;
-    if (self) fr.env["self"] = *self;
+    if (self) fr.env.set("self", *self);
     const auto& params = crate_.items()[item].params;
     for (std::size_t i = 0; i < params.size(); ++i)
-      fr.env[params[i].name] = dom_.parameter(item, i, i < args.size() ? args[i] : Value{});
+      fr.env.set(params[i].name, dom_.parameter(item, i, i < args.size() ? args[i] : Value{}));
     stack_.push_back(item);
     frames_.push_back(&fr);
     Value r = eval(body.root);
@@ -168,11 +169,7 @@ class Engine {
   const rust::Node& node(NodeId id) const { return body()[id]; }
   std::size_t item() const { return frames_.back()->item; }
   // A local of the current frame, nullptr when unbound.
-  const Value* lookup(const std::string& name) const {
-    const Env& env = frames_.back()->env;
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : &it->second;
-  }
+  const Value* lookup(const std::string& name) const { return frames_.back()->env.find(name); }
   // Evaluates an expression of the current body (a domain asking for a sub-expression's value).
   Value eval(NodeId n);
   // Runs closure `closure` of `where` (the body that wrote it: a closure may have been passed to
@@ -219,10 +216,23 @@ class Engine {
   Value eval_index(NodeId n);
   Value eval_cast(NodeId n);
   Value eval_block(NodeId n);
-  // One alternative of a split `let`: the names it binds.
-  using Split = std::vector<std::vector<std::pair<std::string, Value>>>;
-  Value eval_stmts(std::span<const NodeId> stmts, std::size_t from, NodeId tail);
-  Value eval_split(std::span<const NodeId> stmts, std::size_t k, NodeId tail, const Split& alts);
+  // A split `let` whose alternatives wait for a statement that names them: per alternative, the
+  // names it binds, and the names later statements bound to values that differ by alternative.
+  struct Pending {
+    NodeId let = rust::kNone;
+    std::vector<std::string> names;
+    std::vector<std::vector<std::pair<std::string, Value>>> alts;
+  };
+  Value eval_stmts(std::span<const NodeId> stmts, std::size_t from, NodeId tail,
+                   const std::vector<Pending>& inherited);
+  Value eval_statement(std::span<const NodeId> stmts, std::size_t k, NodeId tail);
+  std::vector<std::size_t> referring(NodeId s, const std::vector<Pending>& pending) const;
+  bool splittable(NodeId s) const;
+  bool rebinds(NodeId s, const Pending& p) const;
+  template <class F>
+  Value fork_statement(Pending& p, F&& what);
+  Value run_rest(std::span<const NodeId> stmts, std::size_t k, NodeId tail,
+                 std::vector<Pending>& pending, std::size_t which);
   void eval_let(NodeId n);
   Value eval_if(NodeId n);
   Value eval_match(NodeId n);
@@ -259,7 +269,7 @@ class Engine {
   std::vector<Frame*> frames_;
   // Per open block: the names its bindings shadowed and their previous values (nullopt: unbound),
   // so leaving the block restores only those (no copy of the whole environment).
-  std::vector<std::vector<std::pair<std::string, std::optional<Value>>>> undo_;
+  std::vector<std::vector<std::pair<std::string, typename Env::Ptr>>> undo_;
   int nesting_ = 0;
   std::size_t used_ = 0;
   bool exhausted_ = false;

@@ -10,11 +10,10 @@ void Engine<D>::bind_name(const std::string& name, const Value& v) {
     auto& log = undo_.back();
     bool seen = std::any_of(log.begin(), log.end(), [&](const auto& x) { return x.first == name; });
     if (!seen) {
-      auto it = e.find(name);
-      log.emplace_back(name, it == e.end() ? std::nullopt : std::optional<Value>(it->second));
+      log.emplace_back(name, e.held(name));
     }
   }
-  e[name] = v;
+  e.set(name, v);
 }
 
 // Pattern `pat` of `owner` (a `let`, a match arm, a `for`, a closure, an `if let` condition)

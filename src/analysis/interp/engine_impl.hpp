@@ -176,9 +176,9 @@ void Engine<D>::eval_assign(NodeId n) {
   const bool local = nd.kind == Kind::Assign && l.kind == Kind::Path && l.syntax == "identifier";
   if constexpr (requires { dom_.assign(*this, n, std::move(r)); }) {
     std::optional<Value> v = dom_.assign(*this, n, std::move(r));
-    if (local && v) env()[std::string(l.str)] = std::move(*v);
+    if (local && v) env().set(std::string(l.str), std::move(*v));
   } else if (local) {
-    env()[std::string(l.str)] = std::move(r);
+    env().set(std::string(l.str), std::move(r));
   }
 }
 
@@ -235,94 +235,208 @@ typename Engine<D>::Value Engine<D>::eval_block(NodeId n) {
   // Names bound in the block go out of scope at its end; assignments to outer names persist.
   open_scope();
   const rust::Body& b = body();
-  Value last = eval_stmts(b.kids_view(n), 0, b.tail(n));
+  Value last = eval_stmts(b.kids_view(n), 0, b.tail(n), {});
   close_scope();
   return last;
 }
 
-// Statements [from, end) of a block whose tail is `tail`; the value of the last one.
+// Statements [from, end) of a block whose tail is `tail`; the value of the last one. A `let` the
+// domain splits binds nothing at once: its alternatives wait (`pending`, the block's own after
+// `inherited`, those of an enclosing run of this block) until a statement names one of them.
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_stmts(std::span<const NodeId> stmts, std::size_t from,
-                                                NodeId tail) {
+                                                NodeId tail,
+                                                const std::vector<Pending>& inherited) {
   const rust::Body& b = body();
   Value last;
+  std::vector<Pending> pending = inherited;
+  const std::size_t own = pending.size();  // pending[own..]: split here, ended here
+  auto end_own = [&] {
+    if constexpr (requires { dom_.split_end(*this, tail); })
+      for (std::size_t i = pending.size(); i-- > own;)
+        dom_.split_end(*this, pending[i].let);
+  };
   for (std::size_t k = from; k < stmts.size(); ++k) {
     const NodeId s = stmts[k];
     const rust::Node& st = b[s];
     if (st.cfg == rust::Tri::False || st.kind == Kind::Item) continue;
     if constexpr (requires { dom_.split(*this, s); }) {
+      std::vector<std::size_t> refs = referring(s, pending);
+      // A statement naming the alternatives of two splits, or one that may split again or
+      // rebind a name of one: the rest of the block runs once per alternative of the first.
+      if (refs.size() > 1 ||
+          (refs.size() == 1 && (splittable(s) || rebinds(s, pending[refs[0]])))) {
+        Value v = run_rest(stmts, k, tail, pending, refs[0]);
+        end_own();
+        return v;
+      }
+      if (refs.size() == 1) {
+        last = fork_statement(pending[refs[0]], [&] { return eval_statement(stmts, k, tail); });
+        continue;
+      }
       if (st.kind == Kind::Let) {
         auto alts = dom_.split(*this, s);
-        if (!alts.empty()) return eval_split(stmts, k, tail, alts);
+        if (!alts.empty()) {
+          Pending p{s, {}, std::move(alts)};
+          for (const auto& [name, v] : p.alts.front())
+            p.names.push_back(name);
+          pending.push_back(std::move(p));
+          last = Value{};
+          continue;
+        }
       }
     }
-    const bool unsure = st.cfg == rust::Tri::Unknown;
-    if constexpr (requires { dom_.uncertain(*this, s, true); })
-      if (unsure) dom_.uncertain(*this, s, true);
-    if (st.kind == Kind::Let) {
-      eval_let(s);
-      last = Value{};
-    } else if (st.kind == Kind::ExprStmt || st.kind == Kind::MacroStmt || s != tail) {
-      Value v = eval(s);
-      last = Value{};
-      // Rust's rule, where the domain asks for it: a block's last statement, an `if`/`match`
-      // without `;`, gives the block's value.
-      if constexpr (requires { dom_.statement_value(*this, s); })
-        if (k + 1 == stmts.size() && st.kind == Kind::ExprStmt && !(st.flags & rust::kSemicolon) &&
-            dom_.statement_value(*this, s))
-          last = std::move(v);
-    } else {
-      last = eval(s);
-    }
-    if constexpr (requires { dom_.uncertain(*this, s, false); })
-      if (unsure) dom_.uncertain(*this, s, false);
+    last = eval_statement(stmts, k, tail);
   }
+  end_own();
   return last;
 }
 
-// The `let` stmts[k] split by the domain: the rest of the block runs once per alternative, its
-// names bound, between the branch hooks (the `let` is the branch node); values and locals join.
+// Statement stmts[k] (the tail when it is `tail`): its value, as the block's last statement.
 template <class D>
-typename Engine<D>::Value Engine<D>::eval_split(std::span<const NodeId> stmts, std::size_t k,
-                                                NodeId tail, const Split& alts) {
-  const NodeId let = stmts[k];
+typename Engine<D>::Value Engine<D>::eval_statement(std::span<const NodeId> stmts, std::size_t k,
+                                                    NodeId tail) {
+  const NodeId s = stmts[k];
+  const rust::Node& st = body()[s];
+  Value last;
+  const bool unsure = st.cfg == rust::Tri::Unknown;
+  if constexpr (requires { dom_.uncertain(*this, s, true); })
+    if (unsure) dom_.uncertain(*this, s, true);
+  if (st.kind == Kind::Let) {
+    eval_let(s);
+  } else if (st.kind == Kind::ExprStmt || st.kind == Kind::MacroStmt || s != tail) {
+    Value v = eval(s);
+    // Rust's rule, where the domain asks for it: a block's last statement, an `if`/`match`
+    // without `;`, gives the block's value.
+    if constexpr (requires { dom_.statement_value(*this, s); })
+      if (k + 1 == stmts.size() && st.kind == Kind::ExprStmt && !(st.flags & rust::kSemicolon) &&
+          dom_.statement_value(*this, s))
+        last = std::move(v);
+  } else {
+    last = eval(s);
+  }
+  if constexpr (requires { dom_.uncertain(*this, s, false); })
+    if (unsure) dom_.uncertain(*this, s, false);
+  return last;
+}
+
+// The pending splits statement `s` names (by its source text: a name inside a macro counts).
+template <class D>
+std::vector<std::size_t> Engine<D>::referring(NodeId s, const std::vector<Pending>& pending) const {
+  std::vector<std::size_t> out;
+  if (pending.empty()) return out;
+  const std::string_view text = body().source(s);
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t i = 0; i < pending.size(); ++i)
+    for (const std::string& name : pending[i].names) {
+      bool found = false;
+      for (std::size_t at = text.find(name); at != std::string_view::npos && !found;
+           at = text.find(name, at + 1))
+        found = (at == 0 || !word(text[at - 1])) &&
+                (at + name.size() == text.size() || !word(text[at + name.size()]));
+      if (found) {
+        out.push_back(i);
+        break;
+      }
+    }
+  return out;
+}
+
+// A `let` whose value is an `if` (the domain may split it).
+template <class D>
+bool Engine<D>::splittable(NodeId s) const {
+  const rust::Node& st = body()[s];
+  return st.kind == Kind::Let && st.b != rust::kNone && body()[st.b].kind == Kind::If;
+}
+
+// A `let` or `=` of `s` binding a name of `p` again.
+template <class D>
+bool Engine<D>::rebinds(NodeId s, const Pending& p) const {
+  const rust::Node& st = body()[s];
+  NodeId target = st.kind == Kind::Let ? st.a : rust::kNone;
+  if (st.kind == Kind::ExprStmt && st.a != rust::kNone && body()[st.a].kind == Kind::Assign)
+    target = body()[st.a].a;
+  if (target == rust::kNone) return false;
+  Pending only = p;
+  return !referring(target, {only}).empty();
+}
+
+// Runs `what()` once per alternative of `p` (its names bound, between the domain's branch
+// hooks), each from the locals as before it. Names every alternative left with one value keep it;
+// names they left with values the domain does not call one join the alternatives of `p`.
+template <class D>
+template <class F>
+typename Engine<D>::Value Engine<D>::fork_statement(Pending& p, F&& what) {
+  const NodeId let = p.let;
   const Env before = env();
+  if constexpr (requires { dom_.fork_begin(*this, let); }) dom_.fork_begin(*this, let);
   std::vector<Value> vals;
   std::vector<Env> envs;
-  for (std::size_t i = 0; i < alts.size(); ++i) {
+  const std::size_t count = p.alts.size();
+  for (std::size_t i = 0; i < count; ++i) {
     env() = before;
-    if constexpr (requires { dom_.branch_begin(*this, let, i, alts.size()); })
-      dom_.branch_begin(*this, let, i, alts.size());
-    open_scope();
-    for (const auto& [name, v] : alts[i])
-      bind_name(name, v);
-    vals.push_back(eval_stmts(stmts, k + 1, tail));
-    close_scope();
-    if constexpr (requires { dom_.branch_end(*this, let, i); }) dom_.branch_end(*this, let, i);
+    for (const auto& [name, v] : p.alts[i])
+      env().set(name, v);
+    dom_.branch_begin(*this, let, i, count);
+    vals.push_back(what());
+    dom_.branch_end(*this, let, i);
+    for (const auto& [name, v] : p.alts[i])
+      env().restore(name, before.held(name));
     envs.push_back(env());
   }
-  env() = envs.back();
-  for (auto& [name, v] : env()) {
+  env() = envs.front();
+  std::vector<std::string> differ;
+  env().join_all(envs, [&](const std::string& name, const std::vector<const Value*>& vs) {
     std::vector<Value> all;
-    for (const Env& e : envs)
-      if (auto it = e.find(name); it != e.end()) all.push_back(it->second);
-    v = dom_.join(all);
+    for (const Value* v : vs)
+      all.push_back(*v);
+    bool agree = false;  // a domain without `agree`: values that differ stay apart
+    if constexpr (requires { dom_.agree(all); }) agree = dom_.agree(all);
+    if (!agree) differ.push_back(name);
+    return dom_.join(all);
+  });
+  for (const std::string& name : differ) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const Value* v = envs[i].find(name);
+      auto& alt = p.alts[i];
+      auto it =
+          std::find_if(alt.begin(), alt.end(), [&](const auto& x) { return x.first == name; });
+      if (it != alt.end())
+        it->second = v ? *v : Value{};
+      else
+        alt.emplace_back(name, v ? *v : Value{});
+    }
+    if (std::find(p.names.begin(), p.names.end(), name) == p.names.end()) p.names.push_back(name);
   }
   Value out = dom_.join(vals);
-  if constexpr (requires { dom_.branches_joined(*this, let); }) dom_.branches_joined(*this, let);
+  dom_.branches_joined(*this, let);
   return out;
+}
+
+// Statements [k, end) run once per alternative of pending[which] (the other pending splits
+// still waiting in each run); values and locals join.
+template <class D>
+typename Engine<D>::Value Engine<D>::run_rest(std::span<const NodeId> stmts, std::size_t k,
+                                              NodeId tail, std::vector<Pending>& pending,
+                                              std::size_t which) {
+  std::vector<Pending> others;
+  for (std::size_t i = 0; i < pending.size(); ++i)
+    if (i != which) others.push_back(pending[i]);
+  Value v = fork_statement(pending[which], [&] {
+    open_scope();
+    Value r = eval_stmts(stmts, k, tail, others);
+    close_scope();
+    return r;
+  });
+  return v;
 }
 
 template <class D>
 void Engine<D>::close_scope() {
   Env& e = env();
   auto& log = undo_.back();
-  for (auto it = log.rbegin(); it != log.rend(); ++it) {
-    if (it->second)
-      e[it->first] = std::move(*it->second);
-    else
-      e.erase(it->first);
-  }
+  for (auto it = log.rbegin(); it != log.rend(); ++it)
+    e.restore(it->first, std::move(it->second));
   undo_.pop_back();
 }
 
@@ -349,10 +463,7 @@ typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
   Env after_a = env();
   env() = std::move(before);
   Value b = run_branch(n, 1, 2, [&] { return eval(nd.c); });
-  for (auto& [k, v] : env()) {
-    auto it = after_a.find(k);
-    if (it != after_a.end()) v = dom_.join({it->second, v});
-  }
+  env().join_from(after_a, [&](const Value& x, const Value& y) { return dom_.join({x, y}); });
   Value out = dom_.join({a, b});
   if constexpr (requires { dom_.branches_joined(*this, n); }) dom_.branches_joined(*this, n);
   return out;
@@ -509,13 +620,7 @@ typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId
 // its value before and after; names bound inside the loop are gone.
 template <class D>
 void Engine<D>::merge_loop(const Env& before) {
-  Env& e = env();
-  Env out;
-  for (const auto& [k, v] : before) {
-    auto it = e.find(k);
-    out[k] = it == e.end() ? v : dom_.loop_merge(v, it->second);
-  }
-  e = std::move(out);
+  env().merge_from(before, [&](const Value& b, const Value& a) { return dom_.loop_merge(b, a); });
 }
 
 template <class D>

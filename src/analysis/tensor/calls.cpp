@@ -166,7 +166,9 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
       auto es = std::make_shared<std::vector<Val>>();
       for (const auto& d : s->dimensions) {
         Val dv;
-        dv.dim = d.expr;
+        // `()` (the dimension `reshape` infers) and `?` are no known dimension: the name
+        // destructured stays.
+        if (d.expr != "()" && d.expr != "?") dv.dim = d.expr;
         if (!d.expr.empty() && d.expr.find_first_not_of("0123456789") == std::string::npos)
           dv.num = std::strtod(d.expr.c_str(), nullptr);
         es->push_back(std::move(dv));

@@ -46,7 +46,7 @@ std::optional<Val> TensorDomain::closure(Eng& eng, NodeId n) {
   c->item = eng.item();
   c->body = &eng.body();
   c->node = n;
-  c->env = std::make_shared<const std::map<std::string, Val>>(eng.frame().env);
+  c->env = std::make_shared<const interp::Locals<Val>>(eng.frame().env);
   Val v;
   v.fn = std::move(c);
   return v;
@@ -158,7 +158,7 @@ std::optional<Val> TensorDomain::builder_method(Eng& eng, NodeId n, const Val& r
                             : std::make_shared<std::vector<Val>>();
     items->push_back(args[0]);
     v.items = std::move(items);
-    eng.frame().env[std::string(b[r].str)] = std::move(v);
+    eng.frame().env.set(std::string(b[r].str), std::move(v));
     return Val{};
   }
   if ((m == "add" || m == "add_fn") && recv.items && args.size() == 1) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/interp/env.hpp"
 #include "analysis/numeric_domain.hpp"
 
 namespace cg::ir {
@@ -31,7 +32,7 @@ struct Closure {
   std::size_t item = 0;
   const rust::Body* body = nullptr;  // the body that wrote it
   std::uint32_t node = 0;            // its closure node in that body
-  std::shared_ptr<const std::map<std::string, Val>> env;
+  std::shared_ptr<const interp::Locals<Val>> env;
 };
 
 enum class Grad { trainable, frozen, differentiable, severed, layout_dependent, unknown };
