@@ -5,6 +5,7 @@
 // instance, a parameter leaf, a message, and what one component's run produced.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -57,6 +58,10 @@ struct Value {
   // A tensor a candle-nn layer instance holds (`embed.embeddings()`, `lin.weight().clone()`):
   // a layer built from it (`Linear::new(..)`) ties its weights to that instance's.
   std::optional<std::size_t> tensor_of;
+  // An array of literals or of tuples of literals (`&[(3, 64, "features.0"), (64, 64, ..)]`), one
+  // row per element (a scalar element is a row of one): a loop over it is expanded, each
+  // iteration's pattern bound to its row. One row: a tuple of literals.
+  std::shared_ptr<const std::vector<std::vector<SymValue>>> rows;
 };
 
 struct Inst {

@@ -668,8 +668,16 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
       for (const auto* p : t.params[owner->id])
         alternative = alternative || t.alts.count(p) > 0;
       if (alternative) continue;
+      // Two conditional builds of one layer type at one key (vgg's `features.2` in each of the
+      // `match model` arms, whose common keys no longer carry the arms' marks) are alternatives
+      // too.
+      auto alternatives = [&](const ir::Module* m) {
+        return m->confidence != ir::Confidence::proven &&
+               owner->confidence != ir::Confidence::proven && m->type_name == owner->type_name;
+      };
       for (const auto* m : ms)
-        if (m != owner && t.params[m->id].empty() && !related(m, owner) && !related(owner, m)) {
+        if (m != owner && t.params[m->id].empty() && !related(m, owner) && !related(owner, m) &&
+            !alternatives(m)) {
           t.shared_with[m->id] = owner;
           out_shared.push_back(m->prefix + " built at " + m->source + " reuses the weights of " +
                                owner->prefix + " built at " + owner->source);

@@ -118,6 +118,42 @@ TEST(Alternatives, EachPrefixChoiceBuildsItsTowerOnceUnderItsOwnCondition) {
   EXPECT_EQ(m.totals.total_max, std::optional<std::uint64_t>(72 + 128 + 16));
 }
 
+TEST(Alternatives, OneKeyBuiltInSeveralArmsIsNoSharedWeight) {
+  // `match size { Small => [features.0], Medium => [features.0, features.2], Large => [..] }`:
+  // the three `features.0` layers are alternatives; none reuses another's weights.
+  auto a = analyze("alt_same_key_arms", "");
+  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32"});
+  EXPECT_EQ(text.find("shared with"), std::string::npos) << text;
+  EXPECT_EQ(text.find("reuses the weights"), std::string::npos) << text;
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(224)) << "the smallest arm: features.0";
+}
+
+TEST(Loops, ALiteralArrayIsIteratedRowByRow) {
+  // vgg's idiom: `convs.iter().map(|&(in_c, out_c, name)| conv2d(in_c, out_c, .., vb.pp(name)))`
+  // over `&[(3, 8, "features.0"), ..]`, and `for name in ["norm_a", "norm_b"]`: each element is
+  // one layer under its own key with its own shape, not one `{name}` family of unknown count.
+  auto a = analyze("literal_array_loop", "");
+  auto shape_of = [&](const std::string& key) {
+    for (const auto& p : a.ir.parameters)
+      if (p.key == key && p.shape) {
+        std::string s;
+        for (auto d : *p.shape)
+          s += (s.empty() ? "" : ",") + std::to_string(d);
+        return s;
+      }
+    return std::string("none");
+  };
+  EXPECT_EQ(shape_of("features.0.weight"), "8,3,3,3");
+  EXPECT_EQ(shape_of("features.2.weight"), "8,8,3,3");
+  EXPECT_EQ(shape_of("features.5.weight"), "16,8,3,3");
+  EXPECT_EQ(shape_of("norm_b.bias"), "16");
+  EXPECT_FALSE(std::any_of(a.ir.parameters.begin(), a.ir.parameters.end(),
+                           [](const auto& p) { return p.key.find('{') != std::string::npos; }));
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(224 + 584 + 1168 + 2 * 32));
+}
+
 TEST(ConstructorArgs, ArgBindsAScalarParameter) {
   auto without = analyze("ctor_arg");
   auto m0 = cg::query::build_summary(without.ir, "F32");

@@ -432,12 +432,47 @@ std::optional<BuilderDomain::Value> BuilderDomain::tied_layer(NodeId n, const st
   return plain_call_value(n, args);
 }
 
-void BuilderDomain::array_argument(std::vector<Value>, std::vector<Value>& args) {
+namespace {
+// The rows of an array whose elements are literals or tuples of literals; null otherwise.
+std::shared_ptr<const std::vector<std::vector<SymValue>>> rows_of(const std::vector<Value>& elems) {
+  auto rows = std::make_shared<std::vector<std::vector<SymValue>>>();
+  for (const Value& e : elems) {
+    if (e.rows && e.rows->size() == 1)
+      rows->push_back(e.rows->front());
+    else if (e.kind == Value::Kind::sym && e.sym.concrete())
+      rows->push_back({e.sym});
+    else
+      return nullptr;
+    if (rows->back().size() != rows->front().size()) return nullptr;
+  }
+  return rows->empty() ? nullptr : rows;
+}
+}  // namespace
+
+void BuilderDomain::array_argument(std::vector<Value> elems, std::vector<Value>& args) {
   // `f(&[a, b])` is one argument, as the catalog's parameter positions count it.
   Value v;
   v.kind = Value::Kind::sym;
   v.sym = SymValue::symbolic("[..]", "an array argument");
+  v.rows = rows_of(elems);
   args.push_back(std::move(v));
+}
+
+BuilderDomain::Value BuilderDomain::aggregate(Eng& eng, NodeId n, std::vector<Value> elems) {
+  Value v = sym_of(eng, n);
+  if (node(n).kind == Kind::Tuple) {
+    std::vector<SymValue> row;
+    for (const Value& e : elems) {
+      if (e.kind != Value::Kind::sym || !e.sym.concrete()) return v;
+      row.push_back(e.sym);
+    }
+    if (!row.empty())
+      v.rows = std::make_shared<std::vector<std::vector<SymValue>>>(
+          std::vector<std::vector<SymValue>>{std::move(row)});
+  } else if (node(n).kind == Kind::Array) {
+    v.rows = rows_of(elems);
+  }
+  return v;
 }
 
 }  // namespace cg::analysis::builder

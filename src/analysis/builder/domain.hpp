@@ -90,7 +90,7 @@ class BuilderDomain : public EvalContext {
   Value binary(Eng& eng, NodeId n, Value, Value) { return sym_of(eng, n); }
   Value unary(Eng& eng, NodeId n, Value) { return sym_of(eng, n); }
   Value macro(Eng& eng, NodeId n);
-  Value aggregate(Eng& eng, NodeId n, std::vector<Value>) { return sym_of(eng, n); }
+  Value aggregate(Eng& eng, NodeId n, std::vector<Value> elems);
   void array_argument(std::vector<Value>, std::vector<Value>& args);
   void let_begin(Eng&, NodeId) { let_marks_.push_back(ctx().created.size()); }
   Value let_value(Eng& eng, NodeId let, Value v);
@@ -152,6 +152,7 @@ class BuilderDomain : public EvalContext {
   // A loop while it runs: what expanding it needs to undo.
   struct Loop {
     NodeId iter = rust::kNone;
+    std::shared_ptr<const std::vector<std::vector<SymValue>>> rows;  // a literal array iterated
     std::string var, bound_text;
     std::optional<std::int64_t> lo, hi;
     std::size_t n_inst = 0, n_leaf = 0, n_diag = 0, n_created = 0;
@@ -248,6 +249,8 @@ class BuilderDomain : public EvalContext {
   void name_held_modules(NodeId value, const std::string& field);
   std::optional<std::vector<std::vector<SymValue>>> fork_arms(NodeId value, std::size_t names);
   Loop loop_of(NodeId iter, NodeId pat);
+  Value iteration(const Loop& lp, std::int64_t i) const;
+  bool row_pattern(NodeId pat, std::size_t arity) const;
   bool expandable(Loop& lp, NodeId pat);
   bool undo_if_too_big(Eng& eng, Loop& lp);
 

@@ -29,14 +29,57 @@ BuilderDomain::Loop BuilderDomain::loop_of(NodeId iter, NodeId pat) {
     }
     lp.bound_text = (a.concrete() ? a.display() : a.text) + (inclusive ? "..=" : "..") +
                     (b.concrete() ? b.display() : b.text);
+    return lp;
   }
+  // `convs.iter()`, `convs.into_iter()`, `&convs`, `convs` over a literal array.
+  NodeId base = range;
+  while (base != kNone && (node(base).kind == Kind::Ref || node(base).kind == Kind::Paren ||
+                           (node(base).kind == Kind::MethodCall && node(base).kids_count == 0 &&
+                            (node(base).str == "iter" || node(base).str == "into_iter"))))
+    base = node(base).a;
+  if (base != kNone && is_ident(base) && node(base).kind == Kind::Path)
+    if (const Value* v = local(text(base));
+        v && v->rows && row_pattern(pat, v->rows->front().size())) {
+      lp.rows = v->rows;
+      lp.lo = 0;
+      lp.hi = static_cast<std::int64_t>(v->rows->size());
+      lp.bound_text = "0.." + std::to_string(*lp.hi);  // concrete: its instances are expanded
+    }
   return lp;
+}
+
+// A loop pattern that binds a literal array's rows: a name (rows of one), or a tuple of names of
+// the rows' arity (`&(in_c, out_c, name)`).
+bool BuilderDomain::row_pattern(NodeId pat, std::size_t arity) const {
+  pat = body().peel(pat, {Kind::PRef});
+  if (pat == kNone) return false;
+  if (is_ident(pat) || node(pat).kind == Kind::PIdent) return arity == 1;
+  if (node(pat).kind != Kind::PTuple) return false;
+  const auto kids = body().kids_view(pat);
+  return kids.size() == arity && std::all_of(kids.begin(), kids.end(), [&](NodeId k) {
+           return node(k).kind == Kind::PIdent || is_ident(k);
+         });
+}
+
+// The value iteration `i` of loop `lp` binds: the index, or the literal array's row.
+Value BuilderDomain::iteration(const Loop& lp, std::int64_t i) const {
+  Value v;
+  v.kind = Value::Kind::sym;
+  if (lp.rows) {
+    const auto& row = (*lp.rows)[static_cast<std::size_t>(i)];
+    v.sym = row.front();
+    v.rows = std::make_shared<std::vector<std::vector<SymValue>>>(
+        std::vector<std::vector<SymValue>>{row});
+  } else {
+    v.sym = SymValue::of_int(i);
+  }
+  return v;
 }
 
 // Whether loop `lp` is expanded; when it is not although its count is concrete, its repeat text
 // says why (every reader then multiplies the family by its count).
 bool BuilderDomain::expandable(Loop& lp, NodeId pat) {
-  const bool simple = pat != kNone && is_ident(pat);
+  const bool simple = pat != kNone && (is_ident(pat) || lp.rows);
   if (lp.lo && lp.hi && simple && *lp.hi - *lp.lo <= inventory::kMaxExpansion) return true;
   if (lp.lo && lp.hi && *lp.hi > *lp.lo) {
     std::string why = "pattern is not a plain variable";
@@ -91,10 +134,17 @@ bool BuilderDomain::undo_if_too_big(Eng& eng, Loop& lp) {
   return true;
 }
 
-void BuilderDomain::loop_begin(Eng&, NodeId n, const Value&) {
+void BuilderDomain::loop_begin(Eng&, NodeId n, const Value& iter) {
   const rust::Node& nd = node(n);
   if (nd.kind == Kind::For) {
     Loop lp = loop_of(nd.b, nd.a);
+    // `for name in ["a", "b"]`: the iterated value is the literal array itself.
+    if (!lp.lo && iter.rows && row_pattern(nd.a, iter.rows->front().size())) {
+      lp.rows = iter.rows;
+      lp.lo = 0;
+      lp.hi = static_cast<std::int64_t>(iter.rows->size());
+      lp.bound_text = "0.." + std::to_string(*lp.hi);
+    }
     ctx().repeat.push_back(lp.var + " in " + lp.bound_text);
     loops_.push_back(std::move(lp));
     return;
@@ -118,12 +168,8 @@ std::optional<std::vector<Value>> BuilderDomain::expand(Eng& eng, NodeId n, cons
   lp.n_created = ctx().created.size();
   lp.was_stopped = eng.stopped();
   std::vector<Value> vals;
-  for (std::int64_t i = *lp.lo; i < *lp.hi; ++i) {
-    Value v;
-    v.kind = Value::Kind::sym;
-    v.sym = SymValue::of_int(i);
-    vals.push_back(std::move(v));
-  }
+  for (std::int64_t i = *lp.lo; i < *lp.hi; ++i)
+    vals.push_back(iteration(lp, i));
   return vals;
 }
 
@@ -154,10 +200,7 @@ void BuilderDomain::repeat_closure(Eng& eng, NodeId recv, NodeId closure) {
     const auto env = eng.frame().env;
     expanded = true;
     for (std::int64_t i = *lp.lo; i < *lp.hi && !eng.stopped(); ++i) {
-      Value v;
-      v.kind = Value::Kind::sym;
-      v.sym = SymValue::of_int(i);
-      eng.run_closure(body(), closure, {v});
+      eng.run_closure(body(), closure, {iteration(lp, i)});
       if (i == *lp.lo && undo_if_too_big(eng, lp)) {
         eng.frame().env = env;
         expanded = false;
@@ -195,12 +238,26 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
       shadow_expr(o.b, out_names);
       return out_names;
     case Kind::For:
-    case Kind::Closure:
+    case Kind::Closure: {
       if (node(pat).syntax == "_") return out_names;
+      // A literal array's row bound to a tuple pattern: each name its literal.
+      NodeId tuple = body().peel(pat, {Kind::PRef});
+      if (v.rows && v.rows->size() == 1 && tuple != kNone && node(tuple).kind == Kind::PTuple &&
+          row_pattern(pat, v.rows->front().size())) {
+        const auto kids = body().kids_view(tuple);
+        for (std::size_t k = 0; k < kids.size(); ++k) {
+          Value e;
+          e.kind = Value::Kind::sym;
+          e.sym = v.rows->front()[k];
+          out_names.emplace_back(std::string(node(kids[k]).str), std::move(e));
+        }
+        return out_names;
+      }
       if (v.kind == Value::Kind::none || v.kind == Value::Kind::loop_var)
         shadow_pattern(pat, out_names);
       if (v.kind != Value::Kind::none) out_names.emplace_back(first_identifier(pat), v);
       return out_names;
+    }
     default:
       shadow_pattern(pat, out_names);
       return out_names;
