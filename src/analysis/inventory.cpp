@@ -290,23 +290,61 @@ void set_shape(const Leaf& l, const ir::Component& comp, ir::Parameter& p, ir::M
     p.shape = std::move(conc);
 }
 
+// A leaf's shape as `[d0, d1]` (a dimension's value or expression), `?` when unknown.
+std::string shape_list(const Leaf& l) {
+  if (!l.shape) return "?";
+  std::string out;
+  for (const auto& d : *l.shape)
+    out += (out.empty() ? "" : ", ") + (d.concrete() ? d.display() : inventory::one_line(d.text));
+  return "[" + out + "]";
+}
+
 // Parameters: (root, key) duplicates collapse, least certain wins.
 void add_parameters(inventory::Walked& w, const std::vector<std::string>& module_ids,
                     ir::Component& comp, ir::ModelIr& ir) {
   std::map<std::pair<std::string, std::string>, std::size_t> seen;
   std::vector<std::size_t> order;
+  // A key registered in another arm of a group its first leaf is in: that arm's marks from the
+  // group on (the summary reads them as a further path; no arm is counted twice).
+  struct Further {
+    std::vector<AlternativeMark> marks;
+    std::size_t leaf = 0;  // the leaf registering the key in that arm (its shape)
+  };
+  std::map<std::size_t, std::vector<Further>> further;
   for (std::size_t i = 0; i < w.leaves.size(); ++i) {
     auto k = std::make_pair(w.leaves[i].root, w.leaves[i].key);
     auto it = seen.find(k);
     if (it == seen.end()) {
       seen.emplace(k, i);
       order.push_back(i);
-    } else {
-      if (w.leaves[i].cert.level > w.leaves[it->second].cert.level)
-        w.leaves[it->second].cert = w.leaves[i].cert;
-      // Registered outside any undecided branch too: present whichever alternative runs.
-      if (w.leaves[i].alts.empty()) w.leaves[it->second].alts.clear();
+      continue;
     }
+    Leaf& first = w.leaves[it->second];
+    const Leaf& l = w.leaves[i];
+    if (l.cert.level > first.cert.level) first.cert = l.cert;
+    // Registered outside any undecided branch too: present whichever alternative runs.
+    if (l.alts.empty() || first.alts.empty()) {
+      first.alts.clear();
+      further.erase(it->second);
+      continue;
+    }
+    std::size_t d = 0;
+    while (d < l.alts.size() && d < first.alts.size() && l.alts[d].group == first.alts[d].group &&
+           l.alts[d].index == first.alts[d].index)
+      ++d;
+    if (d >= l.alts.size() || d >= first.alts.size() || l.alts[d].group != first.alts[d].group)
+      continue;
+    std::vector<AlternativeMark> tail(l.alts.begin() + static_cast<std::ptrdiff_t>(d),
+                                      l.alts.end());
+    auto& paths = further[it->second];
+    auto same_path = [&](const Further& p) {
+      return p.marks.size() == tail.size() &&
+             std::equal(p.marks.begin(), p.marks.end(), tail.begin(),
+                        [](const auto& x, const auto& y) {
+                          return x.group == y.group && x.index == y.index;
+                        });
+    };
+    if (std::none_of(paths.begin(), paths.end(), same_path)) paths.push_back({std::move(tail), i});
   }
   for (std::size_t i : order) {
     const Leaf& l = w.leaves[i];
@@ -329,6 +367,34 @@ void add_parameters(inventory::Walked& w, const std::vector<std::string>& module
     for (const auto& m : l.alts)
       p.evidence.push_back(
           {ir::EvidenceKind::source, ir::Confidence::conditional, m.site, alternative_detail(m)});
+    bool per_arm = false;  // the key's shape differs by arm
+    if (auto f = further.find(i); f != further.end()) {
+      // One shape per arm: the parameter has none of its own (a checkpoint of any arm verifies).
+      const std::string mine = shape_list(l);
+      per_arm = std::any_of(f->second.begin(), f->second.end(),
+                            [&](const Further& x) { return shape_list(w.leaves[x.leaf]) != mine; });
+      if (per_arm && std::any_of(f->second.begin(), f->second.end(), [&](const Further& x) {
+            return shape_list(w.leaves[x.leaf]) != mine;
+          })) {
+        p.evidence.push_back({ir::EvidenceKind::source, ir::Confidence::conditional, l.source,
+                              "shape in this alternative: " + mine});
+        p.shape.reset();
+        p.reason = (p.reason ? *p.reason + "; " : std::string()) +
+                   "its shape differs by alternative (evidence)";
+      }
+    }
+    if (auto f = further.find(i); f != further.end())
+      for (const auto& path : f->second) {
+        for (const auto& m : path.marks)
+          p.evidence.push_back({ir::EvidenceKind::source, ir::Confidence::conditional, m.site,
+                                alternative_detail(m)});
+        // vgg's `features.17` is [512, 512, 3, 3] in one arm and [256, 256, 3, 3] in another.
+        const Leaf& other = w.leaves[path.leaf];
+        std::string mine = shape_list(l), theirs = shape_list(other);
+        if (per_arm)
+          p.evidence.push_back({ir::EvidenceKind::source, ir::Confidence::conditional, other.source,
+                                "shape in this alternative: " + theirs});
+      }
     comp.parameters.push_back(p.id);
     ir.parameters.push_back(std::move(p));
   }

@@ -387,17 +387,33 @@ struct Tree {
   // under: the same weights, counted once, the row says so.
   std::map<std::string, const ir::Module*> shared_with;
   std::map<std::string, Count> memo;
-  std::map<const ir::Parameter*, std::vector<analysis::AlternativeMark>> alts;  // leaves in any
+  // Leaves in any undecided branch: their marks, one path per arm of a group that registers the
+  // same key (vgg's `features.2` in the Vgg16 and the Vgg19 arm).
+  std::map<const ir::Parameter*, std::vector<std::vector<analysis::AlternativeMark>>> alts;
   std::set<std::string> has_alts;  // modules with an alternative leaf in their subtree
 
-  const std::vector<analysis::AlternativeMark>* alts_of(const ir::Parameter* p) {
+  // Per path, the element count of the key in that arm when it differs from the parameter's.
+  std::map<const ir::Parameter*, std::map<std::size_t, Count>> path_counts;
+  // `p`'s items, `mult` instances each: one per path of marks (none: one item outside any
+  // branch).
+  void items_of(const ir::Parameter* p, Count mult, std::vector<Item>& out) {
     auto it = alts.find(p);
-    return it == alts.end() ? nullptr : &it->second;
+    if (it == alts.end()) {
+      out.push_back({mul(count_of(*p), mult), nullptr});
+      return;
+    }
+    const auto own = path_counts.find(p);
+    for (std::size_t i = 0; i < it->second.size(); ++i) {
+      Count n = count_of(*p);
+      if (own != path_counts.end())
+        if (auto c = own->second.find(i); c != own->second.end()) n = c->second;
+      out.push_back({mul(n, mult), &it->second[i]});
+    }
   }
   // The leaves of one instance of `m`'s subtree, each counted once per instance it stands for.
   void collect(const ir::Module& m, Count mult, std::vector<Item>& out) {
     for (const auto* p : params[m.id])
-      out.push_back({mul(count_of(*p), mult), alts_of(p)});
+      items_of(p, mult, out);
     for (const auto* c : children[m.id])
       collect(*c, mul(mult, fam(*c).count), out);
   }
@@ -615,7 +631,7 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
       }
   }
   std::vector<std::string> out_shared;
-  Tree t{ir, dims, calls, {}, {}, false, {}, {}, {}, {}, {}, {}, {}, {}};
+  Tree t{ir, dims, calls, {}, {}, false, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   for (const auto& o : ir.operations)
     t.ops[o.id] = &o;
   std::vector<const ir::Module*> roots;
@@ -636,11 +652,41 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
   for (const auto& p : ir.parameters)
     if (p.module) t.params[*p.module].push_back(&p);
   for (const auto& p : ir.parameters) {
-    std::vector<analysis::AlternativeMark> marks;
-    for (const auto& e : p.evidence)
-      if (auto m = analysis::parse_alternative(e)) marks.push_back(std::move(*m));
-    if (marks.empty()) continue;
-    t.alts[&p] = std::move(marks);
+    // A mark of a group the path already has starts the next path: the marks before that
+    // group's, then this one (add_parameters writes a key's further arms so).
+    std::vector<std::vector<analysis::AlternativeMark>> paths(1);
+    for (const auto& e : p.evidence) {
+      if (e.detail.rfind("shape in this alternative: [", 0) == 0 && e.detail.back() == ']') {
+        // The element count of the key in the path just read: a product of numbers, or unknown.
+        Count n = Count::of(1);
+        std::string list = e.detail.substr(28, e.detail.size() - 29);
+        for (std::size_t at = 0; at <= list.size();) {
+          std::size_t comma = list.find(", ", at);
+          std::string d =
+              list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+          auto v = integer(d);
+          n = v ? mul(n, Count::of(*v)) : Count{};
+          if (comma == std::string::npos) break;
+          at = comma + 2;
+        }
+        t.path_counts[&p][paths.size() - 1] = n;
+        continue;
+      }
+      auto m = analysis::parse_alternative(e);
+      if (!m) continue;
+      auto& cur = paths.back();
+      auto same =
+          std::find_if(cur.begin(), cur.end(), [&](const auto& x) { return x.group == m->group; });
+      if (same == cur.end()) {
+        cur.push_back(std::move(*m));
+        continue;
+      }
+      std::vector<analysis::AlternativeMark> next(cur.begin(), same);
+      next.push_back(std::move(*m));
+      paths.push_back(std::move(next));
+    }
+    if (paths.front().empty()) continue;
+    t.alts[&p] = std::move(paths);
     for (const ir::Module* x = p.module && t.by_id.count(*p.module) ? t.by_id[*p.module] : nullptr;
          x && t.has_alts.insert(x->id).second;)
       x = x->parent && t.by_id.count(*x->parent) ? t.by_id[*x->parent] : nullptr;
@@ -696,6 +742,13 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
   std::vector<std::string> uncounted;  // family prefixes of unknown count
   for (const auto& p : ir.parameters) {
     Count n = count_of(p);
+    // A key whose shape differs by alternative counts each arm's own (first path's here).
+    if (auto pc = t.path_counts.find(&p);
+        !n.known() && pc != t.path_counts.end() && pc->second.count(0) &&
+        pc->second.size() == t.alts[&p].size() &&
+        std::all_of(pc->second.begin(), pc->second.end(),
+                    [](const auto& c) { return c.second.known(); }))
+      n = pc->second.at(0);
     if (!n.known()) {
       ++out.totals.unknown_leaves;
       continue;
@@ -713,7 +766,7 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
       continue;
     }
     total = add(total, mul(n, times));
-    items.push_back({mul(n, times), t.alts_of(&p)});
+    t.items_of(&p, times, items);
     any = true;
   }
   if (any || ir.parameters.empty()) {

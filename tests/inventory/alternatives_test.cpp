@@ -127,6 +127,19 @@ TEST(Alternatives, OneKeyBuiltInSeveralArmsIsNoSharedWeight) {
   EXPECT_EQ(text.find("reuses the weights"), std::string::npos) << text;
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(224)) << "the smallest arm: features.0";
+  // The large arm: features.0, its own 8 -> 16 features.2 and features.4. A key two arms
+  // register counts in both, each with its own shape.
+  EXPECT_EQ(m.totals.total_max, std::optional<std::uint64_t>(224 + 1168 + 1160)) << text;
+  EXPECT_NE(text.find("Size::Medium → 584 | match size => Size::Large → 2,328"), std::string::npos)
+      << text;
+  // No one shape to check a checkpoint against: either arm's checkpoint verifies.
+  for (const auto& p : a.ir.parameters)
+    if (p.key == "features.2.weight") {
+      EXPECT_FALSE(p.shape) << "shape differs by arm";
+      EXPECT_TRUE(std::any_of(p.evidence.begin(), p.evidence.end(), [](const auto& e) {
+        return e.detail == "shape in this alternative: [16, 8, 3, 3]";
+      }));
+    }
 }
 
 TEST(Loops, ALiteralArrayIsIteratedRowByRow) {
