@@ -381,6 +381,10 @@ std::vector<OpRule> rules_0_11_0() {
     method(std::string(layer) + "::forward", G::propagates, "candle-nn layer forward");
     method(std::string(layer) + "::forward_t", G::propagates, "candle-nn layer forward");
   }
+  // An embedding's output has its table's dtype, not its (integer) ids' (candle-nn
+  // embedding.rs: `self.embeddings.index_select(..)`): the table's dtype is not known here.
+  for (auto& r : out)
+    if (r.name == "Embedding::forward" || r.name == "Embedding::forward_t") r.dtype = D::unknown;
   // Normalizations keep their input's shape (candle-nn batch_norm.rs, group_norm.rs).
   for (const char* layer : {"GroupNorm", "BatchNorm"}) {
     method(std::string(layer) + "::forward", G::propagates, "candle-nn layer forward", S::preserve);

@@ -454,6 +454,50 @@ TEST(Dataflow, CrateWideBudgetNamesTheEntrypointsItDidNotReach) {
 // family call standing for the 4 layers, each holding its attention call, whose q_proj call has
 // this instance's output shape and multiply-adds; every operation sits in exactly one call of a
 // run, and the ids do not depend on the order of analysis.
+// tests/fixtures/dataflow/option_arms: an `Option` known on every execution picks its arm.
+// Self-attention passes `None` and runs only the relu arm; cross-attention (an `if let` on an
+// `Option<(Attn, LayerNorm)>` field, which binds each element with its own modules) passes
+// `Some(xa)` and runs only the exp arm. An accumulator starting as `None` in a loop still adds on
+// later iterations; an embedding of U32 ids outputs its table's dtype, not U32 (no dtype finding
+// with the F32 input); blocks built into a local and pushed are the `blocks` field's.
+TEST(Dataflow, AKnownOptionVariantTakesItsArmOnly) {
+  auto ir = fixture("option_arms", true);
+  cg::ir::normalize(ir);
+  auto ops_of = [&](const std::string& path, const std::string& method) {
+    std::set<std::string> out;
+    for (const auto& c : ir.instance_calls)
+      if (c.path == path && c.method == method)
+        for (const auto& o : c.operations)
+          out.insert(o.substr(o.rfind("%3A:") + 4));
+    return out;
+  };
+  EXPECT_EQ(ops_of("blocks.{i}.attn", "attend"), (std::set<std::string>{"relu:0"}));
+  EXPECT_EQ(ops_of("blocks.{i}.encoder_attn", "attend"), (std::set<std::string>{"exp:0"}));
+  EXPECT_EQ(ops_of("blocks.{i}.encoder_attn_ln", "forward").size(), 1u)
+      << "the tuple's LayerNorm element is its own module";
+  bool accumulates = false;
+  for (const auto& o : ir.operations)
+    accumulates =
+        accumulates || o.id.find("Decoder%253A%253Aforward%3A:add:0") != std::string::npos;
+  EXPECT_TRUE(accumulates) << "the `Some(s)` arm runs on the loop's later iterations";
+  for (const auto& t : ir.tensors)
+    if (t.id.find("Decoder%253A%253Aforward%3A:forward#0") != std::string::npos) {
+      EXPECT_EQ(t.dtype, "Unknown") << "an embedding's output is its table's dtype";
+    }
+  for (const char* rule : {"dtype-risk", "dtype-conflict"})
+    for (const auto* f : findings(ir, rule))
+      EXPECT_EQ(f->message.find("U32"), std::string::npos) << f->message;
+  EXPECT_TRUE(findings(ir, "dtype-conflict").empty());
+  for (const auto& m : ir.modules) {
+    if (m.prefix == "blocks.0" || m.prefix == "blocks.1") {
+      EXPECT_EQ(m.field, "blocks");
+    }
+    if (m.prefix == "blocks.0.encoder_attn_ln") {
+      EXPECT_EQ(m.field, "cross_attn");
+    }
+  }
+}
+
 TEST(Dataflow, InstanceCallsFollowTheModuleTree) {
   fs::path dir = fs::path(CG_SOURCE_DIR) / "examples/tiny-llama";
   auto cfg = cg::analysis::read_config_values(dir / "config.json");

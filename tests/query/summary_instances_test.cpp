@@ -148,8 +148,9 @@ TEST(SummaryInstances, ConvNetOutputShapesAndMultAddsGolden) {
 }
 
 // func_net (tests/fixtures/dataflow/func_net): a ResNet-like model written as candle-nn `Func`
-// closures, no `forward` method anywhere; `--root func_net --arg num_classes=10`. Its closure
-// reshapes the input to [b_sz, 3, 32, 32]; by hand (conv: out elements × c_in × k × k):
+// closures, no `forward` method anywhere; `--root func_net --arg num_classes=10`. Every layer is
+// built in the helper `net`, so all share the root's one call line and the rows read by key. Its
+// closure reshapes the input to [b_sz, 3, 32, 32]; by hand (conv: out elements × c_in × k × k):
 //   stem        3->16 k3 p1         [b_sz, 16, 32, 32]  16·1024 × 27  =   442,368
 //   stage1.{0,1} conv1, conv2 16->16 k3 p1 s1, identity shortcut
 //                                    [b_sz, 16, 32, 32]  16·1024 × 144 = 2,359,296 each (× 4)
@@ -169,7 +170,7 @@ TEST(SummaryInstances, FuncClosureNetOutputShapesAndMultAddsGolden) {
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_EQ(shape_columns(m),
             "func_net (func_net) [b_sz, 10] b_sz*18,268,480\n"
-            "stem (Conv2d) [b_sz, 16, 32, 32] b_sz*442,368\n"
+            "head (Linear) [b_sz, 10] b_sz*320\n"
             "stage1.0.bn1 (BatchNorm) [b_sz, 16, 32, 32] -\n"
             "stage1.0.conv1 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
             "stage1.0.conv2 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
@@ -183,7 +184,7 @@ TEST(SummaryInstances, FuncClosureNetOutputShapesAndMultAddsGolden) {
             "stage2.1.bn1 (BatchNorm) [b_sz, 32, 16, 16] -\n"
             "stage2.1.conv1 (Conv2d) [b_sz, 32, 16, 16] b_sz*2,359,296\n"
             "stage2.1.conv2 (Conv2d) [b_sz, 32, 16, 16] b_sz*2,359,296\n"
-            "head (Linear) [b_sz, 10] b_sz*320\n");
+            "stem (Conv2d) [b_sz, 16, 32, 32] b_sz*442,368\n");
   EXPECT_EQ(m.totals.mult_adds, "b_sz*18,268,480");
   EXPECT_TRUE(m.totals.mult_adds_missing.empty());
   auto bound = cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b_sz=4"));
@@ -192,6 +193,32 @@ TEST(SummaryInstances, FuncClosureNetOutputShapesAndMultAddsGolden) {
   cg::pipeline::Options none;
   none.path = kFunc;
   EXPECT_TRUE(cg::pipeline::analyze(none).ir.instance_calls.empty());
+}
+
+// The same network built with `None` for its optional head (`func_net_features`, as resnet's
+// `*_no_final_layer`): the `match &head` in its forward takes the `None` arm on every execution,
+// so the model outputs the pooled [b_sz, 32] and no head is counted — where the arms were joined
+// before, the root read the first arm's shape whichever variant was built.
+TEST(SummaryInstances, AnOptionalHeadBuiltAsNoneOrSomeDecidesTheForwardsArm) {
+  cg::pipeline::Options o;
+  o.path = kFunc;
+  o.root = "func_net_features";
+  auto a = cg::pipeline::analyze(o);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  ASSERT_FALSE(m.rows.empty());
+  EXPECT_EQ(m.rows.front().output_shape, "[b_sz, 32]");
+  EXPECT_EQ(m.totals.mult_adds, "b_sz*18,268,160");  // func_net's less the head's 320
+  for (const auto& r : m.rows)
+    EXPECT_NE(r.name, "head") << "no head is built with None";
+
+  cg::pipeline::Options with;
+  with.path = kFunc;
+  with.root = "func_net";
+  with.args = {"num_classes=7"};
+  auto b = cg::pipeline::analyze(with);
+  auto mb = cg::query::build_summary(b.ir, "F32");
+  ASSERT_FALSE(mb.rows.empty());
+  EXPECT_EQ(mb.rows.front().output_shape, "[b_sz, 7]");
 }
 
 // tiny-llama's Output Shape and Mult-Adds columns, the whole forward (config bound).

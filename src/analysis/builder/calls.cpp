@@ -355,10 +355,20 @@ BuilderDomain::Value BuilderDomain::push_call(Eng& eng, NodeId n) {
   for (NodeId a : body().kids_view(n))
     eng.eval(a);
   const std::string name = text(nd.a);
+  // What the push moves into the vector: the instances its argument created, or those a local
+  // it names holds (`let layer = Block::new(..)?; layers.push(layer)`).
+  std::vector<std::size_t> moved(ctx().created.begin() + static_cast<std::ptrdiff_t>(before),
+                                 ctx().created.end());
+  for (NodeId a : body().kids_view(n)) {
+    NodeId p = body().peel(a, {Kind::Try, Kind::Ref, Kind::Paren});
+    if (p != kNone && is_ident(p) && node(p).kind == Kind::Path && text(p) != name)
+      if (const Value* held = local(text(p)))
+        moved.insert(moved.end(), held->modules.begin(), held->modules.end());
+  }
   if (Value* v = local_mut(name))
-    for (std::size_t i = before; i < ctx().created.size(); ++i) {
-      v->modules.push_back(ctx().created[i]);
-      out.insts[ctx().created[i]].field = name;
+    for (std::size_t m : moved) {
+      v->modules.push_back(m);
+      out.insts[m].field = name;
     }
   return sym_of(eng, n);
 }

@@ -100,6 +100,7 @@ class BuilderDomain : public EvalContext {
   void bound(Eng& eng, const interp::Bound& b);
   // Optional members.
   std::optional<std::size_t> choose(Eng& eng, NodeId n, const Value& cond);
+  static std::optional<bool> option_variant(const SymValue& s);
   void branch_begin(Eng& eng, NodeId n, std::size_t i, std::size_t count);
   void branch_end(Eng& eng, NodeId n, std::size_t i);
   void branches_joined(Eng& eng, NodeId n);
@@ -246,7 +247,7 @@ class BuilderDomain : public EvalContext {
   void shadow_path(std::string_view path, bool last, Names& out) const;
   void shadow_expr(NodeId n, Names& out) const;
   std::vector<NodeId> pattern_elems(NodeId pat) const;
-  void name_held_modules(NodeId value, const std::string& field);
+  void name_held_modules(NodeId value, const std::string& field, int depth = 0);
   std::optional<std::vector<std::vector<SymValue>>> fork_arms(NodeId value, std::size_t names);
   Loop loop_of(NodeId iter, NodeId pat);
   Value iteration(const Loop& lp, std::int64_t i) const;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "analysis/builder/domain.hpp"
+#include "analysis/interp/option_pattern.hpp"
 
 namespace cg::analysis::builder {
 
@@ -23,6 +24,15 @@ void BuilderDomain::under(const Cert& c, const std::function<void()>& fn) {
   ctx().cert = c;
   fn();
   ctx().cert = saved;
+}
+
+// Whether `s` is an `Option` known to be `Some` (true) or `None` (false): `Some(x)` evaluates to
+// x, so a concrete value is a `Some` of it; one of unknown value is written `Some(..)`.
+std::optional<bool> BuilderDomain::option_variant(const SymValue& s) {
+  if (s.kind == SymValue::Kind::none) return false;
+  if (s.concrete()) return true;
+  if (s.text.starts_with("Some(") && s.text.ends_with(")")) return true;
+  return std::nullopt;
 }
 
 std::optional<std::size_t> BuilderDomain::choose(Eng&, NodeId n, const Value& cond) {
@@ -50,8 +60,12 @@ std::optional<std::size_t> BuilderDomain::choose(Eng&, NodeId n, const Value& co
     branches_.push_back(open_branch(n, Branch::Kind::if_));
     return std::nullopt;
   }
-  // A concrete scrutinee picks the arm whose literal pattern equals it (or `_`).
+  // An `Option` of known variant takes the arm that variant selects (`match nclasses { None =>
+  // .., Some(n) => .. }` on a `Some(num_classes)` passed in).
   SymValue s = eval_sym(nd.a);
+  if (auto some = option_variant(s))
+    if (auto arm = interp::option_arm(body(), n, *some)) return arm;
+  // A concrete scrutinee picks the arm whose literal pattern equals it (or `_`).
   const auto arms = body().kids_view(n);
   if (s.concrete())
     for (std::size_t i = 0; i < arms.size(); ++i)
@@ -348,9 +362,23 @@ BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
 }
 
 // `Self { attn: a }` where `let a = Attention::new(..)`: the instance's field is `attn`.
-void BuilderDomain::name_held_modules(NodeId value, const std::string& field) {
+// Also through `Some((a, l))`, `Box::new(a)` and tuples: every local they hold.
+void BuilderDomain::name_held_modules(NodeId value, const std::string& field, int depth) {
   value = body().peel(value, {Kind::Try, Kind::Ref, Kind::Paren});
-  if (value == kNone || !is_ident(value) || node(value).kind != Kind::Path) return;
+  if (value == kNone || depth > 8) return;
+  if (node(value).kind == Kind::Tuple || node(value).kind == Kind::Array) {
+    for (NodeId k : body().kids_view(value))
+      name_held_modules(k, field, depth + 1);
+    return;
+  }
+  if (node(value).kind == Kind::Call && node(value).kids_count == 1) {
+    std::string path = inventory::strip_generics(text(node(value).a));
+    if (path == "Some" || path == "Ok" || path == "Box::new" || path == "Arc::new" ||
+        path == "Rc::new")
+      name_held_modules(body().kid(value, 0), field, depth + 1);
+    return;
+  }
+  if (!is_ident(value) || node(value).kind != Kind::Path) return;
   if (const Value* v = local(text(value)))
     for (std::size_t m : v->modules)
       out.insts[m].field = field;

@@ -5,6 +5,7 @@
 // text. Patterns bind as the inventory always read them: a plain name takes the value, every
 // other name a pattern introduces is shadowed (nothing known).
 #include "analysis/builder/domain.hpp"
+#include "analysis/interp/option_pattern.hpp"
 
 namespace cg::analysis::builder {
 
@@ -233,10 +234,26 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
       if (elems.size() == 1 && is_ident(elems[0])) out_names.emplace_back(text(elems[0]), v);
       return out_names;
     }
-    case Kind::Arm:
+    case Kind::Arm: {
       shadow_pattern(pat, out_names);
       shadow_expr(o.b, out_names);
+      // `Some(n) => ..` on an `Option` known to be `Some`: n is its payload.
+      NodeId some = body().peel(pat, {Kind::PRef});
+      if (node(some).kind != Kind::PTupleStruct || !interp::names_variant(node(some).str, "Some"))
+        return out_names;
+      auto elems = pattern_elems(some);
+      if (elems.size() != 1 || !is_ident(elems[0])) return out_names;
+      Value inner = v;
+      if (v.kind == Value::Kind::sym) {
+        if (!option_variant(v.sym).value_or(false)) return out_names;
+        if (!v.sym.concrete())  // `Some(expr)`: the payload is expr
+          inner.sym = SymValue::symbolic(v.sym.text.substr(5, v.sym.text.size() - 6), v.sym.reason);
+      } else if (v.kind != Value::Kind::builder) {
+        return out_names;
+      }
+      out_names.emplace_back(text(elems[0]), std::move(inner));
       return out_names;
+    }
     case Kind::For:
     case Kind::Closure: {
       if (node(pat).syntax == "_") return out_names;

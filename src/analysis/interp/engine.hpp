@@ -82,6 +82,7 @@
 #include <vector>
 
 #include "analysis/interp/env.hpp"
+#include "analysis/interp/option_pattern.hpp"
 #include "rust/body.hpp"
 #include "rust/crate.hpp"
 
@@ -251,6 +252,11 @@ class Engine {
   void bind_name(const std::string& name, const Value& v);
   void bind_guard_names(NodeId n, const Value& v, int depth);
   void merge_loop(const Env& before);
+  // Before one symbolic iteration of loop body `body_node`: the locals it assigns hold, at the head
+  // of a later iteration, values the one before the loop does not tell; a domain that decides
+  // branches on values (`widen`) forgets what it would decide by in them.
+  void widen_carried(NodeId body_node);
+  void assigned_names(NodeId n, std::vector<std::string>& out, int depth) const;
   bool expand_loop(NodeId n, const Value& iter, const Env& before);
   template <class F>
   Value run_branch(NodeId n, std::size_t i, std::size_t count, F&& what);
@@ -270,6 +276,7 @@ class Engine {
   // Per open block: the names its bindings shadowed and their previous values (nullopt: unbound),
   // so leaving the block restores only those (no copy of the whole environment).
   std::vector<std::vector<std::pair<std::string, typename Env::Ptr>>> undo_;
+  std::map<std::pair<const rust::Body*, NodeId>, std::vector<std::string>> carried_;
   int nesting_ = 0;
   std::size_t used_ = 0;
   bool exhausted_ = false;

@@ -469,20 +469,17 @@ typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
   return out;
 }
 
-// The then-branch of `if` `n` whose condition evaluated to `cond`. For `if let P = e` with a
-// domain that declares `bindings`, P binds (the domain's names) in a scope of the branch only;
-// otherwise the pattern binds nothing.
+// The then-branch of `if` `n` whose condition evaluated to `cond`. For `if let P = e`, P binds
+// in a scope of the branch only (the names the domain's `bindings` gives, where it declares them).
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_then(NodeId n, const Value& cond) {
   const rust::Node& nd = body()[n];
-  if constexpr (requires { dom_.bindings(*this, n, n, cond); }) {
-    if (nd.a != rust::kNone && body()[nd.a].kind == Kind::LetCond) {
-      open_scope();
-      bind_at(nd.a, body()[nd.a].a, cond);
-      Value v = eval(nd.b);
-      close_scope();
-      return v;
-    }
+  if (nd.a != rust::kNone && body()[nd.a].kind == Kind::LetCond) {
+    open_scope();
+    bind_at(nd.a, body()[nd.a].a, cond);
+    Value v = eval(nd.b);
+    close_scope();
+    return v;
   }
   return eval(nd.b);
 }
@@ -548,6 +545,7 @@ typename Engine<D>::Value Engine<D>::eval_loop(NodeId n) {
         bind_at(n, nd.a, dom_.loop_variable(*this, n, it));
       else
         bind_at(n, nd.a, it);
+      widen_carried(nd.c);
       eval(nd.c);
       merge_loop(saved);
     }
@@ -557,6 +555,7 @@ typename Engine<D>::Value Engine<D>::eval_loop(NodeId n) {
     Value c = eval(cond);
     if constexpr (requires { dom_.loop_begin(*this, n, c); }) dom_.loop_begin(*this, n, c);
     Env saved = env();
+    widen_carried(loop_body);
     eval(loop_body);
     merge_loop(saved);
   }
@@ -618,6 +617,43 @@ typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId
 
 // One symbolic iteration, then every name the loop could have changed is the domain's merge of
 // its value before and after; names bound inside the loop are gone.
+template <class D>
+void Engine<D>::widen_carried(NodeId body_node) {
+  if constexpr (requires(Value & v) { dom_.widen(v); }) {
+    if (body_node == rust::kNone) return;
+    auto key = std::make_pair(&body(), body_node);
+    auto it = carried_.find(key);
+    if (it == carried_.end()) {
+      std::vector<std::string> names;
+      assigned_names(body_node, names, 0);
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      it = carried_.emplace(key, std::move(names)).first;
+    }
+    for (const auto& name : it->second)
+      if (Value* v = env().find_mut(name)) dom_.widen(*v);
+  }
+}
+
+template <class D>
+void Engine<D>::assigned_names(NodeId n, std::vector<std::string>& out, int depth) const {
+  if (n == rust::kNone || depth > 256) return;
+  const rust::Body& b = body();
+  const rust::Node& nd = b[n];
+  if (nd.kind == Kind::Assign || nd.kind == Kind::CompoundAssign) {
+    const rust::Node& l = b[nd.a];
+    if (l.kind == Kind::Path && l.syntax == "identifier") out.emplace_back(l.str);
+  }
+  if (nd.kind == Kind::MethodCall && option_mutator(nd.str)) {  // `opt.take()`, `opt.insert(v)`
+    const rust::Node& r = b[b.peel(nd.a, {Kind::Paren})];
+    if (r.kind == Kind::Path && r.syntax == "identifier") out.emplace_back(r.str);
+  }
+  for (NodeId k : {nd.a, nd.b, nd.c})
+    assigned_names(k, out, depth + 1);
+  for (NodeId k : b.kids_view(n))
+    assigned_names(k, out, depth + 1);
+}
+
 template <class D>
 void Engine<D>::merge_loop(const Env& before) {
   env().merge_from(before, [&](const Value& b, const Value& a) { return dom_.loop_merge(b, a); });

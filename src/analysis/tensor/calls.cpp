@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "analysis/interp/option_pattern.hpp"
 #include "analysis/tensor/domain.hpp"
 #include "util/text.hpp"
 
@@ -37,8 +38,13 @@ Val TensorDomain::call(Eng& eng, NodeId n, std::vector<Val> args) {
     std::string_view leaf = last_path_segment(fp);
     if (leaf == "new" || leaf == "func" || leaf == "func_t") return std::move(args.front());
   }
-  if (args.size() == 1 && (fp == "Ok" || fp == "Some" || fp == "Box::new" || fp == "Arc::new" ||
-                           fp == "Rc::new" || fp == "std::sync::Arc::new"))
+  if (args.size() == 1 && interp::names_variant(fp, "Some")) {
+    Val v = std::move(args.front());
+    v.variant = Val::Variant::some;
+    return v;
+  }
+  if (args.size() == 1 && (fp == "Ok" || fp == "Box::new" || fp == "Arc::new" || fp == "Rc::new" ||
+                           fp == "std::sync::Arc::new"))
     return std::move(args.front());
   return free_call(eng, n, std::string(b.source(callee)), args);
 }
@@ -128,6 +134,13 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
   }
   if ((method == "forward" || method == "forward_t") && (recv.fn || recv.items))
     if (auto r = apply_callable(eng, n, recv, args, method == "forward_t")) return *r;
+  // `opt.take()`, `opt.replace(v)`, `opt.insert(v)` change which variant the local holds.
+  if (recv.variant != Val::Variant::unknown && interp::option_mutator(method)) {
+    NodeId r = b.peel(b[n].a, {Kind::Paren});
+    if (r != rust::kNone && b[r].kind == Kind::Path && b[r].syntax == "identifier")
+      if (Val* local = eng.frame().env.find_mut(std::string(b[r].str)))
+        local->variant = Val::Variant::unknown;
+  }
   if (passthrough_method(method)) return recv;
   // (a) crate-local receiver type: inline the unique method.
   std::ptrdiff_t m = pick_method(recv.type_item, method);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/interp/option_pattern.hpp"
 #include "analysis/tensor/domain.hpp"
 #include "rust/literal.hpp"
 #include "util/text.hpp"
@@ -81,9 +82,21 @@ std::optional<std::vector<Val>> TensorDomain::expand(Eng& eng, NodeId n, const V
 }
 
 std::optional<std::size_t> TensorDomain::choose(Eng& eng, NodeId n, const Val& cond) const {
-  if (!ctor_ || !cond.num || eng.node(n).kind != Kind::If) return std::nullopt;
-  NodeId c = eng.node(n).a;
-  if (c != rust::kNone && eng.node(c).kind == Kind::LetCond) return std::nullopt;
+  const rust::Body& b = eng.body();
+  const rust::Node& nd = b[n];
+  // A known `Option` variant takes the arm it selects, in any run: the value was written
+  // `Some(..)`/`None` on the way here (an argument of this inlined call, a constructor's field).
+  if (cond.variant != Val::Variant::unknown) {
+    const bool some = cond.variant == Val::Variant::some;
+    if (nd.kind == Kind::Match) return interp::option_arm(b, n, some);
+    if (nd.kind == Kind::If && nd.a != rust::kNone && b[nd.a].kind == Kind::LetCond) {
+      interp::OptionFit f = interp::option_fit(b, b[nd.a].a, some);
+      if (f != interp::OptionFit::maybe) return f == interp::OptionFit::yes ? 0 : 1;
+      return std::nullopt;
+    }
+  }
+  if (!ctor_ || !cond.num || nd.kind != Kind::If) return std::nullopt;
+  if (nd.a != rust::kNone && b[nd.a].kind == Kind::LetCond) return std::nullopt;
   return *cond.num != 0 ? 0 : 1;
 }
 

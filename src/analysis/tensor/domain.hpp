@@ -58,11 +58,16 @@ class TensorDomain {
   Val loop_merge(const Val& before, const Val& after) const {
     return tensor::loop_merge(before, after);
   }
+  // A local a loop body assigns (or calls a method on), before its one symbolic iteration: its
+  // `Option` variant at a later iteration's head is not known (`sum = match sum { None =>
+  // Some(z), Some(s) => Some((s + z)?) }`).
+  void widen(Val& v) const { v.variant = Val::Variant::unknown; }
   std::optional<Val> element(const Val& tuple, std::size_t i, std::size_t count) const {
     return tensor::element(tuple, i, count);
   }
   Val literal(Eng& eng, NodeId n);
   Val path(Eng& eng, NodeId n);
+  Val unbound(Eng& eng, NodeId n) const;  // a name that is no local: `None`
   Val field(Eng& eng, NodeId n, Val base);
   Val call(Eng& eng, NodeId n, std::vector<Val> args);
   Val method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> args);
@@ -81,8 +86,9 @@ class TensorDomain {
   // `for` over a known range or a collected `Vec` runs once per value.
   std::optional<Val> closure(Eng& eng, NodeId n);
   std::optional<std::vector<Val>> expand(Eng& eng, NodeId n, const Val& iter);
-  // Constructor runs only: an `if` whose condition is a known number takes that branch
-  // (`if stride != 1 || c_in != c_out` builds a projection shortcut or the identity).
+  // A `match`/`if let` on an `Option` of known variant takes the arm it selects; in constructor
+  // runs, an `if` whose condition is a known number takes that branch (`if stride != 1 || c_in
+  // != c_out` builds a projection shortcut or the identity).
   std::optional<std::size_t> choose(Eng& eng, NodeId n, const Val& cond) const;
   // Function-root runs only: a trailing `if`/`match` statement is the block's value, as in Rust.
   bool statement_value(Eng&, NodeId) const { return fn_root_run_; }

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "analysis/interp/option_pattern.hpp"
 #include "analysis/tensor/domain.hpp"
 #include "analysis/tensor/dtype.hpp"
 #include "util/text.hpp"
@@ -123,9 +124,59 @@ std::ptrdiff_t TensorDomain::pick_method(std::ptrdiff_t type_item, const std::st
   return -1;
 }
 
+// The element types of a tuple type written `(A, B)`, `Option<(A, B)>` or `&mut (A, B)`; empty
+// when the type is no tuple.
+static std::vector<std::string> tuple_parts(std::string t) {
+  auto trim = [](std::string& x) {
+    while (!x.empty() && (x.front() == ' ' || x.front() == '&'))
+      x.erase(0, 1);
+    if (x.rfind("mut ", 0) == 0) x.erase(0, 4);
+    while (!x.empty() && x.back() == ' ')
+      x.pop_back();
+  };
+  trim(t);
+  if (t.rfind("Option<", 0) == 0 && t.back() == '>') t = t.substr(7, t.size() - 8);
+  trim(t);
+  if (t.size() < 2 || t.front() != '(' || t.back() != ')') return {};
+  std::vector<std::string> parts;
+  std::string cur;
+  int depth = 0;
+  for (char c : t.substr(1, t.size() - 2)) {
+    if (c == '<' || c == '(' || c == '[') ++depth;
+    if (c == '>' || c == ')' || c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      trim(cur);
+      parts.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  trim(cur);
+  if (!cur.empty()) parts.push_back(cur);
+  return parts.size() >= 2 ? parts : std::vector<std::string>{};
+}
+
 Val TensorDomain::typed_val(const std::string& module, const std::string& type_text,
                             const std::string& base) {
   Val v;
+  // A tuple of modules (`cross_attn: Option<(MultiHeadAttention, LayerNorm)>`): each element its
+  // own typed value, so `if let Some((attn, ln)) = &self.cross_attn` binds each (a tuple holding a
+  // tensor stays one opaque value, as before).
+  if (auto parts = tuple_parts(type_text); !parts.empty()) {
+    std::vector<Val> elems;
+    for (const auto& part : parts) {
+      elems.push_back(typed_val(module, part, ""));
+      if (elems.back().tensor) {
+        elems.clear();
+        break;
+      }
+    }
+    if (!elems.empty()) {
+      v.elems = std::make_shared<const std::vector<Val>>(std::move(elems));
+      return v;
+    }
+  }
   const std::string& t = base.empty() ? type_text : base;
   if (tensor_type(t) && !mentions(type_text, "Vec") && !mentions(type_text, "Option")) {
     v.tensor = true;
@@ -156,11 +207,21 @@ Val TensorDomain::path(Eng& eng, NodeId n) {
   const rust::Node& nd = eng.node(n);
   Val v;
   if (nd.syntax != "scoped_identifier") return v;
+  if (interp::names_variant(nd.str, "None")) {
+    v.variant = Val::Variant::none;
+    return v;
+  }
   if (nd.str.rfind("DType::", 0) == 0 || nd.str.rfind("candle_core::DType::", 0) == 0 ||
       nd.str.rfind("candle::DType::", 0) == 0) {
     v.dtype = std::string(last_path_segment(nd.str));
     v.grad = Grad::frozen;
   }
+  return v;
+}
+
+Val TensorDomain::unbound(Eng& eng, NodeId n) const {
+  Val v;
+  if (eng.node(n).str == "None") v.variant = Val::Variant::none;
   return v;
 }
 
@@ -241,27 +302,20 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
     for (const ir::Module* c : it->second)
       if (c->field && *c->field == f) out.modules.insert(c->id);
   }
-  // A module built into a local and pushed (`let layer = DecoderLayer::new(..)?;
-  // layers.push(layer)`, qwen2) is named by that local in the inventory (`field: "layer"`): the
-  // one field of the owner whose type is the module's denotes the children of that type that no
-  // field of the owner names.
-  if (out.modules.empty() && out.type_item >= 0 && base.type_item >= 0) {
-    const auto& owner = crate_.items()[static_cast<std::size_t>(base.type_item)];
-    const std::string& tname = crate_.items()[static_cast<std::size_t>(out.type_item)].name;
-    std::set<std::string> names;
-    std::size_t typed_fields = 0;
-    for (const auto& fl : owner.fields) {
-      names.insert(fl.name);
-      if (last_path_segment(fl.base_type) == tname) ++typed_fields;
-    }
-    if (typed_fields == 1)
-      for (const auto& m : base.modules) {
-        auto it = children_.find(m);
-        if (it == children_.end()) continue;
-        for (const ir::Module* c : it->second)
-          if (c->type_name == tname && (!c->field || !names.count(*c->field)))
-            out.modules.insert(c->id);
+  // A tuple field's elements denote the field's modules of their own type.
+  if (out.elems && !out.modules.empty()) {
+    auto es = std::make_shared<std::vector<Val>>(*out.elems);
+    for (Val& e : *es) {
+      std::string tname = e.type_item >= 0
+                              ? crate_.items()[static_cast<std::size_t>(e.type_item)].name
+                              : e.ext_type;
+      for (const auto& id : out.modules) {
+        auto mi = module_by_id_.find(id);
+        if (mi != module_by_id_.end() && !tname.empty() && mi->second->type_name == tname)
+          e.modules.insert(id);
       }
+    }
+    out.elems = std::move(es);
   }
   // A wrapper layer (`struct Linear { inner: candle_nn::Linear, span: Span }` whose forward is
   // `self.inner.forward(xs)`): the inventory folds the inner layer into the wrapper's module, which

@@ -10,10 +10,14 @@ Val join(const std::vector<Val>& vs) {
   std::vector<const Val*> live;
   for (const auto& v : vs)
     if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems || v.fn || v.vb ||
-        v.items)
+        v.items || v.variant != Val::Variant::unknown)
       live.push_back(&v);
   if (live.empty()) return {};
   Val out = *live.front();
+  // A variant survives a join only when every joined value has it (a value that carries nothing,
+  // from an arm that diverges or is not modelled, makes it unknown).
+  for (const auto& v : vs)
+    if (v.variant != out.variant) out.variant = Val::Variant::unknown;
   // Tuples of one arity join element by element; anything else is no tuple.
   bool tuples = std::all_of(live.begin(), live.end(), [&](const Val* v) {
     return v->elems && v->elems->size() == live.front()->elems->size();
@@ -55,7 +59,11 @@ std::optional<Val> element(const Val& v, std::size_t i, std::size_t count) {
 }
 
 Val loop_merge(const Val& before, const Val& after) {
-  if (after.tensor) return after;  // one symbolic iteration
+  if (after.tensor) {  // one symbolic iteration
+    Val out = after;
+    if (before.variant != after.variant) out.variant = Val::Variant::unknown;
+    return out;
+  }
   return join({before, after});
 }
 

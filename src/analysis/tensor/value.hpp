@@ -68,6 +68,11 @@ struct Val {
   // What a collection holds in order: a `Vec` filled by `push`, a `seq()` by `add`/`add_fn`
   // (constructor runs only).
   std::shared_ptr<const std::vector<Val>> items;
+  // An `Option` whose variant is known on every execution reaching here: written `Some(..)` (the
+  // value is the payload's) or `None`, passed or bound unchanged. A `match`/`if let` on it takes
+  // the arm that variant selects (TensorDomain::choose); a join of different variants forgets it.
+  enum class Variant : std::uint8_t { unknown, some, none };
+  Variant variant = Variant::unknown;
 };
 
 inline Grad join_grad(Grad a, Grad b) {

@@ -1,0 +1,83 @@
+#pragma once
+// Which arm of a `match`/`if let` an `Option` of known variant takes: one rule for every domain
+// that knows a value is `Some(..)` or `None` on every execution (the builder domain from a
+// `Some(..)`/`None` it evaluated, the tensor domain from one written on the way).
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+#include "rust/body.hpp"
+
+namespace cg::analysis::interp {
+
+enum class OptionFit { yes, no, maybe };
+
+// `path` is the variant `name`, bare or qualified (`Some`, `Option::Some`, `std::option::…`).
+inline bool names_variant(std::string_view path, std::string_view name) {
+  if (path == name) return true;
+  return path.size() > name.size() + 2 && path.ends_with(name) &&
+         path.substr(path.size() - name.size() - 2, 2) == "::";
+}
+
+// `opt.take()`, `opt.replace(v)`, `opt.insert(v)`, …: methods that change which variant a local
+// `Option` holds.
+inline bool option_mutator(std::string_view m) {
+  return m == "take" || m == "replace" || m == "insert" || m == "get_or_insert" ||
+         m == "get_or_insert_with" || m == "take_if";
+}
+
+// Whether pattern `p` matches every `Option` of variant `some` (yes), none of them (no), or only
+// some values of it (maybe: a literal or nested refutable payload pattern, anything that is no
+// Option pattern).
+inline OptionFit option_fit(const rust::Body& b, rust::NodeId p, bool some) {
+  using rust::Kind;
+  if (p == rust::kNone) return OptionFit::maybe;
+  const rust::Node& pn = b[p];
+  switch (pn.kind) {
+    case Kind::PWild:
+      return OptionFit::yes;
+    case Kind::PIdent:
+      return pn.a == rust::kNone ? OptionFit::yes : option_fit(b, pn.a, some);
+    case Kind::PRef:
+      return option_fit(b, pn.a, some);
+    case Kind::PPath:
+      if (names_variant(pn.str, "None")) return some ? OptionFit::no : OptionFit::yes;
+      return names_variant(pn.str, "Some") ? OptionFit::no : OptionFit::maybe;
+    case Kind::PTupleStruct: {
+      if (!names_variant(pn.str, "Some")) return OptionFit::maybe;
+      if (!some) return OptionFit::no;
+      const auto kids = b.kids_view(p);
+      if (kids.size() != 1) return OptionFit::maybe;
+      const rust::Node& k = b[b.peel(kids[0], {Kind::PRef})];
+      bool any = k.kind == Kind::PWild || (k.kind == Kind::PIdent && k.a == rust::kNone);
+      return any ? OptionFit::yes : OptionFit::maybe;
+    }
+    case Kind::POr: {
+      bool all_no = true;
+      for (rust::NodeId k : b.kids_view(p)) {
+        OptionFit f = option_fit(b, k, some);
+        if (f == OptionFit::yes) return OptionFit::yes;
+        all_no = all_no && f == OptionFit::no;
+      }
+      return all_no ? OptionFit::no : OptionFit::maybe;
+    }
+    default:
+      return OptionFit::maybe;
+  }
+}
+
+// The arm of match `m` an `Option` of variant `some` takes: the first arm whose pattern matches
+// it with no guard, past arms that cannot match; nullopt when an arm before it may or may not
+// match (a guard, a literal payload).
+inline std::optional<std::size_t> option_arm(const rust::Body& b, rust::NodeId m, bool some) {
+  const auto arms = b.kids_view(m);
+  for (std::size_t i = 0; i < arms.size(); ++i) {
+    OptionFit f = option_fit(b, b[arms[i]].a, some);
+    if (f == OptionFit::no) continue;
+    if (f == OptionFit::yes && b[arms[i]].b == rust::kNone) return i;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace cg::analysis::interp
