@@ -788,10 +788,14 @@
   // An operation reads as its callee when the analysis named one ("Embedding::forward"), else as
   // the op ("matmul").
   function label(n) { return n._kind === 'group' ? n.name : (n.name || n.op || n.id); }
+  // Kept on the node while its figures stay the same: expanding one more layer re-lays out the
+  // 4,200 boxes beside it, whose figures' text would otherwise be formatted again each time.
   function nodeSize(n) {
+    if (n._sz && n._szOps === n.nOps && n._szNs === n.ns) return n._sz;
+    n._szOps = n.nOps; n._szNs = n.ns;
     // A group's name may be clipped past 280 px, its figures (`10,029 ops · 1.20 ms`) never are.
-    if (n._kind === 'group') { var l = Math.max(n.name.length, 10); return [Math.max(Math.min(280, 48 + l * 7.2), Math.ceil(canvasW('11px system-ui,sans-serif', groupFigures(n))) + 26), 44]; }
-    var s = String(label(n)); return [Math.min(220, Math.max(70, 22 + s.length * 6.8)), 30];
+    if (n._kind === 'group') { var l = Math.max(n.name.length, 10); return (n._sz = [Math.max(Math.min(280, 48 + l * 7.2), Math.ceil(canvasW('11px system-ui,sans-serif', groupFigures(n))) + 26), 44]); }
+    var s = String(label(n)); return (n._sz = [Math.min(220, Math.max(70, 22 + s.length * 6.8)), 30]);
   }
   // Memoised: every relayout of a 4,200-child group sizes each child box by its figures' text.
   var canvasWs = new Map();
