@@ -559,10 +559,11 @@
   // way to a selection) never walks its operations' inputs; on the 67k-op report that spared
   // pass over every operation was 10-15 % of the first view.
   // Once the first view has painted and the tree part is in, the biggest closed groups on screen
-  // get their edges ready, so the likely first double-click does not walk 67k operations.
+  // get their edges ready, so the likely first double-click does not walk 67k operations, and
+  // their children's box sizes (measuring the figures of 4,200 layers' boxes took 30 ms of it).
   function prewarmEdges() {
     vis.filter(function (v) { return !v.open && v.n._kind === 'group' && v.n.nOps > 1; })
-      .sort(function (a, b) { return b.n.nOps - a.n.nOps; }).slice(0, 3).forEach(function (v) { groupEdges(v.n); });
+      .sort(function (a, b) { return b.n.nOps - a.n.nOps; }).slice(0, 3).forEach(function (v) { groupEdges(v.n); v.n.kids.forEach(nodeSize); });
     mark('edges-prewarmed');
   }
   function groupEdges(g) {
@@ -787,10 +788,14 @@
   // An operation reads as its callee when the analysis named one ("Embedding::forward"), else as
   // the op ("matmul").
   function label(n) { return n._kind === 'group' ? n.name : (n.name || n.op || n.id); }
+  // Kept on the node while its figures stay the same: expanding one more layer re-lays out the
+  // 4,200 boxes beside it, whose figures' text would otherwise be formatted again each time.
   function nodeSize(n) {
+    if (n._sz && n._szOps === n.nOps && n._szNs === n.ns) return n._sz;
+    n._szOps = n.nOps; n._szNs = n.ns;
     // A group's name may be clipped past 280 px, its figures (`10,029 ops · 1.20 ms`) never are.
-    if (n._kind === 'group') { var l = Math.max(n.name.length, 10); return [Math.max(Math.min(280, 48 + l * 7.2), Math.ceil(canvasW('11px system-ui,sans-serif', groupFigures(n))) + 26), 44]; }
-    var s = String(label(n)); return [Math.min(220, Math.max(70, 22 + s.length * 6.8)), 30];
+    if (n._kind === 'group') { var l = Math.max(n.name.length, 10); return (n._sz = [Math.max(Math.min(280, 48 + l * 7.2), Math.ceil(canvasW('11px system-ui,sans-serif', groupFigures(n))) + 26), 44]); }
+    var s = String(label(n)); return (n._sz = [Math.min(220, Math.max(70, 22 + s.length * 6.8)), 30]);
   }
   // Memoised: every relayout of a 4,200-child group sizes each child box by its figures' text.
   var canvasWs = new Map();
@@ -819,7 +824,7 @@
   // page's own thread: a few ms of dagre, where the round trip to a worker (and, the first time,
   // starting it and compiling dagre there) costs hundreds on a loaded machine. Bigger batches go
   // to the worker, which is started the first time one does, so the page stays responsive.
-  var worker, jobs = {}, jobN = 0, SYNC_LAYOUT_MAX = 300;
+  var worker, jobs = {}, jobN = 0, SYNC_LAYOUT_MAX = 300, SYNC_LAYERED_MAX = 20000;
   function layoutWorker() {
     if (worker !== undefined) return worker;
     try {
@@ -831,8 +836,11 @@
     return worker;
   }
   function runLayout(specs, sizes, cb) {
-    var n = 0; specs.forEach(function (s) { n += s.nodes.length; });
-    var w = n > SYNC_LAYOUT_MAX ? layoutWorker() : null;
+    // Only dagre's boxes weigh: the linear-time layered layout of a group above CG_DAGRE_MAX
+    // (the 4,200 layers of a 67k-op report) takes a few ms here, where sending it to the worker
+    // and back (cloning every box and edge both ways) cost 100-200 ms under load.
+    var n = 0, nl = 0; specs.forEach(function (s) { if (s.nodes.length > CG_DAGRE_MAX) nl += s.nodes.length; else n += s.nodes.length; });
+    var w = n > SYNC_LAYOUT_MAX || nl > SYNC_LAYERED_MAX ? layoutWorker() : null;
     if (w) { var j = ++jobN; jobs[j] = cb; w.postMessage({ job: j, specs: specs, sizes: sizes }); return; }
     var out = {}; specs.forEach(function (s) { out[s.id] = cgLayoutSpec(s, sizes); }); cb(out);
   }
@@ -861,7 +869,13 @@
     var rl = lay[G.root.id]; if (!rl) return;
     function walk(g, ox, oy) {
       var L = lay[g.id]; if (!L) return;
-      L.edges.forEach(function (e) { var a = g.edges && g.edges.get(e.f + '\u0000' + e.t); visEdges.push({ ox: ox, oy: oy, pts: e.pts, agg: a }); });
+      // Each edge keeps its bounds (graph units), so a frame skips the ones off screen: with the
+      // 4,200 layers open nearly all of them are.
+      L.edges.forEach(function (e) {
+        var a = g.edges && g.edges.get(e.f + '\u0000' + e.t), p = e.pts, bx0 = Infinity, by0 = Infinity, bx1 = -Infinity, by1 = -Infinity;
+        for (var j = 0; j + 1 < p.length; j += 2) { if (p[j] < bx0) bx0 = p[j]; if (p[j] > bx1) bx1 = p[j]; if (p[j + 1] < by0) by0 = p[j + 1]; if (p[j + 1] > by1) by1 = p[j + 1]; }
+        visEdges.push({ ox: ox, oy: oy, pts: p, agg: a, bx0: ox + bx0, by0: oy + by0, bx1: ox + bx1, by1: oy + by1 });
+      });
       Object.keys(L.pos).forEach(function (id) {
         var p = L.pos[id], n = byId.get(id), x = ox + p[0], y = oy + p[1];
         var ex = n._kind === 'group' && expanded[n.id] && lay[n.id];
@@ -985,6 +999,36 @@
     }
     return null;
   }
+  // An open group bigger than the view (the 4,200 layers open: 330,000 units tall) is filled and
+  // bordered only where the view (with a margin) sees it: dashing its whole border cost more than
+  // the rest of the frame. The fill is the box cut to that area (its cut corners fall outside the
+  // view); the dashed border is drawn side by side and corner by corner, each piece starting at
+  // the dash phase it has along the whole border, so the dashes do not slide as the view pans.
+  function openBorderClipped(v, ax0, ay0, ax1, ay1) {
+    var r = 10, x = v.x, y = v.y, w = v.w, h = v.h, cx0 = Math.max(x, ax0), cy0 = Math.max(y, ay0), cx1 = Math.min(x + w, ax1), cy1 = Math.min(y + h, ay1);
+    if (cx1 <= cx0 || cy1 <= cy0) return;
+    roundRect(cx0, cy0, cx1 - cx0, cy1 - cy0, r); ctx.fillStyle = C.grpfill; ctx.globalAlpha = 0.55; ctx.fill(); ctx.globalAlpha = 1;
+    var q = Math.PI * r / 2, sw = w - 2 * r, sh = h - 2 * r, P = 9;  // P: the dash pattern's length
+    ctx.setLineDash([5, 4]);
+    // A straight side from (ax, ay) to (bx, by), `at` units along the border, cut to the area.
+    function side(ax, ay, bx, by, at) {
+      var len = Math.abs(bx - ax) + Math.abs(by - ay); if (len <= 0) return;
+      var dx = (bx - ax) / len, dy = (by - ay) / len, t0 = 0, t1 = len;
+      if (dx) { var u0 = (ax0 - ax) / dx, u1 = (ax1 - ax) / dx; t0 = Math.max(t0, Math.min(u0, u1)); t1 = Math.min(t1, Math.max(u0, u1)); if (ay < ay0 || ay > ay1) return; }
+      else { var w0 = (ay0 - ay) / dy, w1 = (ay1 - ay) / dy; t0 = Math.max(t0, Math.min(w0, w1)); t1 = Math.min(t1, Math.max(w0, w1)); if (ax < ax0 || ax > ax1) return; }
+      if (t1 <= t0) return;
+      ctx.lineDashOffset = (at + t0) % P; ctx.beginPath(); ctx.moveTo(ax + dx * t0, ay + dy * t0); ctx.lineTo(ax + dx * t1, ay + dy * t1); ctx.stroke();
+    }
+    function corner(cx, cy, a0, at) {
+      if (cx + r < ax0 || cx - r > ax1 || cy + r < ay0 || cy - r > ay1) return;
+      ctx.lineDashOffset = at % P; ctx.beginPath(); ctx.arc(cx, cy, r, a0, a0 + Math.PI / 2); ctx.stroke();
+    }
+    side(x + r, y, x + w - r, y, 0); corner(x + w - r, y + r, -Math.PI / 2, sw);
+    side(x + w, y + r, x + w, y + h - r, sw + q); corner(x + w - r, y + h - r, 0, sw + q + sh);
+    side(x + w - r, y + h, x + r, y + h, sw + sh + 2 * q); corner(x + r, y + h - r, Math.PI / 2, 2 * sw + sh + 2 * q);
+    side(x, y + h - r, x, y + r, 2 * sw + sh + 3 * q); corner(x + r, y + r, Math.PI, 2 * sw + 2 * sh + 3 * q);
+    ctx.setLineDash([]); ctx.lineDashOffset = 0;
+  }
   function draw() {
     if (!G || st.view !== 'dataflow') return;
     var W = cv.width, H = cv.height;
@@ -993,16 +1037,21 @@
     var x0 = -view.x / view.k, y0 = -view.y / view.k, x1 = x0 + W / dpr / view.k, y1 = y0 + H / dpr / view.k, k = view.k;
     function inView(v) { return v.x + v.w >= x0 && v.x <= x1 && v.y + v.h >= y0 && v.y <= y1; }
     // open group containers first (outer before inner: vis is pre-order)
+    var bm = 16 + 8 / Math.min(k, 1);  // past the corner's radius and the border's width
     vis.forEach(function (v) {
       if (!v.open || !inView(v)) return;
-      roundRect(v.x, v.y, v.w, v.h, 10); ctx.fillStyle = C.grpfill; ctx.globalAlpha = 0.55; ctx.fill(); ctx.globalAlpha = 1;
-      ctx.lineWidth = (st.sel === v.n.id ? 2.5 : 1.2) / Math.min(k, 1); ctx.strokeStyle = st.sel === v.n.id ? C.sel : C.grp; ctx.setLineDash([5, 4]); ctx.stroke(); ctx.setLineDash([]);
+      ctx.lineWidth = (st.sel === v.n.id ? 2.5 : 1.2) / Math.min(k, 1); ctx.strokeStyle = st.sel === v.n.id ? C.sel : C.grp;
+      if (v.x >= x0 - bm && v.y >= y0 - bm && v.x + v.w <= x1 + bm && v.y + v.h <= y1 + bm) {
+        roundRect(v.x, v.y, v.w, v.h, 10); ctx.fillStyle = C.grpfill; ctx.globalAlpha = 0.55; ctx.fill(); ctx.globalAlpha = 1;
+        ctx.setLineDash([5, 4]); ctx.stroke(); ctx.setLineDash([]);
+      } else openBorderClipped(v, x0 - bm, y0 - bm, x1 + bm, y1 + bm);
       if (k > 0.25) { ctx.fillStyle = C.grp; ctx.font = '600 12px system-ui,sans-serif'; ctx.textBaseline = 'middle'; var tail = '  ·  ' + fmtInt(v.n.nOps) + ' ops'; ctx.fillText(clip('▾ ' + v.n.name, v.w - 16 - ctx.measureText(tail).width) + tail, v.x + 10, v.y + 13); }
     });
     // edges
     ctx.lineWidth = 1.2 / Math.min(k, 1);
+    var em = 8 / Math.min(k, 1);  // the arrowhead and the line's width reach this far past its points
     visEdges.forEach(function (e) {
-      var p = e.pts; if (p.length < 4) return;
+      var p = e.pts; if (p.length < 4 || e.bx1 + em < x0 || e.bx0 - em > x1 || e.by1 + em < y0 || e.by0 - em > y1) return;
       var sev = e.agg && e.agg.sev, dtc = e.agg && e.agg.dtc;
       // The selected node's (or tensor's) edges stand out: its inputs and outputs at a glance.
       var on = !!(st.sel && e.agg && (e.agg.f === st.sel || e.agg.t === st.sel || e.agg.tensor === st.sel));
@@ -1051,22 +1100,34 @@
   }
   // Overview in the corner, shown only when the graph does not fit the view: every drawn box at
   // a scale that fits, and the viewport as a rectangle; click or drag on it to move there.
-  var mini = $('minimap'), mctx = mini.getContext('2d'), MW = 200, MH = 130, mScale = 1, mOff = [0, 0];
+  // The boxes are drawn once per layout (and heat or theme change) into an offscreen canvas; a
+  // frame copies it and draws the viewport over it (redrawing every box of the 4,200 layers on
+  // each frame of a pan cost more than the frame's graph).
+  var mini = $('minimap'), mctx = mini.getContext('2d'), MW = 200, MH = 130, mScale = 1, mOff = [0, 0], miniBase = null, miniKey = '';
   function drawMini(vw, vh) {
     var gw = G.W || 1, gh = G.H || 1, fits = gw * view.k <= vw + 1 && gh * view.k <= vh + 1 && view.x >= -1 && view.y >= -1 && view.x + gw * view.k <= vw + 1 && view.y + gh * view.k <= vh + 1;
     mini.hidden = fits || !vis.length; if (mini.hidden) return;
     if (mini.width !== MW * dpr) { mini.width = MW * dpr; mini.height = MH * dpr; }
     mScale = Math.min((MW - 12) / gw, (MH - 12) / gh); mOff = [(MW - gw * mScale) / 2, (MH - gh * mScale) / 2];
-    mctx.setTransform(dpr, 0, 0, dpr, 0, 0); mctx.clearRect(0, 0, MW, MH);
+    var key = [placeN, G.stamp, heat, dpr, G.maxNs, C.grp, C.op, document.documentElement.dataset.theme].join('\u0000');
+    if (miniKey !== key) { miniKey = key; miniBoxes(); }
+    mctx.setTransform(1, 0, 0, 1, 0, 0); mctx.clearRect(0, 0, mini.width, mini.height); mctx.drawImage(miniBase, 0, 0);
     mctx.setTransform(mScale * dpr, 0, 0, mScale * dpr, mOff[0] * dpr, mOff[1] * dpr);
-    vis.forEach(function (v) {
-      if (v.open) { mctx.strokeStyle = C.grp; mctx.lineWidth = 1 / mScale; mctx.strokeRect(v.x, v.y, v.w, v.h); return; }
-      var ns = heat ? (v.n._kind === 'group' ? v.n.ns : v.n.timing ? v.n.timing.total_ns : 0) : 0;
-      mctx.fillStyle = ns ? heatColor(Math.sqrt(ns / (G.maxNs || 1))) : v.n._kind === 'group' ? C.grp : C.op;
-      mctx.fillRect(v.x, v.y, Math.max(v.w, 2 / mScale), Math.max(v.h, 2 / mScale));
-    });
     mctx.strokeStyle = C.sel; mctx.lineWidth = 2 / mScale;
     mctx.strokeRect(-view.x / view.k, -view.y / view.k, vw / view.k, vh / view.k);
+  }
+  function miniBoxes() {
+    if (!miniBase) miniBase = document.createElement('canvas');
+    if (miniBase.width !== MW * dpr) { miniBase.width = MW * dpr; miniBase.height = MH * dpr; }
+    var bctx = miniBase.getContext('2d');
+    bctx.setTransform(1, 0, 0, 1, 0, 0); bctx.clearRect(0, 0, miniBase.width, miniBase.height);
+    bctx.setTransform(mScale * dpr, 0, 0, mScale * dpr, mOff[0] * dpr, mOff[1] * dpr);
+    vis.forEach(function (v) {
+      if (v.open) { bctx.strokeStyle = C.grp; bctx.lineWidth = 1 / mScale; bctx.strokeRect(v.x, v.y, v.w, v.h); return; }
+      var ns = heat ? (v.n._kind === 'group' ? v.n.ns : v.n.timing ? v.n.timing.total_ns : 0) : 0;
+      bctx.fillStyle = ns ? heatColor(Math.sqrt(ns / (G.maxNs || 1))) : v.n._kind === 'group' ? C.grp : C.op;
+      bctx.fillRect(v.x, v.y, Math.max(v.w, 2 / mScale), Math.max(v.h, 2 / mScale));
+    });
   }
   function miniMove(e) {
     var r = mini.getBoundingClientRect(), wr = wrap.getBoundingClientRect();
@@ -1508,6 +1569,7 @@
   function publish() {
   if (!started || !treeReady) return;
   window.cg = { marks: MARKS, ready: true, firstViewMs: performance.now() - T0, state: st, screenPos: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + (v.x + v.w / 2) * view.k, y: r.top + view.y + (v.y + 10) * view.k } : null; },
+    box: function (id) { var v = absPos[id], r = wrap.getBoundingClientRect(); return v ? { x: r.left + view.x + v.x * view.k, y: r.top + view.y + v.y * view.k, w: v.w * view.k, h: v.h * view.k, open: v.open } : null; },
     edgeScreenPos: function (tid) { var r = wrap.getBoundingClientRect(); for (var i = 0; i < visEdges.length; i++) { var e = visEdges[i]; if (e.agg && e.agg.tensor === tid && e.pts.length >= 4) { var p = e.pts, m = Math.floor(p.length / 4) * 2; var x = (p[m - 2 >= 0 ? m - 2 : 0] + p[m]) / 2, y = (p[m - 1 >= 0 ? m - 1 : 1] + p[m + 1]) / 2; return { x: r.left + view.x + (e.ox + x) * view.k, y: r.top + view.y + (e.oy + y) * view.k }; } } return null; },
     node: function (id) { var n = lookup(id); return n ? { id: n.id, kind: n._kind, name: n._kind === 'group' ? n.name : label(n), static: n.static || null, instance: n.instance != null ? n.instance : null, ns: n.ns || 0, drawn: !!absPos[n.id] } : null; },
     unrolled: function () { return G && G.unrolled ? G.ops.map(function (o) { return { id: o.id, instance: o.instance, srcs: srcsOf(o).map(function (x) { return x[0].id; }) }; }) : []; },

@@ -182,6 +182,60 @@ async function main() {
     await page3.goto('file://' + gzFile + '#view=findings');
     await page3.waitForFunction(() => window.cg && cg.state.view === 'findings' && document.querySelectorAll('#fi-table .vrow').length === 3, null, { timeout: 10000 });
     check(await page3.evaluate(() => document.getElementById('cg-payload').textContent === '' && window.__pwned === undefined), 'gzip+base64 payload loads (findings deep link) and stays inert');
+    // A big open group (issue 19): on a 300-layer report with model.layers open and the view in
+    // its middle, the group's dashed border is drawn down both sides of the view (only that part
+    // is drawn), the edges between the layers in view are drawn, and the overview map follows
+    // both the layout (another layer opened) and the view (a pan).
+    {
+      const bigFile = join(out, 'big-group.html'); writeFileSync(bigFile, assemble(tpl, synth(300, false, false)));
+      const pb = await browser.newPage({ viewport: { width: 1280, height: 800 } }); watchNetwork(pb, bad);
+      await pb.goto('file://' + bigFile);
+      await pb.waitForFunction(() => window.cg && cg.marks.tree !== undefined && cg.screenPos('g:model.layers'), null, { timeout: 30000 });
+      const dbl = (id) => pb.evaluate((gid) => new Promise((resolve) => {
+        const p = cg.screenPos(gid), wrap = document.getElementById('canvas-wrap');
+        wrap.dispatchEvent(new MouseEvent('dblclick', { clientX: p.x, clientY: p.y + 8, bubbles: true }));
+        const poll = () => (cg.isExpanded(gid) && cg.pending() === 0 ? requestAnimationFrame(() => resolve(true)) : setTimeout(poll, 5));
+        poll();
+      }), id);
+      await dbl('g:model.layers');
+      await pb.evaluate(() => { location.hash = '#view=dataflow&sel=g%3Amodel.layers.150'; });
+      await pb.waitForFunction(() => cg.state.sel === 'g:model.layers.150', null, { timeout: 10000 });
+      await pb.waitForTimeout(100);
+      // Pixels of the graph canvas down a column (page x), over the view's height, that are not
+      // the group's fill: the dashed border covers 5 of every 9 units.
+      const column = (x) => pb.evaluate((px) => {
+        const cv = document.getElementById('graph'), r = cv.getBoundingClientRect(), d = window.devicePixelRatio || 1;
+        const cx = Math.round((px - r.left) * d), h = cv.height, data = cv.getContext('2d').getImageData(cx - 1, 0, 3, h).data;
+        let ink = 0;
+        for (let y = 0; y < h; y++) { let best = 0; for (let k = 0; k < 3; k++) { const i = (y * 3 + k) * 4; best = Math.max(best, 765 - data[i] - data[i + 1] - data[i + 2]); } if (best > 150) ink++; }
+        return ink / h;
+      }, x);
+      const gb = await pb.evaluate(() => ({ b: cg.box('g:model.layers'), wrap: document.getElementById('canvas-wrap').getBoundingClientRect().toJSON() }));
+      check(gb.b && gb.b.open && gb.b.y < gb.wrap.top && gb.b.y + gb.b.h > gb.wrap.bottom, 'the open model.layers group runs past the top and bottom of the view');
+      const left = await column(gb.b.x), right = await column(gb.b.x + gb.b.w);
+      check(left > 0.3 && left < 0.8 && right > 0.3 && right < 0.8, `its dashed border is drawn down both sides of the view (${(left * 100).toFixed(0)} %, ${(right * 100).toFixed(0)} % inked)`);
+      // The edge from layers.149 into layers.150 runs down the middle between the two boxes.
+      const e = await pb.evaluate(() => { const a = cg.box('g:model.layers.149'), b = cg.box('g:model.layers.150'); return { x: b.x + b.w / 2, y0: a.y + a.h + 2, y1: b.y - 2 }; });
+      const edgeInk = await pb.evaluate(({ x, y0, y1 }) => {
+        const cv = document.getElementById('graph'), r = cv.getBoundingClientRect(), d = window.devicePixelRatio || 1;
+        const data = cv.getContext('2d').getImageData(Math.round((x - r.left) * d) - 2, Math.round((y0 - r.top) * d), 5, Math.max(1, Math.round((y1 - y0) * d))).data;
+        let ink = 0; for (let i = 0; i < data.length; i += 4) if (765 - data[i] - data[i + 1] - data[i + 2] > 150) ink++;
+        return ink;
+      }, e);
+      check(edgeInk > 0, 'the edge layers.149 → layers.150 in view is drawn');
+      const mini = () => pb.evaluate(() => { const m = document.getElementById('minimap'); return m.hidden ? null : m.toDataURL(); });
+      const m0 = await mini();
+      await dbl('g:model.layers.150');
+      const m1 = await mini();
+      // Switching the theme there and back redraws the map from scratch: it must read the same.
+      await pb.click('#theme'); await pb.click('#theme');
+      const m1again = await mini();
+      await pb.focus('#canvas-wrap'); for (let i = 0; i < 8; i++) await pb.keyboard.press('ArrowUp');
+      const m2 = await mini();
+      check(m0 && m1 && m2 && m0 !== m1 && m1 === m1again && m1 !== m2, 'the overview map follows a layout change and a pan');
+      await pb.screenshot({ path: join(out, '02c-big-open-group.png') });
+      await pb.close();
+    }
     // Hostile or broken deep links are ignored, never a blank page: an unknown view, a view named
     // like an Object.prototype member, a query that does not percent-decode (issue 22).
     for (const h of ['#view=foo', '#view=__proto__', '#view=constructor', '#q=%E0%A4%A', '#__proto__=x&sel=%ZZ&view=findings']) {
