@@ -394,6 +394,7 @@ struct Tree {
 
   // Per path, the element count of the key in that arm when it differs from the parameter's.
   std::map<const ir::Parameter*, std::map<std::size_t, Count>> path_counts;
+  std::map<const ir::Parameter*, std::map<std::size_t, std::string>> path_shapes;  // likewise
   // `p`'s items, `mult` instances each: one per path of marks (none: one item outside any
   // branch).
   void items_of(const ir::Parameter* p, Count mult, std::vector<Item>& out) {
@@ -440,9 +441,22 @@ struct Tree {
     for (const auto* c : children[m.id]) {
       if (folds_into(*c, m))
         gather(*c, leaves, kids);
-      else
+      else if (!shell(*c, children[m.id]))
         kids.push_back(c);
     }
+  }
+
+  // A layer several arms build at one key (`features.0` in each size of a network) registers its
+  // weights once, on one of the arms' modules: the others hold nothing and are no rows of their
+  // own (the row with the weights stands for all of them).
+  bool shell(const ir::Module& c, const std::vector<const ir::Module*>& siblings) {
+    if (!params[c.id].empty() || !children[c.id].empty()) return false;
+    if (c.confidence != ir::Confidence::conditional) return false;
+    return std::any_of(siblings.begin(), siblings.end(), [&](const ir::Module* s) {
+      return s != &c && s->prefix == c.prefix && s->type_name == c.type_name &&
+             s->builder_root == c.builder_root &&
+             (!params[s->id].empty() || !children[s->id].empty());
+    });
   }
 
   // Subtree count of one instance of `m` (unknown when any leaf or family count is symbolic).
@@ -552,6 +566,27 @@ struct Tree {
       leaf.params_overflow = n.overflow;
       leaf.trainable = p->role == ir::ParameterRole::running_state ? "no" : "?";
       leaf.marker = marker_of(p->confidence);
+      if (auto sh = path_shapes.find(p); sh != path_shapes.end()) {
+        // A key whose shape differs by arm: each arm's shape, the smallest count, the largest
+        // named.
+        std::vector<std::string> shapes;
+        for (const auto& [path, text] : sh->second)
+          if (std::find(shapes.begin(), shapes.end(), text) == shapes.end()) shapes.push_back(text);
+        leaf.shape.clear();
+        for (const auto& text : shapes)
+          leaf.shape += (leaf.shape.empty() ? "" : " | ") + text;
+        std::vector<Item> items;
+        items_of(p, Count::of(1), items);
+        std::vector<const Item*> ptrs;
+        for (const auto& i : items)
+          ptrs.push_back(&i);
+        Range rg = range_of(ptrs, 0, nullptr);
+        leaf.params = rg.lo.n;
+        leaf.params_overflow = rg.lo.overflow;
+        if (rg.lo.n != rg.hi.n || rg.lo.overflow != rg.hi.overflow)
+          leaf.marker = (leaf.marker.empty() ? "" : leaf.marker + "; ") + "alternatives: up to " +
+                        count_text(rg.hi);
+      }
       rows.push_back(leaf);
     }
     for (const auto* k : kids)
@@ -631,7 +666,7 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
       }
   }
   std::vector<std::string> out_shared;
-  Tree t{ir, dims, calls, {}, {}, false, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Tree t{ir, dims, calls, {}, {}, false, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   for (const auto& o : ir.operations)
     t.ops[o.id] = &o;
   std::vector<const ir::Module*> roots;
@@ -670,6 +705,7 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
           at = comma + 2;
         }
         t.path_counts[&p][paths.size() - 1] = n;
+        t.path_shapes[&p][paths.size() - 1] = "[" + list + "]";
         continue;
       }
       auto m = analysis::parse_alternative(e);

@@ -132,6 +132,20 @@ TEST(Alternatives, OneKeyBuiltInSeveralArmsIsNoSharedWeight) {
   EXPECT_EQ(m.totals.total_max, std::optional<std::uint64_t>(224 + 1168 + 1160)) << text;
   EXPECT_NE(text.find("Size::Medium → 584 | match size => Size::Large → 2,328"), std::string::npos)
       << text;
+  // One row per key: the arms' other `features.0`/`features.2` modules, which hold nothing, are
+  // no rows of their own; a key whose shape differs by arm shows each arm's shape and the
+  // largest count (the smallest is the arm without it).
+  int feature0_rows = 0;
+  const cg::query::SummaryRow* weight2 = nullptr;
+  for (const auto& r : m.rows) {
+    if (r.name == "features.0") ++feature0_rows;
+    if (r.name == "weight" && r.shape.find("[16, 8, 3, 3]") != std::string::npos) weight2 = &r;
+  }
+  EXPECT_EQ(feature0_rows, 1) << text;
+  ASSERT_NE(weight2, nullptr) << text;
+  EXPECT_EQ(weight2->shape, "[8, 8, 3, 3] | [16, 8, 3, 3]");
+  EXPECT_NE(weight2->marker.find("alternatives: up to 1,152"), std::string::npos)
+      << weight2->marker;
   // No one shape to check a checkpoint against: either arm's checkpoint verifies.
   for (const auto& p : a.ir.parameters)
     if (p.key == "features.2.weight") {
