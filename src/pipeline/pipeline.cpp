@@ -388,8 +388,11 @@ Analysis analyze(const Options& opts) {
     if (name.empty() || value.empty())
       throw InputError("--arg " + arg, "expected name=value, e.g. --arg num_labels=1000");
     std::optional<analysis::SymValue> v;
-    for (const char* kind : {"integer_literal", "float_literal", "boolean_literal"})
+    for (const char* kind : {"integer_literal", "float_literal"})
       if (!v) v = analysis::parse_literal(kind, value);
+    // Only `true`/`false` are booleans (any other word was read as `false`: `--arg model=Vgg16`).
+    if (!v && (value == "true" || value == "false"))
+      v = analysis::parse_literal("boolean_literal", value);
     if (!v) v = analysis::SymValue::of_string(value);
     inv.args[name] = *v;
   }

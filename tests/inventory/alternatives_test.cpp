@@ -156,6 +156,23 @@ TEST(Alternatives, OneKeyBuiltInSeveralArmsIsNoSharedWeight) {
     }
 }
 
+// `--arg size=Medium` (or the path `Size::Large`) names the enum variant the root constructor is
+// given: the `match size` takes that arm only, so the total is exact. Any other word is a string,
+// never the boolean `false` it was read as.
+TEST(Alternatives, AnArgNamingAnEnumVariantDecidesTheMatch) {
+  auto medium =
+      cg::query::build_summary(analyze("alt_same_key_arms", "", {"size=Medium"}).ir, "F32");
+  EXPECT_EQ(medium.totals.total, std::optional<std::uint64_t>(224 + 584));  // features.0, .2
+  EXPECT_FALSE(medium.totals.total_max) << "no alternatives left, no range";
+  auto large =
+      cg::query::build_summary(analyze("alt_same_key_arms", "", {"size=Size::Large"}).ir, "F32");
+  EXPECT_EQ(large.totals.total, std::optional<std::uint64_t>(224 + 1168 + 1160));
+  EXPECT_FALSE(large.totals.total_max);
+  auto none = cg::query::build_summary(analyze("alt_same_key_arms", "", {"size=Huge"}).ir, "F32");
+  EXPECT_EQ(none.totals.total, std::optional<std::uint64_t>(224)) << "no arm named: all stay";
+  EXPECT_EQ(none.totals.total_max, std::optional<std::uint64_t>(2552));
+}
+
 TEST(Loops, ALiteralArrayIsIteratedRowByRow) {
   // vgg's idiom: `convs.iter().map(|&(in_c, out_c, name)| conv2d(in_c, out_c, .., vb.pp(name)))`
   // over `&[(3, 8, "features.0"), ..]`, and `for name in ["norm_a", "norm_b"]`: each element is

@@ -65,11 +65,19 @@ std::optional<std::size_t> BuilderDomain::choose(Eng&, NodeId n, const Value& co
   SymValue s = eval_sym(nd.a);
   if (auto some = option_variant(s))
     if (auto arm = interp::option_arm(body(), n, *some)) return arm;
-  // A concrete scrutinee picks the arm whose literal pattern equals it (or `_`).
+  // A concrete scrutinee picks the arm whose literal pattern equals it (or `_`). A string names
+  // an enum variant (`--arg model=Vgg16` or `=Models::Vgg16` for `match model { Models::Vgg13 =>
+  // .., Models::Vgg16 => .. }`): the arm of a path pattern ending in that variant.
   const auto arms = body().kids_view(n);
   if (s.concrete())
-    for (std::size_t i = 0; i < arms.size(); ++i)
-      if (node(arms[i]).text == "_" || node(arms[i]).text == s.display()) return i;
+    for (std::size_t i = 0; i < arms.size(); ++i) {
+      const rust::Node& arm = node(arms[i]);
+      if (arm.text == "_" || arm.text == s.display()) return i;
+      if (s.kind == SymValue::Kind::string && arm.b == kNone && arm.a != kNone &&
+          node(arm.a).kind == Kind::PPath &&
+          inventory::last_segment(std::string(node(arm.a).str)) == inventory::last_segment(s.text))
+        return i;
+    }
   bool fallback = std::any_of(arms.begin(), arms.end(), [&](NodeId a) {
     return node(a).text.find("Err(") != std::string_view::npos;
   });
