@@ -483,6 +483,19 @@ struct Tree {
     return n;
   }
 
+  // A row whose items are alternatives: the smallest choice as its count, the largest named.
+  static void show_range(const std::vector<Item>& items, SummaryRow& r) {
+    std::vector<const Item*> ptrs;
+    for (const auto& i : items)
+      ptrs.push_back(&i);
+    Range rg = range_of(ptrs, 0, nullptr);
+    r.params = rg.lo.n;
+    r.params_overflow = rg.lo.overflow;
+    if (rg.lo.n != rg.hi.n || rg.lo.overflow != rg.hi.overflow)
+      r.marker =
+          (r.marker.empty() ? "" : r.marker + "; ") + "alternatives: up to " + count_text(rg.hi);
+  }
+
   void emit(const ir::Module& m, const std::string& parent_prefix, int depth, int max_depth,
             std::vector<SummaryRow>& rows) {
     Family fam = this->fam(m);
@@ -505,15 +518,7 @@ struct Tree {
       // Alternatives below never add up: the row shows the smallest choice and names the largest.
       std::vector<Item> items;
       collect(m, fam.count, items);
-      std::vector<const Item*> ptrs;
-      for (const auto& i : items)
-        ptrs.push_back(&i);
-      Range rg = range_of(ptrs, 0, nullptr);
-      r.params = rg.lo.n;
-      r.params_overflow = rg.lo.overflow;
-      if (rg.lo.n != rg.hi.n || rg.lo.overflow != rg.hi.overflow)
-        r.marker =
-            (r.marker.empty() ? "" : r.marker + "; ") + "alternatives: up to " + count_text(rg.hi);
+      show_range(items, r);
     }
     if (!fam.why.empty())
       r.marker = (r.marker.empty() ? "" : r.marker + "; ") + "not expanded: " + fam.why;
@@ -577,15 +582,7 @@ struct Tree {
           leaf.shape += (leaf.shape.empty() ? "" : " | ") + text;
         std::vector<Item> items;
         items_of(p, Count::of(1), items);
-        std::vector<const Item*> ptrs;
-        for (const auto& i : items)
-          ptrs.push_back(&i);
-        Range rg = range_of(ptrs, 0, nullptr);
-        leaf.params = rg.lo.n;
-        leaf.params_overflow = rg.lo.overflow;
-        if (rg.lo.n != rg.hi.n || rg.lo.overflow != rg.hi.overflow)
-          leaf.marker = (leaf.marker.empty() ? "" : leaf.marker + "; ") + "alternatives: up to " +
-                        count_text(rg.hi);
+        show_range(items, leaf);
       }
       rows.push_back(leaf);
     }
