@@ -47,6 +47,9 @@ struct Value {
   // layer_config: a candle-nn config value (`Conv2dConfig { groups: 4, ..Default::default() }`,
   // `LayerNormConfig::default()`, an f64 eps that converts to one)
   std::map<std::string, SymValue> fields;
+  // A field that holds a tuple of literals (`in_dim: (4096, 512, 7, 7)`): its one row, so
+  // `cfg.in_dim` passed on is still a shape.
+  std::map<std::string, std::shared_ptr<const std::vector<std::vector<SymValue>>>> field_rows;
   bool defaulted = false;  // unspecified fields take candle-nn's defaults
   std::string ctor;        // `default`, `default_no_bias`
   std::string text;        // source text, for symbolic output

@@ -56,6 +56,16 @@ BuilderDomain::Value BuilderDomain::plain_call_value(NodeId n, const std::vector
   return v;
 }
 
+// candle-nn's modules made of a closure, which their `forward` calls.
+static bool held_closure(const std::string& external) {
+  std::string_view p = external;
+  for (std::string_view root : {"candle_nn::", "nn::"})
+    if (p.rfind(root, 0) == 0) p.remove_prefix(root.size());
+  for (std::string_view prefix : {"func::", "ops::"})
+    if (p.rfind(prefix, 0) == 0) p.remove_prefix(prefix.size());
+  return p == "Func::new" || p == "FuncT::new" || p == "func" || p == "func_t";
+}
+
 BuilderDomain::Value BuilderDomain::call(Eng& eng, NodeId n, std::vector<Value> args) {
   NodeId fn = node(n).a;
   std::string path = inventory::strip_generics(text(fn));
@@ -139,6 +149,14 @@ BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::str
   }
   if (!external.empty() && local_items.empty())
     if (auto tied = tied_layer(n, external, args)) return *tied;
+  if (local_items.empty() && held_closure(external)) {
+    // `FuncT::new(move |xs, train| { .. linear(.., vb.pp("head.fc")) .. })`: the module runs
+    // the closure at every forward, so the tensors it asks for are the model's parameters.
+    for (const Value& a : args)
+      if (a.kind == Value::Kind::closure && a.closure_body == &eng.body())
+        eng.run_closure(eng.body(), a.closure, {});
+    return plain_call_value(n, args);
+  }
   if (local_items.empty()) {
     if (any_builder(args))
       diag(n, "unresolved call `" + path +

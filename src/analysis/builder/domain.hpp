@@ -218,7 +218,8 @@ class BuilderDomain : public EvalContext {
   std::optional<SymValue> module_field(const Value& b, std::string_view name);
   std::optional<std::string> function_path(const std::string& path);
   std::optional<Value> builder_method(NodeId n, const Value& recv);
-  std::optional<Value> struct_value(NodeId n);
+  std::optional<Value> struct_value(NodeId n, const std::map<std::string, Value>* evaluated);
+  Value record_field(const Value& record, std::string_view name);
   std::vector<std::string> prefix_segments(NodeId arg);
   std::string format_template(NodeId macro);
   std::size_t resolution_item() const;

@@ -69,14 +69,12 @@ std::optional<std::size_t> BuilderDomain::choose(Eng&, NodeId n, const Value& co
   // an enum variant (`--arg model=Vgg16` or `=Models::Vgg16` for `match model { Models::Vgg13 =>
   // .., Models::Vgg16 => .. }`): the arm of a path pattern ending in that variant.
   const auto arms = body().kids_view(n);
+  if (s.kind == SymValue::Kind::string)
+    if (auto arm = interp::variant_arm(body(), n, inventory::last_segment(s.text))) return arm;
   if (s.concrete())
     for (std::size_t i = 0; i < arms.size(); ++i) {
       const rust::Node& arm = node(arms[i]);
       if (arm.text == "_" || arm.text == s.display()) return i;
-      if (s.kind == SymValue::Kind::string && arm.b == kNone && arm.a != kNone &&
-          node(arm.a).kind == Kind::PPath &&
-          inventory::last_segment(std::string(node(arm.a).str)) == inventory::last_segment(s.text))
-        return i;
     }
   bool fallback = std::any_of(arms.begin(), arms.end(), [&](NodeId a) {
     return node(a).text.find("Err(") != std::string_view::npos;
@@ -351,21 +349,26 @@ BuilderDomain::Value BuilderDomain::let_value(Eng&, NodeId let, Value v) {
 }
 
 BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
+  std::map<std::string, Value> evaluated;
   for (NodeId fi : body().kids_view(n)) {
     const rust::Node& f = node(fi);
     std::string fname(f.str);
     if (f.flags & rust::kShorthand) {
       if (f.a != kNone) name_held_modules(f.a, fname);
+      if (const Value* v = local(fname)) evaluated[fname] = *v;
       continue;
     }
     std::size_t before = ctx().created.size();
-    eng.eval(f.a);
+    Value v = eng.eval(f.a);
+    bool built = ctx().created.size() > before;
     for (std::size_t i = before; i < ctx().created.size(); ++i)
       out.insts[ctx().created[i]].field = fname;
     name_held_modules(f.a, fname);
+    if (built) v.modules.push_back(ctx().created.back());
+    evaluated[fname] = std::move(v);
   }
   eng.eval(node(n).a);  // `..base`
-  if (auto s = struct_value(n)) return *s;
+  if (auto s = struct_value(n, &evaluated)) return *s;
   return {};
 }
 

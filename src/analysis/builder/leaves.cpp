@@ -254,6 +254,10 @@ void BuilderDomain::raw_shape(Leaf& leaf, NodeId arg) {
     leaf.shape = std::move(dims);
     return;
   }
+  if (Value held = peek(shape, 0); held.rows && held.rows->size() == 1) {
+    leaf.shape = held.rows->front();  // a tuple held by a local or a record's field
+    return;
+  }
   SymValue v = eval_sym(shape);
   bool ident = is_ident(shape) && s.kind == Kind::Path;
   if (v.kind == SymValue::Kind::integer) {

@@ -230,6 +230,7 @@ BuilderDomain::Value BuilderDomain::peek(NodeId n, int depth) {
       return peek(nd.a, depth + 1);
     case Kind::Field: {
       Value base = peek(nd.a, depth + 1);
+      if (base.kind == Value::Kind::layer_config) return record_field(base, nd.str);
       if (base.kind != Value::Kind::config) return {};
       auto r = binding_.field(base.config, nd.str);
       if (!r.config) return {};
@@ -237,7 +238,7 @@ BuilderDomain::Value BuilderDomain::peek(NodeId n, int depth) {
       return base;
     }
     case Kind::Struct:
-      if (auto s = struct_value(n)) return *s;
+      if (auto s = struct_value(n, nullptr)) return *s;
       return {};
     default:
       return {};
@@ -267,7 +268,18 @@ BuilderDomain::Value BuilderDomain::field(Eng& eng, NodeId n, Value base) {
     v.sym = r.value;
     return v;
   }
+  if (base.kind == Value::Kind::layer_config) return record_field(base, node(n).str);
   return sym_of(eng, n);
+}
+
+// A field of a config or record literal: its value, and its row when it holds a tuple.
+BuilderDomain::Value BuilderDomain::record_field(const Value& record, std::string_view name) {
+  Value v;
+  v.kind = Value::Kind::sym;
+  v.sym = layer_field(record, name).value_or(SymValue{});
+  if (auto it = record.field_rows.find(std::string(name)); it != record.field_rows.end())
+    v.rows = it->second;
+  return v;
 }
 
 // A function named as a value: a catalog constructor's external path (`linear`,
@@ -311,14 +323,33 @@ std::optional<BuilderDomain::Value> BuilderDomain::builder_method(NodeId n, cons
 }
 
 // `Conv2dConfig { groups: 4, ..Default::default() }`: a layer config literal.
-std::optional<BuilderDomain::Value> BuilderDomain::struct_value(NodeId n) {
+// A struct literal read as a record of values: candle-nn's layer configs (`Conv2dConfig {
+// padding: 1, ..Default::default() }`) and a crate's own plain records (`PreLogitConfig { in_dim:
+// (4096, 512, 7, 7), .. }`) whose fields a helper reads back. Not the literal that finishes a
+// constructor (`Self { .. }`, the type being built): that is the module, not a record.
+// `evaluated`: the fields' values where the interpreter has evaluated them (a tuple keeps its row).
+std::optional<BuilderDomain::Value> BuilderDomain::struct_value(
+    NodeId n, const std::map<std::string, Value>* evaluated) {
   Value v;
   std::string name = inventory::last_segment(inventory::strip_generics(std::string(node(n).str)));
-  if (!(name.size() > 6 && name.compare(name.size() - 6, 6, "Config") == 0)) return std::nullopt;
+  const bool config = name.size() > 6 && name.compare(name.size() - 6, 6, "Config") == 0;
+  if (!config) {
+    if (name == "Self" || ctxs_.empty() || name == inventory::last_segment(ctx().type_qualified))
+      return std::nullopt;
+    if (evaluated)  // a record of numbers: none of its fields holds a builder, module or closure
+      for (const auto& [f, fv] : *evaluated)
+        if (fv.kind != Value::Kind::sym || !fv.modules.empty()) return std::nullopt;
+  }
   v.kind = Value::Kind::layer_config;
   v.text = text(n);
-  for (NodeId fi : body().kids_view(n))
-    v.fields[std::string(node(fi).str)] = eval_sym(node(fi).a);
+  for (NodeId fi : body().kids_view(n)) {
+    std::string field(node(fi).str);
+    v.fields[field] = eval_sym(node(fi).a);
+    if (evaluated)
+      if (auto it = evaluated->find(field);
+          it != evaluated->end() && it->second.rows && it->second.rows->size() == 1)
+        v.field_rows[field] = it->second.rows;
+  }
   if (node(n).a != kNone) v.defaulted = true;
   return v;
 }

@@ -80,4 +80,47 @@ inline std::optional<std::size_t> option_arm(const rust::Body& b, rust::NodeId m
   return std::nullopt;
 }
 
+// Whether pattern `p` matches an enum value of variant `name` (a bare name, the value's path's
+// last segment: `--arg model=Vgg16`): yes for that variant's path (`Models::Vgg16`), `_` or a
+// binding; no for another unit variant's path; maybe for anything else (a payload pattern).
+inline OptionFit variant_fit(const rust::Body& b, rust::NodeId p, std::string_view name) {
+  using rust::Kind;
+  if (p == rust::kNone) return OptionFit::maybe;
+  const rust::Node& pn = b[p];
+  switch (pn.kind) {
+    case Kind::PWild:
+      return OptionFit::yes;
+    case Kind::PIdent:
+      return pn.a == rust::kNone ? OptionFit::yes : variant_fit(b, pn.a, name);
+    case Kind::PRef:
+      return variant_fit(b, pn.a, name);
+    case Kind::PPath:
+      return names_variant(pn.str, name) ? OptionFit::yes : OptionFit::no;
+    case Kind::POr: {
+      bool all_no = true;
+      for (rust::NodeId k : b.kids_view(p)) {
+        OptionFit f = variant_fit(b, k, name);
+        if (f == OptionFit::yes) return OptionFit::yes;
+        all_no = all_no && f == OptionFit::no;
+      }
+      return all_no ? OptionFit::no : OptionFit::maybe;
+    }
+    default:
+      return OptionFit::maybe;
+  }
+}
+
+// The arm of match `m` a value of enum variant `name` takes (as option_arm).
+inline std::optional<std::size_t> variant_arm(const rust::Body& b, rust::NodeId m,
+                                              std::string_view name) {
+  const auto arms = b.kids_view(m);
+  for (std::size_t i = 0; i < arms.size(); ++i) {
+    OptionFit f = variant_fit(b, b[arms[i]].a, name);
+    if (f == OptionFit::no) continue;
+    if (f == OptionFit::yes && b[arms[i]].b == rust::kNone) return i;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace cg::analysis::interp
