@@ -27,6 +27,18 @@ void run(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir)
   auto all = checks::dataflow_checks();
   tensor::TensorDomain domain(crate, opts, ir, out, all);
   interp::Engine<tensor::TensorDomain> engine(crate, domain);
+  // Struct roots whose fields hold closures run their constructor before their entrypoints.
+  for (const auto& comp : ir.components) {
+    if (comp.entrypoints.empty()) continue;
+    for (const ir::Function& f : ir.functions) {
+      if (f.id != comp.constructor || !f.owner_type) continue;
+      auto item = item_of(crate, f);
+      if (!item) continue;
+      for (std::size_t t : crate.find(comp.qualified_name))
+        if (crate.items()[t].kind == rust::ItemKind::Struct)
+          domain.root_constructor(static_cast<std::ptrdiff_t>(t), *item, comp.id);
+    }
+  }
   std::size_t total = 0, skipped = 0;
   std::string first_skipped;
   for (std::size_t i = 0; i < ir.functions.size(); ++i) {

@@ -3,9 +3,11 @@
 // with edit-stable ids, tensors with shape/dtype/device facts, gradient state, phases, and the
 // finding passes over them.
 #include <cstddef>
+#include <map>
 #include <string>
 
 #include "analysis/config_values.hpp"
+#include "analysis/symbolic.hpp"
 #include "ir/model.hpp"
 #include "rust/crate.hpp"
 
@@ -14,6 +16,8 @@ namespace cg::analysis {
 struct DataflowOptions {
   std::string candle_version;            // exact candle-core version; empty when unresolved
   const ConfigValues* config = nullptr;  // bound config.json, if any
+  // `--arg name=value`: the root constructor's arguments (a number, a boolean, an enum variant).
+  const std::map<std::string, SymValue>* args = nullptr;
   // Expression nodes over all entrypoints of the crate; past it the remaining entrypoints are
   // named in one `dataflow-bound` finding (candle-transformers takes 0.34M).
   std::size_t crate_node_budget = 4'000'000;

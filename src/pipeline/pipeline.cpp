@@ -403,6 +403,7 @@ Analysis analyze(const Options& opts) {
   analysis::DataflowOptions df;
   df.candle_version = versions.core;
   df.config = inv.config;
+  df.args = &inv.args;
   analysis::build_dataflow(crate, df, a.ir);
   if (!opts.all) scope_to_component(crate, a.ir);
   // What the bound config gave the (scoped) parameters: refused values are input errors, fields

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "query/summary_table.hpp"
+#include "util/text.hpp"
 
 namespace cg::query {
 namespace {
@@ -64,6 +65,12 @@ bool SymSum::add(const std::string& expr, std::uint64_t times, const InputDims& 
         syms.push_back(f);
       else if (n)
         n = mul(*n, it->second);
+    } else if (auto q = dimension_quotient(f)) {  // `(h/4)`: ⌊h / 4⌋
+      auto it = dims.find(std::string(q->first));
+      if (it == dims.end())
+        syms.push_back("(" + std::string(q->first) + "/" + std::to_string(q->second) + ")");
+      else if (n)
+        n = mul(*n, it->second / q->second);
     } else {
       return false;
     }
@@ -72,7 +79,10 @@ bool SymSum::add(const std::string& expr, std::uint64_t times, const InputDims& 
     overflow = true;
     return true;
   }
-  std::sort(syms.begin(), syms.end());
+  // By name: `b*(h/2)*(w/2)`, a pooled dimension beside its name.
+  auto bare = [](const std::string& x) { return x.starts_with('(') ? x.substr(1) : x; };
+  std::sort(syms.begin(), syms.end(),
+            [&](const std::string& x, const std::string& y) { return bare(x) < bare(y); });
   std::string key;
   for (const auto& s : syms)
     key += (key.empty() ? "" : "*") + s;
@@ -142,14 +152,15 @@ InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : dim
       if (auto [it, fresh] = path_of_op.emplace(id, c.path); !fresh && it->second != c.path)
         shared_ops_.insert(id);
   std::set<std::string> rooted;  // root modules whose main run is chosen
-  for (const auto& c : ir.instance_calls) {
-    if (c.parent) {
-      kids_[*c.parent].push_back(&c);
-      continue;
+  for (const auto& c : ir.instance_calls)
+    if (c.parent) kids_[*c.parent].push_back(&c);
+  // The main run is the root's `forward`, else its `forward_t` (a `ModuleT` model).
+  for (const char* method : {"forward", "forward_t"})
+    for (const auto& c : ir.instance_calls) {
+      if (c.parent || c.method != method || c.modules.size() != 1 || !roots.count(c.modules[0]))
+        continue;
+      if (rooted.insert(c.modules[0]).second) main_roots_.push_back(&c);
     }
-    if (c.method != "forward" || c.modules.size() != 1 || !roots.count(c.modules[0])) continue;
-    if (rooted.insert(c.modules[0]).second) main_roots_.push_back(&c);
-  }
   // Only the main runs name a row's call: another entrypoint (`decode`) is not one forward pass.
   std::vector<const ir::InstanceCall*> todo(main_roots_.begin(), main_roots_.end());
   while (!todo.empty()) {
@@ -189,6 +200,9 @@ std::string InstanceIndex::output_shape(const ir::InstanceCall& c) const {
   for (std::size_t i = 0; i < c.output_shape.dimensions.size(); ++i) {
     std::string e = c.output_shape.dimensions[i].expr;
     if (auto d = dims_.find(e); d != dims_.end()) e = std::to_string(d->second);
+    if (auto q = dimension_quotient(e))  // `h/2` with h bound: ⌊h / 2⌋
+      if (auto d = dims_.find(std::string(q->first)); d != dims_.end())
+        e = std::to_string(d->second / q->second);
     if (e == "_" || e.empty()) e = "?";  // `let (_, t, _) = xs.dims3()?`: a size not named
     out += (i ? ", " : "") + e;
   }
@@ -242,7 +256,9 @@ SymSum InstanceIndex::activations(const ir::InstanceCall& c) const {
       std::string product;
       for (const auto& d : shape->dimensions) {
         // A name that is not one of the input's dimensions is a size not known here.
-        if (plain_name(d.expr) && !input_names_.count(d.expr) && !dims_.count(d.expr)) {
+        auto q = dimension_quotient(d.expr);
+        std::string name = q ? std::string(q->first) : d.expr;
+        if (plain_name(name) && !input_names_.count(name) && !dims_.count(name)) {
           product = "?";
           break;
         }

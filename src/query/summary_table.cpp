@@ -179,7 +179,8 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     out += " to " + group_thousands(*totals.total_max) +
            " (mutually exclusive alternatives, one of each group loads)";
   if (totals.unknown_leaves > 0)
-    out += " (+ " + std::to_string(totals.unknown_leaves) + " parameters of symbolic shape)";
+    out += " (+ " + std::to_string(totals.unknown_leaves) +
+           (totals.unknown_leaves == 1 ? " parameter" : " parameters") + " of symbolic shape)";
   out += "\n";
   if (!totals.lower_bound.empty()) out += "  lower bound: " + totals.lower_bound + "\n";
   for (const auto& alt : totals.alternatives)

@@ -1,5 +1,6 @@
 #include "util/text.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 namespace cg {
@@ -34,6 +35,25 @@ std::string_view last_path_segment(std::string_view path) {
 std::string_view last_key_segment(std::string_view key) {
   const auto dot = key.rfind('.');
   return dot == std::string_view::npos ? key : key.substr(dot + 1);
+}
+
+std::optional<std::pair<std::string_view, std::uint64_t>> dimension_quotient(std::string_view f) {
+  if (f.size() >= 2 && f.front() == '(' && f.back() == ')') f = f.substr(1, f.size() - 2);
+  const auto slash = f.find('/');
+  if (slash == std::string_view::npos || slash == 0) return std::nullopt;
+  std::string_view name = f.substr(0, slash), d = f.substr(slash + 1);
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  if (std::isdigit(static_cast<unsigned char>(name[0])) ||
+      !std::all_of(name.begin(), name.end(), word))
+    return std::nullopt;
+  if (d.empty() || d.size() > 9 ||
+      !std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  std::uint64_t n = 0;
+  for (char c : d)
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  if (n == 0) return std::nullopt;
+  return std::pair{name, n};
 }
 
 }  // namespace cg

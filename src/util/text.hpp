@@ -1,6 +1,9 @@
 #pragma once
 // Small text helpers shared by the readers and the analysis.
+#include <cstdint>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 namespace cg {
 
@@ -14,5 +17,9 @@ std::string_view last_path_segment(std::string_view path);
 
 // The last segment of a dotted checkpoint key or prefix: `model.layers.0` -> `0`.
 std::string_view last_key_segment(std::string_view key);
+
+// A symbolic dimension `h/4`, optionally parenthesized (`(h/4)`): a plain name divided by a
+// whole number, rounding down (what pooling makes of `h`). The name and the divisor (>= 1).
+std::optional<std::pair<std::string_view, std::uint64_t>> dimension_quotient(std::string_view f);
 
 }  // namespace cg

@@ -498,6 +498,30 @@ TEST(Dataflow, AKnownOptionVariantTakesItsArmOnly) {
   }
 }
 
+// output_struct: the forward returns `Ok(Output { logits: self.head.forward(&hidden)?, hidden })`.
+// The head applied inside the struct literal is an operation of the forward (it was skipped: no
+// head call, no Mult-Adds), and `predict` reading `out.logits` gets that very tensor.
+TEST(Dataflow, AStructLiteralsFieldsRunAndAreReadBack) {
+  auto ir = fixture("output_struct", true);
+  const cg::ir::InstanceCall* head = nullptr;
+  for (const auto& c : ir.instance_calls)
+    if (c.path == "head" && c.method == "forward") head = &c;
+  ASSERT_NE(head, nullptr) << "the head applied in the struct literal runs";
+  ASSERT_TRUE(head->output_shape.rank.has_value());
+  EXPECT_EQ(head->output_shape.dimensions.back().expr, "4");
+  EXPECT_EQ(head->mult_adds, "b*64");
+  const cg::ir::Operation* softmax = nullptr;
+  for (const auto& o : ir.operations)
+    if (o.name == "softmax_last_dim") softmax = &o;
+  ASSERT_NE(softmax, nullptr);
+  ASSERT_EQ(softmax->inputs.size(), 1u);
+  bool from_head = false;
+  for (const auto& id : head->operations)
+    for (const auto& o : ir.operations)
+      if (o.id == id && o.output == softmax->inputs[0]) from_head = true;
+  EXPECT_TRUE(from_head) << "`out.logits` is the head's output, read back from the struct";
+}
+
 TEST(Dataflow, InstanceCallsFollowTheModuleTree) {
   fs::path dir = fs::path(CG_SOURCE_DIR) / "examples/tiny-llama";
   auto cfg = cg::analysis::read_config_values(dir / "config.json");

@@ -17,6 +17,7 @@ const std::string kShared = std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates
 const std::string kWrapper = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/wrapper_layers";
 const std::string kConv = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/conv_net";
 const std::string kFunc = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/func_net";
+const std::string kBlocks = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/block_net";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
   cg::pipeline::Options o;
@@ -193,6 +194,63 @@ TEST(SummaryInstances, FuncClosureNetOutputShapesAndMultAddsGolden) {
   cg::pipeline::Options none;
   none.path = kFunc;
   EXPECT_TRUE(cg::pipeline::analyze(none).ir.instance_calls.empty());
+}
+
+// block_net (tests/fixtures/dataflow/block_net): a VGG-like struct root holding the `FuncT`
+// closures its constructor builds, chosen by `--arg depth=..`. Its constructor runs before its
+// `forward_t` (a `ModuleT` model: no `forward`), so each convolution the closures apply is a row
+// with its own shape and count; pooling by 2 makes the symbolic `h` `h/2`. By hand (conv: out
+// elements × c_in × 3 × 3, padding 1 keeps h × w):
+//   features.0  3->8    [b, 8, h, w]          8 × 27   = 216 per pixel
+//   features.1  8->8    [b, 8, h, w]          8 × 72   = 576 (Deep only)
+//   features.2  8->16   [b, 16, h/2, w/2]    16 × 72   = 1,152
+//   features.4  16->16  [b, 16, h/2, w/2]    16 × 144  = 2,304
+// Parameters: 224 + 1,168 + 2,320 convolutions, fc1 32 × 16 × 4 × 4 + 32 (its shape kept in a
+// config record's tuple field), fc2 10 × 32 + 10 (built in the closure, at forward time).
+TEST(SummaryInstances, StructRootHoldingClosuresRunsItsConstructor) {
+  auto run = [](const std::string& depth, const std::string& input = "") {
+    cg::pipeline::Options o;
+    o.path = kBlocks;
+    o.root = "BlockNet";
+    if (!depth.empty()) o.args = {"depth=" + depth};
+    auto a = cg::pipeline::analyze(o);
+    return cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape(input));
+  };
+  auto shallow = run("Shallow");
+  EXPECT_EQ(shallow.totals.total, 12266u);
+  const auto* f2 = row(shallow, "features.2", "Conv2d");
+  ASSERT_NE(f2, nullptr);
+  EXPECT_EQ(f2->output_shape, "[b, 16, h/2, w/2]");
+  EXPECT_EQ(f2->mult_adds, "b*(h/2)*(w/2)*1,152");
+  const auto* f0 = row(shallow, "features.0", "Conv2d");
+  ASSERT_NE(f0, nullptr);
+  EXPECT_EQ(f0->output_shape, "[b, 8, h, w]");
+  EXPECT_EQ(f0->mult_adds, "b*h*w*216");
+  EXPECT_EQ(row(shallow, "features.1", "Conv2d"), nullptr) << "only the Deep arm builds it";
+  const auto* fc2 = row(shallow, "fc2", "Linear");
+  ASSERT_NE(fc2, nullptr) << "a layer the closure builds at forward time is a module";
+  EXPECT_EQ(fc2->params, 330u);
+
+  auto deep = run("Deep");
+  EXPECT_EQ(deep.totals.total, 12850u);
+  const auto* f1 = row(deep, "features.1", "Conv2d");
+  ASSERT_NE(f1, nullptr);
+  EXPECT_EQ(f1->output_shape, "[b, 8, h, w]");
+  EXPECT_EQ(f1->mult_adds, "b*h*w*576");
+
+  // Bound: 2 images of 16 × 16: features.2 is 2 × 8 × 8 × 1,152 = 147,456.
+  auto bound = run("Shallow", "b=2,h=16,w=16");
+  f2 = row(bound, "features.2", "Conv2d");
+  ASSERT_NE(f2, nullptr);
+  EXPECT_EQ(f2->output_shape, "[2, 16, 8, 8]");
+  EXPECT_EQ(f2->mult_adds, "147,456");
+
+  // Undecided (no --arg): which blocks run is not known, so no arm's figures are claimed.
+  auto open = run("");
+  for (const auto& r : open.rows)
+    if (r.type == "Conv2d") {
+      EXPECT_TRUE(r.output_shape.empty()) << r.name;
+    }
 }
 
 // The same network built with `None` for its optional head (`func_net_features`, as resnet's

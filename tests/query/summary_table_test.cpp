@@ -26,7 +26,7 @@ TEST(SummaryTable, TreeColumnsAndHonestTotals) {
   EXPECT_NE(out.find("  └─embed_tokens.weight (Embedding)"), std::string::npos) << out;
   EXPECT_NE(out.find("1,048,576"), std::string::npos);
   EXPECT_NE(out.find("lm_head.weight (Linear) [conditional]"), std::string::npos);
-  EXPECT_NE(out.find("Total params: 1,048,576 (+ 1 parameters of symbolic shape)"),
+  EXPECT_NE(out.find("Total params: 1,048,576 (+ 1 parameter of symbolic shape)"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("Trainable params: unknown"), std::string::npos);

@@ -77,14 +77,14 @@ Val TensorDomain::free_call(Eng& eng, NodeId n, const std::string& path, std::ve
   }
   std::string first = first_segment(path);
   std::string leaf(last_path_segment(path));
-  if (ctor_) {
-    if (leaf == "seq") {
-      Val v;
-      v.items = std::make_shared<std::vector<Val>>();
-      return v;
-    }
-    if (auto v = built_layer(args, leaf)) return *v;
+  if (ctor_ && leaf == "seq") {
+    Val v;
+    v.items = std::make_shared<std::vector<Val>>();
+    return v;
   }
+  // A VarBuilder exists only in constructor runs, and in the closures they built: a layer made
+  // at forward time (`FuncT::new(move |xs, t| { let lin3 = linear(.., vb.pp("head.fc"))?; ..`).
+  if (auto v = built_layer(args, leaf)) return *v;
   if (first == "Var" && var_constructor(leaf)) {
     OpRule rule = cat_.lookup(leaf);
     Val v = apply_catalog(eng, n, "Var::" + leaf, rule, args, nullptr);

@@ -95,6 +95,7 @@ std::optional<std::size_t> TensorDomain::choose(Eng& eng, NodeId n, const Val& c
       return std::nullopt;
     }
   }
+  if (!cond.word.empty() && nd.kind == Kind::Match) return interp::variant_arm(b, n, cond.word);
   if (!ctor_ || !cond.num || nd.kind != Kind::If) return std::nullopt;
   if (nd.a != rust::kNone && b[nd.a].kind == Kind::LetCond) return std::nullopt;
   return *cond.num != 0 ? 0 : 1;
@@ -150,6 +151,8 @@ std::optional<Val> TensorDomain::builder_method(Eng& eng, NodeId n, const Val& r
       NodeId a = b.peel(b.kid(n, 0), {Kind::Ref, Kind::Paren});
       if (a != rust::kNone && b[a].kind == Kind::Lit && b[a].lit == rust::LitKind::Str) {
         if (auto s = rust::decode_string_literal(b[a].str)) seg = *s;
+      } else if (!args.empty() && !args[0].word.empty()) {
+        seg = args[0].word;
       } else if (!args.empty() && args[0].num && *args[0].num >= 0 && *args[0].num < 1e15 &&
                  std::floor(*args[0].num) == *args[0].num) {
         seg = std::to_string(static_cast<long long>(*args[0].num));
@@ -174,6 +177,18 @@ std::optional<Val> TensorDomain::builder_method(Eng& eng, NodeId n, const Val& r
     eng.frame().env.set(std::string(b[r].str), std::move(v));
     return Val{};
   }
+  // `convs.iter().map(|&(c_in, c_out, name)| conv2d(.., vb.pp(name))).collect()`: the closure
+  // on each element, in order.
+  if (m == "map" && recv.items && args.size() == 1 && args[0].fn) {
+    if (recv.items->size() > kMaxExpanded) return Val{};
+    auto items = std::make_shared<std::vector<Val>>();
+    for (const Val& e : *recv.items)
+      items->push_back(call_closure(eng, *args[0].fn, {e}));
+    Val v;
+    v.items = std::move(items);
+    return v;
+  }
+  if (m == "collect" && recv.items) return recv;
   if ((m == "add" || m == "add_fn") && recv.items && args.size() == 1) {
     Val v = recv;
     auto items = std::make_shared<std::vector<Val>>(*recv.items);
@@ -209,24 +224,51 @@ std::optional<Val> TensorDomain::built_layer(const std::vector<Val>& args, const
   return v;
 }
 
-std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std::size_t item,
-                                            const std::string& component) {
-  begin_run(fn_index);
+// A root's constructor run: its VarBuilder parameter at the empty prefix, the others the values
+// `--arg` gives (a number, an enum variant's name), the rest unknown.
+Val TensorDomain::run_constructor(Eng& eng, std::size_t item, const std::string& component) {
   const auto& it = crate_.items()[item];
   std::vector<Val> args;
   for (const auto& p : it.params) {
     Val v;
     if (p.type_text.find("VarBuilder") != std::string::npos) v.vb = "";
+    if (const SymValue* a = arg(p.name)) {
+      const SymValue& s = *a;
+      if (s.kind == SymValue::Kind::integer) v.num = static_cast<double>(s.integer);
+      if (s.kind == SymValue::Kind::real) v.num = s.real;
+      if (s.kind == SymValue::Kind::boolean) v.num = s.boolean ? 1 : 0;
+      if (s.kind == SymValue::Kind::string) v.word = std::string(last_path_segment(s.text));
+    }
     args.push_back(std::move(v));
   }
-  eng.begin_run();
-  inst_occ_ = {};
-  open_instances_.clear();
   ctor_ = true;
   fn_root_run_ = true;
   ctor_component_ = component;
-  Val f = eng.invoke(item, nullptr, args, true);
+  Val built = eng.invoke(item, nullptr, args, true);
   ctor_ = false;
+  return built;
+}
+
+void TensorDomain::root_constructor(std::ptrdiff_t type_item, std::size_t ctor_item,
+                                    const std::string& component) {
+  const auto& fields = crate_.items()[static_cast<std::size_t>(type_item)].fields;
+  // Only a struct holding closures needs its constructor run: its other fields are typed.
+  bool closures = std::any_of(fields.begin(), fields.end(), [](const rust::Field& f) {
+    std::string_view base = last_path_segment(f.base_type);
+    return base == "Func" || base == "FuncT" || base == "Sequential" || base == "SequentialT" ||
+           f.type_text.find("dyn Fn") != std::string::npos ||
+           f.type_text.find("dyn Module") != std::string::npos;
+  });
+  if (closures) root_ctors_[type_item] = {ctor_item, component};
+}
+
+std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std::size_t item,
+                                            const std::string& component) {
+  begin_run(fn_index);
+  eng.begin_run();
+  inst_occ_ = {};
+  open_instances_.clear();
+  Val f = run_constructor(eng, item, component);
   if (f.fn || f.items) {
     std::set<std::string> roots;
     for (const auto& m : ir_.modules)

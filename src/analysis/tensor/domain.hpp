@@ -49,6 +49,11 @@ class TensorDomain {
   // module's `forward` (closures.cpp). Returns the nodes the run evaluated.
   std::size_t run_function_root(Eng& eng, std::size_t fn_index, std::size_t item,
                                 const std::string& component);
+  // A struct root (`models::vgg::Vgg`) whose fields hold closures (`blocks: Vec<FuncT>`): its
+  // entrypoints first run constructor `ctor_item` as a function root's does, and `self`'s
+  // closure fields are what that run put there.
+  void root_constructor(std::ptrdiff_t type_item, std::size_t ctor_item,
+                        const std::string& component);
   // After every entrypoint: operation phases, sorted call lists.
   void finish();
   void limit(const checks::LimitFact& l);
@@ -69,6 +74,8 @@ class TensorDomain {
   Val path(Eng& eng, NodeId n);
   Val unbound(Eng& eng, NodeId n) const;  // a name that is no local: `None`
   Val field(Eng& eng, NodeId n, Val base);
+  // A struct literal: its fields evaluated (their operations run), the value remembering each.
+  Val structure(Eng& eng, NodeId n);
   Val call(Eng& eng, NodeId n, std::vector<Val> args);
   Val method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> args);
   Val binary(Eng& eng, NodeId n, Val l, Val r);
@@ -100,6 +107,12 @@ class TensorDomain {
   std::optional<Val> apply_callable(Eng& eng, NodeId n, const Val& f, std::vector<Val> args,
                                     bool train);
   Val call_closure(Eng& eng, const Closure& c, const std::vector<Val>& args);
+  Val run_constructor(Eng& eng, std::size_t item, const std::string& component);
+  const SymValue* arg(const std::string& name) const {
+    if (!args_) return nullptr;
+    auto it = args_->find(name);
+    return it == args_->end() ? nullptr : &it->second;
+  }
   // `vb.pp(..)`, `layers.push(..)`, `seq().add(..)`: nullopt when `n` is none of them.
   std::optional<Val> builder_method(Eng& eng, NodeId n, const Val& recv,
                                     const std::vector<Val>& args);
@@ -107,6 +120,7 @@ class TensorDomain {
   // inventory modules under that prefix; nullopt when no argument is a VarBuilder.
   std::optional<Val> built_layer(const std::vector<Val>& args, const std::string& leaf);
   std::set<std::string> modules_at(const std::string& prefix, const std::string* type) const;
+  std::optional<Val> collection(std::vector<Val>& elems) const;  // facts.cpp
 
   // ---- operations (ops.cpp) ------------------------------------------------------------------
   Val make_op(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
@@ -200,6 +214,9 @@ class TensorDomain {
   bool fn_root_run_ = false;               // a function root's run (constructor and forward)
   std::string ctor_component_;             // its component id
   std::size_t closure_depth_ = 0;          // closures being run
+  const std::map<std::string, SymValue>* args_ = nullptr;  // `--arg`: root constructor arguments
+  // struct roots whose constructor runs before their entrypoints: type item -> (ctor, component)
+  std::map<std::ptrdiff_t, std::pair<std::size_t, std::string>> root_ctors_;
 };
 
 }  // namespace cg::analysis::tensor

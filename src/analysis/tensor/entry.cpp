@@ -14,6 +14,7 @@ TensorDomain::TensorDomain(const rust::Crate& crate, const DataflowOptions& opts
       out_(out),
       checks_(checks) {
   if (opts.config) binding_.emplace(crate, opts.config);
+  args_ = opts.args;
   for (std::size_t i = 0; i < ir_.functions.size(); ++i)
     fn_index_[ir_.functions[i].id] = i;
   for (const auto& m : ir_.modules) {
@@ -113,8 +114,23 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
   eng.begin_run();
   inst_occ_ = {};
   open_instances_.clear();
+  // A struct root holding closures: its constructor runs first, and `self.blocks` is what it
+  // built (the closures with their captured layers).
+  auto rc = owner >= 0 ? root_ctors_.find(owner) : root_ctors_.end();
+  if (rc != root_ctors_.end()) {
+    Val built = run_constructor(eng, rc->second.first, rc->second.second);
+    if (built.fields) {
+      auto fields = std::make_shared<std::map<std::string, Val>>();
+      for (const auto& [name, v] : *built.fields)
+        if (v.fn || v.items) (*fields)[name] = v;
+      if (!fields->empty()) self.fields = std::move(fields);
+    }
+    inst_occ_ = {};
+    open_instances_.clear();
+  }
   std::size_t root = open_instance(self.modules, it.name, run_.entry_fid);
   Val ret = eng.invoke(item, &self, args, true);
+  fn_root_run_ = false;
   bool single = it.return_type.find('(') == std::string::npos;
   close_instance(root, ret, single ? shape_of_tensor(&ret) : nullptr, "");
   if (ret.tensor && !ret.tid.empty()) {

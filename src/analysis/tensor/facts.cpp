@@ -8,6 +8,7 @@
 #include "analysis/interp/option_pattern.hpp"
 #include "analysis/tensor/domain.hpp"
 #include "analysis/tensor/dtype.hpp"
+#include "rust/literal.hpp"
 #include "util/text.hpp"
 
 namespace cg::analysis::tensor {
@@ -195,6 +196,10 @@ Val TensorDomain::typed_val(const std::string& module, const std::string& type_t
 Val TensorDomain::literal(Eng& eng, NodeId n) {
   const rust::Node& nd = eng.node(n);
   Val v;
+  if (ctor_ && nd.kind == Kind::Lit && nd.lit == rust::LitKind::Str) {
+    if (auto text = rust::decode_string_literal(nd.str)) v.word = *text;
+    return v;
+  }
   if (nd.syntax != "integer_literal" && nd.syntax != "float_literal") return v;
   std::string s(nd.str);
   s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
@@ -239,13 +244,29 @@ Val TensorDomain::aggregate(Eng& eng, NodeId n, std::vector<Val> elems) {
     }
   // A tuple's elements stay apart, so `let (q, k) = (..)` / `Ok((q, k))` bind each its own.
   bool carries = std::any_of(elems.begin(), elems.end(), [](const Val& v) {
-    return v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems;
+    return v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems ||
+           !v.word.empty();
   });
   if (eng.node(n).kind == Kind::Tuple && carries) {
     out.elems = std::make_shared<const std::vector<Val>>(std::move(elems));
   } else {
     out.elems.reset();
   }
+  if (eng.node(n).kind == Kind::Array && !out.tensor)
+    if (auto c = collection(elems)) out = std::move(*c);
+  return out;
+}
+
+// In a constructor run, an array of known values is a collection: `vec![block(..)?, ..]` of
+// closures or layers is applied in order (as one filled by `push`), `&[(3, 64, "features.0"),
+// ..]` is iterated.
+std::optional<Val> TensorDomain::collection(std::vector<Val>& elems) const {
+  bool known = !elems.empty() && std::all_of(elems.begin(), elems.end(), [](const Val& v) {
+    return v.fn || v.items || !v.modules.empty() || v.elems || v.num || !v.word.empty();
+  });
+  if (!ctor_ || !known) return std::nullopt;
+  Val out;
+  out.items = std::make_shared<const std::vector<Val>>(std::move(elems));
   return out;
 }
 
@@ -257,7 +278,9 @@ void TensorDomain::array_argument(std::vector<Val> elems, std::vector<Val>& args
       args.push_back(std::move(v));
       any = true;
     }
-  if (!any) args.emplace_back();
+  if (any) return;
+  auto c = collection(elems);
+  args.push_back(c ? std::move(*c) : Val{});
 }
 
 Val TensorDomain::let_value(Eng& eng, NodeId let, Val v) {
@@ -270,9 +293,39 @@ Val TensorDomain::let_value(Eng& eng, NodeId let, Val v) {
   return v;
 }
 
+Val TensorDomain::structure(Eng& eng, NodeId n) {
+  const rust::Body& b = eng.body();
+  auto fields = std::make_shared<std::map<std::string, Val>>();
+  for (NodeId fi : b.kids_view(n))
+    (*fields)[std::string(b[fi].str)] = b[fi].a != rust::kNone ? eng.eval(b[fi].a) : Val{};
+  if (b[n].a != rust::kNone) eng.eval(b[n].a);  // `..base`
+  const auto& it = crate_.items()[eng.item()];
+  std::string type(b[n].str);
+  Val out;
+  if (type == "Self" || type.starts_with("Self::")) {
+    if (std::ptrdiff_t owner = owner_item(eng.item()); owner >= 0 && type == "Self")
+      out.type_item = owner;
+  } else {
+    out = typed_val(it.module, type, "");
+    out.tensor = false;
+  }
+  out.fields = std::move(fields);
+  return out;
+}
+
 Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
   const std::string f(eng.node(n).str);
   const std::string& fid = fid_of(eng.item());
+  // A field of a struct value whose literal was evaluated: what was written there.
+  if (base.fields)
+    if (auto w = base.fields->find(f); w != base.fields->end()) {
+      const Val& v = w->second;
+      if (v.tensor || v.fn || v.items || v.fields) {
+        Val out = v;
+        out.field = f;
+        return out;
+      }
+    }
   Val out;
   if (base.type_item >= 0) {
     const auto& owner = crate_.items()[static_cast<std::size_t>(base.type_item)];
@@ -401,6 +454,8 @@ Val TensorDomain::parameter(std::size_t item, std::size_t i, Val v) {
   Val t = typed_val(it.module, it.params[i].type_text, "");
   if (!t.tensor && t.type_item < 0) return v;
   t.modules = v.modules;
+  t.word = v.word;      // `depth: Depth` given `--arg depth=Deep`
+  t.fields = v.fields;  // a struct literal passed on
   return t;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "analysis/tensor/domain.hpp"
+#include "util/text.hpp"
 
 namespace cg::analysis::tensor {
 namespace {
@@ -15,6 +16,13 @@ using rust::Kind;
 
 std::string dim_text(double d) {
   return std::to_string(static_cast<std::uint64_t>(d));
+}
+
+bool plain_name(std::string_view f) {
+  return !f.empty() && (std::isalpha(static_cast<unsigned char>(f[0])) || f[0] == '_') &&
+         std::all_of(f.begin(), f.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
 }
 
 // The product of dimension expressions as "b*t*4096" (numbers folded, symbols kept when they are
@@ -40,11 +48,11 @@ std::optional<std::string> product(const std::vector<std::string>& factors) {
       k *= std::strtod(f.c_str(), nullptr);
       continue;
     }
-    bool name = (std::isalpha(static_cast<unsigned char>(f[0])) || f[0] == '_') &&
-                std::all_of(f.begin(), f.end(), [](char c) {
-                  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                });
-    if (!name) return std::nullopt;
+    if (dimension_quotient(f)) {  // a pooled dimension: `(h/4)`
+      sym += (sym.empty() ? "(" : "*(") + f + ")";
+      continue;
+    }
+    if (!plain_name(f)) return std::nullopt;
     sym += (sym.empty() ? "" : "*") + f;
   }
   if (k > 9.2e18) return std::nullopt;
@@ -113,8 +121,15 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
   } else if (nd.kind == Kind::Field) {
     const rust::Node& base = b[nd.a];
     if (base.kind == Kind::Path && (base.syntax == "self" || base.syntax == "identifier")) {
-      if (const Val* v = eng.lookup(std::string(base.str)))
-        r = constructor_number(v->type_item, std::string(nd.str));
+      if (const Val* v = eng.lookup(std::string(base.str))) {
+        // A struct literal's field (a config record captured by a closure), else the number the
+        // type's constructor stores there.
+        auto f = v->fields ? v->fields->find(std::string(nd.str)) : decltype(v->fields->end()){};
+        if (v->fields && f != v->fields->end() && f->second.num && !f->second.tensor)
+          r = f->second.num;
+        else
+          r = constructor_number(v->type_item, std::string(nd.str));
+      }
     }
   } else if (nd.kind == Kind::Paren) {
     r = static_num(eng, nd.a, depth + 1);
@@ -379,6 +394,16 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
         if (n && k && st && *k >= 1 && *st >= 1 && static_cast<double>(*n) >= *k)
           e = std::to_string(
               (*n - static_cast<std::uint64_t>(*k)) / static_cast<std::uint64_t>(*st) + 1);
+        // Symbolic, with the window its own stride: (l − k) / k + 1 = ⌊l / k⌋ (l ≥ k, which the
+        // op requires), so `h` becomes `h/2` and `h/2` becomes `h/4`.
+        const std::string& in = a->dimensions[i].expr;
+        bool whole = k && st && *k == *st && *k >= 1 && *k < 1e6 && std::floor(*k) == *k;
+        if (!n && whole) {
+          auto kk = static_cast<std::uint64_t>(*k);
+          if (plain_name(in)) e = in + "/" + std::to_string(kk);
+          if (auto q = dimension_quotient(in); q && q->second < 1000000)
+            e = std::string(q->first) + "/" + std::to_string(q->second * kk);
+        }
         out.dimensions[i] = {std::nullopt, e};
       }
     }

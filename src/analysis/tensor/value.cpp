@@ -10,14 +10,41 @@ Val join(const std::vector<Val>& vs) {
   std::vector<const Val*> live;
   for (const auto& v : vs)
     if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems || v.fn || v.vb ||
-        v.items || v.variant != Val::Variant::unknown)
+        v.items || v.fields || v.variant != Val::Variant::unknown || !v.word.empty())
       live.push_back(&v);
   if (live.empty()) return {};
   Val out = *live.front();
   // A variant survives a join only when every joined value has it (a value that carries nothing,
   // from an arm that diverges or is not modelled, makes it unknown).
-  for (const auto& v : vs)
+  for (const auto& v : vs) {
     if (v.variant != out.variant) out.variant = Val::Variant::unknown;
+    if (v.word != out.word) out.word.clear();
+  }
+  // Closures and collections survive a join only when every value is the same one: arms that
+  // build different blocks (`match depth { Shallow => shallow()?, Deep => deep()? }`) leave it
+  // unknown which run, rather than the first arm's taken for all.
+  for (const Val* v : live) {
+    if (v->fn != out.fn) out.fn.reset();
+    if (v->items != out.items) out.items.reset();
+  }
+  // Struct values join field by field when every joined value has the same fields.
+  bool records = std::all_of(live.begin(), live.end(), [&](const Val* v) {
+    if (!v->fields || v->fields->size() != live.front()->fields->size()) return false;
+    return std::equal(v->fields->begin(), v->fields->end(), live.front()->fields->begin(),
+                      [](const auto& a, const auto& b) { return a.first == b.first; });
+  });
+  if (!records) {
+    out.fields.reset();
+  } else if (live.size() > 1) {
+    auto fs = std::make_shared<std::map<std::string, Val>>();
+    for (const auto& [name, first] : *live.front()->fields) {
+      std::vector<Val> column;
+      for (const Val* v : live)
+        column.push_back(v->fields->at(name));
+      (*fs)[name] = join(column);
+    }
+    out.fields = std::move(fs);
+  }
   // Tuples of one arity join element by element; anything else is no tuple.
   bool tuples = std::all_of(live.begin(), live.end(), [&](const Val* v) {
     return v->elems && v->elems->size() == live.front()->elems->size();

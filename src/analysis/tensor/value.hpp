@@ -73,6 +73,13 @@ struct Val {
   // the arm that variant selects (TensorDomain::choose); a join of different variants forgets it.
   enum class Variant : std::uint8_t { unknown, some, none };
   Variant variant = Variant::unknown;
+  // A string known in a constructor run: a literal (`vb.pp(name)` over `&[(3, 64, "features.0"),
+  // ..]`), or an enum variant's name given by `--arg model=Vgg16` (a `match` on it takes that
+  // variant's arm).
+  std::string word;
+  // A struct literal's field values (`Ok(Output { logits, hidden })`, a constructor's `Self {
+  // blocks }`): reading a field gives what was written there.
+  std::shared_ptr<const std::map<std::string, Val>> fields;
 };
 
 inline Grad join_grad(Grad a, Grad b) {
