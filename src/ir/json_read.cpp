@@ -398,6 +398,7 @@ InstanceCall instance_call(const Reader& r, const Node& n) {
   c.call_site = r.os(n, "call_site");
   c.repeat = r.os(n, "repeat");
   c.count = r.ou(n, "count");
+  if (r.has(n, "sequence")) c.sequence = r.ou(n, "sequence");
   c.output_shape = tensor_shape(r, r.at(n, "output_shape"));
   c.output_dtype = r.s(n, "output_dtype");
   c.mult_adds = r.os(n, "mult_adds");

@@ -289,6 +289,7 @@ void write_record(W& w, const InstanceCall& c) {
   opt(w, "call_site", c.call_site);
   opt(w, "repeat", c.repeat);
   opt(w, "count", c.count);
+  opt(w, "sequence", c.sequence);
   shape(w, "output_shape", c.output_shape);
   w.field("output_dtype", c.output_dtype);
   opt(w, "mult_adds", c.mult_adds);

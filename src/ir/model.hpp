@@ -229,7 +229,10 @@ struct InstanceCall {
   std::optional<std::string> call_site;  // the operation calling it; null for the run's root
   std::optional<std::string> repeat;     // a family's iteration ("i in 0..n")
   std::optional<std::uint64_t> count;    // instances per parent call; null when not known
-  TensorShape output_shape;              // rank null when not known
+  // The call's place in its run, in the order calls start (0: the run's root): the forward's
+  // execution order, which ids sorted do not keep. Null in an IR written before it existed.
+  std::optional<std::uint64_t> sequence;
+  TensorShape output_shape;  // rank null when not known
   std::string output_dtype = "Unknown";
   std::optional<std::string> mult_adds;  // this call alone (a candle-nn layer), as Operation's
   std::vector<std::string> operations;   // operation ids, sorted

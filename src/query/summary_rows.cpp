@@ -674,10 +674,19 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     else
       roots.push_back(&m);
   }
-  // Construction order reads like the model (torchinfo's registration order): by the source
-  // line that built each child, then by key, numeric segments numerically (layers.2 < layers.10).
+  // Rows read like the model runs (torchinfo's order): children the forward pass calls in the
+  // order their calls start, then the others in construction order — by the source line that
+  // built each, then by key, numeric segments numerically (layers.2 < layers.10). Execution order
+  // matters where every module is built on one line (a function root's helper).
+  auto sequence = [&](const ir::Module* m) -> std::optional<std::uint64_t> {
+    const ir::InstanceCall* c = calls.call_of(m->id);
+    return c ? c->sequence : std::nullopt;
+  };
   for (auto& [id, kids] : t.children)
-    std::stable_sort(kids.begin(), kids.end(), [](const ir::Module* a, const ir::Module* b) {
+    std::stable_sort(kids.begin(), kids.end(), [&](const ir::Module* a, const ir::Module* b) {
+      auto sa = sequence(a), sb = sequence(b);
+      if (sa.has_value() != sb.has_value()) return sa.has_value();
+      if (sa && *sa != *sb) return *sa < *sb;
       if (a->source != b->source) return query::natural_less(a->source, b->source);
       return query::natural_less(a->prefix, b->prefix);
     });

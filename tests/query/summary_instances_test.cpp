@@ -150,7 +150,8 @@ TEST(SummaryInstances, ConvNetOutputShapesAndMultAddsGolden) {
 
 // func_net (tests/fixtures/dataflow/func_net): a ResNet-like model written as candle-nn `Func`
 // closures, no `forward` method anywhere; `--root func_net --arg num_classes=10`. Every layer is
-// built in the helper `net`, so all share the root's one call line and the rows read by key. Its
+// built in the helper `net`, so all share the root's one call line: the rows follow the order the
+// forward runs them (stem, each block's conv1, bn1, conv2, shortcut, then the head). Its
 // closure reshapes the input to [b_sz, 3, 32, 32]; by hand (conv: out elements × c_in × k × k):
 //   stem        3->16 k3 p1         [b_sz, 16, 32, 32]  16·1024 × 27  =   442,368
 //   stage1.{0,1} conv1, conv2 16->16 k3 p1 s1, identity shortcut
@@ -171,21 +172,21 @@ TEST(SummaryInstances, FuncClosureNetOutputShapesAndMultAddsGolden) {
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_EQ(shape_columns(m),
             "func_net (func_net) [b_sz, 10] b_sz*18,268,480\n"
-            "head (Linear) [b_sz, 10] b_sz*320\n"
-            "stage1.0.bn1 (BatchNorm) [b_sz, 16, 32, 32] -\n"
+            "stem (Conv2d) [b_sz, 16, 32, 32] b_sz*442,368\n"
             "stage1.0.conv1 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
+            "stage1.0.bn1 (BatchNorm) [b_sz, 16, 32, 32] -\n"
             "stage1.0.conv2 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
-            "stage1.1.bn1 (BatchNorm) [b_sz, 16, 32, 32] -\n"
             "stage1.1.conv1 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
+            "stage1.1.bn1 (BatchNorm) [b_sz, 16, 32, 32] -\n"
             "stage1.1.conv2 (Conv2d) [b_sz, 16, 32, 32] b_sz*2,359,296\n"
-            "stage2.0.bn1 (BatchNorm) [b_sz, 32, 16, 16] -\n"
             "stage2.0.conv1 (Conv2d) [b_sz, 32, 16, 16] b_sz*1,179,648\n"
+            "stage2.0.bn1 (BatchNorm) [b_sz, 32, 16, 16] -\n"
             "stage2.0.conv2 (Conv2d) [b_sz, 32, 16, 16] b_sz*2,359,296\n"
             "stage2.0.shortcut.proj (Conv2d) [b_sz, 32, 16, 16] b_sz*131,072\n"
-            "stage2.1.bn1 (BatchNorm) [b_sz, 32, 16, 16] -\n"
             "stage2.1.conv1 (Conv2d) [b_sz, 32, 16, 16] b_sz*2,359,296\n"
+            "stage2.1.bn1 (BatchNorm) [b_sz, 32, 16, 16] -\n"
             "stage2.1.conv2 (Conv2d) [b_sz, 32, 16, 16] b_sz*2,359,296\n"
-            "stem (Conv2d) [b_sz, 16, 32, 32] b_sz*442,368\n");
+            "head (Linear) [b_sz, 10] b_sz*320\n");
   EXPECT_EQ(m.totals.mult_adds, "b_sz*18,268,480");
   EXPECT_TRUE(m.totals.mult_adds_missing.empty());
   auto bound = cg::query::build_summary(a.ir, "F32", -1, cg::query::parse_input_shape("b_sz=4"));

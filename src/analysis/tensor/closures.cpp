@@ -267,6 +267,7 @@ std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std:
   begin_run(fn_index);
   eng.begin_run();
   inst_occ_ = {};
+  call_seq_ = 0;
   open_instances_.clear();
   Val f = run_constructor(eng, item, component);
   if (f.fn || f.items) {

@@ -200,6 +200,7 @@ class TensorDomain {
   std::unordered_map<std::string, const ir::Module*> module_by_id_;
   std::vector<std::size_t> open_instances_;       // indexes into ir.instance_calls, innermost last
   ir::OccurrenceCounter inst_occ_;                // per run: path + method
+  std::uint64_t call_seq_ = 0;                    // per run: instance calls opened so far
   std::size_t last_op_ = 0;                       // the operation make_op last recorded
   ir::TensorShape context_shape_;                 // its output's shape where record_op last ran
   bool refound_ = false;                          // record_op last re-found an operation

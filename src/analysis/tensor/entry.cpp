@@ -113,6 +113,7 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
   }
   eng.begin_run();
   inst_occ_ = {};
+  call_seq_ = 0;
   open_instances_.clear();
   // A struct root holding closures: its constructor runs first, and `self.blocks` is what it
   // built (the closures with their captured layers).
@@ -126,6 +127,8 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
       if (!fields->empty()) self.fields = std::move(fields);
     }
     inst_occ_ = {};
+    call_seq_ = 0;
+    call_seq_ = 0;
     open_instances_.clear();
   }
   std::size_t root = open_instance(self.modules, it.name, run_.entry_fid);

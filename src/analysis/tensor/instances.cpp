@@ -144,6 +144,7 @@ std::size_t TensorDomain::open_instance(const std::set<std::string>& mods,
   } else if (per_parent > 1) {
     c.repeat = "i in 0.." + std::to_string(per_parent);
   }
+  c.sequence = call_seq_++;
   c.id = ir::instance_call_id(run_.entry_fid, c.path, method,
                               inst_occ_.next(c.path + std::string(1, '\0') + method));
   ir_.instance_calls.push_back(std::move(c));
