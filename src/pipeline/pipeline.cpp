@@ -393,6 +393,9 @@ Analysis analyze(const Options& opts) {
     // Only `true`/`false` are booleans (any other word was read as `false`: `--arg model=Vgg16`).
     if (!v && (value == "true" || value == "false"))
       v = analysis::parse_literal("boolean_literal", value);
+    // `None` is an `Option` parameter's `None` (`--arg nclasses=None`); a value given to one is its
+    // `Some(value)`.
+    if (!v && value == "None") v = analysis::SymValue::none();
     if (!v) v = analysis::SymValue::of_string(value);
     inv.args[name] = *v;
   }

@@ -280,6 +280,29 @@ TEST(SummaryInstances, AnOptionalHeadBuiltAsNoneOrSomeDecidesTheForwardsArm) {
   EXPECT_EQ(mb.rows.front().output_shape, "[b_sz, 7]");
 }
 
+// `--arg` for an `Option` parameter (func_net's helper `net(nclasses: Option<usize>, vb)` as the
+// root): `None` is `None` (it was the string "None", read as `Some("None")`: a head of symbolic
+// shape), a value is `Some(value)` — in the inventory and in the forward alike.
+TEST(SummaryInstances, AnArgOfNoneOrAValueDecidesAnOptionParameter) {
+  auto run = [](const std::string& arg) {
+    cg::pipeline::Options o;
+    o.path = kFunc;
+    o.root = "net";
+    o.args = {arg};
+    return cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  };
+  auto none = run("nclasses=None");
+  EXPECT_EQ(none.totals.total, 42800u);
+  EXPECT_EQ(none.totals.unknown_leaves, 0u);
+  EXPECT_EQ(row(none, "head", "Linear"), nullptr);
+  ASSERT_FALSE(none.rows.empty());
+  EXPECT_EQ(none.rows.front().output_shape, "[b_sz, 32]");
+  auto seven = run("nclasses=7");
+  EXPECT_EQ(seven.totals.total, 43031u);  // + the head, 7 × 32 + 7
+  ASSERT_FALSE(seven.rows.empty());
+  EXPECT_EQ(seven.rows.front().output_shape, "[b_sz, 7]");
+}
+
 // tiny-llama's Output Shape and Mult-Adds columns, the whole forward (config bound).
 TEST(SummaryInstances, TinyLlamaOutputShapesGolden) {
   auto a = analyze(kLlama, kLlama + "/config.json");

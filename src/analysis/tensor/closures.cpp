@@ -238,6 +238,11 @@ Val TensorDomain::run_constructor(Eng& eng, std::size_t item, const std::string&
       if (s.kind == SymValue::Kind::real) v.num = s.real;
       if (s.kind == SymValue::Kind::boolean) v.num = s.boolean ? 1 : 0;
       if (s.kind == SymValue::Kind::string) v.word = std::string(last_path_segment(s.text));
+      if (s.kind == SymValue::Kind::none)
+        v.variant = Val::Variant::none;
+      else if (p.type_text.starts_with("Option<") ||
+               p.type_text.find("::Option<") != std::string::npos)
+        v.variant = Val::Variant::some;
     }
     args.push_back(std::move(v));
   }
