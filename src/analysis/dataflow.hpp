@@ -4,7 +4,9 @@
 // finding passes over them.
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "analysis/config_values.hpp"
 #include "analysis/symbolic.hpp"
@@ -18,6 +20,10 @@ struct DataflowOptions {
   const ConfigValues* config = nullptr;  // bound config.json, if any
   // `--arg name=value`: the root constructor's arguments (a number, a boolean, an enum variant).
   const std::map<std::string, SymValue>* args = nullptr;
+  // `--input-shape xs=1x3x224x224`: a tensor input's shape by parameter name; the names given
+  // that some root entrypoint takes are added to `inputs_used`.
+  const std::map<std::string, std::vector<std::string>>* input_tensors = nullptr;
+  std::set<std::string>* inputs_used = nullptr;
   // Expression nodes over all entrypoints of the crate; past it the remaining entrypoints are
   // named in one `dataflow-bound` finding (candle-transformers takes 0.34M).
   std::size_t crate_node_budget = 4'000'000;

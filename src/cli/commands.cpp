@@ -351,7 +351,7 @@ void summary_flags(CLI::App& cmd, Args& args) {
                  "Size the parameters at this dtype (default: config.json torch_dtype, else F32)");
   cmd.add_option("--input-shape", args.input_shape,
                  "Sizes of the input's symbolic dimensions, e.g. b=1,t=2048: Mult-Adds become "
-                 "numbers");
+                 "numbers; or a tensor input's whole shape, e.g. xs=1x3x224x224");
   cmd.add_option("--runtime-trace", args.crate.runtime_traces,
                  "runtime/4 trace with module scopes: adds Time, Self, % and Calls per module "
                  "(repeat for several runs or ranks)");
@@ -365,6 +365,7 @@ int run_summary(Args& args) {
   // Bad flags are refused before the analysis runs.
   query::SummaryOptions opts{args.summary_dtype, args.summary_depth,
                              query::parse_input_shape(args.input_shape)};
+  args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
   write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));
   return kExitOk;

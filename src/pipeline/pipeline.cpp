@@ -407,7 +407,23 @@ Analysis analyze(const Options& opts) {
   df.candle_version = versions.core;
   df.config = inv.config;
   df.args = &inv.args;
+  std::set<std::string> inputs_used;
+  df.input_tensors = &opts.input_tensors;
+  df.inputs_used = &inputs_used;
   analysis::build_dataflow(crate, df, a.ir);
+  for (const auto& [name, dims] : opts.input_tensors)
+    if (!inputs_used.count(name)) {
+      std::set<std::string> names;
+      for (const auto& t : a.ir.tensors)
+        if (t.role == ir::TensorRole::input) names.insert(t.name);
+      std::string inputs;
+      for (const auto& n : names)
+        inputs += (inputs.empty() ? "`" : ", `") + n + "`";
+      throw InputError("--input-shape " + name + "=...",
+                       "`" + name + "` is not a tensor input of the root's forward" +
+                           (inputs.empty() ? std::string(" (it has none the analysis found)")
+                                           : "; its tensor inputs: " + inputs));
+    }
   if (!opts.all) scope_to_component(crate, a.ir);
   // What the bound config gave the (scoped) parameters: refused values are input errors, fields
   // left unbound are warnings.

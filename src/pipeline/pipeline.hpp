@@ -4,6 +4,7 @@
 // reports what it could not do as findings. The CLI, the tests and the benches call this one
 // pipeline; it knows nothing of command-line flags.
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct Options {
   std::string config_key;
   std::vector<std::string>
       args;  // `--arg name=value`: root constructor arguments (num_labels=1000)
+  // `--input-shape xs=1x3x224x224`: the shape of an entrypoint's tensor input, by parameter name
+  // (each dimension a number or a name), for forwards that never state their input's size.
+  std::map<std::string, std::vector<std::string>> input_tensors;
   std::vector<std::string> runtime_traces;
   bool lenient = false;  // skip bad trace lines and count them
   // Prefix the traced program pushes before the root constructor (`--prefix`): module scope

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -890,9 +891,28 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
   return out;
 }
 
-InputDims parse_input_shape(const std::string& text) {
-  InputDims dims;
-  if (text.empty()) return dims;
+namespace {
+
+bool identifier(const std::string& name) {
+  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
+}
+
+bool positive(const std::string& value) {
+  return !value.empty() && value.size() <= 12 &&
+         std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+         std::stoull(value) > 0;
+}
+
+// `--input-shape` is comma-separated `name=size` (a symbolic dimension) and `name=AxBxC` (a
+// tensor input's whole shape, each dimension a size or a name) entries; calls `dim` or `tensor`
+// for each, and refuses anything else.
+void each_input_entry(
+    const std::string& text, const std::function<void(const std::string&, std::uint64_t)>& dim,
+    const std::function<void(const std::string&, std::vector<std::string>)>& tensor) {
+  if (text.empty()) return;
   std::size_t pos = 0;
   while (pos <= text.size()) {
     auto comma = text.find(',', pos);
@@ -902,22 +922,46 @@ InputDims parse_input_shape(const std::string& text) {
     auto eq = part.find('=');
     std::string name = eq == std::string::npos ? "" : part.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
-    bool name_ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                   std::all_of(name.begin(), name.end(), [](char c) {
-                     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                   });
-    bool value_ok =
-        !value.empty() && value.size() <= 12 &&
-        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-        std::stoull(value) > 0;
-    if (!name_ok || !value_ok)
+    std::vector<std::string> dims;
+    if (value.find('x') != std::string::npos) {
+      for (std::size_t at = 0; at <= value.size();) {
+        auto x = value.find('x', at);
+        dims.push_back(value.substr(at, x == std::string::npos ? std::string::npos : x - at));
+        at = x == std::string::npos ? value.size() + 1 : x + 1;
+      }
+    }
+    bool shape_ok = dims.size() >= 2 && dims.size() <= 8 &&
+                    std::all_of(dims.begin(), dims.end(),
+                                [](const std::string& d) { return positive(d) || identifier(d); });
+    if (!identifier(name) || (!positive(value) && !shape_ok))
       throw InputError("--input-shape " + text,
-                       "expected name=size pairs of the input's symbolic dimensions, sizes "
-                       "positive integers, e.g. b=1,t=2048 (got `" +
+                       "expected name=size pairs of the input's symbolic dimensions (sizes "
+                       "positive integers, e.g. b=1,t=2048), or a tensor input's whole shape "
+                       "(xs=1x3x224x224) (got `" +
                            part + "`)");
-    dims[name] = std::stoull(value);
+    if (shape_ok)
+      tensor(name, std::move(dims));
+    else
+      dim(name, std::stoull(value));
   }
+}
+
+}  // namespace
+
+InputDims parse_input_shape(const std::string& text) {
+  InputDims dims;
+  each_input_entry(
+      text, [&](const std::string& n, std::uint64_t v) { dims[n] = v; },
+      [](const std::string&, std::vector<std::string>) {});
   return dims;
+}
+
+std::map<std::string, std::vector<std::string>> parse_input_tensors(const std::string& text) {
+  std::map<std::string, std::vector<std::string>> out;
+  each_input_entry(
+      text, [](const std::string&, std::uint64_t) {},
+      [&](const std::string& n, std::vector<std::string> d) { out[n] = std::move(d); });
+  return out;
 }
 
 std::string summary_dtype(const std::string& requested, const std::string& config_path) {

@@ -30,6 +30,9 @@ std::string dtype_from_torch(const std::string& torch_dtype);
 using InputDims = std::map<std::string, std::uint64_t>;
 // Parses `b=1,t=2048`; throws cg::InputError naming `--input-shape` and what was expected.
 InputDims parse_input_shape(const std::string& text);
+// The `name=AxBxC` entries of the same flag: a tensor input's whole shape by parameter name, for
+// the analysis (pipeline::Options::input_tensors).
+std::map<std::string, std::vector<std::string>> parse_input_tensors(const std::string& text);
 
 struct SummaryOptions {
   std::string dtype;   // "" → config.json's torch_dtype → F32

@@ -254,6 +254,35 @@ TEST(SummaryInstances, StructRootHoldingClosuresRunsItsConstructor) {
     }
 }
 
+// `--input-shape xs=2x3x16x16` gives the root's tensor input its whole shape, for forwards that
+// never state it (vgg's `xs.unsqueeze(0)` of an image): the same figures as binding b, h, w. A
+// name that is no tensor input of the root, or a malformed shape, is refused with the reason.
+TEST(SummaryInstances, AnInputTensorsWholeShapeMakesTheFiguresConcrete) {
+  cg::pipeline::Options o;
+  o.path = kBlocks;
+  o.root = "BlockNet";
+  o.args = {"depth=Shallow"};
+  o.input_tensors = cg::query::parse_input_tensors("xs=2x3x16x16");
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* f2 = row(m, "features.2", "Conv2d");
+  ASSERT_NE(f2, nullptr);
+  EXPECT_EQ(f2->output_shape, "[2, 16, 8, 8]");
+  EXPECT_EQ(f2->mult_adds, "147,456");
+
+  o.input_tensors = cg::query::parse_input_tensors("ys=2x3x16x16");
+  try {
+    cg::pipeline::analyze(o);
+    ADD_FAILURE() << "an unknown input name is refused";
+  } catch (const cg::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("`xs`"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cg::query::parse_input_tensors("xs=3x-1"), cg::InputError);
+  EXPECT_THROW(cg::query::parse_input_tensors("xs=3x"), cg::InputError);
+  // Dimension sizes and whole shapes mix in one flag; each parser takes its own.
+  EXPECT_EQ(cg::query::parse_input_shape("b=2,xs=bx3x16x16").size(), 1u);
+  EXPECT_EQ(cg::query::parse_input_tensors("b=2,xs=bx3x16x16").at("xs").front(), "b");
+}
+
 // The same network built with `None` for its optional head (`func_net_features`, as resnet's
 // `*_no_final_layer`): the `match &head` in its forward takes the `None` arm on every execution,
 // so the model outputs the pooled [b_sz, 32] and no head is counted — where the arms were joined

@@ -256,6 +256,7 @@ Val TensorDomain::run_constructor(Eng& eng, std::size_t item, const std::string&
 
 void TensorDomain::root_constructor(std::ptrdiff_t type_item, std::size_t ctor_item,
                                     const std::string& component) {
+  root_types_.insert(type_item);
   const auto& fields = crate_.items()[static_cast<std::size_t>(type_item)].fields;
   // Only a struct holding closures needs its constructor run: its other fields are typed.
   bool closures = std::any_of(fields.begin(), fields.end(), [](const rust::Field& f) {
@@ -290,7 +291,7 @@ std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std:
       Val xs;
       xs.tensor = true;
       xs.tid = ir::contract_tensor_id(run_.entry_fid, name);
-      out_.add_tensor(xs.tid, name, ir::TensorRole::input, run_.entry_fid);
+      given_shape(name, out_.add_tensor(xs.tid, name, ir::TensorRole::input, run_.entry_fid));
       auto& ins = ir_.functions[fn_index].tensor_inputs;
       if (std::find(ins.begin(), ins.end(), xs.tid) == ins.end()) ins.push_back(xs.tid);
       std::size_t root = open_instance(roots, "forward", run_.entry_fid);
@@ -318,6 +319,20 @@ std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std:
   for (auto& c : checks_)
     c->run_end(run_, out_);
   return eng.used();
+}
+
+// `--input-shape xs=1x3x224x224`: a root's tensor input of that name has that shape (each
+// dimension a number or a name the summary's --input-shape can bind).
+void TensorDomain::given_shape(const std::string& name, std::size_t tensor) {
+  if (!input_tensors_) return;
+  auto it = input_tensors_->find(name);
+  if (it == input_tensors_->end()) return;
+  if (inputs_used_) inputs_used_->insert(name);
+  ir::TensorShape s;
+  s.rank = it->second.size();
+  for (const auto& d : it->second)
+    s.dimensions.push_back({std::nullopt, d});
+  ir_.tensors[tensor].shape = std::move(s);
 }
 
 }  // namespace cg::analysis::tensor

@@ -108,6 +108,7 @@ class TensorDomain {
                                     bool train);
   Val call_closure(Eng& eng, const Closure& c, const std::vector<Val>& args);
   Val run_constructor(Eng& eng, std::size_t item, const std::string& component);
+  void given_shape(const std::string& name, std::size_t tensor);
   const SymValue* arg(const std::string& name) const {
     if (!args_) return nullptr;
     auto it = args_->find(name);
@@ -218,6 +219,9 @@ class TensorDomain {
   const std::map<std::string, SymValue>* args_ = nullptr;  // `--arg`: root constructor arguments
   // struct roots whose constructor runs before their entrypoints: type item -> (ctor, component)
   std::map<std::ptrdiff_t, std::pair<std::size_t, std::string>> root_ctors_;
+  std::set<std::ptrdiff_t> root_types_;  // every struct root's type item
+  const std::map<std::string, std::vector<std::string>>* input_tensors_ = nullptr;
+  std::set<std::string>* inputs_used_ = nullptr;
 };
 
 }  // namespace cg::analysis::tensor

@@ -15,6 +15,8 @@ TensorDomain::TensorDomain(const rust::Crate& crate, const DataflowOptions& opts
       checks_(checks) {
   if (opts.config) binding_.emplace(crate, opts.config);
   args_ = opts.args;
+  input_tensors_ = opts.input_tensors;
+  inputs_used_ = opts.inputs_used;
   for (std::size_t i = 0; i < ir_.functions.size(); ++i)
     fn_index_[ir_.functions[i].id] = i;
   for (const auto& m : ir_.modules) {
@@ -103,6 +105,7 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
     if (v.tensor) {
       v.tid = ir::contract_tensor_id(run_.entry_fid, p.name);
       auto ti = out_.add_tensor(v.tid, p.name, ir::TensorRole::input, run_.entry_fid);
+      if (root_types_.count(owner)) given_shape(p.name, ti);
       if (v.grad == Grad::trainable) {
         ir_.tensors[ti].requires_grad = true;
         run_.trainable.insert(v.tid);

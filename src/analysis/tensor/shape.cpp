@@ -508,6 +508,18 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
       break;
     case ShapeRule::insert_dimension:
       if (a) {
+        // `unsqueeze(d)` with a literal d (≤ rank) or `D::Minus1` (the end): a 1 there.
+        const std::string t = arg(0) == rust::kNone ? "" : std::string(b.source(arg(0)));
+        std::optional<std::size_t> d;
+        if (syntax(arg(0)) == "integer_literal") d = std::strtoull(t.c_str(), nullptr, 10);
+        if (t.ends_with("D::Minus1")) d = a->dimensions.size();
+        if (d && *d <= a->dimensions.size()) {
+          out = *a;
+          out.dimensions.insert(out.dimensions.begin() + static_cast<std::ptrdiff_t>(*d),
+                                {std::nullopt, "1"});
+          out.rank = out.dimensions.size();
+          break;
+        }
         out.rank = *a->rank + 1;
         for (std::uint64_t i = 0; i < *out.rank; ++i)
           out.dimensions.push_back({std::nullopt, "?"});
