@@ -26,10 +26,11 @@ inline bool option_mutator(std::string_view m) {
          m == "get_or_insert_with" || m == "take_if";
 }
 
-// Whether pattern `p` matches every `Option` of variant `some` (yes), none of them (no), or only
-// some values of it (maybe: a literal or nested refutable payload pattern, anything that is no
-// Option pattern).
-inline OptionFit option_fit(const rust::Body& b, rust::NodeId p, bool some) {
+// What every known-variant rule shares: `_` and a plain binding match any value, `ref`/`x @ ..`
+// and `&p` look through, an or-pattern matches when one alternative does (and not when none
+// can); `leaf` decides every other pattern.
+template <class Leaf>
+OptionFit pattern_fit(const rust::Body& b, rust::NodeId p, const Leaf& leaf) {
   using rust::Kind;
   if (p == rust::kNone) return OptionFit::maybe;
   const rust::Node& pn = b[p];
@@ -37,90 +38,77 @@ inline OptionFit option_fit(const rust::Body& b, rust::NodeId p, bool some) {
     case Kind::PWild:
       return OptionFit::yes;
     case Kind::PIdent:
-      return pn.a == rust::kNone ? OptionFit::yes : option_fit(b, pn.a, some);
+      return pn.a == rust::kNone ? OptionFit::yes : pattern_fit(b, pn.a, leaf);
     case Kind::PRef:
-      return option_fit(b, pn.a, some);
-    case Kind::PPath:
-      if (names_variant(pn.str, "None")) return some ? OptionFit::no : OptionFit::yes;
-      return names_variant(pn.str, "Some") ? OptionFit::no : OptionFit::maybe;
-    case Kind::PTupleStruct: {
-      if (!names_variant(pn.str, "Some")) return OptionFit::maybe;
-      if (!some) return OptionFit::no;
-      const auto kids = b.kids_view(p);
-      if (kids.size() != 1) return OptionFit::maybe;
-      const rust::Node& k = b[b.peel(kids[0], {Kind::PRef})];
-      bool any = k.kind == Kind::PWild || (k.kind == Kind::PIdent && k.a == rust::kNone);
-      return any ? OptionFit::yes : OptionFit::maybe;
-    }
+      return pattern_fit(b, pn.a, leaf);
     case Kind::POr: {
       bool all_no = true;
       for (rust::NodeId k : b.kids_view(p)) {
-        OptionFit f = option_fit(b, k, some);
+        OptionFit f = pattern_fit(b, k, leaf);
         if (f == OptionFit::yes) return OptionFit::yes;
         all_no = all_no && f == OptionFit::no;
       }
       return all_no ? OptionFit::no : OptionFit::maybe;
     }
     default:
-      return OptionFit::maybe;
+      return leaf(p, pn);
   }
 }
 
-// The arm of match `m` an `Option` of variant `some` takes: the first arm whose pattern matches
-// it with no guard, past arms that cannot match; nullopt when an arm before it may or may not
-// match (a guard, a literal payload).
-inline std::optional<std::size_t> option_arm(const rust::Body& b, rust::NodeId m, bool some) {
+// The arm of match `m` a value of known variant takes, `fit` telling whether a pattern matches
+// it: the first arm that matches with no guard, past arms that cannot match; nullopt when an arm
+// before it may or may not match (a guard, a literal payload).
+template <class Fit>
+std::optional<std::size_t> first_arm(const rust::Body& b, rust::NodeId m, const Fit& fit) {
   const auto arms = b.kids_view(m);
   for (std::size_t i = 0; i < arms.size(); ++i) {
-    OptionFit f = option_fit(b, b[arms[i]].a, some);
+    OptionFit f = fit(b[arms[i]].a);
     if (f == OptionFit::no) continue;
     if (f == OptionFit::yes && b[arms[i]].b == rust::kNone) return i;
     return std::nullopt;
   }
   return std::nullopt;
+}
+
+// Whether pattern `p` matches every `Option` of variant `some` (yes), none of them (no), or only
+// some values of it (maybe: a literal or nested refutable payload pattern, anything that is no
+// Option pattern).
+inline OptionFit option_fit(const rust::Body& b, rust::NodeId p, bool some) {
+  using rust::Kind;
+  return pattern_fit(b, p, [&](rust::NodeId at, const rust::Node& pn) {
+    if (pn.kind == Kind::PPath) {
+      if (names_variant(pn.str, "None")) return some ? OptionFit::no : OptionFit::yes;
+      return names_variant(pn.str, "Some") ? OptionFit::no : OptionFit::maybe;
+    }
+    if (pn.kind != Kind::PTupleStruct || !names_variant(pn.str, "Some")) return OptionFit::maybe;
+    if (!some) return OptionFit::no;
+    const auto kids = b.kids_view(at);
+    if (kids.size() != 1) return OptionFit::maybe;
+    const rust::Node& k = b[b.peel(kids[0], {Kind::PRef})];
+    bool any = k.kind == Kind::PWild || (k.kind == Kind::PIdent && k.a == rust::kNone);
+    return any ? OptionFit::yes : OptionFit::maybe;
+  });
+}
+
+// The arm of match `m` an `Option` of variant `some` takes (first_arm).
+inline std::optional<std::size_t> option_arm(const rust::Body& b, rust::NodeId m, bool some) {
+  return first_arm(b, m, [&](rust::NodeId p) { return option_fit(b, p, some); });
 }
 
 // Whether pattern `p` matches an enum value of variant `name` (a bare name, the value's path's
 // last segment: `--arg model=Vgg16`): yes for that variant's path (`Models::Vgg16`), `_` or a
 // binding; no for another unit variant's path; maybe for anything else (a payload pattern).
 inline OptionFit variant_fit(const rust::Body& b, rust::NodeId p, std::string_view name) {
-  using rust::Kind;
-  if (p == rust::kNone) return OptionFit::maybe;
-  const rust::Node& pn = b[p];
-  switch (pn.kind) {
-    case Kind::PWild:
-      return OptionFit::yes;
-    case Kind::PIdent:
-      return pn.a == rust::kNone ? OptionFit::yes : variant_fit(b, pn.a, name);
-    case Kind::PRef:
-      return variant_fit(b, pn.a, name);
-    case Kind::PPath:
-      return names_variant(pn.str, name) ? OptionFit::yes : OptionFit::no;
-    case Kind::POr: {
-      bool all_no = true;
-      for (rust::NodeId k : b.kids_view(p)) {
-        OptionFit f = variant_fit(b, k, name);
-        if (f == OptionFit::yes) return OptionFit::yes;
-        all_no = all_no && f == OptionFit::no;
-      }
-      return all_no ? OptionFit::no : OptionFit::maybe;
-    }
-    default:
-      return OptionFit::maybe;
-  }
+  return pattern_fit(b, p, [&](rust::NodeId, const rust::Node& pn) {
+    if (pn.kind != rust::Kind::PPath) return OptionFit::maybe;
+    return names_variant(pn.str, name) ? OptionFit::yes : OptionFit::no;
+  });
 }
 
-// The arm of match `m` a value of enum variant `name` takes (as option_arm).
+// The arm of match `m` a value of enum variant `name` takes (first_arm).
 inline std::optional<std::size_t> variant_arm(const rust::Body& b, rust::NodeId m,
                                               std::string_view name) {
-  const auto arms = b.kids_view(m);
-  for (std::size_t i = 0; i < arms.size(); ++i) {
-    OptionFit f = variant_fit(b, b[arms[i]].a, name);
-    if (f == OptionFit::no) continue;
-    if (f == OptionFit::yes && b[arms[i]].b == rust::kNone) return i;
-    return std::nullopt;
-  }
-  return std::nullopt;
+  return first_arm(b, m, [&](rust::NodeId p) { return variant_fit(b, p, name); });
 }
 
 }  // namespace cg::analysis::interp

@@ -124,11 +124,12 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
       if (const Val* v = eng.lookup(std::string(base.str))) {
         // A struct literal's field (a config record captured by a closure), else the number the
         // type's constructor stores there.
-        auto f = v->fields ? v->fields->find(std::string(nd.str)) : decltype(v->fields->end()){};
-        if (v->fields && f != v->fields->end() && f->second.num && !f->second.tensor)
-          r = f->second.num;
-        else
-          r = constructor_number(v->type_item, std::string(nd.str));
+        const Val* f = nullptr;
+        if (v->fields)
+          if (auto it = v->fields->find(std::string(nd.str)); it != v->fields->end())
+            f = &it->second;
+        r = f && f->num && !f->tensor ? f->num
+                                      : constructor_number(v->type_item, std::string(nd.str));
       }
     }
   } else if (nd.kind == Kind::Paren) {
