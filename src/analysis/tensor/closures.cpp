@@ -272,9 +272,7 @@ std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std:
                                             const std::string& component) {
   begin_run(fn_index);
   eng.begin_run();
-  inst_occ_ = {};
-  call_seq_ = 0;
-  open_instances_.clear();
+  reset_instances();
   Val f = run_constructor(eng, item, component);
   if (f.fn || f.items) {
     std::set<std::string> roots;

@@ -164,6 +164,12 @@ class TensorDomain {
                             std::optional<std::string> function);
   void close_instance(std::size_t ic, const Val& out, const ir::TensorShape* shape,
                       const std::string& call_site);
+  // A run's instance-call numbering starts over: occurrences, sequence, nothing open.
+  void reset_instances() {
+    inst_occ_ = {};
+    call_seq_ = 0;
+    open_instances_.clear();
+  }
   // In the innermost open instance call, with this call's multiply-adds of it.
   void note_op(const std::string& op_id);
   void wrapped_layer(const OpRule& rule, const std::vector<Val>& args, const Val& recv);

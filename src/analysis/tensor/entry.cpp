@@ -115,9 +115,7 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
     args.push_back(v);
   }
   eng.begin_run();
-  inst_occ_ = {};
-  call_seq_ = 0;
-  open_instances_.clear();
+  reset_instances();
   // A struct root holding closures: its constructor runs first, and `self.blocks` is what it
   // built (the closures with their captured layers).
   auto rc = owner >= 0 ? root_ctors_.find(owner) : root_ctors_.end();
@@ -129,10 +127,7 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
         if (v.fn || v.items) (*fields)[name] = v;
       if (!fields->empty()) self.fields = std::move(fields);
     }
-    inst_occ_ = {};
-    call_seq_ = 0;
-    call_seq_ = 0;
-    open_instances_.clear();
+    reset_instances();  // the constructor's calls are no part of the forward's
   }
   std::size_t root = open_instance(self.modules, it.name, run_.entry_fid);
   Val ret = eng.invoke(item, &self, args, true);
