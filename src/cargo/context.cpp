@@ -14,6 +14,7 @@
 
 #include "cargo/lockfile.hpp"
 #include "util/error.hpp"
+#include "util/read_ledger.hpp"
 
 namespace cg::cargo {
 
@@ -37,6 +38,7 @@ toml::table parse_manifest(const fs::path& manifest) {
     throw InputError(manifest.string(), "Cargo.toml is " + std::to_string(size) +
                                             " bytes; manifests over 4 MiB are refused");
   try {
+    note_input(manifest);
     return toml::parse_file(manifest.string());
   } catch (const toml::parse_error& e) {
     throw InputError(where_of(manifest, e.source()),
@@ -85,6 +87,7 @@ std::optional<fs::path> find_workspace_root(const fs::path& package_dir) {
     std::error_code ec;
     if (fs::is_regular_file(m, ec)) {
       try {
+        note_input(m);
         auto t = toml::parse_file(m.string());
         if (t.contains("workspace")) return dir;
       } catch (const toml::parse_error&) {

@@ -4,6 +4,8 @@
 
 #include <system_error>
 
+#include "util/read_ledger.hpp"
+
 namespace cg::cargo {
 namespace fs = std::filesystem;
 
@@ -19,6 +21,7 @@ std::string str(toml::node_view<const toml::node> v) {
 
 // One candidate lock: false when it does not exist or is unusable (`error` says why).
 bool read_one(const fs::path& file, Lockfile& out) {
+  note_input(file);
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return false;
   if (auto size = fs::file_size(file, ec); !ec && size > kMaxLockBytes) {

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "cargo/lockfile.hpp"
+#include "util/read_ledger.hpp"
 
 namespace cg::cargo {
 namespace fs = std::filesystem;
@@ -54,6 +55,7 @@ std::optional<toml::table> parse_toml(const fs::path& file, std::string& error) 
     return std::nullopt;
   }
   try {
+    note_input(file);
     return toml::parse_file(file.string());
   } catch (const toml::parse_error& e) {
     error = "malformed " + file.filename().string() + " (line " +

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "util/error.hpp"
+#include "util/read_ledger.hpp"
 
 namespace cg::checkpoint {
 namespace {
@@ -278,6 +279,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t
 SafetensorsHeader read_safetensors_header(const std::filesystem::path& path,
                                           const HeaderLimits& limits) {
   const std::string origin = path.string();
+  note_input(path);
   // O_NONBLOCK: a FIFO under a checkpoint's name must not block the open; it is refused below,
   // as is anything else that is not a regular file (a directory, a device).
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);

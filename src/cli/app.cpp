@@ -1,12 +1,17 @@
 #include "cli/app.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "rust/grammar.hpp"
 #include "util/error.hpp"
+#include "util/read_ledger.hpp"
+#include "util/text.hpp"
 
 namespace cg::cli {
 
@@ -20,6 +25,7 @@ constexpr const char* kFooter =
 
 // Runs the parsed command; every error becomes a message on stderr and its exit code.
 int run_command(const Command& command, Args& args) {
+  ReadLedgerScope inputs;  // no output of the command may overwrite a file it read
   try {
     int code = command.run(args);
     check_stdout();
@@ -31,6 +37,49 @@ int run_command(const Command& command, Args& args) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return kExitInternal;
   }
+}
+
+// Help and version text goes to stdout too: a failed write (`--help > /dev/full`) is exit 2.
+int after_printing(int code) {
+  try {
+    check_stdout();
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return code;
+}
+
+// The edit distance of two short words (a command typed by hand), for "did you mean".
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A first word that is no command: the closest command when it is a likely typo (`sumary`,
+// `veiw`), as cargo and git suggest, else the list of commands.
+std::string unknown_command_message(const std::string& word) {
+  std::string best, names;
+  std::size_t best_d = 3;  // at most two edits away
+  for (const Command& c : commands()) {
+    names += (names.empty() ? "" : ", ") + c.name;
+    const std::size_t d = edit_distance(word, c.name);
+    if (d < best_d) best_d = d, best = c.name;
+  }
+  return "unknown command `" + shown_text(word) + "`" +
+         (best.empty() ? "" : "; did you mean `" + best + "`?") + " (commands: " + names +
+         "; --help describes them)";
 }
 
 }  // namespace
@@ -45,6 +94,12 @@ int run(const std::vector<std::string>& argv) {
   app.set_version_flag("--version", std::string("candle-graph ") + kVersion);
   app.require_subcommand(0, 1);
   app.footer(kFooter);
+  if (!argv.empty() && !argv.front().empty() && argv.front()[0] != '-' &&
+      std::none_of(commands().begin(), commands().end(),
+                   [&](const Command& c) { return c.name == argv.front(); })) {
+    std::cerr << "error: " << unknown_command_message(argv.front()) << "\n";
+    return kExitUsage;
+  }
   Args args;
   std::vector<std::pair<CLI::App*, const Command*>> parsed;
   for (const Command& c : commands()) {
@@ -57,12 +112,12 @@ int run(const std::vector<std::string>& argv) {
     std::vector<std::string> rev(argv.rbegin(), argv.rend());
     app.parse(rev);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    return after_printing(app.exit(e) == 0 ? kExitOk : kExitUsage);
   }
   for (const auto& [cmd, command] : parsed)
     if (cmd->parsed()) return run_command(*command, args);
   std::cout << app.help();
-  return kExitOk;
+  return after_printing(kExitOk);
 }
 
 }  // namespace cg::cli

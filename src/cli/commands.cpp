@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include "checkpoint/checkpoint_source.hpp"
 #include "checkpoint/ir_adapter.hpp"
@@ -27,6 +28,7 @@
 #include "runtime/report_json.hpp"
 #include "util/atomic_file.hpp"
 #include "util/json_writer.hpp"
+#include "util/text.hpp"
 #include "viewer/payload.hpp"
 
 namespace cg::cli {
@@ -102,12 +104,37 @@ void emit_diagnostics(const Analysis& a, const OutputOptions& out) {
   std::cerr << render_diagnostics(a.ir, out.message_format, render_context(a, ::isatty(2) != 0));
 }
 
-// A trace that was read but not merged (its identity is another build's) is said out loud.
-void warn_rejected_traces(const Analysis& a) {
+// The findings that change what a command prints (a source file skipped or cut short, rules that
+// do not apply to this Candle version), on stderr for the commands that do not print every
+// finding: `summary` of a crate whose lib.rs was skipped must not say "Total params: 0" silently.
+void warn_incomplete_inputs(const Analysis& a) {
+  static const std::set<std::string> kRules = {"source-load", "syntax-error", "parse-depth",
+                                               "path-cycle", "candle-semantics-version"};
+  constexpr std::size_t kShown = 8;
+  std::size_t n = 0;
+  for (const auto& f : a.ir.findings) {
+    if (!kRules.count(f.rule)) continue;
+    if (n++ < kShown)
+      std::cerr << "warning: " << (f.source ? shown_text(*f.source, 200) + ": " : "")
+                << shown_text(f.message, 400) << "\n";
+  }
+  if (n > kShown)
+    std::cerr << "warning: ... and " << (n - kShown)
+              << " more such warnings (candle-graph check lists every finding)\n";
+}
+
+// A trace that was read but not merged (its identity is another build's) is said out loud; when
+// traces were given and none could be merged, the timings the user asked for are missing: exit 2
+// (the other outputs are still written).
+int warn_rejected_traces(const Analysis& a) {
   for (const auto& path : a.rejected_traces)
     std::cerr << "warning: runtime trace " << path
               << " was not merged (identity mismatch: see the runtime-identity finding); no "
                  "timings from it are shown\n";
+  if (a.traces.empty() || a.rejected_traces.size() != a.traces.size()) return kExitOk;
+  std::cerr << "error: no runtime trace was merged (identity mismatch: see the "
+               "runtime-identity findings); the output has no timings\n";
+  return kExitUsage;
 }
 
 // Baselines run after every other output is written: --update-baseline writes the fingerprint,
@@ -196,6 +223,7 @@ int check_or_report(Args& args, bool is_check) {
   Analysis a = analyze(args, {out.output, out.update_baseline});
   write_or_print(out.output, out.format == "tree" ? render_summary(a) : ir::write_model_ir(a.ir));
   emit_diagnostics(a, out);
+  const int traces = warn_rejected_traces(a);
   int b = baselines(a, out);
   int g = gate(a, out, is_check || out.strict);
   // --checkpoint: the verdict goes to stderr and a checkpoint that will not load fails the gate
@@ -204,6 +232,7 @@ int check_or_report(Args& args, bool is_check) {
     std::cerr << checkpoint::report_text(v->report, 5);
     if (!v->report.will_load && (is_check || out.strict)) g = kExitGate;
   }
+  if (traces != kExitOk) return traces;
   return g != kExitOk ? g : b;
 }
 
@@ -249,9 +278,11 @@ int run_audit(Args& args) {
   std::cout << "wrote " << (dir / "summary.txt").string() << ", model-summary.txt, model.json, "
             << "findings.txt, findings.sarif, model.html"
             << (v ? ", checkpoint.txt, checkpoint.json" : "") << "\n";
-  warn_rejected_traces(a);
+  warn_incomplete_inputs(a);
+  const int traces = warn_rejected_traces(a);
   int b = baselines(a, args.out);
   int g = gate(a, args.out, args.out.strict);
+  if (traces != kExitOk) return traces;
   return g != kExitOk ? g : b;
 }
 
@@ -267,8 +298,8 @@ int run_view(Args& args) {
   // With --checkpoint, the page's checkpoint view shows the verification.
   write_file_atomic(path, viewer_page(a, verify_checkpoint(a, args.evidence), args.crate.config));
   std::cerr << "wrote " << path << "\n";
-  warn_rejected_traces(a);
-  return kExitOk;
+  warn_incomplete_inputs(a);
+  return warn_rejected_traces(a);
 }
 
 // --runtime-trace (required) and --lenient, for the commands that read traces.
@@ -315,12 +346,7 @@ int run_profile(Args& args) {
     }
   }
   emit_diagnostics(a, args.out);
-  if (!a.traces.empty() && a.rejected_traces.size() == a.traces.size()) {
-    std::cerr << "error: no runtime trace was merged (identity mismatch: see the "
-                 "runtime-identity findings); the report has no timings\n";
-    return kExitUsage;
-  }
-  return kExitOk;
+  return warn_rejected_traces(a);
 }
 
 void verify_flags(CLI::App& cmd, Args& args) {
@@ -335,6 +361,7 @@ void verify_flags(CLI::App& cmd, Args& args) {
 
 int run_verify(Args& args) {
   Analysis a = analyze(args, {args.out.output});
+  warn_incomplete_inputs(a);
   auto v = verify_checkpoint(a, args.evidence);
   // What the bound config left unbound makes the expected shapes partial: said before the verdict.
   if (!args.crate.config.empty()) std::cerr << pipeline::config_warning_lines(a.ir);
@@ -368,7 +395,8 @@ int run_summary(Args& args) {
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
   write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));
-  return kExitOk;
+  warn_incomplete_inputs(a);
+  return warn_rejected_traces(a);
 }
 
 std::string kinds_list() {
@@ -412,7 +440,8 @@ int run_query(Args& args) {
   write_or_print(args.out.output, args.out.format == "tree"
                                       ? query::answer_query_tree(a, args.query, ctx)
                                       : query::answer_query(a, args.query, ctx));
-  return kExitOk;
+  warn_incomplete_inputs(a);
+  return warn_rejected_traces(a);
 }
 
 void mcp_flags(CLI::App& cmd, Args& args) {

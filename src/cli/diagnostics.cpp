@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "util/json_writer.hpp"
+#include "util/text.hpp"
 
 namespace cg::cli {
 
@@ -102,11 +103,11 @@ std::string render_human(const std::vector<Diagnostic>& diags, bool color) {
     out += level_name(d.severity);
     out += reset;
     out += bold;
-    out += ": " + d.message;
+    out += ": " + terminal_safe(d.message);  // a key quoted from source may hold ESC or NUL
     out += reset;
     out += "\n";
     if (!d.file.empty()) {
-      out += std::string(blue) + "  --> " + reset + location_text(d) + "\n";
+      out += std::string(blue) + "  --> " + reset + terminal_safe(location_text(d)) + "\n";
     }
     out += std::string(blue) + "  = " + reset + "code: " + d.rule;
     out += " (" + std::string(ir::to_string(d.confidence)) + ")";

@@ -19,6 +19,7 @@
 #include "rust/crate.hpp"
 #include "rust/instrument_sites.hpp"
 #include "util/error.hpp"
+#include "util/read_ledger.hpp"
 #include "util/text.hpp"
 
 namespace cg::instrument {
@@ -121,6 +122,7 @@ bool is_identifier(const std::string& s) {
 }
 
 std::string read_text(const fs::path& p) {
+  note_input(p);
   std::ifstream in(p, std::ios::binary);
   if (!in) throw InputError(p.string(), "cannot read the file");
   std::ostringstream ss;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "util/error.hpp"
+#include "util/read_ledger.hpp"
 
 namespace cg::runtime {
 std::string_view trim_line(std::string_view s) {
@@ -22,6 +23,7 @@ std::string_view trim_line(std::string_view s) {
 LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_bytes,
                        std::size_t chunk_bytes)
     : path_(path), max_line_(max_line_bytes) {
+  note_input(path);
   file_ = std::fopen(path.c_str(), "rb");
   if (!file_) {
     throw InputError(path.string(), std::string("cannot open trace: ") + std::strerror(errno));

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "util/error.hpp"
+#include "util/read_ledger.hpp"
 
 namespace cg::runtime {
 namespace {
@@ -495,6 +496,7 @@ class EventReader {
 }  // namespace
 
 bool is_chrome_trace(const std::filesystem::path& path) {
+  note_input(path);
   std::ifstream in(path, std::ios::binary);
   char buf[4096];
   in.read(buf, sizeof buf);

@@ -10,6 +10,7 @@
 #include "rust/use_tree.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
+#include "util/read_ledger.hpp"
 
 namespace cg::rust {
 
@@ -212,6 +213,7 @@ class CrateBuilder {
   }
 
   void read_and_parse(const Pending& p, std::unique_ptr<ParsedFile>& out, std::string& err) const {
+    note_input(p.abs);  // skipped or not, a source file is never an output
     std::error_code ec;
     auto size = fs::file_size(p.abs, ec);
     if (ec) {

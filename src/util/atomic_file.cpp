@@ -13,6 +13,7 @@
 #include <string>
 
 #include "util/error.hpp"
+#include "util/read_ledger.hpp"
 
 namespace cg {
 
@@ -48,6 +49,7 @@ int write_all(int fd, std::string_view contents) {
 }  // namespace
 
 int create_temp_beside(const fs::path& target, fs::path& temp) {
+  refuse_overwriting_read(target);
   // The permissions the output ends with: an existing file keeps its own (a 0600 report stays
   // 0600); a new one gets 0666 less the umask, like any file the user creates.
   struct stat st {};
@@ -179,6 +181,7 @@ void AtomicDirectory::add(const std::string& name, std::string_view contents) {
     throw InputError(target.string(), "a bundle file must be a plain file name");
   }
   if (done_) throw InputError(target.string(), "the bundle was already committed");
+  refuse_overwriting_read(target);
   struct stat st {};
   if (::lstat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
     throw InputError(target.string(), "exists and is not a regular file; not replaced");
@@ -268,6 +271,7 @@ void AtomicDirectory::commit() {
 }
 
 std::string read_file(const fs::path& path, std::size_t max_bytes) {
+  note_input(path);
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw InputError(path.string(), "is a directory, expected a file");

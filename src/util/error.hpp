@@ -4,13 +4,17 @@
 #include <stdexcept>
 #include <string>
 
+#include "util/text.hpp"
+
 namespace cg {
 
 class InputError : public std::runtime_error {
  public:
-  // `where` is "file", "file:line" or "file:line:column"; empty when no file is involved.
+  // `where` is "file", "file:line" or "file:line:column"; empty when no file is involved. Control
+  // bytes in either (a NUL, an escape sequence quoted from a source file) are written as `\xNN`:
+  // the message is shown whole and never drives the user's terminal.
   InputError(std::string where, const std::string& message)
-      : std::runtime_error(where.empty() ? message : where + ": " + message),
+      : std::runtime_error(terminal_safe(where.empty() ? message : where + ": " + message)),
         where_(std::move(where)) {}
   const std::string& where() const { return where_; }
 

@@ -56,4 +56,35 @@ std::optional<std::pair<std::string_view, std::uint64_t>> dimension_quotient(std
   return std::pair{name, n};
 }
 
+namespace {
+
+void append_escaped(std::string& out, std::string_view text, bool keep_lines) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 || c == 0x7f) && !(keep_lines && (c == '\n' || c == '\t'))) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+}
+
+}  // namespace
+
+std::string shown_text(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  append_escaped(out, text.substr(0, max_bytes), false);
+  if (max_bytes < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  append_escaped(out, text, true);
+  return out;
+}
+
 }  // namespace cg

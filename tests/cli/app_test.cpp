@@ -132,6 +132,99 @@ TEST(CliOutput, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
   fs::remove_all(d);
 }
 
+// Every file the analysis read is an input, not only those named by a flag: the crate's sources
+// (also one reached through a symlink out of the crate), its manifests and lock file.
+TEST(CliOutput, AnOutputOntoAFileTheAnalysisReadIsRefusedAndTheFileKept) {
+  const fs::path d = temp_dir("read");
+  const fs::path t = d / "t";
+  fs::copy(kCrate, t, fs::copy_options::recursive);
+  // A module file that lives outside the crate, reached through a symlink.
+  fs::create_directories(d / "outside");
+  std::ofstream(d / "outside" / "ext.rs") << "pub fn ext() -> usize { 1 }\n";
+  fs::create_symlink(d / "outside" / "ext.rs", t / "src" / "ext.rs");
+  std::ofstream(t / "src" / "lib.rs", std::ios::app) << "pub mod ext;\n";
+  const std::vector<fs::path> read = {t / "src" / "model.rs", t / "src" / "lib.rs",
+                                      t / "Cargo.lock", d / "outside" / "ext.rs"};
+  std::vector<std::string> before;
+  for (const auto& f : read)
+    before.push_back(slurp(f));
+  const std::string crate = t.string();
+  const std::vector<std::vector<std::string>> cases = {
+      {"check", crate, "-o", (t / "src" / "model.rs").string()},
+      {"view", crate, "-o", (t / "src" / "model.rs").string()},
+      {"instrument", crate, "-o", (t / "src" / "model.rs").string()},
+      {"summary", crate, "-o", (t / "src" / "model.rs").string()},
+      {"check", crate, "--update-baseline", (t / "src" / "lib.rs").string()},
+      {"check", crate, "-o", (t / "Cargo.lock").string()},
+      {"check", crate, "-o", (d / "outside" / "ext.rs").string()},
+      {"check", crate, "-o", (t / "src" / "ext.rs").string()},
+  };
+  for (const auto& args : cases) {
+    CaptureStderr();
+    CaptureStdout();
+    const int code = cg::cli::run(args);
+    GetCapturedStdout();
+    const std::string err = GetCapturedStderr();
+    EXPECT_EQ(code, 2) << args[0] << " " << args[2] << " " << args[3] << ": " << err;
+    EXPECT_NE(err.find("refusing to overwrite an input"), std::string::npos) << err;
+  }
+  for (std::size_t i = 0; i < read.size(); ++i)
+    EXPECT_EQ(slurp(read[i]), before[i]) << read[i] << " was overwritten";
+  EXPECT_TRUE(fs::is_symlink(t / "src" / "ext.rs")) << "the symlink was replaced";
+  // A file the run did not read is still an ordinary output.
+  CaptureStderr();
+  CaptureStdout();
+  EXPECT_EQ(cg::cli::run({"check", crate, "-o", (d / "model.json").string()}), 0);
+  GetCapturedStdout();
+  GetCapturedStderr();
+  EXPECT_NE(slurp(d / "model.json").find("candle-graph/model/1"), std::string::npos);
+  fs::remove_all(d);
+}
+
+// What makes a command's output incomplete is said by every command, not only by `check`: a
+// module file skipped for one invalid UTF-8 byte loses its parameters from `summary` too.
+TEST(CliOutput, SummaryAndQuerySayWhichSourceFileWasSkipped) {
+  const fs::path d = temp_dir("skip");
+  fs::copy(kCrate, d / "t", fs::copy_options::recursive);
+  std::ofstream(d / "t" / "src" / "rotary.rs", std::ios::app) << "// \xff\n";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"summary", (d / "t").string()},
+        std::vector<std::string>{"query", "parameters", "--path", (d / "t").string()},
+        std::vector<std::string>{"view", (d / "t").string(), "-o", (d / "m.html").string()}}) {
+    CaptureStderr();
+    CaptureStdout();
+    EXPECT_EQ(cg::cli::run(args), 0) << args[0];
+    GetCapturedStdout();
+    const std::string err = GetCapturedStderr();
+    EXPECT_NE(err.find("rotary.rs is not valid UTF-8"), std::string::npos)
+        << args[0] << ": " << err;
+    EXPECT_NE(err.find("warning: "), std::string::npos) << err;
+  }
+  fs::remove_all(d);
+}
+
+TEST(CliOutput, AMistypedCommandGetsTheClosestOne) {
+  for (const auto& [typed, meant] : std::vector<std::pair<std::string, std::string>>{
+           {"sumary", "summary"}, {"veiw", "view"}, {"chek", "check"}}) {
+    CaptureStderr();
+    CaptureStdout();
+    EXPECT_EQ(cg::cli::run({typed, kCrate}), 2) << typed;
+    GetCapturedStdout();
+    const std::string err = GetCapturedStderr();
+    EXPECT_NE(err.find("did you mean `" + meant + "`?"), std::string::npos) << err;
+  }
+  CaptureStderr();
+  EXPECT_EQ(cg::cli::run({"frobnicate"}), 2);
+  const std::string err = GetCapturedStderr();
+  EXPECT_EQ(err.find("did you mean"), std::string::npos) << "nothing is close: " << err;
+  EXPECT_NE(err.find("commands: "), std::string::npos) << err;
+}
+
+TEST(CliOutput, HelpThatCannotBeWrittenIsAnError) {
+  EXPECT_EQ(run_with_full_stdout({"--help"}), 2);
+  EXPECT_EQ(run_with_full_stdout({"summary", "--help"}), 2);
+}
+
 TEST(CliOutput, ANegativeOffsetIsAUsageError) {
   CaptureStderr();
   CaptureStdout();
@@ -156,13 +249,26 @@ TEST(CliOutput, ProfileWithNoTraceMergedFailsAndSaysWhy) {
   EXPECT_EQ(code, 2) << err;
   EXPECT_NE(err.find("no runtime trace was merged"), std::string::npos) << err;
 
-  // view says it too (and still writes the page).
-  CaptureStderr();
-  const int view = cg::cli::run({"view", kCrate, "--runtime-trace", (d / "other.jsonl").string(),
-                                 "-o", (d / "model.html").string()});
-  err = GetCapturedStderr();
-  EXPECT_EQ(view, 0) << err;
-  EXPECT_NE(err.find("other.jsonl was not merged"), std::string::npos) << err;
+  // Every command that takes a trace says it and fails the same way: view still writes the page,
+  // check its IR, summary its table (without the time columns the user asked for).
+  const std::string trace = (d / "other.jsonl").string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"view", kCrate, "--runtime-trace", trace, "-o",
+                                 (d / "model.html").string()},
+        std::vector<std::string>{"check", kCrate, "--runtime-trace", trace, "-o",
+                                 (d / "model.json").string()},
+        std::vector<std::string>{"summary", kCrate, "--runtime-trace", trace}}) {
+    CaptureStderr();
+    CaptureStdout();
+    const int rc = cg::cli::run(args);
+    GetCapturedStdout();
+    err = GetCapturedStderr();
+    EXPECT_EQ(rc, 2) << args[0] << ": " << err;
+    EXPECT_NE(err.find("other.jsonl was not merged"), std::string::npos) << err;
+    EXPECT_NE(err.find("no runtime trace was merged"), std::string::npos) << err;
+  }
+  EXPECT_TRUE(fs::exists(d / "model.html"));
+  EXPECT_TRUE(fs::exists(d / "model.json"));
   fs::remove_all(d);
 }
 

@@ -57,4 +57,9 @@ JSONL
 grep -q "disagree" "$work/err" || fail "export --lenient is silent about the damaged end record"
 "$cg" export --chrome "$work/chrome.json" --runtime-trace "$work/damaged.jsonl" 2>/dev/null \
   && fail "export without --lenient accepted a damaged end record"
+# A reader that goes away early: the documented exit 2 ("stdout could not be written"), never a
+# death by SIGPIPE (141).
+"$cg" check "$crate" 2>"$work/err" | head -c10 >/dev/null; rc=${PIPESTATUS[0]}
+[ "$rc" -eq 2 ] || fail "check | head -c10 exits $rc, expected 2 ($(cat "$work/err"))"
+grep -q 'standard output' "$work/err" || fail "the lost output is said ($(cat "$work/err"))"
 echo "hostile inputs: ok"
