@@ -411,10 +411,21 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
     }
   out.value = default_of(c, s, *f);
   if (!out.value.concrete() && reported_.insert(c.path + f->name).second) {
-    if (c.path.empty()) values_->missing.emplace(f->json_name, field_source);
-    diags_.push_back(
-        {field_source, values_->origin + " has no field `" + c.path + f->json_name +
-                           "` and serde gives it no default; shapes using it stay symbolic"});
+    // Serde has a default (`#[serde(default)]`, `default = "f"`, a struct-level default, an
+    // Option) that is not evaluated here: the file is still one serde accepts, so the field is not
+    // missing, only unknown to this analysis.
+    const bool serde_defaults = !f->default_fn.empty() || f->serde_default || s.struct_default ||
+                                peel_type(f->type_text).rfind("Option<", 0) == 0;
+    if (serde_defaults) {
+      diags_.push_back({field_source, values_->origin + " has no field `" + c.path + f->json_name +
+                                          "`; serde's default for it is not " + "evaluated (" +
+                                          out.value.reason + "); shapes using it stay symbolic"});
+    } else {
+      if (c.path.empty()) values_->missing.emplace(f->json_name, field_source);
+      diags_.push_back(
+          {field_source, values_->origin + " has no field `" + c.path + f->json_name +
+                             "` and serde gives it no default; shapes using it stay symbolic"});
+    }
   }
   return out;
 }
@@ -628,6 +639,22 @@ std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t ty
     }
   }
   return out;
+}
+
+std::string rust_value_refusal(const std::string& type_text, const SymValue& v) {
+  std::string t = peel_type(type_text);
+  if (t.rfind("Option<", 0) == 0 && t.back() == '>') {
+    if (v.kind == SymValue::Kind::none) return "";
+    t = peel_type(t.substr(7, t.size() - 8));
+  } else if (v.kind == SymValue::Kind::none) {
+    return "None, and the parameter is no Option";
+  }
+  if (std::string why = serde_refusal(t, v); !why.empty()) return why;
+  if ((t == "f32" || t == "f64") && v.kind != SymValue::Kind::integer &&
+      v.kind != SymValue::Kind::real)
+    return "not a number";
+  if (t == "bool" && v.kind != SymValue::Kind::boolean) return "not true or false";
+  return "";
 }
 
 }  // namespace cg::analysis

@@ -20,6 +20,12 @@
 
 namespace cg::analysis {
 
+// Why Rust would refuse `v` as a value of type `type_text` ("a negative value", "a string", "out
+// of the range of u32"); "" when it takes it or the type is not one this judges (a path, an
+// enum). The rule config.json's values are held to (serde_json's strict integers), also applied
+// to `--arg` values: `None` for an Option only, a number for f32/f64, true/false for bool.
+std::string rust_value_refusal(const std::string& type_text, const SymValue& v);
+
 // A config value: a crate-local struct item and its dotted JSON path ("" or "text_config.").
 struct ConfigRef {
   std::size_t item = 0;

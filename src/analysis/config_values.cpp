@@ -2,6 +2,9 @@
 
 #include <simdjson.h>
 
+#include <set>
+#include <string_view>
+
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
 
@@ -21,9 +24,11 @@ void flatten(simdjson::dom::element el, const std::string& prefix, int depth, Co
         return;
       }
       simdjson::dom::object obj = el.get_object().value_unsafe();
+      std::set<std::string_view> seen;
       for (auto field : obj) {
         std::string key =
             prefix.empty() ? std::string(field.key) : prefix + "." + std::string(field.key);
+        if (!seen.insert(field.key).second) out.duplicates.insert(key);
         flatten(field.value, key, depth + 1, out);
       }
       return;

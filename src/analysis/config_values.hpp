@@ -37,6 +37,9 @@ struct ConfigValues {
   // Top-level keys a constructor looked for that the file lacks and serde cannot default, with
   // the field's source ("src/model.rs:12").
   mutable std::map<std::string, std::string, std::less<>> missing;
+  // Keys written twice in one object (the last value is kept in `fields`): serde's derived
+  // Deserialize refuses a duplicate field, so one a constructor reads is an input error.
+  std::set<std::string, std::less<>> duplicates;
 };
 
 // Throws cg::InputError naming the file (and the byte offset simdjson stopped at) when the file

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "analysis/builder/domain.hpp"
+#include "analysis/config_binding.hpp"
 #include "ir/stable_id.hpp"
 #include "util/deep_stack.hpp"
 #include "util/error.hpp"
@@ -174,21 +175,33 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
   return results;
 }
 
-// Every `--arg` must be a parameter some analyzed root constructor took.
+// Every `--arg` must be a parameter some analyzed root constructor took, with a value of its type.
 void check_args(const rust::Crate& crate, const std::vector<Result>& results,
                 const InventoryOptions& opts) {
   for (const auto& [name, value] : opts.args) {
     bool used = false;
     std::string params;
+    std::string problem;
     for (const auto& r : results) {
-      used = used || r.out.used_args.count(name) > 0;
-      for (const auto& p : crate.items()[r.cand.ctor].params)
+      const bool uses = r.out.used_args.count(name) > 0;
+      used = used || uses;
+      for (const auto& p : crate.items()[r.cand.ctor].params) {
         params += (params.empty() ? "" : ", ") + p.name;
+        if (uses && p.name == name && problem.empty()) {
+          problem = rust_value_refusal(p.type_text, value);
+          if (!problem.empty())
+            problem += ", which the parameter `" + p.name + ": " + p.type_text + "` cannot hold";
+        }
+      }
     }
     if (!used)
-      throw InputError("--arg " + name,
+      throw InputError("--arg " + shown_text(name),
                        "no analyzed root constructor takes a parameter `" + name + "`" +
                            (params.empty() ? std::string() : " (parameters: " + params + ")"));
+    if (!problem.empty()) {
+      throw InputError("--arg " + shown_text(name),
+                       "`" + shown_text(value.display()) + "` is " + problem);
+    }
   }
 }
 

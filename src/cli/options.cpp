@@ -23,6 +23,9 @@ void add_crate_options(CLI::App& cmd, CrateOptions& o, bool positional_path) {
                "Keep the whole crate's functions, operations and findings (default: one "
                "component's, when there is one)");
   cmd.add_option("--config", o.config, "config.json to bind (concrete shapes and counts)");
+  cmd.add_flag("--partial-config", o.partial_config,
+               "Bind a config.json that lacks fields the model requires (the rest stay symbolic); "
+               "without it such a file is an error");
   cmd.add_option("--config-key", o.config_key,
                  "Bind this object of the config (e.g. text_config of a multimodal config.json)");
   cmd.add_option("--arg", o.args,

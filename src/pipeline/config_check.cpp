@@ -378,6 +378,10 @@ void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
   const KeyUses uses = key_uses(ir, mods);
   std::vector<std::string> errors;
   check_refused_values(config, uses, ir, errors);
+  for (const auto& key : config.duplicates)
+    if (config.read.count(key))
+      errors.push_back("`" + key + "` is written twice in one object; serde refuses a duplicate " +
+                       "field (which value was meant?)");
   check_concrete_shapes(config, mods, ir, errors);
   throw_if_errors(config, std::move(errors));
   warn_unbound_keys(config, uses, ir);

@@ -100,12 +100,42 @@ struct CandleVersions {
 // The model's fields under one nested object of the config (`text_config` of a multimodal
 // config.json): say which, so the user can bind it. Only the fields of the analyzed (scoped)
 // components count: their warnings are the findings still in the IR.
-void suggest_config_key(const analysis::ConfigValues& config, ir::ModelIr& ir) {
+// The top-level fields the analyzed (scoped) components read that the file lacks and serde cannot
+// default.
+std::set<std::string, std::less<>> missing_fields(const analysis::ConfigValues& config,
+                                                  const ir::ModelIr& ir) {
   std::set<std::string, std::less<>> sources, missing;
   for (const auto& f : ir.findings)
     if (f.rule == "config-binding" && f.source) sources.insert(*f.source);
   for (const auto& [key, source] : config.missing)
     if (sources.count(source) != 0) missing.insert(key);
+  return missing;
+}
+
+// A file the model's serde would refuse (a field it requires is absent: another model's
+// config.json, or the text model's fields under `text_config`) is an input error, not a model of
+// some other size, unless the user asked for a partial binding.
+void refuse_foreign_config(const analysis::ConfigValues& config, const ir::ModelIr& ir,
+                           bool partial) {
+  const auto missing = missing_fields(config, ir);
+  if (missing.empty() || partial) return;
+  std::string names;
+  std::size_t n = 0;
+  for (const auto& m : missing)
+    if (n++ < 8) names += (names.empty() ? "`" : ", `") + m + "`";
+  if (missing.size() > 8) names += " and " + std::to_string(missing.size() - 8) + " more";
+  std::string hint = "is it this model's config.json? --partial-config binds the fields it has";
+  if (auto home = analysis::nested_home(config, missing))
+    hint = std::to_string(home->found) + " of them are in its `" + home->key +
+           "` object: bind it with --config-key " + home->key;
+  throw InputError(config.origin, "lacks " + std::to_string(missing.size()) +
+                                      " field(s) the model's config type requires (serde has no "
+                                      "default for them, so the model would refuse this file): " +
+                                      names + "; " + hint);
+}
+
+void suggest_config_key(const analysis::ConfigValues& config, ir::ModelIr& ir) {
+  const auto missing = missing_fields(config, ir);
   auto home = analysis::nested_home(config, missing);
   if (!home) return;
   ir.findings.push_back(ir::make_finding(
@@ -386,10 +416,15 @@ Analysis analyze(const Options& opts) {
     std::string name = eq == std::string::npos ? "" : arg.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
     if (name.empty() || value.empty())
-      throw InputError("--arg " + arg, "expected name=value, e.g. --arg num_labels=1000");
+      throw InputError("--arg " + shown_text(arg),
+                       "expected name=value, e.g. --arg num_labels=1000");
     std::optional<analysis::SymValue> v;
     for (const char* kind : {"integer_literal", "float_literal"})
       if (!v) v = analysis::parse_literal(kind, value);
+    // Digits past i64 are read as config.json reads them ("exceeds i64"), not as a float.
+    if (std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+        (!v || v->kind != analysis::SymValue::Kind::integer))
+      v = analysis::SymValue::symbolic(shown_text(value), "the value exceeds i64");
     // Only `true`/`false` are booleans (any other word was read as `false`: `--arg model=Vgg16`).
     if (!v && (value == "true" || value == "false"))
       v = analysis::parse_literal("boolean_literal", value);
@@ -397,7 +432,11 @@ Analysis analyze(const Options& opts) {
     // `Some(value)`.
     if (!v && value == "None") v = analysis::SymValue::none();
     if (!v) v = analysis::SymValue::of_string(value);
-    inv.args[name] = *v;
+    // A repeated name is a mistake the user should see, not a silent "the last one wins".
+    if (auto [it, fresh] = inv.args.try_emplace(name, *v); !fresh)
+      throw InputError("--arg " + shown_text(name),
+                       "given twice (`" + shown_text(it->second.display()) + "` and `" +
+                           shown_text(v->display()) + "`); give each parameter once");
   }
   analysis::build_inventory(crate, inv, a.ir);
   if (crate.units().size() > 1) drop_dependency_components(a.ir);
@@ -411,6 +450,8 @@ Analysis analyze(const Options& opts) {
   df.input_tensors = &opts.input_tensors;
   df.inputs_used = &inputs_used;
   analysis::build_dataflow(crate, df, a.ir);
+  if (!opts.all) scope_to_component(crate, a.ir);
+  // Checked after scoping, so that the inputs listed are the root's, not the whole crate's.
   for (const auto& [name, dims] : opts.input_tensors)
     if (!inputs_used.count(name)) {
       std::set<std::string> names;
@@ -424,11 +465,11 @@ Analysis analyze(const Options& opts) {
                            (inputs.empty() ? std::string(" (it has none the analysis found)")
                                            : "; its tensor inputs: " + inputs));
     }
-  if (!opts.all) scope_to_component(crate, a.ir);
   // What the bound config gave the (scoped) parameters: refused values are input errors, fields
   // left unbound are warnings.
   if (config) {
     check_config(*config, a.ir);
+    refuse_foreign_config(*config, a.ir, opts.partial_config);
     suggest_config_key(*config, a.ir);
   }
 

@@ -36,6 +36,10 @@ struct Options {
   // The object of `config` holding the model's fields (`text_config` of a multimodal
   // config.json); empty: the top level.
   std::string config_key;
+  // Bind a config.json that lacks fields the model's serde requires (`--partial-config`): the
+  // fields it has are bound, the others stay symbolic. Without it such a file is an input error,
+  // as serde would refuse it (another model's config.json).
+  bool partial_config = false;
   std::vector<std::string>
       args;  // `--arg name=value`: root constructor arguments (num_labels=1000)
   // `--input-shape xs=1x3x224x224`: the shape of an entrypoint's tensor input, by parameter name

@@ -34,11 +34,12 @@ std::string nested_config() {
                                          kFields + R"(, "vision_config": {"patch_size": 14}})");
 }
 
-pipeline::Analysis run(const std::string& config, const std::string& key) {
+pipeline::Analysis run(const std::string& config, const std::string& key, bool partial = false) {
   pipeline::Options o;
   o.path = std::string(CG_SOURCE_DIR) + "/tests/fixtures/crates/config_values";
   o.config = config;
   o.config_key = key;
+  o.partial_config = partial;
   return pipeline::analyze(o);
 }
 
@@ -63,8 +64,20 @@ std::string input_error(const std::string& config, const std::string& key) {
   return "";
 }
 
+// Bound at its top level, the file lacks every field the model requires: serde would refuse it,
+// so it is an input error naming the fields and the object that holds them.
+TEST(ConfigKey, ANestedConfigBoundAtTheTopIsRefusedNamingTheKey) {
+  const std::string e = input_error(nested_config(), "");
+  EXPECT_NE(e.find("lacks 4 field(s) the model's config type requires"), std::string::npos) << e;
+  EXPECT_NE(e.find("`hidden_size`, `num_hidden_layers`, `proj_size`, `vocab_size`"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("bind it with --config-key text_config"), std::string::npos) << e;
+}
+
+// With --partial-config the same file binds what it can, and the warnings say where the rest is.
 TEST(ConfigKey, NestedFieldsAreNamedFirstAmongTheWarnings) {
-  auto a = run(nested_config(), "");
+  auto a = run(nested_config(), "", true);
   std::string text = pipeline::config_warning_lines(a.ir);
   // The suggestion leads, before each missing field's own warning.
   EXPECT_EQ(text.find("warning: "), text.find("warning: " + nested_config()));
@@ -93,6 +106,21 @@ TEST(ConfigKey, ObjectThatIsNotThereNamesTheFileAndItsObjects) {
   EXPECT_NE(e.find("`text_config`, `vision_config`"), std::string::npos) << e;
   // A scalar is not an object either.
   EXPECT_NE(input_error(path, "architectures").find("non-empty JSON object"), std::string::npos);
+}
+
+// serde's derived Deserialize refuses a field written twice: which value was meant is not a guess.
+TEST(ConfigKey, AFieldWrittenTwiceIsRefused) {
+  const std::string twice = write_config(
+      "twice.json",
+      R"({"vocab_size": 16, "hidden_size": 8, "hidden_size": 32, "num_hidden_layers": 2, "proj_size": "4"})");
+  const std::string e = input_error(twice, "");
+  EXPECT_NE(e.find(twice), std::string::npos) << e;
+  EXPECT_NE(e.find("`hidden_size` is written twice"), std::string::npos) << e;
+  // Unread keys written twice are none of the model's business.
+  const std::string unread = write_config(
+      "unread.json",
+      R"({"vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 2, "proj_size": "4", "note": 1, "note": 2})");
+  EXPECT_EQ(input_error(unread, ""), "");
 }
 
 TEST(ConfigKey, KeyWithoutConfigIsAUsageError) {

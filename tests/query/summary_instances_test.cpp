@@ -332,6 +332,41 @@ TEST(SummaryInstances, AnArgOfNoneOrAValueDecidesAnOptionParameter) {
   EXPECT_EQ(seven.rows.front().output_shape, "[b_sz, 7]");
 }
 
+// A value Rust would refuse for the parameter's type is an input error naming it, as the same
+// value in a config.json is; never silently ignored (the layer left symbolic, exit 0).
+TEST(SummaryInstances, AnArgThatIsNoValueOfTheParametersTypeIsRefused) {
+  auto error_of = [](std::vector<std::string> args) -> std::string {
+    cg::pipeline::Options o;
+    o.path = kFunc;
+    o.root = "net";
+    o.args = std::move(args);
+    try {
+      cg::pipeline::analyze(o);
+    } catch (const cg::InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string huge(120 * 1024, '7');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"nclasses=-5", "is a negative value, which the parameter `nclasses: Option<usize>`"},
+      {"nclasses=1e3", "is a floating-point number"},
+      {"nclasses=\xef\xbc\x97", "is a string"},  // a full-width 7
+      {"nclasses=18446744073709551616", "is larger than 2^63"},
+      {"nclasses=" + huge, "is larger than 2^63"},
+      {"nclasses=true", "is a boolean"},
+  };
+  for (const auto& [arg, want] : cases) {
+    const std::string err = error_of({arg});
+    EXPECT_NE(err.find("--arg nclasses"), std::string::npos) << arg.substr(0, 40) << ": " << err;
+    EXPECT_NE(err.find(want), std::string::npos) << arg.substr(0, 40) << ": " << err;
+    EXPECT_LT(err.size(), 300u) << "the value is shown cut short, not whole";
+  }
+  const std::string twice = error_of({"nclasses=7", "nclasses=9"});
+  EXPECT_NE(twice.find("given twice"), std::string::npos) << twice;
+  EXPECT_EQ(error_of({"nclasses=7"}), "") << "a usize value is accepted";
+}
+
 // tiny-llama's Output Shape and Mult-Adds columns, the whole forward (config bound).
 TEST(SummaryInstances, TinyLlamaOutputShapesGolden) {
   auto a = analyze(kLlama, kLlama + "/config.json");
