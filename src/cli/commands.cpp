@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -450,12 +452,37 @@ void mcp_flags(CLI::App& cmd, Args& args) {
   add_evidence_options(cmd, args.crate, args.evidence);
 }
 
+// The server answers `initialize` and `tools/list` at once and analyses on the first tool call
+// that needs it: each call may name its own `root` and `config` (else the session's flags), and
+// each such analysis is kept for the calls after it.
 int run_mcp(Args& args) {
-  Analysis a = analyze(args, {});
-  const query::QueryContext ctx = query_context(a, args);
-  query::McpServer server(
-      query::query_kinds(),
-      [&](const query::QueryRequest& r) { return query::answer_query(a, r, ctx); }, kVersion);
+  struct Cached {
+    Analysis analysis;
+    query::QueryContext ctx;
+  };
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<Cached>> cache;
+  constexpr std::size_t kCached = 8;  // analyses kept; the oldest key goes first past it
+  std::vector<std::pair<std::string, std::string>> order;
+  auto answer = [&](const query::QueryRequest& r) {
+    Args call = args;
+    if (!r.root.empty()) call.crate.root = r.root;
+    if (!r.config.empty()) call.crate.config = r.config;
+    const auto key = std::make_pair(call.crate.root, call.crate.config);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      auto c = std::make_unique<Cached>();
+      c->analysis = analyze(call, {});
+      c->ctx = query_context(c->analysis, call);
+      if (order.size() == kCached) {
+        cache.erase(order.front());
+        order.erase(order.begin());
+      }
+      order.push_back(key);
+      it = cache.emplace(key, std::move(c)).first;
+    }
+    return query::answer_query(it->second->analysis, r, it->second->ctx);
+  };
+  query::McpServer server(query::query_kinds(), answer, kVersion);
   server.serve(std::cin, std::cout);
   return kExitOk;
 }

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <istream>
 #include <optional>
 #include <ostream>
@@ -144,22 +145,55 @@ std::string read_arguments(simdjson::dom::object params, QueryRequest& req) {
   if (params["arguments"].get_object().get(args) != simdjson::SUCCESS) return {};
   for (auto field : args) {
     std::string_view key = field.key;
-    if (key == "select" || key == "to") {
+    if (key == "select" || key == "to" || key == "root" || key == "config") {
       std::string_view v;
       if (field.value.get_string().get(v) != simdjson::SUCCESS)
         return std::string(key) + " must be a string";
-      (key == "select" ? req.selector : req.to) = std::string(v);
-    } else if (key == "limit" || key == "offset") {
+      (key == "select" ? req.selector
+       : key == "to"   ? req.to
+       : key == "root" ? req.root
+                       : req.config) = std::string(v);
+    } else if (key == "limit" || key == "offset" || key == "text_offset") {
       std::uint64_t v = 0;
       if (field.value.get_uint64().get(v) != simdjson::SUCCESS)
         return std::string(key) + " must be a non-negative integer";
       if (key == "limit" && v == 0) return "limit must be at least 1";
-      (key == "limit" ? req.limit : req.offset) = static_cast<std::size_t>(v);
+      (key == "limit"    ? req.limit
+       : key == "offset" ? req.offset
+                         : req.text_offset) = static_cast<std::size_t>(v);
     } else {
       return "unknown argument: " + std::string(key);
     }
   }
   return {};
+}
+
+// One page of a text answer longer than a tool result may be: from `offset`, at most
+// kMaxResultBytes less room for the note, cut after the last newline that keeps at least half the
+// page (else at a UTF-8 boundary), then a line saying where the rest continues. Empty when
+// `offset` is past the end.
+std::optional<std::string> text_page(const std::string& text, std::size_t offset) {
+  if (offset > text.size()) return std::nullopt;
+  constexpr std::size_t kNote = 256;
+  const std::size_t room = McpServer::kMaxResultBytes - kNote;
+  std::size_t end = std::min(text.size(), offset + room);
+  if (end < text.size()) {
+    const std::size_t nl = text.rfind('\n', end - 1);
+    if (nl != std::string::npos && nl + 1 > offset + room / 2)
+      end = nl + 1;
+    else
+      while (end > offset && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+        --end;
+  }
+  std::string page = text.substr(offset, end - offset);
+  if (end < text.size() || offset > 0) {
+    if (!page.empty() && page.back() != '\n') page += "\n";
+    page += "[candle-graph: bytes " + std::to_string(offset) + "-" + std::to_string(end) + " of " +
+            std::to_string(text.size()) + "; " + std::to_string(text.size() - end) + " left" +
+            (end < text.size() ? ": call again with \"text_offset\": " + std::to_string(end) + "]"
+                               : "]");
+  }
+  return page;
 }
 
 }  // namespace
@@ -199,6 +233,21 @@ std::string McpServer::tools_list_result() const {
       w.key("offset").begin_object().field("type", "integer").field("minimum", 0);
       w.field("default", 0).end_object();
     }
+    w.key("root").begin_object().field("type", "string");
+    w.field("description",
+            "the model to answer about, by its Rust path (\"models::llama::Llama\") or a "
+            "function taking a VarBuilder; default: the server's --root, else the whole crate");
+    w.end_object();
+    w.key("config").begin_object().field("type", "string");
+    w.field("description",
+            "path of a config.json to bind for concrete shapes and counts; default: the server's "
+            "--config");
+    w.end_object();
+    w.key("text_offset").begin_object().field("type", "integer").field("minimum", 0);
+    w.field("description",
+            "where to continue an answer longer than one result (64 KiB); the answer's last line "
+            "gives it");
+    w.field("default", 0).end_object();
     w.end_object();
     w.key("required").begin_array();
     if (t.requires_selector) w.value("select");
@@ -285,7 +334,22 @@ std::string McpServer::handle(std::string_view message) {
   w.begin_object().key("content").begin_array().begin_object().field("type", "text");
   bool is_error = false;
   try {
-    w.field("text", answer_(req));
+    std::string answer = answer_(req);
+    // Every result is bounded: a listing returns fewer records (its envelope's offset, returned
+    // and total say what is left), any other answer is paged by text_offset.
+    while (answer.size() > kMaxResultBytes && tool->paginated && req.limit > 1) {
+      req.limit /= 2;
+      answer = answer_(req);
+    }
+    if (answer.size() > kMaxResultBytes || req.text_offset > 0) {
+      auto page = text_page(answer, req.text_offset);
+      if (!page)
+        throw InputError(
+            "text_offset " + std::to_string(req.text_offset),
+            "past the end of the answer (" + std::to_string(answer.size()) + " bytes)");
+      answer = std::move(*page);
+    }
+    w.field("text", answer);
   } catch (const InputError& e) {
     w.field("text", e.what());
     is_error = true;

@@ -38,6 +38,8 @@ class McpServer {
   void serve(std::istream& in, std::ostream& out);
 
   static constexpr std::size_t kMaxMessageBytes = 4u << 20;
+  // The most text one tool result holds (an agent's context is the scarce resource).
+  static constexpr std::size_t kMaxResultBytes = 64u << 10;
 
  private:
   std::string tools_list_result() const;

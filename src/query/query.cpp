@@ -14,6 +14,7 @@
 #include "runtime/report_json.hpp"
 #include "util/error.hpp"
 #include "util/json_writer.hpp"
+#include "util/text.hpp"
 
 namespace cg::query {
 
@@ -338,10 +339,20 @@ Selected select_items(const ir::ModelIr& ir, const std::string& kind, const std:
   for (const auto& it : out.items)
     sels.push_back(it.sel);
   out.chosen = select(sels, selector).indices;
-  if (!selector.empty() && out.chosen.empty())
-    throw InputError("query " + kind, "no " + kind + " match '" + selector + "' (" +
-                                          std::to_string(out.items.size()) +
-                                          " records; try an empty selector)");
+  if (!selector.empty() && out.chosen.empty()) {
+    // A Rust path that is no component of this analysis is often a model another one builds
+    // (llava builds models::llama::Llama): analysing it as the root finds it.
+    const bool rust_path = selector.find("::") != std::string::npos;
+    throw InputError(
+        "query " + kind,
+        "no " + kind + " match '" + shown_text(selector, 200) + "' (" +
+            std::to_string(out.items.size()) + " records; try an empty selector" +
+            (rust_path ? std::string("; a type another model builds is analysed as "
+                                     "its own with --root ") +
+                             shown_text(selector, 200) + " (MCP: the tool's \"root\" argument)"
+                       : std::string()) +
+            ")");
+  }
   return out;
 }
 

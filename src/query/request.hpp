@@ -11,6 +11,10 @@ struct QueryRequest {
   std::string to;        // `path` only
   std::size_t limit = 100;
   std::size_t offset = 0;
+  // MCP only: the model to answer about (a `--root` and a `--config`), empty for the session's;
+  // and where a text answer longer than one tool result continues.
+  std::string root, config;
+  std::size_t text_offset = 0;
 };
 
 }  // namespace cg::query

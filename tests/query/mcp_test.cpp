@@ -126,3 +126,94 @@ TEST(Mcp, IdsOfAnyMagnitudeAndSpellingAreEchoedExactly) {
   EXPECT_NE(s.handle(R"({"jsonrpc":"2.0","id":01,"method":"ping"})").find("-32700"),
             std::string::npos);
 }
+
+namespace {
+
+// Every tool result fits an agent's context: a listing returns fewer records (its envelope says
+// how many are left), a long text is paged and says where it continues, and the pages put back
+// together are the whole answer.
+TEST(McpBounds, EveryResultIsBoundedAndSaysWhatIsLeft) {
+  const std::string table = [] {
+    std::string t;
+    for (int i = 0; i < 20000; ++i)
+      t += "row " + std::to_string(i) + " of the summary table\n";
+    return t;
+  }();
+  std::vector<cg::query::ToolSpec> tools = {
+      {"summary-table", "the table", false, false, false, false},
+      {"parameters", "a listing", true, false, false, true},
+  };
+  std::vector<cg::query::QueryRequest> seen;
+  McpServer s(
+      tools,
+      [&](const cg::query::QueryRequest& r) -> std::string {
+        seen.push_back(r);
+        if (r.kind == "summary-table") return table;
+        // 1 KB a record, 500 records: the default page of 100 is 100 KB.
+        const std::size_t n = std::min<std::size_t>(r.limit, 500 - r.offset);
+        return "{\"returned\":" + std::to_string(n) + ",\"total\":500,\"items\":\"" +
+               std::string(n * 1024, 'x') + "\"}";
+      },
+      "0.1.0");
+  simdjson::dom::parser p;
+  auto call = [&](const std::string& args) {
+    return std::string(
+        parse(p, s.handle(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":)" + args +
+                          "}"))["result"]["content"]
+            .at(0)["text"]
+            .get_string()
+            .value());
+  };
+  std::string listing = call(R"({"name":"query_parameters","arguments":{}})");
+  EXPECT_LE(listing.size(), McpServer::kMaxResultBytes);
+  EXPECT_NE(listing.find("\"total\":500"), std::string::npos);
+  EXPECT_EQ(seen.back().limit, 50u) << "halved until the page fits";
+
+  std::string whole;
+  std::size_t offset = 0;
+  for (int pages = 0; pages < 100; ++pages) {
+    std::string page = call(R"({"name":"query_summary-table","arguments":{"text_offset":)" +
+                            std::to_string(offset) + "}}");
+    EXPECT_LE(page.size(), McpServer::kMaxResultBytes);
+    const std::size_t note = page.rfind("[candle-graph: bytes ");
+    ASSERT_NE(note, std::string::npos) << page.substr(0, 200);
+    whole += page.substr(0, note);
+    const std::size_t next = page.find("\"text_offset\": ", note);
+    if (next == std::string::npos) {
+      EXPECT_NE(page.find(" 0 left]"), std::string::npos) << page.substr(note);
+      break;
+    }
+    offset = std::stoull(page.substr(next + 15));
+  }
+  EXPECT_EQ(whole, table) << "the pages put together are the answer";
+  // Past the end is a tool error, not an empty page.
+  auto past =
+      parse(p, s.handle(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":)"
+                        R"({"name":"query_summary-table","arguments":{"text_offset":99999999}}})"));
+  EXPECT_TRUE(past["result"]["isError"].get_bool().value());
+}
+
+// `root` and `config` reach the answer, so an agent narrows to one model without a restart.
+TEST(McpBounds, ACallNamesItsRootAndConfig) {
+  std::vector<cg::query::ToolSpec> tools = {{"summary", "s", false, false, false, false}};
+  cg::query::QueryRequest got;
+  McpServer s(
+      tools,
+      [&](const cg::query::QueryRequest& r) -> std::string {
+        got = r;
+        return "{}";
+      },
+      "0.1.0");
+  s.handle(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"query_summary",)"
+           R"("arguments":{"root":"models::llama::Llama","config":"llama.json"}}})");
+  EXPECT_EQ(got.root, "models::llama::Llama");
+  EXPECT_EQ(got.config, "llama.json");
+  simdjson::dom::parser p;
+  auto list = parse(p, s.handle(R"({"jsonrpc":"2.0","id":"l","method":"tools/list"})"));
+  auto props = list["result"]["tools"].at(0)["inputSchema"]["properties"];
+  EXPECT_TRUE(props["root"].is_object());
+  EXPECT_TRUE(props["config"].is_object());
+  EXPECT_TRUE(props["text_offset"].is_object());
+}
+
+}  // namespace
