@@ -164,11 +164,22 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
     throw InputError("component root `" + opts.root + "`",
                      "ambiguous: " + names + " all match; pass a module-qualified name");
   }
-  if (!opts.root.empty() && results.empty())
+  if (!opts.root.empty() && results.empty()) {
+    // The closest model type by its path (or its name, for a bare name): `LLama` -> `Llama`.
+    const bool path = opts.root.find("::") != std::string::npos;
+    std::string best;
+    std::size_t best_d = std::max<std::size_t>(3, opts.root.size() / 8);
+    for (const auto& c : cands) {
+      const rust::Item& t = crate.items()[c.type_item];
+      const std::size_t d = edit_distance(opts.root, path ? t.qualified : t.name);
+      if (d < best_d) best_d = d, best = t.qualified;
+    }
     throw InputError("component root `" + opts.root + "`",
                      "no struct named `" + opts.root +
                          "` with a constructor taking a VarBuilder, nor a function of that name "
-                         "taking one, was found in the crate");
+                         "taking one, was found in the crate" +
+                         (best.empty() ? std::string() : "; did you mean `" + best + "`?"));
+  }
   std::erase_if(results, [&](const Result& r) {
     return built_elsewhere.count(crate.items()[r.cand.type_item].qualified) > 0;
   });

@@ -50,23 +50,6 @@ int after_printing(int code) {
   return code;
 }
 
-// The edit distance of two short words (a command typed by hand), for "did you mean".
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // A first word that is no command: the closest command when it is a likely typo (`sumary`,
 // `veiw`), as cargo and git suggest, else the list of commands.
 std::string unknown_command_message(const std::string& word) {

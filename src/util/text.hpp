@@ -28,6 +28,10 @@ std::optional<std::pair<std::string_view, std::uint64_t>> dimension_quotient(std
 // or an escape sequence never reaches the user's terminal raw.
 std::string shown_text(std::string_view text, std::size_t max_bytes = 60);
 
+// Levenshtein distance of two short words (a command or a type name typed by hand), for "did you
+// mean"; comparisons are exact bytes, so `LLama` and `Llama` are one edit apart.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
 // `text` with its control bytes but newline and tab written as `\xNN`, whole: for messages whose
 // lines are meant, quoting source text or names that may hold ESC or NUL.
 std::string terminal_safe(std::string_view text);

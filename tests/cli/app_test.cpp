@@ -220,6 +220,21 @@ TEST(CliOutput, AMistypedCommandGetsTheClosestOne) {
   EXPECT_NE(err.find("commands: "), std::string::npos) << err;
 }
 
+TEST(CliOutput, AMistypedRootGetsTheClosestModel) {
+  CaptureStderr();
+  CaptureStdout();
+  EXPECT_EQ(cg::cli::run({"summary", kCrate, "--root", "model::TinyLLama"}), 2);
+  GetCapturedStdout();
+  std::string err = GetCapturedStderr();
+  EXPECT_NE(err.find("did you mean `model::TinyLlama`?"), std::string::npos) << err;
+  CaptureStderr();
+  CaptureStdout();
+  EXPECT_EQ(cg::cli::run({"summary", kCrate, "--root", "Tinyllama"}), 2);
+  GetCapturedStdout();
+  err = GetCapturedStderr();
+  EXPECT_NE(err.find("did you mean `model::TinyLlama`?"), std::string::npos) << err;
+}
+
 TEST(CliOutput, HelpThatCannotBeWrittenIsAnError) {
   EXPECT_EQ(run_with_full_stdout({"--help"}), 2);
   EXPECT_EQ(run_with_full_stdout({"summary", "--help"}), 2);
