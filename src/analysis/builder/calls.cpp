@@ -398,6 +398,12 @@ BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
     if (auto b = builder_method(n, recv)) return *b;
   if (auto t = held_tensor(n, recv, args)) return *t;
   if (recv.kind == Value::Kind::layer_config && nd.str == "clone") return recv;
+  // `cfg.clone()`: the same config (its fields assigned later on the copy only).
+  if (recv.kind == Value::Kind::config && args.empty() &&
+      (nd.str == "clone" || nd.str == "to_owned" || nd.str == "as_ref")) {
+    recv.modules.clear();
+    return recv;
+  }
   // A method of a crate-local value receiving a builder (`self.make(vb)` in a helper, a
   // config's factory) is not followed.
   if (any_builder(args))
@@ -489,6 +495,7 @@ void BuilderDomain::array_argument(std::vector<Value> elems, std::vector<Value>&
 BuilderDomain::Value BuilderDomain::aggregate(Eng& eng, NodeId n, std::vector<Value> elems) {
   Value v = sym_of(eng, n);
   if (node(n).kind == Kind::Tuple) {
+    if (!elems.empty()) v.elems = std::make_shared<const std::vector<Value>>(elems);
     std::vector<SymValue> row;
     for (const Value& e : elems) {
       if (e.kind != Value::Kind::sym || !e.sym.concrete()) return v;

@@ -224,6 +224,8 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
     case Kind::Let:
       if (is_ident(pat) || (node(pat).kind == Kind::PIdent && node(pat).syntax == "mut_pattern"))
         out_names.emplace_back(std::string(node(pat).str), o.b == kNone ? Value{} : v);
+      else if (o.b != kNone)
+        destructure(pat, v, out_names, 0);
       else
         shadow_pattern(pat, out_names);
       return out_names;
@@ -279,6 +281,64 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
       shadow_pattern(pat, out_names);
       return out_names;
   }
+}
+
+// A tuple or struct pattern bound to a value whose parts are known: a tuple expression's
+// elements (`let (h, i) = (cfg.hidden_size, cfg.intermediate_size)`, nested tuples too), a tuple
+// of literals' row, a config's or record's fields (`let Config { hidden_size, .. } = cfg`). A
+// part that is not known (a tuple returned by an unknown call) shadows the names below it:
+// nothing known, never a guess.
+void BuilderDomain::destructure(NodeId pat, const Value& v, Names& out_names, int depth) {
+  if (pat == kNone) return;
+  const rust::Node& p = node(pat);
+  if (depth > 16) {
+    shadow_pattern(pat, out_names);
+    return;
+  }
+  switch (p.kind) {
+    case Kind::PIdent:
+      out_names.emplace_back(std::string(p.str), v);
+      if (p.a != kNone) destructure(p.a, v, out_names, depth + 1);  // `x @ (a, b)`
+      return;
+    case Kind::PWild:
+      return;
+    case Kind::PRef:
+      destructure(p.a, v, out_names, depth + 1);
+      return;
+    case Kind::PTuple: {
+      // `(a, .., z)`: the names before the rest take the first parts, those after it the last.
+      const auto kids = body().kids_view(pat);
+      const auto rest = std::find_if(kids.begin(), kids.end(),
+                                     [&](NodeId k) { return node(k).kind == Kind::PRest; });
+      std::vector<Value> parts;
+      if (v.elems) {
+        parts = *v.elems;
+      } else if (v.rows && v.rows->size() == 1) {
+        for (const SymValue& s : v.rows->front()) {
+          Value e;
+          e.kind = Value::Kind::sym;
+          e.sym = s;
+          parts.push_back(std::move(e));
+        }
+      }
+      const auto before = static_cast<std::size_t>(rest - kids.begin());
+      const std::size_t after = rest == kids.end() ? 0 : kids.size() - before - 1;
+      if (rest == kids.end() ? parts.size() != kids.size() : parts.size() < before + after) break;
+      for (std::size_t i = 0; i < before; ++i)
+        destructure(kids[i], parts[i], out_names, depth + 1);
+      for (std::size_t i = 0; i < after; ++i)
+        destructure(kids[before + 1 + i], parts[parts.size() - after + i], out_names, depth + 1);
+      return;
+    }
+    case Kind::PStruct:
+      if (v.kind != Value::Kind::config && v.kind != Value::Kind::layer_config) break;
+      for (NodeId k : body().kids_view(pat))
+        destructure(node(k).a, member(v, node(k).str), out_names, depth + 1);
+      return;
+    default:
+      break;
+  }
+  shadow_pattern(pat, out_names);
 }
 
 // Every name a pattern introduces (and, as the syntax walk did, the identifiers of the paths it
