@@ -94,9 +94,13 @@ TEST(ConfigArrays, AKnownIndexReadsTheElement) {
   EXPECT_EQ(shape_of(a, "stages.1.blocks.1.weight"), "8,8");    // depths.get(1) = 2 blocks
   EXPECT_EQ(shape_of(a, "stages.0.blocks.1.weight"), "none");   // depths.get(0) = 1 block
   EXPECT_EQ(shape_of(a, "head.weight"), "7,8");  // last() = 8; get(5) is None: unwrap_or(7)
+  // `for (i, &r) in cfg.ratios.iter().rev().enumerate()` over [2, 3]: (0, 3), (1, 2).
+  EXPECT_EQ(shape_of(a, "norms.0.weight"), "1,3");
+  EXPECT_EQ(shape_of(a, "norms.1.weight"), "2,2");
+  EXPECT_EQ(shape_of(a, "norms.2.weight"), "none");
   auto m = cg::query::build_summary(a.ir, "F32");
-  // stage 0: 12 + 16, stage 1: 32 + 2 x 64, head 56.
-  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(28 + 160 + 56));
+  // stage 0: 12 + 16, stage 1: 32 + 2 x 64, head 56, norms 3 + 4.
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(28 + 160 + 56 + 7));
   EXPECT_EQ(m.totals.unknown_leaves, 0u);
   EXPECT_TRUE(m.totals.lower_bound.empty()) << m.totals.lower_bound;
 }

@@ -255,6 +255,7 @@ class BuilderDomain : public EvalContext {
   Loop loop_of(NodeId iter, NodeId pat);
   Value iteration(const Loop& lp, std::int64_t i) const;
   bool row_pattern(NodeId pat, std::size_t arity) const;
+  std::optional<std::vector<std::vector<SymValue>>> array_rows(NodeId iter);
   bool expandable(Loop& lp, NodeId pat);
   bool undo_if_too_big(Eng& eng, Loop& lp);
 

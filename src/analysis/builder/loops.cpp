@@ -45,8 +45,52 @@ BuilderDomain::Loop BuilderDomain::loop_of(NodeId iter, NodeId pat) {
       lp.lo = 0;
       lp.hi = static_cast<std::int64_t>(v->rows->size());
       lp.bound_text = "0.." + std::to_string(*lp.hi);  // concrete: its instances are expanded
+      return lp;
     }
+  if (auto rows = array_rows(range);
+      rows && !rows->empty() && row_pattern(pat, rows->front().size())) {
+    lp.rows = std::make_shared<const std::vector<std::vector<SymValue>>>(std::move(*rows));
+    lp.lo = 0;
+    lp.hi = static_cast<std::int64_t>(lp.rows->size());
+    lp.bound_text = "0.." + std::to_string(*lp.hi);
+  }
   return lp;
+}
+
+// `cfg.ratios.iter()`, `.iter().rev().enumerate()`, `&cfg.ratios`: a config.json array of
+// scalars iterated, one row per element (`enumerate` puts the index first; `rev`, `copied`,
+// `cloned` as std does). nullopt when the array's elements are not known.
+std::optional<std::vector<std::vector<SymValue>>> BuilderDomain::array_rows(NodeId iter) {
+  std::vector<std::string_view> chain;  // outermost first
+  NodeId base = iter;
+  while (base != kNone) {
+    const rust::Node& b = node(base);
+    if (b.kind == Kind::Ref || b.kind == Kind::Paren) {
+      base = b.a;
+    } else if (b.kind == Kind::MethodCall && b.kids_count == 0 &&
+               (b.str == "iter" || b.str == "into_iter" || b.str == "enumerate" || b.str == "rev" ||
+                b.str == "copied" || b.str == "cloned")) {
+      chain.push_back(b.str);
+      base = b.a;
+    } else {
+      break;
+    }
+  }
+  if (base == kNone || chain.empty() || node(base).kind != Kind::Field) return std::nullopt;
+  SymValue arr = eval_sym(base);
+  if (!arr.elements) return std::nullopt;
+  std::vector<std::vector<SymValue>> rows;
+  for (const SymValue& e : *arr.elements)
+    rows.push_back({e});
+  for (auto m = chain.rbegin(); m != chain.rend(); ++m) {
+    if (*m == "rev") std::reverse(rows.begin(), rows.end());
+    if (*m == "enumerate") {
+      if (rows.front().size() != 1) return std::nullopt;  // enumerate twice
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        rows[i].insert(rows[i].begin(), SymValue::of_int(static_cast<std::int64_t>(i)));
+    }
+  }
+  return rows;
 }
 
 // A loop pattern that binds a literal array's rows: a name (rows of one), or a tuple of names of
@@ -58,7 +102,8 @@ bool BuilderDomain::row_pattern(NodeId pat, std::size_t arity) const {
   if (node(pat).kind != Kind::PTuple) return false;
   const auto kids = body().kids_view(pat);
   return kids.size() == arity && std::all_of(kids.begin(), kids.end(), [&](NodeId k) {
-           return node(k).kind == Kind::PIdent || is_ident(k);
+           k = body().peel(k, {Kind::PRef});  // `(i, &ratio)`
+           return k != kNone && (node(k).kind == Kind::PIdent || is_ident(k));
          });
 }
 
@@ -268,7 +313,8 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
           Value e;
           e.kind = Value::Kind::sym;
           e.sym = v.rows->front()[k];
-          out_names.emplace_back(std::string(node(kids[k]).str), std::move(e));
+          out_names.emplace_back(std::string(node(body().peel(kids[k], {Kind::PRef})).str),
+                                 std::move(e));
         }
         return out_names;
       }
