@@ -495,15 +495,18 @@ void BuilderDomain::array_argument(std::vector<Value> elems, std::vector<Value>&
 BuilderDomain::Value BuilderDomain::aggregate(Eng& eng, NodeId n, std::vector<Value> elems) {
   Value v = sym_of(eng, n);
   if (node(n).kind == Kind::Tuple) {
-    if (!elems.empty()) v.elems = std::make_shared<const std::vector<Value>>(elems);
     std::vector<SymValue> row;
     for (const Value& e : elems) {
-      if (e.kind != Value::Kind::sym || !e.sym.concrete()) return v;
+      if (e.kind != Value::Kind::sym || !e.sym.concrete()) {
+        row.clear();
+        break;
+      }
       row.push_back(e.sym);
     }
     if (!row.empty())
       v.rows = std::make_shared<std::vector<std::vector<SymValue>>>(
           std::vector<std::vector<SymValue>>{std::move(row)});
+    if (!elems.empty()) v.elems = std::make_shared<const std::vector<Value>>(std::move(elems));
   } else if (node(n).kind == Kind::Array) {
     v.rows = rows_of(elems);
   }
