@@ -101,9 +101,12 @@ TEST(ConfigArrays, AKnownIndexReadsTheElement) {
   EXPECT_EQ(shape_of(a, "norms.0.weight"), "1,3");
   EXPECT_EQ(shape_of(a, "norms.1.weight"), "2,2");
   EXPECT_EQ(shape_of(a, "norms.2.weight"), "none");
+  // `cfg.depths.iter().enumerate().map(|(i, &d)| ..)` over [1, 2]: the closure once per element.
+  EXPECT_EQ(shape_of(a, "convs.0.weight"), "2,1");
+  EXPECT_EQ(shape_of(a, "convs.1.weight"), "2,2");
   auto m = cg::query::build_summary(a.ir, "F32");
-  // stage 0: 12 + 16, stage 1: 32 + 2 x 64, head 56, norms 3 + 4.
-  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(28 + 160 + 56 + 7));
+  // stage 0: 12 + 16, stage 1: 32 + 2 x 64, head 56, norms 3 + 4, convs 2 + 4.
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(28 + 160 + 56 + 7 + 6));
   EXPECT_EQ(m.totals.unknown_leaves, 0u);
   EXPECT_TRUE(m.totals.lower_bound.empty()) << m.totals.lower_bound;
 }
