@@ -19,6 +19,8 @@ models=(
   "vit-base-patch16-224|models::vit::Model|vit-base-patch16-224.json|--arg num_labels=1000|86,567,656|with the 1000-class head"
   "falcon-7b|models::falcon::Falcon|falcon-7b.json||6,921,720,704|lm_head tied to word_embeddings, counted once"
   "t5-v1_1-xxl encoder|models::t5::T5EncoderModel|t5-v1_1-xxl.json||≈4.76B|gated-gelu feed-forward"
+  "t5-small|models::t5::T5ForConditionalGeneration|t5-small.json||60,506,624|encoder and decoder, lm_head tied to shared"
+  "starcoder2-3b|models::starcoder2::Model|starcoder2-3b.json||3,030,371,328|lm_head tied to embed_tokens"
 )
 echo "| model | \`summary\` total | published |"
 echo "| --- | --- | --- |"

@@ -323,6 +323,16 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
         SymValue::symbolic(shown, "the config struct has no field `" + std::string(name) + "`");
     return out;
   }
+  if (c.assigned)
+    if (auto it = c.assigned->find(name); it != c.assigned->end()) {
+      out.value = it->second;
+      return out;
+    }
+  if (c.defaulted) {
+    out.value = impl_default(c, *f);
+    if (!out.value.concrete()) out.value.text = shown;
+    return out;
+  }
   if (c.computed) {
     auto it = c.computed->find(name);
     out.value = it != c.computed->end()
@@ -345,6 +355,13 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
     if (info(nested->item).deserialize || !nested->bound) {
       nested->path = c.path + f->json_name + ".";
       nested->bound = c.bound && info(nested->item).deserialize;
+      // Absent from the file and `#[serde(default)]`: serde builds it with `Default::default()`.
+      if (nested->bound && f->serde_default && f->default_fn.empty()) {
+        auto it = values_->fields.lower_bound(nested->path);
+        const bool given = values_->find(c.path + f->json_name) != nullptr ||
+                           (it != values_->fields.end() && it->first.rfind(nested->path, 0) == 0);
+        nested->defaulted = !given;
+      }
       out.config = nested;
       return out;
     }
@@ -510,6 +527,24 @@ std::optional<FieldResult> ConfigBinding::deserialized(const ConfigRef& c,
   return out;
 }
 
+// Field `f` of `Default::default()` of config struct `c`: its value in the struct literal of an
+// `impl Default`, else (a derived `Default`) its type's default.
+SymValue ConfigBinding::impl_default(const ConfigRef& c, const FieldInfo& f) const {
+  for (std::size_t m : crate_.methods(c.item, "default")) {
+    const rust::Body& body = crate_.lowered(m);
+    if (body.root == kNone || (body[body.root].flags & rust::kTrailingExtras)) continue;
+    NodeId tail = body.tail(body.root);
+    if (tail == kNone || body[tail].syntax != "struct_expression") continue;
+    for (NodeId fi : body.kids(tail)) {
+      if (body[fi].flags & rust::kShorthand) continue;
+      if (body[fi].str != f.name) continue;
+      BodyContext ctx(*this, std::nullopt);
+      return evaluate(body, body[fi].a, ctx);
+    }
+  }
+  return type_default(f.type_text);
+}
+
 SymValue ConfigBinding::default_of(const ConfigRef& c, const StructInfo& s,
                                    const FieldInfo& f) const {
   const rust::Item& st = crate_.items()[c.item];
@@ -529,19 +564,7 @@ SymValue ConfigBinding::default_of(const ConfigRef& c, const StructInfo& s,
   if (f.serde_default) return type_default(f.type_text);
   if (s.struct_default) {
     // `impl Default for Config { fn default() -> Self { Self { field: .., .. } } }`
-    for (std::size_t m : crate_.methods(c.item, "default")) {
-      const rust::Body& body = crate_.lowered(m);
-      if (body.root == kNone || (body[body.root].flags & rust::kTrailingExtras)) continue;
-      NodeId tail = body.tail(body.root);
-      if (tail == kNone || body[tail].syntax != "struct_expression") continue;
-      for (NodeId fi : body.kids(tail)) {
-        if (body[fi].flags & rust::kShorthand) continue;
-        if (body[fi].str != f.name) continue;
-        BodyContext ctx(*this, std::nullopt);
-        return evaluate(body, body[fi].a, ctx);
-      }
-    }
-    return type_default(f.type_text);
+    return impl_default(c, f);
   }
   if (peel_type(f.type_text).rfind("Option<", 0) == 0) return SymValue::none();
   return SymValue::symbolic(shown, "config.json has no field `" + c.path + f.json_name + "`");

@@ -38,6 +38,13 @@ struct ConfigRef {
   // A struct a field's `#[serde(deserialize_with = "f")]` built from its JSON value: the fields
   // `f`'s struct literal gives (`ActivationWithOptionalGating { gated: true, .. }`).
   std::shared_ptr<const std::map<std::string, SymValue, std::less<>>> computed;
+  // Fields a copy of the config was given after it was read (`let mut c = cfg.clone();
+  // c.is_decoder = true;`, `Config { num_layers: 2, ..cfg.clone() }`): they replace the file's
+  // values (a value not known stays symbolic); every other field reads as before.
+  std::shared_ptr<const std::map<std::string, SymValue, std::less<>>> assigned;
+  // A nested struct the file does not give whose field is `#[serde(default)]`: serde builds it
+  // with its `Default` (t5's absent `feed_forward_proj`), so each field reads that default.
+  bool defaulted = false;
 };
 
 struct FieldResult {
@@ -94,6 +101,7 @@ class ConfigBinding {
   };
   const StructInfo& info(std::size_t item) const;
   SymValue default_of(const ConfigRef& c, const StructInfo& s, const FieldInfo& f) const;
+  SymValue impl_default(const ConfigRef& c, const FieldInfo& f) const;
   std::optional<FieldResult> deserialized(const ConfigRef& c, const FieldInfo& f) const;
   SymValue eval_fn_body(std::size_t fn_item, const std::optional<ConfigRef>& self,
                         const std::vector<SymValue>& args) const;

@@ -34,9 +34,28 @@ void flatten(simdjson::dom::element el, const std::string& prefix, int depth, Co
       return;
     }
     case T::ARRAY: {
-      auto n = el.get_array().value_unsafe().size();
+      auto arr = el.get_array().value_unsafe();
+      auto n = arr.size();
       SymValue v = SymValue::symbolic(prefix, "array of " + std::to_string(n) + " elements");
       v.array_len = static_cast<std::int64_t>(n);
+      // An array of scalars keeps its elements (an index known statically reads one).
+      auto elements = std::make_shared<std::vector<SymValue>>();
+      for (auto e : arr) {
+        if (e.type() == T::ARRAY || e.type() == T::OBJECT) {
+          elements.reset();
+          break;
+        }
+        ConfigValues one;
+        const std::string key = prefix + "[" + std::to_string(elements->size()) + "]";
+        flatten(e, key, depth + 1, one);
+        auto it = one.fields.find(key);
+        if (it == one.fields.end()) {
+          elements.reset();
+          break;
+        }
+        elements->push_back(std::move(it->second));
+      }
+      v.elements = std::move(elements);
       out.fields[prefix] = std::move(v);
       return;
     }

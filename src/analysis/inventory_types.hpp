@@ -65,6 +65,9 @@ struct Value {
   // row per element (a scalar element is a row of one): a loop over it is expanded, each
   // iteration's pattern bound to its row. One row: a tuple of literals.
   std::shared_ptr<const std::vector<std::vector<SymValue>>> rows;
+  // A tuple expression's elements, each its own value (`(cfg.hidden_size, vb.pp("fc"))`): a
+  // tuple pattern binds each name to its element (`let (h, i) = (..)`, nested tuples too).
+  std::shared_ptr<const std::vector<Value>> elems;
 };
 
 struct Inst {

@@ -296,15 +296,32 @@ struct Evaluator {
         return name == "len" ? SymValue::of_int(len) : SymValue::of_bool(len == 0);
       }
     }
+    // `cfg.hidden_sizes.get(i)`: the element (a `Some` is its value here), `None` past the end.
+    if (name == "get" && argv.size() == 1 && argv[0].kind == SymValue::Kind::integer) {
+      SymValue r = eval(recv, depth + 1);
+      if (r.elements) {
+        if (argv[0].integer >= 0 && static_cast<std::size_t>(argv[0].integer) < r.elements->size())
+          return (*r.elements)[static_cast<std::size_t>(argv[0].integer)];
+        return SymValue::none();
+      }
+    }
+    if ((name == "first" || name == "last") && argv.empty()) {
+      SymValue r = eval(recv, depth + 1);
+      if (r.elements) {
+        if (r.elements->empty()) return SymValue::none();
+        return name == "first" ? r.elements->front() : r.elements->back();
+      }
+    }
     if (name == "as_str" || name == "as_ref" || name == "to_string" || name == "to_owned" ||
         name == "into") {
       SymValue r = eval(recv, depth + 1);
       if (r.concrete()) return r;
     }
     if (name == "unwrap_or" || name == "unwrap_or_else" || name == "unwrap_or_default" ||
-        name == "unwrap" || name == "expect" || name == "clone" || name == "min" || name == "max") {
+        name == "unwrap" || name == "expect" || name == "clone" || name == "copied" ||
+        name == "cloned" || name == "min" || name == "max") {
       SymValue r = eval(recv, depth + 1);
-      if (name == "clone") return r;
+      if (name == "clone" || name == "copied" || name == "cloned") return r;
       if (name == "unwrap" || name == "expect") {
         if (r.kind == SymValue::Kind::none) return unknown(n, "unwrap of None");
         return r.concrete() ? r : SymValue::symbolic(r.text, r.reason);
@@ -391,6 +408,7 @@ struct Evaluator {
     if (t == "unary_expression") {
       std::string op(node.str);
       SymValue v = eval(node.a, depth + 1);
+      if (op == "*" && v.concrete()) return v;  // `*hidden_size` of a `&usize`: the number
       if (!v.concrete()) return unknown(n, v.reason);
       if (op == "-" && v.kind == SymValue::Kind::integer) return SymValue::of_int(-v.integer);
       if (op == "-" && v.kind == SymValue::Kind::real) return SymValue::of_real(-v.real);
@@ -416,6 +434,17 @@ struct Evaluator {
           return eval(only, depth + 1);
       }
       return unknown(n, "block with statements");
+    }
+    if (t == "index_expression") {
+      // `cfg.hidden_sizes[i]` with `i` known (an expanded loop's index) and in range.
+      SymValue base = eval(node.a, depth + 1);
+      SymValue i = eval(node.b, depth + 1);
+      if (base.elements && i.kind == SymValue::Kind::integer && i.integer >= 0 &&
+          static_cast<std::size_t>(i.integer) < base.elements->size())
+        return (*base.elements)[static_cast<std::size_t>(i.integer)];
+      return unknown(n, !base.elements ? std::string("index of an array not known")
+                        : i.concrete() ? "index " + i.display() + " out of range"
+                                       : i.reason);
     }
     if (t == "scoped_identifier") {
       std::string s = text(n);

@@ -4,6 +4,7 @@
 // `if cfg.tie_word_embeddings {…}`) as far as the bound facts allow. Whatever cannot be evaluated
 // stays symbolic: its source text plus the reason, never a guessed number.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,9 @@ struct SymValue {
   std::string reason;  // why a symbolic value is not concrete
   // A symbolic array whose length is known (a config.json array): `len()` evaluates.
   std::optional<std::int64_t> array_len;
+  // That array's elements when each is a number, string, boolean or null (`hidden_sizes: [64,
+  // 128]`): `a[i]` and `a.get(i)` with a known index evaluate.
+  std::shared_ptr<const std::vector<SymValue>> elements;
 
   static SymValue of_int(std::int64_t v);
   static SymValue of_real(double v);

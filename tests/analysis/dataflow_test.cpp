@@ -347,6 +347,30 @@ TEST(Dataflow, AttentionMatmulMultAddsFromTheConfig) {
   EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
 }
 
+TEST(Dataflow, AConfigChosenActivationKeepsTheShape) {
+  // hidden 4, intermediate 8: `xs.apply(&up)?.apply(&act)?.apply(&down)` with `hidden_act:
+  // "silu"` is (b, t, 8) into down_proj 8 -> 4: b*t*32, and its output (b, t, 4).
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow/activation_mlp";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  const auto* act = op(ir, "Mlp::forward", "forward", 1);
+  ASSERT_NE(act, nullptr);
+  EXPECT_EQ(dims(tensor(ir, act->output)->shape), "b,t,8");
+  const auto* down = op(ir, "Mlp::forward", "forward", 2);
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->mult_adds.value_or("-"), "b*t*32");
+  EXPECT_EQ(dims(tensor(ir, down->output)->shape), "b,t,4");
+  // `self.act.forward(&h)` the same.
+  const auto* out = op(ir, "Head::forward", "forward", 2);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->mult_adds.value_or("-"), "b*t*32");
+  // `gate_act: "swiglu"` halves the last dimension: nothing is claimed after it.
+  const auto* gated = op(ir, "Gated::forward", "forward", 2);
+  ASSERT_NE(gated, nullptr);
+  EXPECT_FALSE(gated->mult_adds) << *gated->mult_adds;
+  EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
+}
+
 TEST(Dataflow, WithoutAConfigShapesStaySymbolicAndNoMultAddsAreGuessed) {
   auto ir = analyze_dir(fs::path(CG_SOURCE_DIR) / "examples/tiny-llama", true);
   const auto* qr = op(ir, "Attention::forward", "reshape", 0);

@@ -398,6 +398,12 @@ BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
     if (auto b = builder_method(n, recv)) return *b;
   if (auto t = held_tensor(n, recv, args)) return *t;
   if (recv.kind == Value::Kind::layer_config && nd.str == "clone") return recv;
+  // `cfg.clone()`: the same config (its fields assigned later on the copy only).
+  if (recv.kind == Value::Kind::config && args.empty() &&
+      (nd.str == "clone" || nd.str == "to_owned" || nd.str == "as_ref")) {
+    recv.modules.clear();
+    return recv;
+  }
   // A method of a crate-local value receiving a builder (`self.make(vb)` in a helper, a
   // config's factory) is not followed.
   if (any_builder(args))
@@ -491,12 +497,16 @@ BuilderDomain::Value BuilderDomain::aggregate(Eng& eng, NodeId n, std::vector<Va
   if (node(n).kind == Kind::Tuple) {
     std::vector<SymValue> row;
     for (const Value& e : elems) {
-      if (e.kind != Value::Kind::sym || !e.sym.concrete()) return v;
+      if (e.kind != Value::Kind::sym || !e.sym.concrete()) {
+        row.clear();
+        break;
+      }
       row.push_back(e.sym);
     }
     if (!row.empty())
       v.rows = std::make_shared<std::vector<std::vector<SymValue>>>(
           std::vector<std::vector<SymValue>>{std::move(row)});
+    if (!elems.empty()) v.elems = std::make_shared<const std::vector<Value>>(std::move(elems));
   } else if (node(n).kind == Kind::Array) {
     v.rows = rows_of(elems);
   }

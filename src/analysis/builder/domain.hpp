@@ -109,7 +109,7 @@ class BuilderDomain : public EvalContext {
   std::optional<std::vector<Value>> expand(Eng& eng, NodeId n, const Value& iter);
   bool iterated(Eng& eng, NodeId n, std::size_t i);
   Value loop_variable(Eng&, NodeId, const Value&);
-  std::optional<Value> assign(Eng&, NodeId, Value) { return std::nullopt; }
+  std::optional<Value> assign(Eng& eng, NodeId n, Value v);
   std::optional<Value> closure(Eng& eng, NodeId n);
   Value structure(Eng& eng, NodeId n);
   void uncertain(Eng& eng, NodeId stmt, bool begin);
@@ -220,6 +220,7 @@ class BuilderDomain : public EvalContext {
   std::optional<Value> builder_method(NodeId n, const Value& recv);
   std::optional<Value> struct_value(NodeId n, const std::map<std::string, Value>* evaluated);
   Value record_field(const Value& record, std::string_view name);
+  Value member(Value base, std::string_view name);
   std::vector<std::string> prefix_segments(NodeId arg);
   std::string format_template(NodeId macro);
   std::size_t resolution_item() const;
@@ -245,6 +246,7 @@ class BuilderDomain : public EvalContext {
   Cert inner_of(std::size_t i, const Cert& outer, const std::string& group) const;
   std::string first_identifier(NodeId pat) const;
   void shadow_pattern(NodeId pat, Names& out) const;
+  void destructure(NodeId pat, const Value& v, Names& out, int depth);
   void shadow_path(std::string_view path, bool last, Names& out) const;
   void shadow_expr(NodeId n, Names& out) const;
   std::vector<NodeId> pattern_elems(NodeId pat) const;
@@ -253,6 +255,7 @@ class BuilderDomain : public EvalContext {
   Loop loop_of(NodeId iter, NodeId pat);
   Value iteration(const Loop& lp, std::int64_t i) const;
   bool row_pattern(NodeId pat, std::size_t arity) const;
+  std::optional<std::vector<std::vector<SymValue>>> array_rows(NodeId iter);
   bool expandable(Loop& lp, NodeId pat);
   bool undo_if_too_big(Eng& eng, Loop& lp);
 

@@ -348,6 +348,28 @@ BuilderDomain::Value BuilderDomain::let_value(Eng&, NodeId let, Value v) {
   return v;
 }
 
+// Assignments rebind nothing (the inventory reads each `let`), but for a field of a local config
+// (`encoder_cfg.is_decoder = false` after `let mut encoder_cfg = cfg.clone()`): that local's copy
+// reads the assigned value from then on (`op=`: a value not known).
+std::optional<BuilderDomain::Value> BuilderDomain::assign(Eng&, NodeId n, Value v) {
+  const rust::Node& nd = node(n);
+  NodeId lhs = nd.a;
+  if (lhs == kNone || node(lhs).kind != Kind::Field || !is_ident(node(lhs).a) ||
+      node(node(lhs).a).kind != Kind::Path)
+    return std::nullopt;
+  Value* cfg = local_mut(text(node(lhs).a));
+  if (cfg == nullptr || cfg->kind != Value::Kind::config) return std::nullopt;
+  std::string name(node(lhs).str);
+  auto assigned = std::make_shared<std::map<std::string, SymValue, std::less<>>>();
+  if (cfg->config.assigned) *assigned = *cfg->config.assigned;
+  SymValue s = v.kind == Value::Kind::sym && nd.kind == Kind::Assign
+                   ? v.sym
+                   : SymValue::symbolic(text(lhs), "`" + text(n) + "` is not evaluated");
+  (*assigned)[name] = std::move(s);
+  cfg->config.assigned = std::move(assigned);
+  return std::nullopt;
+}
+
 BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
   std::map<std::string, Value> evaluated;
   for (NodeId fi : body().kids_view(n)) {
@@ -367,7 +389,27 @@ BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
     if (built) v.modules.push_back(ctx().created.back());
     evaluated[fname] = std::move(v);
   }
-  eng.eval(node(n).a);  // `..base`
+  Value base = eng.eval(node(n).a);  // `..base`
+  // `Config { num_layers: 2, ..cfg.clone() }`: the base config with those fields replaced.
+  if (base.kind == Value::Kind::config) {
+    std::string type = inventory::strip_generics(std::string(node(n).str));
+    auto own = config_type(type, crate_.items()[eng.item()].module);
+    if (own && own->item == base.config.item) {
+      auto assigned = std::make_shared<std::map<std::string, SymValue, std::less<>>>();
+      if (base.config.assigned) *assigned = *base.config.assigned;
+      for (NodeId fi : body().kids_view(n)) {
+        const auto it = evaluated.find(std::string(node(fi).str));
+        (*assigned)[std::string(node(fi).str)] =
+            it != evaluated.end() && it->second.kind == Value::Kind::sym
+                ? it->second.sym
+                : SymValue::symbolic(text(fi), "`" + text(fi) + "` is not a number");
+      }
+      base.config.assigned = std::move(assigned);
+      base.modules.clear();
+      base.elems.reset();
+      return base;
+    }
+  }
   if (auto s = struct_value(n, &evaluated)) return *s;
   return {};
 }

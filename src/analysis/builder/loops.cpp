@@ -45,8 +45,52 @@ BuilderDomain::Loop BuilderDomain::loop_of(NodeId iter, NodeId pat) {
       lp.lo = 0;
       lp.hi = static_cast<std::int64_t>(v->rows->size());
       lp.bound_text = "0.." + std::to_string(*lp.hi);  // concrete: its instances are expanded
+      return lp;
     }
+  if (auto rows = array_rows(range);
+      rows && !rows->empty() && row_pattern(pat, rows->front().size())) {
+    lp.rows = std::make_shared<const std::vector<std::vector<SymValue>>>(std::move(*rows));
+    lp.lo = 0;
+    lp.hi = static_cast<std::int64_t>(lp.rows->size());
+    lp.bound_text = "0.." + std::to_string(*lp.hi);
+  }
   return lp;
+}
+
+// `cfg.ratios.iter()`, `.iter().rev().enumerate()`, `&cfg.ratios`: a config.json array of
+// scalars iterated, one row per element (`enumerate` puts the index first; `rev`, `copied`,
+// `cloned` as std does). nullopt when the array's elements are not known.
+std::optional<std::vector<std::vector<SymValue>>> BuilderDomain::array_rows(NodeId iter) {
+  std::vector<std::string_view> chain;  // outermost first
+  NodeId base = iter;
+  while (base != kNone) {
+    const rust::Node& b = node(base);
+    if (b.kind == Kind::Ref || b.kind == Kind::Paren) {
+      base = b.a;
+    } else if (b.kind == Kind::MethodCall && b.kids_count == 0 &&
+               (b.str == "iter" || b.str == "into_iter" || b.str == "enumerate" || b.str == "rev" ||
+                b.str == "copied" || b.str == "cloned")) {
+      chain.push_back(b.str);
+      base = b.a;
+    } else {
+      break;
+    }
+  }
+  if (base == kNone || chain.empty() || node(base).kind != Kind::Field) return std::nullopt;
+  SymValue arr = eval_sym(base);
+  if (!arr.elements) return std::nullopt;
+  std::vector<std::vector<SymValue>> rows;
+  for (const SymValue& e : *arr.elements)
+    rows.push_back({e});
+  for (auto m = chain.rbegin(); m != chain.rend(); ++m) {
+    if (*m == "rev") std::reverse(rows.begin(), rows.end());
+    if (*m == "enumerate") {
+      if (rows.front().size() != 1) return std::nullopt;  // enumerate twice
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        rows[i].insert(rows[i].begin(), SymValue::of_int(static_cast<std::int64_t>(i)));
+    }
+  }
+  return rows;
 }
 
 // A loop pattern that binds a literal array's rows: a name (rows of one), or a tuple of names of
@@ -58,7 +102,8 @@ bool BuilderDomain::row_pattern(NodeId pat, std::size_t arity) const {
   if (node(pat).kind != Kind::PTuple) return false;
   const auto kids = body().kids_view(pat);
   return kids.size() == arity && std::all_of(kids.begin(), kids.end(), [&](NodeId k) {
-           return node(k).kind == Kind::PIdent || is_ident(k);
+           k = body().peel(k, {Kind::PRef});  // `(i, &ratio)`
+           return k != kNone && (node(k).kind == Kind::PIdent || is_ident(k));
          });
 }
 
@@ -224,6 +269,8 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
     case Kind::Let:
       if (is_ident(pat) || (node(pat).kind == Kind::PIdent && node(pat).syntax == "mut_pattern"))
         out_names.emplace_back(std::string(node(pat).str), o.b == kNone ? Value{} : v);
+      else if (o.b != kNone)
+        destructure(pat, v, out_names, 0);
       else
         shadow_pattern(pat, out_names);
       return out_names;
@@ -266,7 +313,8 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
           Value e;
           e.kind = Value::Kind::sym;
           e.sym = v.rows->front()[k];
-          out_names.emplace_back(std::string(node(kids[k]).str), std::move(e));
+          out_names.emplace_back(std::string(node(body().peel(kids[k], {Kind::PRef})).str),
+                                 std::move(e));
         }
         return out_names;
       }
@@ -279,6 +327,64 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
       shadow_pattern(pat, out_names);
       return out_names;
   }
+}
+
+// A tuple or struct pattern bound to a value whose parts are known: a tuple expression's
+// elements (`let (h, i) = (cfg.hidden_size, cfg.intermediate_size)`, nested tuples too), a tuple
+// of literals' row, a config's or record's fields (`let Config { hidden_size, .. } = cfg`). A
+// part that is not known (a tuple returned by an unknown call) shadows the names below it:
+// nothing known, never a guess.
+void BuilderDomain::destructure(NodeId pat, const Value& v, Names& out_names, int depth) {
+  if (pat == kNone) return;
+  const rust::Node& p = node(pat);
+  if (depth > 16) {
+    shadow_pattern(pat, out_names);
+    return;
+  }
+  switch (p.kind) {
+    case Kind::PIdent:
+      out_names.emplace_back(std::string(p.str), v);
+      if (p.a != kNone) destructure(p.a, v, out_names, depth + 1);  // `x @ (a, b)`
+      return;
+    case Kind::PWild:
+      return;
+    case Kind::PRef:
+      destructure(p.a, v, out_names, depth + 1);
+      return;
+    case Kind::PTuple: {
+      // `(a, .., z)`: the names before the rest take the first parts, those after it the last.
+      const auto kids = body().kids_view(pat);
+      const auto rest = std::find_if(kids.begin(), kids.end(),
+                                     [&](NodeId k) { return node(k).kind == Kind::PRest; });
+      std::vector<Value> parts;
+      if (v.elems) {
+        parts = *v.elems;
+      } else if (v.rows && v.rows->size() == 1) {
+        for (const SymValue& s : v.rows->front()) {
+          Value e;
+          e.kind = Value::Kind::sym;
+          e.sym = s;
+          parts.push_back(std::move(e));
+        }
+      }
+      const auto before = static_cast<std::size_t>(rest - kids.begin());
+      const std::size_t after = rest == kids.end() ? 0 : kids.size() - before - 1;
+      if (rest == kids.end() ? parts.size() != kids.size() : parts.size() < before + after) break;
+      for (std::size_t i = 0; i < before; ++i)
+        destructure(kids[i], parts[i], out_names, depth + 1);
+      for (std::size_t i = 0; i < after; ++i)
+        destructure(kids[before + 1 + i], parts[parts.size() - after + i], out_names, depth + 1);
+      return;
+    }
+    case Kind::PStruct:
+      if (v.kind != Value::Kind::config && v.kind != Value::Kind::layer_config) break;
+      for (NodeId k : body().kids_view(pat))
+        destructure(node(k).a, member(v, node(k).str), out_names, depth + 1);
+      return;
+    default:
+      break;
+  }
+  shadow_pattern(pat, out_names);
 }
 
 // Every name a pattern introduces (and, as the syntax walk did, the identifiers of the paths it

@@ -256,11 +256,19 @@ BuilderDomain::Value BuilderDomain::path(Eng& eng, NodeId n) {
 }
 
 BuilderDomain::Value BuilderDomain::field(Eng& eng, NodeId n, Value base) {
+  if (base.kind == Value::Kind::config || base.kind == Value::Kind::layer_config)
+    return member(std::move(base), node(n).str);
+  return sym_of(eng, n);
+}
+
+// Field `name` of a config (a nested config stays one) or of a record literal.
+BuilderDomain::Value BuilderDomain::member(Value base, std::string_view name) {
   if (base.kind == Value::Kind::config) {
-    auto r = binding_.field(base.config, node(n).str);
+    auto r = binding_.field(base.config, name);
     if (r.config) {
       base.config = *r.config;
       base.modules.clear();
+      base.elems.reset();
       return base;
     }
     Value v;
@@ -268,8 +276,8 @@ BuilderDomain::Value BuilderDomain::field(Eng& eng, NodeId n, Value base) {
     v.sym = r.value;
     return v;
   }
-  if (base.kind == Value::Kind::layer_config) return record_field(base, node(n).str);
-  return sym_of(eng, n);
+  if (base.kind == Value::Kind::layer_config) return record_field(base, name);
+  return {};
 }
 
 // A field of a config or record literal: its value, and its row when it holds a tuple.
@@ -407,7 +415,8 @@ bool same(const Value& a, const Value& b) {
          a.cert.reason == b.cert.reason && a.sym.kind == b.sym.kind && a.sym.text == b.sym.text &&
          a.sym.integer == b.sym.integer && a.sym.boolean == b.sym.boolean &&
          a.closure == b.closure && a.config.item == b.config.item &&
-         a.config.path == b.config.path && a.fns.size() == b.fns.size() &&
+         a.config.path == b.config.path && a.config.assigned == b.config.assigned &&
+         a.fns.size() == b.fns.size() &&
          std::equal(a.fns.begin(), a.fns.end(), b.fns.begin(),
                     [](const auto& x, const auto& y) { return x.first == y.first; });
 }
@@ -456,6 +465,12 @@ BuilderDomain::Value BuilderDomain::loop_merge(const Value& before, const Value&
   // Only instances pushed into a vector outlive an iteration; names the loop binds are its own.
   Value v = before;
   if (after.modules.size() > before.modules.size()) v.modules = after.modules;
+  // A config whose fields the loop assigns: the value after it is not known.
+  if (before.kind == Value::Kind::config && after.config.assigned != before.config.assigned) {
+    v = Value{};
+    v.kind = Value::Kind::sym;
+    v.modules = after.modules;
+  }
   return v;
 }
 

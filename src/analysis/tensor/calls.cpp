@@ -152,6 +152,8 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
       return inline_call(eng, n, static_cast<std::size_t>(fwd), &args[0], {recv}, "forward");
     if (recv.tensor) {
       OpRule rule = cat_.lookup_method(args[0].ext_type, "forward");
+      if (!rule.known())
+        if (auto act = activation_rule(eng, b.kid(n, 0), args[0])) rule = *act;
       std::vector<Val> ops{recv};
       return layer_call(eng, n, "forward", rule, ops, &args[0]);
     }
@@ -195,6 +197,8 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
   // (b) external module type with a catalog rule (`Linear::forward`).
   if (!recv.tensor && !recv.ext_type.empty()) {
     OpRule rule = cat_.lookup_method(recv.ext_type, method);
+    if (!rule.known() && method == "forward")
+      if (auto act = activation_rule(eng, b[n].a, recv)) rule = *act;
     if (rule.known() || method == "forward" || method == "forward_t") {
       wrapped_layer(rule, args, recv);
       return layer_call(eng, n, method, rule, args, &recv);

@@ -154,6 +154,7 @@ class TensorDomain {
   std::optional<double> static_num(Eng& eng, NodeId n, int depth);
   std::optional<std::string> dim_product(Eng& eng, NodeId n, int depth);
   std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f);
+  std::optional<OpRule> activation_rule(Eng& eng, NodeId layer, const Val& v);
   void record_dims(Eng& eng, NodeId let);
 
   // ---- module instances (instances.cpp) -----------------------------------------------------
@@ -199,6 +200,7 @@ class TensorDomain {
   std::optional<ConfigBinding> binding_;  // set when a config.json is bound
   // struct item -> the numbers its constructor gives its fields with the config bound.
   std::unordered_map<std::ptrdiff_t, std::map<std::string, double>> ctor_nums_;
+  std::unordered_map<std::ptrdiff_t, std::map<std::string, std::string>> ctor_strings_;
   std::unordered_map<std::string, std::size_t> fn_index_;
   std::map<std::string, std::vector<std::string>> modules_by_type_;
   std::map<std::string, std::vector<const ir::Module*>> children_;

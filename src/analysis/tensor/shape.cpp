@@ -104,6 +104,46 @@ std::optional<double> TensorDomain::constructor_number(std::ptrdiff_t type_item,
   return n->second;
 }
 
+// `xs.apply(&self.act)` / `self.act.forward(xs)` where `act: candle_nn::Activation` is set by
+// the constructor from config.json (`act: cfg.hidden_act`, "silu"): candle-nn's forward is one
+// elementwise op for every variant but `swiglu` (it halves the last dimension), so the output
+// keeps the input's shape, dtype and gradient. nullopt when the variant is not known.
+std::optional<OpRule> TensorDomain::activation_rule(Eng& eng, NodeId layer, const Val& v) {
+  if (!binding_ || !cat_.audited()) return std::nullopt;
+  std::string type = v.ext_type.substr(0, v.ext_type.find('<'));
+  if (auto sep = type.rfind("::"); sep != std::string::npos) type = type.substr(sep + 2);
+  if (type != "Activation") return std::nullopt;
+  const rust::Body& b = eng.body();
+  layer = b.peel(layer, {Kind::Ref, Kind::Paren});
+  if (layer == rust::kNone || b[layer].kind != Kind::Field) return std::nullopt;
+  const rust::Node& base = b[b[layer].a];
+  if (base.kind != Kind::Path || (base.syntax != "self" && base.syntax != "identifier"))
+    return std::nullopt;
+  const Val* owner = eng.lookup(std::string(base.str));
+  if (!owner || owner->type_item < 0) return std::nullopt;
+  auto it = ctor_strings_.find(owner->type_item);
+  if (it == ctor_strings_.end()) {
+    std::map<std::string, std::string> strs;
+    for (const auto& [name, s] :
+         binding_->constructor_fields(static_cast<std::size_t>(owner->type_item)))
+      if (s.kind == SymValue::Kind::string) strs[name] = s.text;
+    it = ctor_strings_.emplace(owner->type_item, std::move(strs)).first;
+  }
+  auto f = it->second.find(std::string(b[layer].str));
+  if (f == it->second.end() || f->second == "swiglu") return std::nullopt;
+  OpRule r;
+  r.name = "Activation::forward";
+  r.dtype = DtypeRule::preserve;
+  r.grad = GradRule::propagates;
+  r.shape = ShapeRule::preserve;
+  r.domain = NumericDomain::real;
+  r.note =
+      "candle-nn Activation::forward: one elementwise op for every variant but swiglu; "
+      "this one is `" +
+      f->second + "`";
+  return r;
+}
+
 // A dimension expression's value without side effects: literals, locals holding numbers,
 // `self.f` bound through the constructor, and + - * / of those. Non-negative integers only.
 std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
