@@ -883,18 +883,14 @@ std::uint64_t SessionState::module_begin_child(std::string_view parent,
   const auto a = reinterpret_cast<std::uintptr_t>(parent.data());
   const auto b = reinterpret_cast<std::uintptr_t>(child.data());
   const ChildCacheEntry& e =
-      ts.child_cache[(((a ^ parent.size()) * 0x9E3779B97F4A7C15ull) ^ (b + child.size())) *
-                         0xC2B2AE3D27D4EB4Full >>
-                     56];
+      ts.child_cache[ThreadState::child_slot(a, parent.size(), b, child.size())];
   std::uint32_t handle = kNoHandle;
   if (e.parent == parent.data() && e.parent_length == parent.size() && e.child == child.data() &&
       e.child_length == child.size() && e.child_length != 0) [[likely]] {
-    const std::string& interned = handles_[e.handle].static_id;
+    // The entry's lengths are those of the interned text's two parts (set together).
     const std::size_t dot = parent.empty() ? 0 : 1;
-    if (interned.size() == parent.size() + dot + child.size() &&
-        std::memcmp(interned.data(), parent.data(), parent.size()) == 0 &&
-        std::memcmp(interned.data() + parent.size() + dot, child.data(), child.size()) == 0)
-        [[likely]]
+    if (std::memcmp(e.text, parent.data(), parent.size()) == 0 &&
+        std::memcmp(e.text + parent.size() + dot, child.data(), child.size()) == 0) [[likely]]
       handle = e.handle;
   }
   if (handle == kNoHandle) handle = lookup_child_slow(ts, parent, child);

@@ -328,9 +328,9 @@ std::uint32_t SessionState::lookup_child_slow(ThreadState& ts, std::string_view 
     if (handle == kNoHandle || child.empty()) return handle;
     const auto a = reinterpret_cast<std::uintptr_t>(parent.data());
     const auto b = reinterpret_cast<std::uintptr_t>(child.data());
-    ts.child_cache[(((a ^ parent.size()) * 0x9E3779B97F4A7C15ull) ^ (b + child.size())) *
-                       0xC2B2AE3D27D4EB4Full >>
-                   56] = {parent.data(), parent.size(), child.data(), child.size(), handle};
+    ts.child_cache[ThreadState::child_slot(a, parent.size(), b, child.size())] = {
+        parent.data(), parent.size(), child.data(),
+        child.size(),  handle,        handles_[handle].static_id.data()};
     return handle;
   } catch (...) {
     count_error();

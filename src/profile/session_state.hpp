@@ -122,6 +122,9 @@ struct ChildCacheEntry {
   const char* child = nullptr;
   std::size_t child_length = 0;
   std::uint32_t handle = 0;
+  // handles_[handle].static_id.data() (table entries never move): `parent` [+ "."] + `child`, so
+  // a hit is confirmed from this entry alone.
+  const char* text = nullptr;
 };
 
 struct ContentCacheEntry {
@@ -206,7 +209,13 @@ struct ThreadState {
   InternCacheEntry module_cache[kInternCache];           // module paths by address and length
   ContentCacheEntry module_content_cache[kInternCache];  // and by a hash of their text
   // Child scopes (`parent` + "." + `child`) by the addresses and lengths of both parts.
-  ChildCacheEntry child_cache[kInternCache];
+  static constexpr unsigned kChildCacheBits = 10;
+  ChildCacheEntry child_cache[std::size_t{1} << kChildCacheBits];
+  static std::size_t child_slot(std::uintptr_t parent, std::size_t parent_length,
+                                std::uintptr_t child, std::size_t child_length) noexcept {
+    return ((parent ^ parent_length ^ (child << 7) ^ child_length) * 0x9E3779B97F4A7C15ull) >>
+           (64 - kChildCacheBits);
+  }
   // The event id this thread's string API returned last: an end_operation with exactly that text
   // (the usual begin-then-end) needs no parsing. Its `{phase}-op-{step}-` prefix is kept across
   // operations of one step (id_prefix_length bytes; 0: not built yet).
