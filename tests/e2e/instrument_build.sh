@@ -6,7 +6,8 @@
 # the feature writes a trace whose `profile` rows cover every module instance: the model's own
 # types (private `fn forward`, a `pub(crate)` method the parent calls, a private `impl Module`)
 # and each candle-nn layer (`q_proj`, `gate_proj`, …) timed as its parent's child; the logits
-# are the same either way. Exit 77 (skipped) without cargo.
+# are the same either way. With CG_CANDLE_SRC, candle-transformers' llama is instrumented too
+# (not compiled). Exit 77 (skipped) without cargo.
 # Usage: instrument_build.sh <candle-graph binary> <repo root>
 set -uo pipefail
 cg="$1"; root="$2"
@@ -92,4 +93,18 @@ for p in "${expected[@]}"; do
   grep -qE "^$(sed 's/[.()]/\\&/g' <<<"$p")  .* 3  " <<<"$rows" \
     || fail "no row for $p called 3 times: $(cat "$work/profile.txt")"
 done
+# A real Candle checkout (CG_CANDLE_SRC, never committed): llama's private forwards are scoped and
+# its layers timed as children. Not compiled here: candle's own dependencies need the network.
+if [ -n "${CG_CANDLE_SRC:-}" ] && [ -d "$CG_CANDLE_SRC/candle-transformers" ]; then
+  "$cg" instrument "$CG_CANDLE_SRC/candle-transformers" --root models::llama::Llama \
+    --profile-dep "path=$root/bindings/rust/candle-graph-profile" -o "$work/llama.diff" 2>"$work/llama.err" \
+    || fail "llama: instrument exited $?: $(cat "$work/llama.err")"
+  for t in Block CausalSelfAttention Mlp Llama; do
+    grep -q "^instrumented .*models::llama::$t\b" "$work/llama.err" || fail "llama: $t not instrumented: $(cat "$work/llama.err")"
+  done
+  for seg in q_proj k_proj v_proj o_proj gate_proj up_proj down_proj model.embed_tokens lm_head; do
+    grep -q "child_scope(&self.cg_path, \"$seg\")" "$work/llama.diff" || fail "llama: no child scope $seg"
+  done
+  echo "llama (CG_CANDLE_SRC): instrumented and its layers timed as children"
+fi
 echo "ok"
