@@ -157,9 +157,10 @@ grep -q 'nothing to instrument' "$work/tuple.err" || fail "all-skipped message: 
 [ $rc -eq 2 ] || fail "--profile-dep nowhere exited $rc"
 [ -s "$work/dep.out" ] && fail "--profile-dep nowhere printed a diff"
 grep -q 'path=DIR, git=URL or version=REQ' "$work/dep.err" || fail "--profile-dep message: $(cat "$work/dep.err")"
-"$cg" instrument "$root/examples/tiny-llama" --profile-dep 'git=https://example.com/cg.git' 2>/dev/null \
-  | grep -qF '+candle-graph-profile = { git = "https://example.com/cg.git", optional = true }' \
-  || fail "--profile-dep git= not written"
+"$cg" instrument "$root/examples/tiny-llama" --profile-dep 'git=https://example.com/cg.git' \
+  >"$work/git-dep.diff" 2>/dev/null || fail "--profile-dep git= exited $?"
+grep -qF '+candle-graph-profile = { git = "https://example.com/cg.git", optional = true }' \
+  "$work/git-dep.diff" || fail "--profile-dep git= not written"
 # The output may not be the crate's own manifest.
 "$cg" instrument "$root/examples/tiny-llama" -o "$root/examples/tiny-llama/Cargo.toml" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "-o onto Cargo.toml should be refused"
