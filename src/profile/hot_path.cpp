@@ -889,7 +889,8 @@ std::uint64_t SessionState::module_begin_child(std::string_view parent,
       e.child_length == child.size() && e.child_length != 0) [[likely]] {
     // The entry's lengths are those of the interned text's two parts (set together).
     const std::size_t dot = parent.empty() ? 0 : 1;
-    if (std::memcmp(e.text, parent.data(), parent.size()) == 0 &&
+    // (An empty parent may come as a null pointer through the C ABI: memcmp must not see it.)
+    if ((parent.empty() || std::memcmp(e.text, parent.data(), parent.size()) == 0) &&
         std::memcmp(e.text + parent.size() + dot, child.data(), child.size()) == 0) [[likely]]
       handle = e.handle;
   }
