@@ -470,6 +470,12 @@ TEST_F(Scratch, PerLayerFixtureEveryModuleAndChildIsTimed) {
   ASSERT_EQ(patch(copy, r.diff), 0) << r.diff;
   expect_parses(copy);
   EXPECT_EQ(inventory_of(analyze(copy)), inventory_of(analyze(crate)));
+  // A second run finds every type instrumented and wraps no call twice.
+  o.path = copy.string();
+  const Report again = instrument_crate(o);
+  EXPECT_TRUE(again.already_instrumented);
+  EXPECT_EQ(again.children, 0u);
+  EXPECT_EQ(again.diff, "");
 }
 
 TEST(Manifest, DependencySourceFlag) {
