@@ -152,7 +152,7 @@ const fs::path kNullSink = "/dev/null";
 // callers do (`ids[i].clone()`): the id is then found by content, not by address.
 Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t chunk = 0,
              cg::TraceFormat format = cg::TraceFormat::runtime_v4, bool modules = false,
-             bool copy_ids = false) {
+             bool copy_ids = false, bool children = false) {
   using clock = std::chrono::steady_clock;
   const std::vector<std::string> ids = static_ids();
   const std::vector<std::string> inputs = {"tensor:a"};
@@ -182,7 +182,9 @@ Run run_once(const fs::path& path, std::uint64_t n, bool interned, std::uint64_t
       if (modules) {
         for (; i < stop; ++i) {
           if (i % 64 == 0) session.set_step(i / 64);
-          cg::ModuleScope scope = session.module_scope(paths[i % 64]);
+          // children: what `instrument` writes around a candle-nn layer's call.
+          cg::ModuleScope scope = children ? session.child_scope(paths[i % 64], "q_proj")
+                                           : session.module_scope(paths[i % 64]);
         }
       } else if (interned) {
         for (; i < stop; ++i) {
@@ -469,7 +471,7 @@ int main(int argc, char** argv) {
   }
   const std::uint64_t string_n = n / 10;
   std::vector<double> string_burst_cpu, string_copy_burst_cpu, burst_cpu, string_total_cpu,
-      null_total_cpu, string_file_cpu, module_burst_cpu;
+      null_total_cpu, string_file_cpu, module_burst_cpu, child_burst_cpu;
   for (int r = 0; r < std::max(1, reps / 2); ++r) {
     Run run = run_once(work / "profile-bench-string.jsonl", string_n, false);
     string_caller.push_back(run.caller_ns);
@@ -489,6 +491,10 @@ int main(int argc, char** argv) {
                    cg::TraceFormat::runtime_v4, true);
     module_burst_cpu.push_back(run.caller_cpu_ns);
     note("module scopes, bursts of 32768", r, run);
+    run = run_once(work / "profile-bench-children.jsonl", string_n, true, 32768,
+                   cg::TraceFormat::runtime_v4, true, false, true);
+    child_burst_cpu.push_back(run.caller_cpu_ns);
+    note("child scopes, bursts of 32768", r, run);
     // Everything the profiler costs the process per pair, caller and writer together (the
     // writer formats every record and hands it to the kernel; /dev/null keeps the page cache out).
     run = run_once(kNullSink, string_n, true);
@@ -600,6 +606,10 @@ int main(int argc, char** argv) {
   const double module_cpu = median(module_burst_cpu);
   row("module scope pair vs interned operation pair, caller CPU", module_cpu, interned_cpu,
       module_cpu / interned_cpu, "<=1.5x", module_cpu <= 1.5 * interned_cpu);
+  // A child scope (parent path and child literal found by address, then the same) likewise.
+  const double child_cpu = median(child_burst_cpu);
+  row("child scope pair vs interned operation pair, caller CPU", child_cpu, interned_cpu,
+      child_cpu / interned_cpu, "<=1.5x", child_cpu <= 1.5 * interned_cpu);
   row("interned pair, caller CPU vs two-rdtsc floor (CPU, same process)", interned_cpu,
       tsc_floor_cpu, interned_cpu / tsc_floor_cpu, "<=1.5x", interned_cpu <= 1.5 * tsc_floor_cpu);
   if (seed_cpu.cpu_ns > 0) {

@@ -121,6 +121,13 @@ void cgp_op_end(cgp_session* session, cgp_op op);
  * cgp_module_end with 0 does nothing. */
 cgp_status cgp_module_begin(cgp_session* session, cgp_str path, cgp_module_scope* out);
 void cgp_module_end(cgp_session* session, cgp_module_scope scope);
+/* A scope for the child `child` of the module at `parent` (`cgp_module_begin` with the path
+ * `parent.child`, or `child` when `parent` is empty): times a library layer a module calls
+ * (`q_proj` of `model.layers.3.self_attn`) without a path of its own. The pair is joined the first
+ * time a thread sees it; afterwards it is found by the addresses and lengths of both strings, so
+ * pass the same buffers each time (a module's path field and a string literal). */
+cgp_status cgp_module_begin_child(cgp_session* session, cgp_str parent, cgp_str child,
+                                  cgp_module_scope* out);
 
 /* The seed's string API. The event id is written to id_buf (NUL-terminated; CGP_EVENT_ID_MAX
  * bytes always suffice) and its length to *id_len. Bytes of id_buf past the terminator (within

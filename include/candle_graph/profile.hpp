@@ -302,6 +302,10 @@ class ProfileSession {
   // caches it by address and length, then by content, every hit confirmed by comparing the
   // text); the scope's begin and end are then a clock read and a store into the thread's buffer.
   [[nodiscard]] ModuleScope module_scope(std::string_view path) noexcept;
+  // The scope of the child `child` of the module at `parent`: path `parent.child` (`child` when
+  // `parent` is empty), joined once per thread and then found by both strings' addresses (pass
+  // the same buffers each time). Times a library layer by its place in the caller.
+  [[nodiscard]] ModuleScope child_scope(std::string_view parent, std::string_view child) noexcept;
   // Runs f() inside module_scope(path) and returns its value (`time_module("model.layers.0",
   // [&] { return layer.forward(x); })`).
   template <typename F>

@@ -329,7 +329,13 @@ void profile_flags(CLI::App& cmd, Args& args) {
 
 int run_profile(Args& args) {
   Analysis a = analyze(args, {args.out.output});
-  const auto report = runtime::profile_report(a.ir, args.profile_sort == "self");
+  // Wall time: each merged trace's real span (its threads' union), summed over the traces.
+  std::uint64_t span = 0;
+  for (const auto& t : a.traces)
+    if (std::find(a.rejected_traces.begin(), a.rejected_traces.end(), t.path) ==
+        a.rejected_traces.end())
+      span = span > ~std::uint64_t{0} - t.span_ns ? ~std::uint64_t{0} : span + t.span_ns;
+  const auto report = runtime::profile_report(a.ir, args.profile_sort == "self", span);
   if (args.profile_format == "table") {
     write_or_print(args.out.output, profile_table(report, a.traces.size(), args.profile_limit));
   } else {
@@ -537,13 +543,18 @@ void instrument_flags(CLI::App& cmd, Args& args) {
   add_crate_options(cmd, args.crate);
   cmd.add_option("--output,-o", args.out.output,
                  "Write the diff here (atomically) instead of stdout");
+  cmd.add_option("--profile-dep", args.profile_dep,
+                 "Source of the added candle-graph-profile dependency: path=DIR, git=URL or "
+                 "version=REQ (default: path= this installation's bindings/rust/"
+                 "candle-graph-profile when found, else version=0.2)");
 }
 
 // The diff to stdout (or -o), what was skipped and why to stderr. Nothing instrumented is an
 // error, except when everything already is.
 int run_instrument(Args& args) {
   refuse_overwriting_inputs(args.out.output, inputs_of(args));
-  const instrument::Report r = instrument::instrument_crate(args.crate);
+  const instrument::Report r = instrument::instrument_crate(
+      args.crate, args.profile_dep.empty() ? instrument::default_profile_dep() : args.profile_dep);
   for (const auto& n : r.notes)
     std::cerr << "note: " << n << "\n";
   for (const auto& s : r.skipped)
@@ -564,7 +575,8 @@ int run_instrument(Args& args) {
   std::cerr << "instrumented " << r.instrumented.size() << " module type"
             << (r.instrumented.size() == 1 ? "" : "s") << " (" << names << "): " << r.fields
             << " fields, " << r.literals << " struct literals, " << r.captures
-            << " constructor captures, " << r.scopes << " forward scopes in " << r.files.size()
+            << " constructor captures, " << r.scopes << " forward scopes, " << r.children
+            << " child scopes in " << r.files.size()
             << " files, behind feature `candle-graph-profile`\n";
   if (!args.out.output.empty()) {
     const std::string abs = fs::absolute(args.out.output).lexically_normal().string();

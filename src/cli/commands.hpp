@@ -26,6 +26,7 @@ struct Args {
   std::string chrome_out;
   std::string profile_sort = "self";    // profile: self | total
   std::string profile_format = "json";  // profile: json | table
+  std::string profile_dep;              // instrument --profile-dep
   std::size_t profile_limit = 50;
 };
 

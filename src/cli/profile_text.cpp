@@ -60,7 +60,11 @@ std::string stat_or_dash(std::uint64_t ns, bool absent) {
 void scope_rows(Table& t, const std::vector<runtime::ProfileRow>& rows, std::size_t limit) {
   for (std::size_t i = 0; i < rows.size() && (!limit || i < limit); ++i) {
     const auto& r = rows[i];
-    t.rows.push_back({r.id, format_duration(r.self_ns), percent(r.share_of_step),
+    // The root module's path is empty: it is shown by its type.
+    const std::string name = !r.id.empty()         ? r.id
+                             : r.type_name.empty() ? "(root)"
+                                                   : r.type_name + " (root)";
+    t.rows.push_back({name, format_duration(r.self_ns), percent(r.share_of_step),
                       format_duration(r.timing.total_ns), percent(r.total_share),
                       std::to_string(r.timing.samples), stat_or_dash(r.timing.p50_ns, r.sums_only),
                       stat_or_dash(r.timing.p95_ns, r.sums_only)});
@@ -78,7 +82,8 @@ std::string profile_table(const runtime::ProfileReport& report, std::size_t trac
   std::string out = "Wall time " + format_duration(report.step_time_ns) + " over " +
                     std::to_string(traces) + (traces == 1 ? " trace" : " traces");
   if (!report.thread_busy_ns.empty()) {
-    out += ", " + std::to_string(report.thread_busy_ns.size()) + " threads (busy time each)";
+    out += ", " + std::to_string(report.thread_busy_ns.size()) +
+           (report.thread_busy_ns.size() == 1 ? " thread" : " threads");
   }
   if (report.steps) {
     out += "; " + std::to_string(report.steps) + " steps, " +

@@ -14,6 +14,7 @@
 #include "analysis/inventory.hpp"
 #include "instrument/manifest.hpp"
 #include "instrument/unified_diff.hpp"
+#include "ir/model.hpp"
 #include "ir/stable_id.hpp"
 #include "pipeline/dependencies.hpp"
 #include "rust/crate.hpp"
@@ -130,6 +131,50 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
+// `Tensor` (any path or reference to it) named in a parameter or the return type.
+bool tensor_in_signature(const rust::Item& f) {
+  auto names = [](const std::string& t) {
+    for (std::size_t k = t.find("Tensor"); k != std::string::npos; k = t.find("Tensor", k + 1)) {
+      const bool left =
+          k == 0 || (std::isalnum(static_cast<unsigned char>(t[k - 1])) == 0 && t[k - 1] != '_');
+      const std::size_t e = k + 6;
+      const bool right =
+          e >= t.size() || (std::isalnum(static_cast<unsigned char>(t[e])) == 0 && t[e] != '_');
+      if (left && right) return true;
+    }
+    return false;
+  };
+  if (names(f.return_type)) return true;
+  return std::any_of(f.params.begin(), f.params.end(),
+                     [&](const rust::Param& p) { return names(p.type_text); });
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0)
+    s.pop_back();
+  std::size_t a = 0;
+  while (a < s.size() && std::isspace(static_cast<unsigned char>(s[a])) != 0)
+    ++a;
+  return s.substr(a);
+}
+
+// `self.name` as written (whitespace aside): the field name, else empty.
+std::string self_field(const std::string& text) {
+  std::string t;
+  for (char c : text)
+    if (std::isspace(static_cast<unsigned char>(c)) == 0) t += c;
+  if (!t.starts_with("self.")) return {};
+  t = t.substr(5);
+  return is_identifier(t) ? t : std::string();
+}
+
+// Evaluating it may run a call (a child's forward among them): it cannot stay inside a child's
+// scope unmoved.
+bool may_call(const std::string& text) {
+  return text.find('(') != std::string::npos || text.find('?') != std::string::npos ||
+         text.find('!') != std::string::npos;
+}
+
 // "src/a.rs:12" -> ("src/a.rs", 12), for ordering messages by file and line.
 std::pair<std::string, unsigned long> location_key(const std::string& where) {
   std::size_t k = where.rfind(':');
@@ -137,9 +182,149 @@ std::pair<std::string, unsigned long> location_key(const std::string& where) {
   return {where.substr(0, k), std::strtoul(where.c_str() + k + 1, nullptr, 10)};
 }
 
+// Library layers (and module types skipped above) that an instrumented module holds in a field:
+// each `self.f.forward(..)`, `self.f.forward_t(..)`, `x.apply(&self.f)` or `x.apply_t(&self.f, ..)`
+// in the module's methods is timed as the module's child, `cg_path` + "." + the child's key
+// segment as the IR knows it (`q_proj`, or `attn.q` for `vb.pp("attn").pp("q")`). The scope opens
+// after the receiver and arguments are evaluated (a child called in them is not nested in it) and
+// closes when the call returns.
+void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
+                       const std::vector<rust::MethodCall>& calls,
+                       const std::map<std::size_t, std::size_t>& owner_of,
+                       const std::map<std::string, std::vector<std::size_t>>& items_of,
+                       const std::set<std::size_t>& done,
+                       std::map<std::size_t, std::vector<Insertion>>& edits, Report& report) {
+  if (done.empty()) return;
+  std::map<std::string, const ir::Module*> by_id;
+  for (const auto& m : ir.modules)
+    by_id[m.id] = &m;
+  auto instrumented = [&](const std::optional<std::string>& qualified) {
+    if (!qualified) return false;
+    auto it = items_of.find(*qualified);
+    if (it == items_of.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](std::size_t i) { return done.count(i) > 0; });
+  };
+  struct Child {
+    std::set<std::string> segments;
+    bool scoped = true;  // every instance is an instrumented type: it times itself
+  };
+  std::map<std::pair<std::size_t, std::string>, Child> children;  // (parent struct, field)
+  for (const auto& c : ir.modules) {
+    if (!c.parent || !c.field) continue;
+    auto p = by_id.find(*c.parent);
+    if (p == by_id.end() || !p->second->qualified_type) continue;
+    const ir::Module& pm = *p->second;
+    // The child's key segment; "=" for a child at its parent's own path (a wrapper's inner
+    // layer, `Self { inner: candle_nn::rms_norm(.., vb)? }`), which the parent's scope times.
+    std::string segment;
+    if (c.prefix == pm.prefix)
+      segment = "=";
+    else if (pm.prefix.empty())
+      segment = c.prefix;
+    else if (c.prefix.starts_with(pm.prefix + "."))
+      segment = c.prefix.substr(pm.prefix.size() + 1);
+    auto it = items_of.find(*pm.qualified_type);
+    if (it == items_of.end()) continue;
+    for (std::size_t parent : it->second) {
+      if (done.count(parent) == 0) continue;
+      Child& ch = children[{parent, *c.field}];
+      ch.segments.insert(segment);
+      ch.scoped = ch.scoped && instrumented(c.qualified_type);
+    }
+  }
+
+  struct Wrap {
+    std::size_t file;
+    std::vector<Insertion> opens, closes;  // closes innermost first
+  };
+  std::vector<Wrap> wraps;
+  const std::string attr = std::string(kAttr) + " ";
+  for (const auto& c : calls) {
+    auto o = owner_of.find(static_cast<std::size_t>(c.function));
+    if (o == owner_of.end() || done.count(o->second) == 0) continue;
+    const rust::Item& f = crate.items()[static_cast<std::size_t>(c.function)];
+    if (f.self_kind == rust::SelfKind::None) continue;
+    std::string fieldname;
+    if (c.method == "forward" || c.method == "forward_t") {
+      fieldname = self_field(c.receiver);
+    } else if ((c.method == "apply" || c.method == "apply_t") && !c.arguments.empty()) {
+      const std::string a = trimmed(c.arguments.front().text);
+      if (a.starts_with("&")) fieldname = self_field(a.substr(1));
+    }
+    if (fieldname.empty()) continue;
+    auto ch = children.find({o->second, fieldname});
+    if (ch == children.end() || ch->second.scoped) continue;
+    const std::set<std::string>& segs = ch->second.segments;
+    if (segs.size() == 1 && *segs.begin() == "=") continue;
+    const std::string seg = segs.size() == 1 ? *segs.begin() : std::string();
+    if (seg.empty() || seg.find_first_of("{}\"\\=") != std::string::npos) {
+      std::string why = segs.size() > 1 ? "its key is not the same under every instance and "
+                                          "configuration of `" +
+                                              crate.items()[o->second].qualified +
+                                              "` (e.g. a weight tied to another layer's)"
+                        : seg.empty() ? "its key prefix is not under its parent's"
+                                      : "its key segment `" + seg + "` is not a fixed string";
+      report.skipped.push_back(
+          {c.where, "child call `self." + fieldname + "." + c.method + "` in `" + f.qualified + "`",
+           why +
+               ": the path cannot be written as the parent's path plus a constant; its time counts "
+               "in its parent"});
+      continue;
+    }
+    const std::string open_scope =
+        "candle_graph_profile::child_scope(&self." + std::string(kFieldName) + ", \"" + seg + "\")";
+    Wrap w{c.file, {}, {}};
+    const std::string lp = c.leftmost ? "(" : "", rp = c.leftmost ? ")" : "";
+    bool simple = !may_call(c.receiver);
+    for (const auto& a : c.arguments)
+      simple = simple && !may_call(a.text);
+    if (simple || c.arguments.empty()) {
+      // `{ let _cg_child = child_scope(..); let cg_out = self.q_proj.forward(x); cg_out }`
+      w.opens.push_back(
+          {c.start, lp + "{ " + attr + "let _cg_child = " + open_scope + "; let cg_out = "});
+    } else {
+      // The receiver or an argument runs code: the scope opens inside the last argument, after
+      // everything else is evaluated, and lives in a local of the enclosing block.
+      const auto& last = c.arguments.back();
+      const std::string lt = trimmed(last.text);
+      std::uint32_t at = last.start;
+      if (lt.starts_with("&") && !lt.starts_with("&mut") && may_call(lt)) ++at;  // `&{ .. }`
+      w.opens.push_back({c.start, lp + "{ " + attr + "let _cg_child; let cg_out = "});
+      w.opens.push_back({at, "{ let cg_in = "});
+      w.closes.push_back({last.end, "; " + attr + "{ _cg_child = " + open_scope + "; } cg_in }"});
+    }
+    w.closes.push_back({c.end, "; cg_out }" + rp});
+    wraps.push_back(std::move(w));
+    ++report.children;
+  }
+  for (const auto& w : wraps)
+    for (const auto& i : w.opens)
+      edits[w.file].push_back(i);
+  for (auto it = wraps.rbegin(); it != wraps.rend(); ++it)
+    for (const auto& i : it->closes)
+      edits[it->file].push_back(i);
+}
+
 }  // namespace
 
-Report instrument_crate(const pipeline::Options& opts) {
+std::string default_profile_dep() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  for (fs::path d = exe.parent_path(); !d.empty(); d = d.parent_path()) {
+    const fs::path crate = d / "bindings" / "rust" / "candle-graph-profile";
+    if (fs::is_regular_file(crate / "Cargo.toml", ec) &&
+        fs::is_regular_file(crate / "build.rs", ec))
+      return "path=" + crate.lexically_normal().string();
+    if (d == d.root_path()) break;
+  }
+  return {};
+}
+
+Report instrument_crate(const pipeline::Options& opts, const std::string& profile_dep) {
+  const std::string dep_source =
+      profile_dep.empty() ? std::string("version = \"0.2\"") : dependency_source(profile_dep);
   cargo::Selection sel;
   sel.features = opts.features;
   sel.all_features = opts.all_features;
@@ -189,11 +374,14 @@ Report instrument_crate(const pipeline::Options& opts) {
 
   std::vector<std::size_t> types;
   std::set<std::size_t> seen;
+  std::map<std::string, std::vector<std::size_t>> items_of;  // IR qualified type -> structs
   for (const auto& m : ir.modules) {
     if (!m.qualified_type) continue;
     for (std::size_t i : crate.find(*m.qualified_type))
-      if (crate.items()[i].kind == rust::ItemKind::Struct && seen.insert(i).second)
-        types.push_back(i);
+      if (crate.items()[i].kind == rust::ItemKind::Struct) {
+        items_of[*m.qualified_type].push_back(i);
+        if (seen.insert(i).second) types.push_back(i);
+      }
   }
   auto file_line = [&](std::size_t item) {
     const rust::Item& it = crate.items()[item];
@@ -207,19 +395,40 @@ Report instrument_crate(const pipeline::Options& opts) {
     if (f.is_entrypoint) entrypoints.insert(f.id);
   // Methods by the struct their impl is for (resolved, so `impl super::Foo` counts).
   std::map<std::size_t, std::vector<std::size_t>> methods_of;
+  std::map<std::size_t, std::size_t> owner_of;  // method -> struct
   for (std::size_t m = 0; m < crate.items().size(); ++m) {
     const rust::Item& f = crate.items()[m];
     if (f.kind != rust::ItemKind::Method || f.impl < 0) continue;
     const rust::Impl& im = crate.impls()[static_cast<std::size_t>(f.impl)];
     for (const auto& c : crate.resolve(im.module, im.self_base))
-      if (c.kind == rust::Candidate::Kind::Item && seen.count(c.item) > 0)
+      if (c.kind == rust::Candidate::Kind::Item && seen.count(c.item) > 0) {
         methods_of[c.item].push_back(m);
+        owner_of.emplace(m, c.item);
+      }
   }
+  // Method calls by method name: a method some other code calls on a value (`self.attn.forward(
+  // ..)`, `block.forward(..)`) is how a parent runs its child, whatever the method's visibility.
+  const std::vector<rust::MethodCall> calls = rust::method_calls(crate);
+  std::map<std::string, std::vector<const rust::MethodCall*>> calls_by_name;
+  for (const auto& c : calls)
+    calls_by_name[c.method].push_back(&c);
+  auto called_by_parent = [&](std::size_t method, std::size_t type) {
+    auto it = calls_by_name.find(crate.items()[method].name);
+    if (it == calls_by_name.end()) return false;
+    for (const rust::MethodCall* c : it->second) {
+      if (trimmed(c->receiver) == "self") continue;  // the type calling itself
+      auto o = owner_of.find(static_cast<std::size_t>(c->function));
+      if (o != owner_of.end() && o->second == type) continue;
+      return true;
+    }
+    return false;
+  };
 
   const std::vector<rust::TypeSites> sites = rust::find_type_sites(crate, types);
   Report report;
   std::map<std::size_t, std::vector<Insertion>> edits;  // by file index
   std::size_t already = 0;
+  std::set<std::size_t> done;  // instrumented struct items
 
   for (const rust::TypeSites& s : sites) {
     const rust::Item& t = crate.items()[s.type_item];
@@ -254,7 +463,14 @@ Report instrument_crate(const pipeline::Options& opts) {
           }
         continue;
       }
-      if (entrypoints.count(ir::function_id(f.qualified, f.cfg.predicates)) == 0) continue;
+      // A forward: an entrypoint of the analysis (`Module::forward`, `ModuleT::forward_t`, a
+      // public method with a tensor in its signature), or a method with a tensor in its signature
+      // that is named `forward`/`forward_t` or that code outside the type calls (a parent
+      // running its child through a private or `pub(crate)` method).
+      if (entrypoints.count(ir::function_id(f.qualified, f.cfg.predicates)) == 0 &&
+          !(tensor_in_signature(f) &&
+            (f.name == "forward" || f.name == "forward_t" || called_by_parent(m, s.type_item))))
+        continue;
       const std::string g = rust::generic_parameters(crate, m);
       if (!g.empty()) {
         forward_skips.push_back(
@@ -268,15 +484,21 @@ Report instrument_crate(const pipeline::Options& opts) {
       forwards.push_back(m);
     }
     if (ctors.empty()) {
-      skip("no constructor taking a VarBuilder: nothing can give it its module path");
+      skip(
+          "no constructor taking a VarBuilder: nothing can give it its module path; its time "
+          "counts in the module that calls it (to time it on its own, build it in a "
+          "`fn new(.., vb: VarBuilder)` constructor)");
       continue;
     }
     if (forwards.empty()) {
       report.skipped.insert(report.skipped.end(), forward_skips.begin(), forward_skips.end());
       skip(forward_skips.empty()
-               ? "no forward: none of its methods is an entrypoint (`Module::forward`, "
-                 "`ModuleT::forward_t`, or a public method with a tensor in its signature)"
-               : "its only forwards are generic");
+               ? "no forward: none of its methods takes or returns a tensor and is "
+                 "`Module::forward`, `ModuleT::forward_t`, a method named `forward`, or a method "
+                 "another type calls; its time counts in its parent (implement `Module` for it, "
+                 "or call its tensor method from the parent, to time it)"
+               : "its only forwards are generic; its time counts in its parent (a non-generic "
+                 "`forward` would be timed)");
       continue;
     }
     // Every literal must get the field, or the feature build breaks: each has to be in one of
@@ -334,7 +556,15 @@ Report instrument_crate(const pipeline::Options& opts) {
       if (rust::builder_disturbed(crate, c, plans[c].vb, lit.list.close)) plans[c].capture = true;
     }
     if (!blocker.empty()) {
-      skip(blocker);
+      const bool name_clash =
+          blocker.find("`" + std::string(kFieldName) + "`") != std::string::npos ||
+          blocker.starts_with("the VarBuilder parameter");
+      skip(blocker + (name_clash
+                          ? "; rename it (or bind the builder to a plain name) and run again"
+                          : "; where a parent calls it through a field (`self.x.forward(..)`), "
+                            "that call is timed as the parent's child, else its time counts in "
+                            "its parent (build it only in its VarBuilder constructors to give "
+                            "it a scope of its own)"));
       continue;
     }
 
@@ -370,7 +600,9 @@ Report instrument_crate(const pipeline::Options& opts) {
     }
     report.skipped.insert(report.skipped.end(), forward_skips.begin(), forward_skips.end());
     report.instrumented.push_back(t.qualified);
+    done.insert(s.type_item);
   }
+  plan_child_scopes(crate, ir, calls, owner_of, items_of, done, edits, report);
 
   std::stable_sort(report.skipped.begin(), report.skipped.end(), [](const Skip& a, const Skip& b) {
     return location_key(a.where) < location_key(b.where);
@@ -397,7 +629,7 @@ Report instrument_crate(const pipeline::Options& opts) {
   const cargo::CargoContext& c = *loaded.cargo;
   const std::string manifest_rel = fs::relative(c.manifest_path, c.package_dir).generic_string();
   const std::string manifest_text = read_text(c.manifest_path);
-  ManifestEdit me = manifest_insertions(manifest_text, manifest_rel);
+  ManifestEdit me = manifest_insertions(manifest_text, manifest_rel, dep_source);
   report.notes = me.notes;
   if (!me.insertions.empty()) {
     try {

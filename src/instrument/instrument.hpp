@@ -28,6 +28,7 @@ struct Report {
   std::vector<std::string> notes;         // what was already there (Cargo.toml)
   std::vector<std::string> files;         // changed files, crate-relative, sorted
   std::size_t fields = 0, literals = 0, scopes = 0, captures = 0;
+  std::size_t children = 0;  // calls of a library layer timed as the caller's child
   // Nothing was instrumented and some module type already has its `cg_path` field: the crate
   // was instrumented before (the others are skipped for their own reasons).
   bool already_instrumented = false;
@@ -36,6 +37,14 @@ struct Report {
 // Uses the crate, Cargo selection and --root of `opts` (config and traces are ignored). Throws
 // cg::InputError for a crate without Cargo.toml, a source file that does not parse, no module to
 // instrument, or a bad --root.
-Report instrument_crate(const pipeline::Options& opts);
+// `profile_dep` is the `--profile-dep` flag (`path=DIR`, `git=URL`, `version=REQ`): the source of
+// the added `candle-graph-profile` dependency; empty: `version = "0.2"`.
+Report instrument_crate(const pipeline::Options& opts, const std::string& profile_dep = {});
+
+// The `--profile-dep` to use when the flag is absent: `path=` the Rust binding of the
+// candle-graph checkout this executable was built in or installed from
+// (`bindings/rust/candle-graph-profile` in a directory above the executable), when there is one;
+// else empty.
+std::string default_profile_dep();
 
 }  // namespace cg::instrument

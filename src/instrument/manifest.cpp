@@ -75,9 +75,32 @@ bool inline_table(const toml::table& doc, const char* name) {
   return t == nullptr || t->is_inline();
 }
 
+std::string toml_string(const std::string& v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 }  // namespace
 
-ManifestEdit manifest_insertions(const std::string& text, const std::string& origin) {
+std::string dependency_source(const std::string& spec) {
+  const std::size_t eq = spec.find('=');
+  const std::string key = eq == std::string::npos ? "" : spec.substr(0, eq);
+  const std::string value = eq == std::string::npos ? "" : spec.substr(eq + 1);
+  if ((key != "path" && key != "git" && key != "version") || value.empty())
+    throw InputError("--profile-dep " + spec,
+                     "expected path=DIR, git=URL or version=REQ (the candle-graph-profile "
+                     "dependency's source)");
+  if (value.find_first_of("\r\n") != std::string::npos)
+    throw InputError("--profile-dep " + spec, "a line break in the value");
+  return key + " = " + toml_string(value);
+}
+
+ManifestEdit manifest_insertions(const std::string& text, const std::string& origin,
+                                 const std::string& source) {
   toml::table doc;
   try {
     doc = toml::parse(text, origin);
@@ -125,14 +148,14 @@ ManifestEdit manifest_insertions(const std::string& text, const std::string& ori
     std::string line =
         "# Added by `candle-graph instrument`; point it at a path or git source as you "
         "prefer." +
-        eol + std::string(kFeature) + " = { version = \"0.2\", optional = true }" + eol;
+        eol + std::string(kFeature) + " = { " + source + ", optional = true }" + eol;
     if (auto at = end_of_table(lines, "dependencies")) {
       std::string prefix = (*at == text.size() && !ends_with_newline) ? eol : "";
       out.insertions.push_back({static_cast<std::uint32_t>(*at), prefix + line});
     } else if (inline_table(doc, "dependencies")) {
       throw InputError(origin, "[dependencies] is not written as a `[dependencies]` table; add `" +
-                                   std::string(kFeature) +
-                                   " = { version = \"0.2\", optional = true }` to it by hand");
+                                   std::string(kFeature) + " = { " + source +
+                                   ", optional = true }` to it by hand");
     } else {
       appended += eol + "[dependencies]" + eol + line;
     }

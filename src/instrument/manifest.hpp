@@ -18,6 +18,12 @@ struct ManifestEdit {
 
 // Throws cg::InputError naming `origin` for a manifest that is not TOML, or whose [features] or
 // [dependencies] is written in a form the insertion cannot extend (an inline table).
-ManifestEdit manifest_insertions(const std::string& text, const std::string& origin);
+// `source` is what the added dependency's inline table says before `optional = true`.
+ManifestEdit manifest_insertions(const std::string& text, const std::string& origin,
+                                 const std::string& source = "version = \"0.2\"");
+
+// `--profile-dep`: `path=DIR`, `git=URL` or `version=REQ` as that TOML text (`path = "DIR"`).
+// Throws cg::InputError for anything else.
+std::string dependency_source(const std::string& spec);
 
 }  // namespace cg::instrument

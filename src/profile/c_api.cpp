@@ -268,6 +268,16 @@ cgp_status cgp_module_begin(cgp_session* session, cgp_str path, cgp_module_scope
   return CGP_OK;
 }
 
+cgp_status cgp_module_begin_child(cgp_session* session, cgp_str parent, cgp_str child,
+                                  cgp_module_scope* out) {
+  if (session == nullptr || out == nullptr) return invalid("cgp_module_begin_child: NULL argument");
+  auto* state = session->state;
+  *out = state->module_begin_child(view(parent), view(child));
+  if (*out == 0 && state->finished.load(std::memory_order_relaxed))
+    return report(cgx::Status(cgx::Errc::finished, "profile session is already finished"));
+  return CGP_OK;
+}
+
 void cgp_module_end(cgp_session* session, cgp_module_scope scope) {
   if (session == nullptr || scope == 0) return;
   session->state->module_end(scope);

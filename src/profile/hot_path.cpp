@@ -867,8 +867,39 @@ std::uint64_t SessionState::module_begin(std::string_view module_path) noexcept 
   ThreadState* tsp = thread_state_inline();
   if (tsp == nullptr) [[unlikely]]
     return 0;
+  return open_module(*tsp, lookup_module(*tsp, module_path));
+}
+
+std::uint64_t SessionState::module_begin_child(std::string_view parent,
+                                               std::string_view child) noexcept {
+  if (!v4_ || finished.load(std::memory_order_relaxed)) [[unlikely]]
+    return 0;
+  ThreadState* tsp = thread_state_inline();
+  if (tsp == nullptr) [[unlikely]]
+    return 0;
   ThreadState& ts = *tsp;
-  const std::uint32_t handle = lookup_module(ts, module_path);
+  // Both parts are found by address and length (the parent's `cg_path` buffer and the child's
+  // string literal), confirmed by comparing the interned text piece by piece.
+  const auto a = reinterpret_cast<std::uintptr_t>(parent.data());
+  const auto b = reinterpret_cast<std::uintptr_t>(child.data());
+  const ChildCacheEntry& e =
+      ts.child_cache[ThreadState::child_slot(a, parent.size(), b, child.size())];
+  std::uint32_t handle = kNoHandle;
+  if (e.parent == parent.data() && e.parent_length == parent.size() && e.child == child.data() &&
+      e.child_length == child.size() && e.child_length != 0) [[likely]] {
+    // The entry's lengths are those of the interned text's two parts (set together).
+    const std::size_t dot = parent.empty() ? 0 : 1;
+    // (An empty parent may come as a null pointer through the C ABI: memcmp must not see it.)
+    if ((parent.empty() || std::memcmp(e.text, parent.data(), parent.size()) == 0) &&
+        std::memcmp(e.text + parent.size() + dot, child.data(), child.size()) == 0) [[likely]]
+      handle = e.handle;
+  }
+  if (handle == kNoHandle) handle = lookup_child_slow(ts, parent, child);
+  return open_module(ts, handle);
+}
+
+[[gnu::always_inline]] inline std::uint64_t SessionState::open_module(
+    ThreadState& ts, std::uint32_t handle) noexcept {
   if (handle == kNoHandle) [[unlikely]]
     return 0;
   Frame frame{take_counter(ts), step.load(std::memory_order_relaxed), 0, 0, 0, handle, false};
@@ -1018,6 +1049,12 @@ ModuleScope ProfileSession::module_scope(std::string_view path) noexcept {
   detail::SessionState* state = state_.get();
   if (state == nullptr) return ModuleScope();
   return ModuleScope(state, state->module_begin(path));
+}
+
+ModuleScope ProfileSession::child_scope(std::string_view parent, std::string_view child) noexcept {
+  detail::SessionState* state = state_.get();
+  if (state == nullptr) return ModuleScope();
+  return ModuleScope(state, state->module_begin_child(parent, child));
 }
 
 void ModuleScope::end() noexcept {

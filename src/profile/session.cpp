@@ -316,6 +316,28 @@ std::uint32_t SessionState::lookup_module_slow(ThreadState& ts,
   }
 }
 
+std::uint32_t SessionState::lookup_child_slow(ThreadState& ts, std::string_view parent,
+                                              std::string_view child) noexcept {
+  try {
+    std::string joined;
+    joined.reserve(parent.size() + 1 + child.size());
+    joined.append(parent);
+    if (!parent.empty()) joined += '.';
+    joined.append(child);
+    const std::uint32_t handle = lookup_module_slow(ts, joined);
+    if (handle == kNoHandle || child.empty()) return handle;
+    const auto a = reinterpret_cast<std::uintptr_t>(parent.data());
+    const auto b = reinterpret_cast<std::uintptr_t>(child.data());
+    ts.child_cache[ThreadState::child_slot(a, parent.size(), b, child.size())] = {
+        parent.data(), parent.size(), child.data(),
+        child.size(),  handle,        handles_[handle].static_id.data()};
+    return handle;
+  } catch (...) {
+    count_error();
+    return kNoHandle;
+  }
+}
+
 Status SessionState::refused(ThreadState* ts) {
   if (finished.load(std::memory_order_acquire))
     return Status(Errc::finished, "profile session is already finished");

@@ -116,6 +116,17 @@ struct InternCacheEntry {
 };
 // Second level, for callers that pass a fresh copy of the id each time (the seed's
 // `ids[i].clone()`): keyed by a cheap hash of the text, again confirmed by comparing it.
+struct ChildCacheEntry {
+  const char* parent = nullptr;
+  std::size_t parent_length = 0;
+  const char* child = nullptr;
+  std::size_t child_length = 0;
+  std::uint32_t handle = 0;
+  // handles_[handle].static_id.data() (table entries never move): `parent` [+ "."] + `child`, so
+  // a hit is confirmed from this entry alone.
+  const char* text = nullptr;
+};
+
 struct ContentCacheEntry {
   std::uint64_t hash = 0;
   std::uint32_t handle = 0;
@@ -197,6 +208,14 @@ struct ThreadState {
   InternCacheEntry intern_cache[kOpCache];
   InternCacheEntry module_cache[kInternCache];           // module paths by address and length
   ContentCacheEntry module_content_cache[kInternCache];  // and by a hash of their text
+  // Child scopes (`parent` + "." + `child`) by the addresses and lengths of both parts.
+  static constexpr unsigned kChildCacheBits = 10;
+  ChildCacheEntry child_cache[std::size_t{1} << kChildCacheBits];
+  static std::size_t child_slot(std::uintptr_t parent, std::size_t parent_length,
+                                std::uintptr_t child, std::size_t child_length) noexcept {
+    return ((parent ^ parent_length ^ (child << 7) ^ child_length) * 0x9E3779B97F4A7C15ull) >>
+           (64 - kChildCacheBits);
+  }
   // The event id this thread's string API returned last: an end_operation with exactly that text
   // (the usual begin-then-end) needs no parsing. Its `{phase}-op-{step}-` prefix is kept across
   // operations of one step (id_prefix_length bytes; 0: not built yet).
@@ -347,6 +366,9 @@ class SessionState {
   // Module scopes (hot_path.cpp): begin returns the scope's token (its counter; 0 when nothing
   // is recorded), end closes it on the calling thread.
   std::uint64_t module_begin(std::string_view module_path) noexcept;
+  // A scope for the child `child` of the module at `parent`: path `parent.child` (`child` alone
+  // when `parent` is empty), joined only the first time a thread sees the pair.
+  std::uint64_t module_begin_child(std::string_view parent, std::string_view child) noexcept;
   void module_end(std::uint64_t token) noexcept;
   Result<std::uint32_t> intern_module(std::string_view module_path);
   Status flush();
@@ -392,6 +414,9 @@ class SessionState {
   // The module handle for `module_path`: the thread's caches, then the table (0xFFFFFFFF: refused).
   std::uint32_t lookup_module(ThreadState& ts, std::string_view module_path) noexcept;
   std::uint32_t lookup_module_slow(ThreadState& ts, std::string_view module_path) noexcept;
+  std::uint32_t lookup_child_slow(ThreadState& ts, std::string_view parent,
+                                  std::string_view child) noexcept;
+  std::uint64_t open_module(ThreadState& ts, std::uint32_t handle) noexcept;
   // The string API's handle for (static_id, op, inputs): the thread's cache, then the table.
   Result<std::uint32_t> lookup_op(ThreadState& ts, std::string_view static_id, std::string_view op,
                                   std::span<const std::string_view> inputs);

@@ -114,6 +114,37 @@ void ThreadWall::add(std::uint64_t start, std::uint64_t end) {
   }
 }
 
+void SpanUnion::add(std::uint64_t start, std::uint64_t end) {
+  start = std::max(start, settled_end_);
+  if (end <= start) return;
+  // Merge with every interval that overlaps or touches [start, end].
+  auto it = open_.upper_bound(start);
+  if (it != open_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second >= start) it = prev;
+  }
+  while (it != open_.end() && it->first <= end) {
+    start = std::min(start, it->first);
+    end = std::max(end, it->second);
+    open_ns_ -= it->second - it->first;
+    it = open_.erase(it);
+  }
+  open_.emplace(start, end);
+  open_ns_ += end - start;
+  if (open_.size() > kMaxOpen) {
+    auto first = open_.begin();
+    settled_ns_ += first->second - first->first;
+    open_ns_ -= first->second - first->first;
+    settled_end_ = first->second;
+    open_.erase(first);
+  }
+}
+
+std::uint64_t TraceAggregate::span_ns() const {
+  const std::uint64_t own = span_.covered_ns();
+  return merged_span_ns_ > ~std::uint64_t{0} - own ? ~std::uint64_t{0} : merged_span_ns_ + own;
+}
+
 std::uint64_t ThreadWall::busy_ns() const {
   return settled_ns_ + open_ns_;
 }
@@ -138,6 +169,7 @@ void TraceAggregate::wall(std::optional<std::uint64_t> thread, std::uint64_t sta
   const std::uint64_t end =
       start > ~std::uint64_t{0} - duration ? ~std::uint64_t{0} : start + duration;
   walls_[thread.value_or(0)].add(start, end);
+  span_.add(start, end);
 }
 
 std::vector<std::uint64_t> TraceAggregate::thread_wall_ns() const {
@@ -320,6 +352,9 @@ void TraceAggregate::merge(const TraceAggregate& other) {
   nested_records += other.nested_records;
   for (auto w : other.thread_wall_ns())
     merged_walls_.push_back(w);
+  const std::uint64_t span = other.span_ns();
+  merged_span_ns_ =
+      merged_span_ns_ > ~std::uint64_t{0} - span ? ~std::uint64_t{0} : merged_span_ns_ + span;
   if (other.first_non_finite_value_step) {
     first_non_finite_value_step =
         std::min(first_non_finite_value_step.value_or(*other.first_non_finite_value_step),

@@ -119,6 +119,21 @@ class ThreadWall {
   std::uint64_t settled_end_ = 0;
 };
 
+// The union of intervals arriving in any order (every thread's outermost scopes of one trace):
+// the run's covered span, idle gaps excluded, overlapping threads counted once. Memory is bounded:
+// past kMaxOpen disjoint intervals the earliest is settled (later intervals starting before its
+// end are clipped to it).
+class SpanUnion {
+ public:
+  static constexpr std::size_t kMaxOpen = 4096;
+  void add(std::uint64_t start, std::uint64_t end);
+  std::uint64_t covered_ns() const { return settled_ns_ + open_ns_; }
+
+ private:
+  std::map<std::uint64_t, std::uint64_t> open_;  // start -> end, disjoint, not touching
+  std::uint64_t open_ns_ = 0, settled_ns_ = 0, settled_end_ = 0;
+};
+
 class TraceAggregate : public RecordSink {
  public:
   void meta(const RunMeta& m) override;
@@ -155,6 +170,9 @@ class TraceAggregate : public RecordSink {
   std::uint64_t traces = 0;          // traces aggregated here (merge adds)
   std::uint64_t nested_records = 0;  // records carrying start_ns and thread (runtime/4)
   std::vector<std::uint64_t> thread_wall_ns() const;
+  // Wall time: per trace, the union over its threads of their outermost timed intervals; summed
+  // over the traces merged in (their clocks are not comparable). 0 without runtime/4 timestamps.
+  std::uint64_t span_ns() const;
   std::optional<std::uint64_t> first_non_finite_value_step;
 
  private:
@@ -165,6 +183,8 @@ class TraceAggregate : public RecordSink {
   StringMap<std::uint64_t> pending_op_children_, pending_module_children_;
   std::map<std::uint64_t, ThreadWall> walls_;
   std::vector<std::uint64_t> merged_walls_;  // threads of traces merged in
+  SpanUnion span_;
+  std::uint64_t merged_span_ns_ = 0;  // spans of traces merged in
   std::uint64_t last_step_ = ~std::uint64_t{0};
   LocalHint<StringMap<OperationStats>::value_type> last_operation_;
 };

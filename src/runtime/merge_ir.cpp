@@ -283,7 +283,7 @@ MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
   return plan;
 }
 
-ProfileReport profile_report(const ir::ModelIr& ir, bool by_self) {
+ProfileReport profile_report(const ir::ModelIr& ir, bool by_self, std::uint64_t span_ns) {
   std::vector<OperationTiming> ops;
   std::uint64_t self_sum = 0;
   for (const auto& op : ir.operations) {
@@ -307,6 +307,7 @@ ProfileReport profile_report(const ir::ModelIr& ir, bool by_self) {
   for (auto t : threads)
     wall = wall > ~std::uint64_t{0} - t ? ~std::uint64_t{0} : wall + t;
   if (threads.empty()) wall = self_sum;
+  if (span_ns != 0 && !threads.empty()) wall = span_ns;
   ProfileReport r = profile_report(ops, wall, steps, IrStaticModel(ir), by_self);
   r.thread_busy_ns = threads;
   if (!ir.runtime) return r;
@@ -321,6 +322,10 @@ ProfileReport profile_report(const ir::ModelIr& ir, bool by_self) {
     row.total_share = share(m.total.total_ns);
     row.module = m.module;
     row.instance = m.instance;
+    if (auto it = std::find_if(ir.modules.begin(), ir.modules.end(),
+                               [&](const ir::Module& x) { return x.id == m.module; });
+        it != ir.modules.end())
+      row.type_name = it->type_name;
     const bool family = m.path.find('{') != std::string::npos;
     (family ? r.module_families : r.module_scopes).push_back(std::move(row));
   }

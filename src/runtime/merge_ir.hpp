@@ -35,6 +35,8 @@ MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
 
 // `query profile` data from an IR that already carries timings.
 // Rows sorted by self time (by_self) or by total time.
-ProfileReport profile_report(const ir::ModelIr& ir, bool by_self = true);
+// `span_ns`: the merged traces' wall time (the sum of their TraceInfo::span_ns), when the caller
+// has the traces; without it (0), the sum of the threads' busy time the IR keeps stands in.
+ProfileReport profile_report(const ir::ModelIr& ir, bool by_self = true, std::uint64_t span_ns = 0);
 
 }  // namespace cg::runtime

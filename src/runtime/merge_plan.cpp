@@ -55,6 +55,7 @@ LoadedTrace read_one(const std::filesystem::path& path, const ReadOptions& optio
     out.aggregate = TraceAggregate();
     out.info = read_trace(path, out.aggregate, again);
   }
+  out.info.span_ns = out.aggregate.span_ns();
   return out;
 }
 

@@ -128,8 +128,9 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
                      const StaticModel& model);
 
 // `profile` / `query profile`: operations and modules with inclusive (total) and exclusive (self)
-// time and their share of wall time. Wall time is, per thread, the union of its outermost timed
-// intervals (runtime/4), summed over threads and traces; without timestamps (/1–/3) the sum of
+// time and their share of wall time. Wall time is the run's span: per trace, the union over its
+// threads of their outermost timed intervals (runtime/4), summed over traces (`profile` passes
+// it; an IR alone gives the sum of the threads' busy time); without timestamps (/1–/3) the sum of
 // operation self time (= total there). Self times partition wall time, so self shares add up to at
 // most 100 %; total shares of nested rows overlap by design.
 struct ProfileRow {
@@ -141,7 +142,8 @@ struct ProfileRow {
   double total_share = 0;  // total / wall
   // Owner-type roll-ups know only sums: their min/max/mean/p50/p95 are absent, not 0.
   bool sums_only = false;
-  std::string module{};  // module scopes: IR module id
+  std::string module{};     // module scopes: IR module id
+  std::string type_name{};  // module scopes: the IR module's type (`Llama` for the root, path "")
   std::optional<std::uint64_t> instance{};
 };
 struct ProfileReport {

@@ -63,7 +63,10 @@ struct TraceInfo {
   std::uint64_t gradients = 0;
   std::uint64_t values = 0;
   std::uint64_t edge_timings = 0;
-  std::uint64_t modules = 0;     // runtime/4 `module` lines (closed module scopes)
+  std::uint64_t modules = 0;  // runtime/4 `module` lines (closed module scopes)
+  // runtime/4: the run's wall time, the union over its threads of their outermost timed
+  // intervals (idle gaps excluded, overlapping threads once); 0 without timestamps.
+  std::uint64_t span_ns = 0;
   std::optional<EndRecord> end;  // runtime/4
   // Module scopes (docs/runtime-4.md, "Additions"). Out of order: a scope one of whose child
   // scopes does not lie inside its interval, or a child that closed after its parent. Unresolved: a

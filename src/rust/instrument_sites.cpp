@@ -333,6 +333,78 @@ std::optional<std::string> builder_disturbed(const Crate& crate, std::size_t fn_
   return found;
 }
 
+namespace {
+
+// A node that is an expression whose first token may be the first token of a larger one.
+bool is_expression(std::string_view k) {
+  return k.ends_with("_expression") && k != "closure_expression" && k != "block";
+}
+
+}  // namespace
+
+std::vector<MethodCall> method_calls(const Crate& crate) {
+  std::map<std::pair<std::size_t, std::uint32_t>, std::size_t> fn_at;
+  for (std::size_t i = 0; i < crate.items().size(); ++i) {
+    const Item& it = crate.items()[i];
+    if (it.unit == 0 && (it.kind == ItemKind::Function || it.kind == ItemKind::Method))
+      fn_at[{it.file, ts_node_start_byte(it.node)}] = i;
+  }
+  std::vector<MethodCall> out;
+  for (std::size_t fi = 0; fi < crate.files().size(); ++fi) {
+    const ParsedFile& pf = *crate.files()[fi];
+    if (pf.tree() == nullptr) continue;
+    std::vector<std::pair<std::uint32_t, std::size_t>> fns;  // (end byte, item) enclosing
+    preorder(ts_tree_root_node(pf.tree()), [&](TSNode n) {
+      const std::uint32_t start = ts_node_start_byte(n);
+      while (!fns.empty() && fns.back().first <= start)
+        fns.pop_back();
+      const std::string_view k = kind(n);
+      if (k == "function_item") {
+        auto it = fn_at.find({fi, start});
+        if (it != fn_at.end()) fns.push_back({ts_node_end_byte(n), it->second});
+        return;
+      }
+      if (k != "call_expression" || fns.empty()) return;
+      TSNode callee = field(n, "function");
+      if (ts_node_is_null(callee) || kind(callee) != "field_expression") return;
+      TSNode recv = field(callee, "value");
+      TSNode name = field(callee, "field");
+      TSNode args = field(n, "arguments");
+      if (ts_node_is_null(recv) || ts_node_is_null(name) || ts_node_is_null(args)) return;
+      if (kind(name) != "field_identifier") return;  // `x.0(..)`
+      MethodCall c;
+      c.file = fi;
+      c.function = static_cast<std::ptrdiff_t>(fns.back().second);
+      c.method = crate.node_text(fi, name);
+      c.receiver = crate.node_text(fi, recv);
+      c.start = start;
+      c.end = ts_node_end_byte(n);
+      c.receiver_start = ts_node_start_byte(recv);
+      c.receiver_end = ts_node_end_byte(recv);
+      for (std::uint32_t i = 0; i < ts_node_named_child_count(args); ++i) {
+        TSNode a = ts_node_named_child(args, i);
+        if (kind(a) == "attribute_item" || kind(a) == "line_comment" || kind(a) == "block_comment")
+          continue;
+        c.arguments.push_back({ts_node_start_byte(a), ts_node_end_byte(a), crate.node_text(fi, a)});
+      }
+      // The outermost expression that begins with the call (`call?.x()`), and what holds it.
+      TSNode outer = n;
+      for (TSNode p = ts_node_parent(n);
+           !ts_node_is_null(p) && ts_node_start_byte(p) == start && is_expression(kind(p));
+           p = ts_node_parent(p))
+        outer = p;
+      TSNode holder = ts_node_parent(outer);
+      const std::string_view hk = ts_node_is_null(holder) ? "" : kind(holder);
+      c.leftmost = hk == "expression_statement" ||
+                   (!ts_node_eq(outer, n) &&
+                    (hk == "block" || hk == "match_arm" || hk == "closure_expression"));
+      c.where = where(crate, fi, n);
+      out.push_back(std::move(c));
+    });
+  }
+  return out;
+}
+
 bool body_mentions(const Crate& crate, std::size_t fn_item, const std::string& name) {
   const Item& f = crate.items()[fn_item];
   TSNode body = f.body();

@@ -76,6 +76,29 @@ std::string generic_parameters(const Crate& crate, std::size_t fn_item);
 std::optional<std::string> builder_disturbed(const Crate& crate, std::size_t fn_item,
                                              const std::string& name, std::uint32_t limit);
 
+// A method call `RECEIVER.METHOD(ARGS)` written in a function body of the analyzed crate.
+struct MethodCall {
+  std::size_t file = 0;
+  std::ptrdiff_t function = -1;  // innermost enclosing function item, -1 when none
+  std::string method;
+  std::string receiver;              // as written
+  std::uint32_t start = 0, end = 0;  // the whole call expression
+  std::uint32_t receiver_start = 0, receiver_end = 0;
+  struct Argument {
+    std::uint32_t start = 0, end = 0;
+    std::string text;
+  };
+  std::vector<Argument> arguments;
+  // A `{` written at `start` would end an expression there: the call is an expression statement,
+  // or the leftmost operand of a larger expression (`call?`, `call.x()`, `call + y`) that begins a
+  // statement, a block's tail, a match arm's value or a closure body.
+  bool leftmost = false;
+  std::string where;  // "src/model.rs:33"
+};
+
+// Every method call in the crate's function bodies, by file then position.
+std::vector<MethodCall> method_calls(const Crate& crate);
+
 // Whether identifier `name` occurs anywhere in the function's body (a local we would shadow).
 bool body_mentions(const Crate& crate, std::size_t fn_item, const std::string& name);
 

@@ -35,6 +35,30 @@ TEST(ProfileTable, ModuleAndOperationTablesWithSharesOfWallTime) {
   EXPECT_EQ(cg::cli::profile_table(r, 2, 50).find("host-side"), std::string::npos);
 }
 
+// The root module's path is empty: its row is named after its type, not left blank.
+TEST(ProfileTable, RootRowIsNamedAfterItsType) {
+  cg::runtime::ProfileReport r;
+  r.step_time_ns = 1000;
+  r.thread_busy_ns = {1000};
+  r.has_module_scopes = true;
+  cg::runtime::ProfileRow root{"", "", {1, 1000, 1000, 1000, 1000, 1000, 1000}, 0.4};
+  root.self_ns = 400;
+  root.total_share = 1.0;
+  root.type_name = "Llama";
+  r.module_scopes.push_back(root);
+  cg::runtime::ProfileRow layer{"model.layers.0", "", {1, 600, 600, 600, 600, 600, 600}, 0.6};
+  layer.self_ns = 600;
+  layer.total_share = 0.6;
+  layer.type_name = "Block";
+  r.module_scopes.push_back(layer);
+  const std::string t = cg::cli::profile_table(r, 1, 50);
+  EXPECT_NE(t.find("\nLlama (root)    400 ns  40.0%    1 µs  100.0%"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nmodel.layers.0  600 ns  60.0%"), std::string::npos) << t;  // paths stay paths
+  EXPECT_NE(t.find("over 1 trace, 1 thread\n"), std::string::npos) << t;
+  r.module_scopes[0].type_name.clear();  // a trace whose root the IR does not know
+  EXPECT_NE(cg::cli::profile_table(r, 1, 50).find("\n(root)  "), std::string::npos);
+}
+
 TEST(ProfileTable, Durations) {
   EXPECT_EQ(cg::cli::format_duration(850), "850 ns");
   EXPECT_EQ(cg::cli::format_duration(12300), "12.3 µs");

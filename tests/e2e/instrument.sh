@@ -38,6 +38,9 @@ for crate in "$root/examples/tiny-llama" "$root/tests/fixtures/crates/instrument
   grep -q 'candle-graph-profile = \["dep:candle-graph-profile"\]' "$work/git-$name/Cargo.toml" \
     || fail "$name: feature not added"
   [ "$(grep -c '^\[features\]' "$work/git-$name/Cargo.toml")" = 1 ] || fail "$name: [features] twice"
+  # Without --profile-dep the dependency is this checkout's binding: a path that resolves.
+  grep -qF "candle-graph-profile = { path = \"$root/bindings/rust/candle-graph-profile\", optional = true }" \
+    "$work/git-$name/Cargo.toml" || fail "$name: default dependency source: $(grep candle-graph-profile "$work/git-$name/Cargo.toml")"
 
   "$cg" check "$work/git-$name" -o "$work/$name.ir.json" 2>"$work/$name.check.err"
   grep -q 'syntax-error' "$work/$name.check.err" && fail "$name: patched copy does not parse"
@@ -55,7 +58,8 @@ for crate in "$root/examples/tiny-llama" "$root/tests/fixtures/crates/instrument
 done
 
 # The patched fixture compiles with and without the feature, against stand-ins for candle and the
-# profiler crate (no network), and each module's scope carries the path the analysis gives it.
+# profiler crate (no network), and each module's scope, and each child layer's, carries the path
+# the analysis gives it.
 if command -v cargo >/dev/null 2>&1; then
   stubs="$root/tests/fixtures/crates/instrument_stubs"
   c0="$work/cargo-unpatched" c="$work/cargo-patched"
@@ -64,7 +68,7 @@ if command -v cargo >/dev/null 2>&1; then
   point_at_stubs() {
     sed -i -e "s|^candle = { package = \"candle-core\", version = \"0.11.0\" }|candle = { package = \"candle-core\", path = \"$stubs/candle-core\" }|" \
       -e "s|^candle-nn = \"0.11.0\"|candle-nn = { path = \"$stubs/candle-nn\" }|" \
-      -e "s|^candle-graph-profile = { version = \"0.2\", optional = true }|candle-graph-profile = { path = \"$stubs/candle-graph-profile\", optional = true }|" \
+      -e "s|^candle-graph-profile = { .*, optional = true }|candle-graph-profile = { path = \"$stubs/candle-graph-profile\", optional = true }|" \
       "$1/Cargo.toml"
   }
   point_at_stubs "$c0"
@@ -85,16 +89,24 @@ use candle_nn::VarBuilder;
 fn scopes_carry_module_paths() {
     let model = instrument_cases::Model::new(VarBuilder::default()).unwrap();
     model.forward(&Tensor).unwrap();
+    // Module scopes, and the candle-nn layers (and skipped module types) each module calls,
+    // as children in call order: `self.b.forward(&self.a.forward(xs)?)` opens `a`, then `b`.
     assert_eq!(
         candle_graph_profile::opened(),
-        ["", "model.shorthand", "model.multi", "model.moved", "model.shadowed"]
+        [
+            "", "model.shorthand", "model.shorthand.a", "model.shorthand.b",
+            "model.multi", "model.multi.proj", "model.moved", "model.moved.inner",
+            "model.moved.outer", "model.shadowed", "model.shadowed.deeper.proj", "model.pair",
+            "model.generic", "model.built"
+        ]
     );
 }
 RS
   (cd "$c" && cargo test --offline -q --features candle-graph-profile >"$work/cargo.out" 2>&1) \
     || fail "patched fixture, feature on: build or path test failed: $(tail -30 "$work/cargo.out")"
   # The analysis gives those modules the same prefixes.
-  for p in model.shorthand model.multi model.moved model.shadowed; do
+  for p in model.shorthand model.shorthand.a model.multi.proj model.moved model.moved.outer \
+    model.shadowed model.shadowed.deeper.proj model.pair model.built; do
     "$cg" query modules --path "$root/tests/fixtures/crates/instrument_cases" --limit 1000 --format tree \
       2>/dev/null | grep -q "^  $p  " || fail "the analysis has no module with prefix $p"
   done
@@ -140,6 +152,15 @@ grep -q 'nothing to instrument' "$work/tuple.err" || fail "all-skipped message: 
 "$cg" instrument "$root/examples/tiny-llama" --root NoSuchType >/dev/null 2>"$work/root.err"; rc=$?
 [ $rc -eq 2 ] || fail "unknown --root exited $rc"
 "$cg" instrument "$work/nowhere" >/dev/null 2>&1; [ $? -eq 2 ] || fail "missing crate should exit 2"
+# A dependency source that is none of path=, git=, version=: exit 2, nothing printed.
+"$cg" instrument "$root/examples/tiny-llama" --profile-dep nowhere >"$work/dep.out" 2>"$work/dep.err"; rc=$?
+[ $rc -eq 2 ] || fail "--profile-dep nowhere exited $rc"
+[ -s "$work/dep.out" ] && fail "--profile-dep nowhere printed a diff"
+grep -q 'path=DIR, git=URL or version=REQ' "$work/dep.err" || fail "--profile-dep message: $(cat "$work/dep.err")"
+"$cg" instrument "$root/examples/tiny-llama" --profile-dep 'git=https://example.com/cg.git' \
+  >"$work/git-dep.diff" 2>/dev/null || fail "--profile-dep git= exited $?"
+grep -qF '+candle-graph-profile = { git = "https://example.com/cg.git", optional = true }' \
+  "$work/git-dep.diff" || fail "--profile-dep git= not written"
 # The output may not be the crate's own manifest.
 "$cg" instrument "$root/examples/tiny-llama" -o "$root/examples/tiny-llama/Cargo.toml" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "-o onto Cargo.toml should be refused"

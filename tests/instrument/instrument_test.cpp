@@ -253,11 +253,17 @@ TEST_F(Scratch, FixtureConstructsAreInstrumentedOrSkippedWithAReason) {
               HasSubstr("-            proj\n+            proj,\n+            #[cfg(feature = "
                         "\"candle-graph-profile\")]\n+            cg_path: builder.prefix(),\n"))
       << "a comma after the last field, then the field, from the builder's own name";
-  EXPECT_THAT(r.diff,
-              HasSubstr("        #![allow(clippy::let_and_return)]\n+        #[cfg(feature = "
-                        "\"candle-graph-profile\")]\n+        let _cg_scope = "
-                        "candle_graph_profile::module_scope(&self.cg_path);\n"))
+  EXPECT_THAT(r.diff, HasSubstr("        #![allow(clippy::let_and_return)]\n-        let ys = "
+                                "(self.proj.forward(xs)? * self.scale)?;\n+        #[cfg(feature = "
+                                "\"candle-graph-profile\")]\n+        let _cg_scope = "
+                                "candle_graph_profile::module_scope(&self.cg_path);\n"))
       << "the scope goes after inner attributes";
+  // The candle-nn layer in that line is timed as the module's child, `model.multi.proj`.
+  EXPECT_THAT(r.diff,
+              HasSubstr("+        let ys = ({ #[cfg(feature = \"candle-graph-profile\")] let "
+                        "_cg_child = candle_graph_profile::child_scope(&self.cg_path, "
+                        "\"proj\"); let cg_out = self.proj.forward(xs); cg_out }? * "
+                        "self.scale)?;\n"));
   EXPECT_THAT(r.diff,
               HasSubstr("     pub fn new(vb: VarBuilder) -> Result<Self> {\n+        "
                         "#[cfg(feature = \"candle-graph-profile\")]\n+        let cg_path = "
@@ -306,7 +312,16 @@ TEST_F(Scratch, TinyLlamaEveryModuleGetsItsPathAndScope) {
   std::vector<std::string> got = r.instrumented;
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, local) << "every crate-local module type of the component";
-  EXPECT_TRUE(r.skipped.empty()) << r.skipped.front().what << ": " << r.skipped.front().why;
+  // No module type is skipped. The lm_head is the embedding's weight when tied and its own
+  // `lm_head` otherwise: no constant path, so its calls stay in the model's own time.
+  ASSERT_EQ(r.skipped.size(), 2u);
+  for (const auto& s : r.skipped) {
+    EXPECT_THAT(s.what, HasSubstr("child call `self.lm_head.forward` in `model::TinyLlama::"));
+    EXPECT_THAT(s.why, HasSubstr("not the same under every instance and configuration"));
+  }
+  // q, k, v, o; gate, up, down; the block's two norms; embed_tokens and norm in forward and in
+  // forward_all.
+  EXPECT_EQ(r.children, 13u);
   EXPECT_EQ(r.fields, local.size());
   EXPECT_EQ(r.literals, local.size());
   std::size_t forwards = 0;
@@ -403,6 +418,78 @@ TEST_F(Scratch, CrateWithoutModulesIsAnError) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("no module to instrument"));
   }
+}
+
+// The per-layer fixture (tests/instrument/perlayer/model): module types whose forward is private
+// (`Block::forward`), `pub(crate)` under another name (`Attention::attend`, which the block calls)
+// or a private `impl Module` (`Mlp`) are all instrumented; every candle-nn layer they hold, and the
+// crate-local wrapper instrument must skip, is timed as its parent's child under the key segment
+// the IR gives it (field `ln1` is `input_layernorm`, field `o` is `o_proj`). tests/e2e/
+// instrument_build.sh compiles and runs the same diff with cargo.
+TEST_F(Scratch, PerLayerFixtureEveryModuleAndChildIsTimed) {
+  const fs::path crate = source_dir() / "tests/instrument/perlayer/model";
+  pipeline::Options o;
+  o.path = crate.string();
+  Report r = instrument_crate(o, "path=/opt/candle-graph/bindings/rust/candle-graph-profile");
+  std::vector<std::string> got = r.instrumented;
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{"Attention", "Block", "Mlp", "Model"}));
+  EXPECT_EQ(r.scopes, 4u) << "attend, Mlp::forward, Block::forward, Model::forward";
+  EXPECT_EQ(count(r.diff, "module_scope(&self.cg_path);"), 4u);
+  // The wrapper built in a free function (as candle-transformers' `with_tracing::Linear` is):
+  // the analysis sees the candle-nn layer inside it, field `o`, key `o_proj`.
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&self.cg_path, \"o_proj\"); let cg_out = "
+                                "self.o.forward(&y); cg_out }"));
+  // 4 in attend (q, k, v, o), 3 in Mlp, 2 norms in Block, embed, norm and lm_head in Model.
+  EXPECT_EQ(r.children, 12u);
+  for (const char* seg : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                          "down_proj", "input_layernorm", "post_attention_layernorm",
+                          "model.embed_tokens", "model.norm", "lm_head"})
+    EXPECT_EQ(count(r.diff, std::string("child_scope(&self.cg_path, \"") + seg + "\")"), 1u) << seg;
+  // A plain call: the scope, then the call, the block's value the call's.
+  EXPECT_THAT(r.diff, HasSubstr("let q = { #[cfg(feature = \"candle-graph-profile\")] let "
+                                "_cg_child = candle_graph_profile::child_scope(&self.cg_path, "
+                                "\"q_proj\"); let cg_out = self.q_proj.forward(x); cg_out }?;"));
+  // A receiver that runs a child itself: the scope opens in the last argument, after it.
+  EXPECT_THAT(r.diff, HasSubstr("let cg_out = (gate * { #[cfg(feature = "));
+  EXPECT_THAT(r.diff,
+              HasSubstr(".apply({ let cg_in = &self.down_proj; #[cfg(feature = "
+                        "\"candle-graph-profile\")] { _cg_child = "
+                        "candle_graph_profile::child_scope(&self.cg_path, \"down_proj\"); } "
+                        "cg_in }); cg_out }"));
+  // An argument that runs a child: `&{ .. }`, the norm's own block inside.
+  EXPECT_THAT(r.diff, HasSubstr("self.lm_head.forward(&{ let cg_in = { #[cfg(feature = "));
+  EXPECT_THAT(r.diff, HasSubstr("+candle-graph-profile = { path = "
+                                "\"/opt/candle-graph/bindings/rust/candle-graph-profile\", "
+                                "optional = true }\n"));
+
+  // Siblings, as in the repository: the model's path dependencies resolve.
+  copy_of(source_dir() / "tests/instrument/perlayer/candle-core", "candle-core");
+  copy_of(source_dir() / "tests/instrument/perlayer/candle-nn", "candle-nn");
+  const fs::path copy = copy_of(crate, "model");
+  ASSERT_EQ(patch(copy, r.diff), 0) << r.diff;
+  expect_parses(copy);
+  EXPECT_EQ(inventory_of(analyze(copy)), inventory_of(analyze(crate)));
+  // A second run finds every type instrumented and wraps no call twice.
+  o.path = copy.string();
+  const Report again = instrument_crate(o);
+  EXPECT_TRUE(again.already_instrumented);
+  EXPECT_EQ(again.children, 0u);
+  EXPECT_EQ(again.diff, "");
+}
+
+TEST(Manifest, DependencySourceFlag) {
+  EXPECT_EQ(dependency_source("path=/x/y"), "path = \"/x/y\"");
+  EXPECT_EQ(dependency_source("git=https://h/r.git"), "git = \"https://h/r.git\"");
+  EXPECT_EQ(dependency_source("version=0.3"), "version = \"0.3\"");
+  EXPECT_EQ(dependency_source("path=C:\\a\"b"), "path = \"C:\\\\a\\\"b\"");  // TOML-escaped
+  EXPECT_THROW(dependency_source("nowhere"), InputError);
+  EXPECT_THROW(dependency_source("branch=main"), InputError);
+  EXPECT_THROW(dependency_source("path="), InputError);
+  const ManifestEdit e = manifest_insertions("[package]\nname = \"m\"\n", "Cargo.toml",
+                                             dependency_source("path=../p"));
+  EXPECT_THAT(apply_insertions("[package]\nname = \"m\"\n", e.insertions),
+              HasSubstr("candle-graph-profile = { path = \"../p\", optional = true }\n"));
 }
 
 }  // namespace

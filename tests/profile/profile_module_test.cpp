@@ -367,3 +367,38 @@ TEST(ProfileModule, OutOfOrderAndForeignThreadEndsAreCountedErrors) {
   EXPECT_EQ(number(lines.back(), "errors"), 2u);
   EXPECT_EQ(number(lines.back(), "open_modules"), 1u);
 }
+
+// A library layer a module calls is timed as `parent.child` (the root's children by their own
+// segment), through the C++ API and the C ABI; the joined path is the same string a module scope
+// with that path gets (one interned path), and a parent buffer whose text changed is never taken
+// for the old path.
+TEST(ProfileModule, ChildScopesJoinParentAndChild) {
+  const fs::path path = scratch("child.jsonl");
+  auto session = open_or_die(path, cg::ProfileConfig::infer("model::forward"));
+  std::string parent = "model.layers.0.self_attn";
+  static const char kQ[] = "q_proj";
+  {
+    auto attn = session.module_scope(parent);
+    for (int i = 0; i < 3; ++i) {
+      auto q = session.child_scope(parent, kQ);
+      EXPECT_TRUE(q.active());
+    }
+    auto direct = session.module_scope("model.layers.0.self_attn.q_proj");
+  }
+  {
+    auto head = session.child_scope("", "lm_head");  // the root's child: no leading dot
+  }
+  parent[13] = '1';  // same buffer, new text: model.layers.1.self_attn
+  { auto q = session.child_scope(parent, kQ); }
+  ASSERT_TRUE(session.finish());
+  const auto modules = of_kind(read_lines(path), "module");
+  std::vector<std::string> paths;
+  for (const auto& m : modules)
+    paths.push_back(*field(m, "path"));
+  EXPECT_EQ(paths, (std::vector<std::string>{
+                       "model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.q_proj",
+                       "model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.q_proj",
+                       "model.layers.0.self_attn", "lm_head", "model.layers.1.self_attn.q_proj"}));
+  // The children of the attention scope name it as their parent.
+  EXPECT_EQ(field(modules[0], "parent"), field(modules[4], "event_id"));
+}

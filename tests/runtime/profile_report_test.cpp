@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include "runtime/aggregate.hpp"
 #include "runtime/merge_ir.hpp"
 #include "runtime/report_json.hpp"
 #include "trace_test_util.hpp"
@@ -97,6 +98,54 @@ TEST(ProfileReport, ModuleScopeRowsAndFamilies) {
   EXPECT_EQ(r.module_families[0].id, "model.layers.{i}");
   EXPECT_EQ(r.module_families[0].timing.samples, 4u);
   EXPECT_EQ(r.module_families[0].timing.max_ns, 4000u);  // the slowest instance's call
+}
+
+// Wall time is the run's real span: the union over threads of the covered interval, not the sum
+// of the threads' busy time. Thread 0 runs 0..1000 and thread 1 0..600 in the same trace: the run
+// took 1000 ns (the 1600 ns above is the threads' busy time). Self shares of concurrent threads
+// may then add up past 100 %: 1600 / 1000.
+TEST(ProfileReport, WallTimeIsTheRunsSpanOverThreads) {
+  auto traces = read_traces({testing::fixture("v4_nested_two_threads.jsonl")});
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].info.span_ns, 1000u);
+  auto m = block_ir();
+  merge_runtime(m, traces);
+  auto r = profile_report(m, true, traces[0].info.span_ns);
+  EXPECT_EQ(r.step_time_ns, 1000u);
+  EXPECT_EQ(r.thread_busy_ns, (std::vector<std::uint64_t>{1000, 600}));  // still reported
+  ASSERT_EQ(r.operations.size(), 3u);
+  EXPECT_EQ(r.operations[0].self_ns, 900u);
+  EXPECT_DOUBLE_EQ(r.operations[0].share_of_step, 0.9);
+  EXPECT_DOUBLE_EQ(r.operations[0].total_share, 1.6);  // 1600 ns of forward in 1000 ns
+  // Without the span (an IR on its own), the busy-time sum stands in, as before.
+  EXPECT_EQ(profile_report(m).step_time_ns, 1600u);
+
+  // v4_modules: thread 0's model scope 1000..11000 covers thread 1's 1000..1500 and 2000..2700,
+  // so the span is 10000 ns where the busy sum is 11200.
+  auto modules = read_traces({testing::fixture("v4_modules.jsonl")});
+  EXPECT_EQ(modules[0].info.span_ns, 10000u);
+  // Two traces (two runs): their clocks are unrelated, so their spans add.
+  auto both = read_traces(
+      {testing::fixture("v4_nested_two_threads.jsonl"), testing::fixture("v4_modules.jsonl")});
+  EXPECT_EQ(both[0].info.span_ns + both[1].info.span_ns, 11000u);
+}
+
+TEST(ProfileReport, SpanUnionTakesIntervalsInAnyOrder) {
+  SpanUnion u;
+  u.add(100, 200);
+  u.add(0, 50);
+  EXPECT_EQ(u.covered_ns(), 150u);
+  u.add(40, 120);  // bridges both: [0, 200]
+  EXPECT_EQ(u.covered_ns(), 200u);
+  u.add(300, 400);
+  u.add(250, 260);
+  EXPECT_EQ(u.covered_ns(), 310u);  // 200 + 100 + 10
+  u.add(200, 250);                  // touches [0, 200] and [250, 260]: [0, 260]
+  EXPECT_EQ(u.covered_ns(), 360u);
+  u.add(350, 380);  // inside: nothing new
+  EXPECT_EQ(u.covered_ns(), 360u);
+  u.add(5, 5);  // empty
+  EXPECT_EQ(u.covered_ns(), 360u);
 }
 
 }  // namespace

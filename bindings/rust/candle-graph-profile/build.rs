@@ -17,9 +17,39 @@ fn spawn(tool: &str, args: &[&str], src: &Path, obj: &Path) -> Child {
         .unwrap_or_else(|e| panic!("cannot run `{tool}` to compile {}: {e}", src.display()))
 }
 
+/// The candle-graph checkout whose `src/profile/*.cpp` and `include/` this crate compiles:
+/// `CANDLE_GRAPH_SRC` when set, else the checkout this crate sits in (`../../..`). A copy of the
+/// crate outside a checkout must set `CANDLE_GRAPH_SRC`.
+fn repository_root(manifest: &Path) -> PathBuf {
+    println!("cargo:rerun-if-env-changed=CANDLE_GRAPH_SRC");
+    let (root, from_env) = match env::var_os("CANDLE_GRAPH_SRC") {
+        Some(v) if !v.is_empty() => (PathBuf::from(v), true),
+        _ => (manifest.join("../../.."), false),
+    };
+    let marker = root.join("include/candle_graph_profile.h");
+    if !marker.is_file() || !root.join("src/profile").is_dir() {
+        if from_env {
+            panic!(
+                "CANDLE_GRAPH_SRC={} is not a candle-graph checkout: {} is missing \
+                 (it needs include/ and src/profile/)",
+                root.display(),
+                marker.display()
+            );
+        }
+        panic!(
+            "candle-graph-profile compiles the profiler from a candle-graph checkout, and {} is \
+             not one (this copy of the crate is outside bindings/rust/ of a checkout): set \
+             CANDLE_GRAPH_SRC to the checkout's root, e.g. \
+             CANDLE_GRAPH_SRC=$HOME/src/candle-graph cargo build",
+            root.display()
+        );
+    }
+    root
+}
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let root = manifest.join("../../..");
+    let root = repository_root(&manifest);
     let src_dir = root.join("src/profile");
     let include = root.join("include");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());

@@ -143,6 +143,12 @@ mod ffi {
         pub fn cgp_session_close(session: *mut Session) -> c_int;
         pub fn cgp_module_begin(session: *mut Session, path: Str, out: *mut u64) -> c_int;
         pub fn cgp_module_end(session: *mut Session, scope: u64);
+        pub fn cgp_module_begin_child(
+            session: *mut Session,
+            parent: Str,
+            child: Str,
+            out: *mut u64,
+        ) -> c_int;
         pub fn atexit(callback: extern "C" fn()) -> c_int;
         pub fn cgp_session_free(session: *mut Session);
         pub fn cgp_last_error() -> *const c_char;
@@ -573,6 +579,29 @@ impl ProfileSession {
         }
     }
 
+    /// Time the child `child` of the module at `parent` (a candle-nn layer it calls, which has no
+    /// path of its own) as `parent.child` (`child` alone when `parent` is empty, the root). The
+    /// pair is joined once per thread and then found by the two strings' addresses, so pass the
+    /// same buffers each call: the module's `cg_path` field and a string literal.
+    #[inline]
+    pub fn child_scope(&self, parent: &str, child: &str) -> ModuleScope<'_> {
+        let mut token = 0u64;
+        // SAFETY: as in module_scope.
+        unsafe {
+            ffi::cgp_module_begin_child(
+                self.raw,
+                ffi::Str::of(parent),
+                ffi::Str::of(child),
+                &mut token,
+            )
+        };
+        ModuleScope {
+            session: self,
+            token,
+            _not_send: PhantomData,
+        }
+    }
+
     /// Runs `f` inside [`Self::module_scope`]`(path)` and returns its value:
     /// `session.time_module(&self.cg_path, || self.attn.forward(x))`.
     #[inline]
@@ -705,6 +734,25 @@ pub fn global() -> Option<&'static ProfileSession> {
 #[inline]
 pub fn module_scope(path: &str) -> Option<ModuleScope<'static>> {
     GLOBAL.get().map(|session| session.module_scope(path))
+}
+
+/// A child scope on the global session: what `candle-graph instrument` writes around a call of a
+/// library layer a module holds (`self.q_proj.forward(x)` in `model.layers.3.self_attn` is timed as
+/// `model.layers.3.self_attn.q_proj`):
+///
+/// ```ignore
+/// let q = {
+///     #[cfg(feature = "candle-graph-profile")]
+///     let _cg_scope = candle_graph_profile::child_scope(&self.cg_path, "q_proj");
+///     let cg_out = self.q_proj.forward(x);
+///     cg_out
+/// }?;
+/// ```
+///
+/// Without a global session it returns `None` at the cost of one atomic load.
+#[inline]
+pub fn child_scope(parent: &str, child: &'static str) -> Option<ModuleScope<'static>> {
+    GLOBAL.get().map(|session| session.child_scope(parent, child))
 }
 
 /// Convenience RAII guard for [`ProfileSession::begin_operation`] /

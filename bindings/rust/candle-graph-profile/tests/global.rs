@@ -24,7 +24,12 @@ struct Attention {
 impl Attention {
     fn forward(&self, x: u64) -> u64 {
         let _cg_scope = candle_graph_profile::module_scope(&self.cg_path);
-        x.wrapping_mul(31).wrapping_add(7)
+        // A candle-nn layer it holds, timed as its child (what `instrument` writes).
+        let q = {
+            let _cg_child = candle_graph_profile::child_scope(&self.cg_path, "q_proj");
+            x.wrapping_mul(31)
+        };
+        q.wrapping_add(7)
     }
 }
 
@@ -79,6 +84,7 @@ fn global_session_survives_process_exit() {
     }
     // No global session in this process: the free function is a no-op.
     assert!(candle_graph_profile::module_scope("model").is_none());
+    assert!(candle_graph_profile::child_scope("model", "lm_head").is_none());
     assert!(candle_graph_profile::global().is_none());
 
     let dir = std::env::temp_dir().join(format!("cgp-rust-global-{}", std::process::id()));
@@ -104,9 +110,9 @@ fn global_session_survives_process_exit() {
         .iter()
         .filter(|l| l.starts_with(r#"{"kind":"module""#))
         .collect();
-    // 3 threads x 10 iterations x (1 + 4 layers) + model.norm.
-    assert_eq!(modules.len(), 3 * 10 * 5 + 1);
-    assert_eq!(field(end, "modules").as_deref(), Some("151"));
+    // 3 threads x 10 iterations x (1 + 4 layers x (attention + its q_proj)) + model.norm.
+    assert_eq!(modules.len(), 3 * 10 * 9 + 1);
+    assert_eq!(field(end, "modules").as_deref(), Some("271"));
     assert_eq!(field(end, "open_modules").as_deref(), Some("1"));
     assert_eq!(field(end, "errors").as_deref(), Some("0"));
     let attn: Vec<&&&str> = modules
@@ -116,6 +122,17 @@ fn global_session_survives_process_exit() {
     assert_eq!(attn.len(), 30);
     // Each attention scope's parent is its thread's `model.layers` scope.
     assert!(attn.iter().all(|l| field(l, "parent").is_some()));
+    // The child is `parent.child`, nested in its parent's scope.
+    let ids: std::collections::BTreeSet<String> =
+        attn.iter().filter_map(|l| field(l, "event_id")).collect();
+    let q: Vec<&&&str> = modules
+        .iter()
+        .filter(|l| field(l, "path").as_deref() == Some("model.layers.2.self_attn.q_proj"))
+        .collect();
+    assert_eq!(q.len(), 30);
+    assert!(q
+        .iter()
+        .all(|l| field(l, "parent").map_or(false, |p| ids.contains(&p))));
     let threads: std::collections::BTreeSet<String> =
         modules.iter().filter_map(|l| field(l, "thread")).collect();
     assert!(threads.len() >= 3, "threads {threads:?}");
