@@ -255,6 +255,12 @@ class ModuleScope {
 inline constexpr std::size_t kMaxBufferRecordsPerThread = std::size_t{1} << 22;
 // The largest max_distinct_ids open() accepts (and its default): 4,194,304.
 inline constexpr std::uint32_t kMaxDistinctIds = std::uint32_t{1} << 22;
+// The most bytes of one distinct id: a static id with its operation name and inputs, an edge, or a
+// module path (a child scope's joined path). A longer one is refused where it is interned (an
+// error Status; a module scope records nothing and counts in `end.errors`), so every record the
+// session writes stays within the trace readers' line bound (1 MiB, even with every byte escaped
+// as \u00XX): one set of limits, enforced where the record is made.
+inline constexpr std::size_t kMaxIdBytes = std::size_t{64} << 10;
 
 class ProfileSession {
  public:

@@ -68,6 +68,12 @@ bool parse_event_id(std::string_view id, std::string_view phase, std::uint64_t& 
 }
 
 Result<std::uint32_t> HandleTable::add(const std::string& key, HandleInfo info) {
+  if (key.size() > kMaxIdBytes)
+    return Status(Errc::invalid_argument,
+                  "an id or module path of " + std::to_string(key.size()) +
+                      " bytes (with its operation and inputs): the limit is " +
+                      std::to_string(kMaxIdBytes) +
+                      " bytes (kMaxIdBytes), so that no record exceeds a trace line");
   if (count_ >= limit_)
     return Status(Errc::invalid_argument,
                   "too many distinct profiled operations, edges and module paths (the bound is " +

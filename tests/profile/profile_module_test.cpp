@@ -402,3 +402,30 @@ TEST(ProfileModule, ChildScopesJoinParentAndChild) {
   // The children of the attention scope name it as their parent.
   EXPECT_EQ(field(modules[0], "parent"), field(modules[4], "event_id"));
 }
+
+// A 10 MiB module path used to be recorded as given, writing a line the trace readers refuse
+// ("line is longer than 1048576 bytes"), so the whole trace was lost. The limit is applied where
+// the record is made: the scope records nothing, the end record counts it, every line stays
+// readable.
+TEST(ProfileModule, AnIdPastTheLimitIsRefusedAndTheTraceStaysReadable) {
+  // Every byte escaped as \u00XX is 6 bytes: a refused id could never have fit anyway, and an
+  // accepted one always fits the readers' 1 MiB line bound.
+  static_assert(6 * cg::kMaxIdBytes + 4096 <= std::size_t{1} << 20);
+  const fs::path path = scratch("long-path.jsonl");
+  auto session = open_or_die(path, cg::ProfileConfig::infer("model::forward"));
+  const std::string huge(std::size_t{10} << 20, 'x');
+  { auto scope = session.module_scope(huge); }
+  { auto scope = session.module_scope("model.norm"); }
+  auto op = session.op(std::string(cg::kMaxIdBytes + 1, 'o'), "matmul");
+  EXPECT_FALSE(op) << "an over-long static id is refused when it is interned";
+  ASSERT_TRUE(session.finish());
+  const auto lines = read_lines(path);
+  for (const auto& line : lines)
+    EXPECT_LE(line.size(), std::size_t{1} << 20);
+  const auto modules = of_kind(lines, "module");
+  ASSERT_EQ(modules.size(), 1u);
+  EXPECT_EQ(field(modules[0], "path").value_or(""), "model.norm");
+  const auto end = of_kind(lines, "end");
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_GE(number(end[0], "errors"), 1u);
+}
