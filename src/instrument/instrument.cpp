@@ -627,6 +627,23 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
     files[pf.path()] = {pf.text(), std::move(ins)};
   }
   const cargo::CargoContext& c = *loaded.cargo;
+  // A diff is applied inside the crate: a file that really lies outside it (reached through a
+  // symlink or `#[path = "../.."]`) cannot be patched with the rest (`git apply` refuses the whole
+  // diff, `patch -p1` writes outside the crate). Never hand out a diff that cannot apply whole.
+  {
+    std::error_code fs_ec;
+    const fs::path root = fs::weakly_canonical(c.package_dir, fs_ec);
+    for (const auto& [path, f] : files) {
+      const fs::path real = fs::weakly_canonical(c.package_dir / path, fs_ec);
+      const fs::path rel = real.lexically_relative(root);
+      if (fs::is_symlink(c.package_dir / path, fs_ec) || rel.empty() || *rel.begin() == "..")
+        throw InputError(path, "a module file of the crate that lies outside it (really " +
+                                   real.string() +
+                                   "); a diff applied in the crate cannot patch it, so none was "
+                                   "written: copy the file into the crate, or pass --root for a "
+                                   "model whose types live elsewhere");
+    }
+  }
   const std::string manifest_rel = fs::relative(c.manifest_path, c.package_dir).generic_string();
   const std::string manifest_text = read_text(c.manifest_path);
   ManifestEdit me = manifest_insertions(manifest_text, manifest_rel, dep_source);

@@ -203,6 +203,28 @@ TEST(CliOutput, SummaryAndQuerySayWhichSourceFileWasSkipped) {
   fs::remove_all(d);
 }
 
+// A module file reached through a symlink out of the crate cannot be patched by a diff applied in
+// the crate: instrument says so and writes no diff, rather than one `git apply` refuses whole.
+TEST(CliOutput, InstrumentRefusesAModuleFileOutsideTheCrate) {
+  const fs::path d = temp_dir("outside");
+  fs::copy(kCrate, d / "t", fs::copy_options::recursive);
+  fs::create_directories(d / "outside");
+  fs::rename(d / "t" / "src" / "model.rs", d / "outside" / "model.rs");
+  fs::create_symlink(d / "outside" / "model.rs", d / "t" / "src" / "model.rs");
+  CaptureStderr();
+  CaptureStdout();
+  const int code =
+      cg::cli::run({"instrument", (d / "t").string(), "-o", (d / "profile.diff").string()});
+  GetCapturedStdout();
+  const std::string err = GetCapturedStderr();
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_NE(err.find("outside/model.rs: a module file of the crate that lies outside it"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(fs::exists(d / "profile.diff"));
+  fs::remove_all(d);
+}
+
 TEST(CliOutput, AMistypedCommandGetsTheClosestOne) {
   for (const auto& [typed, meant] : std::vector<std::pair<std::string, std::string>>{
            {"sumary", "summary"}, {"veiw", "view"}, {"chek", "check"}}) {
