@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -94,6 +95,19 @@ int run(const std::vector<std::string>& argv) {
   try {
     std::vector<std::string> rev(argv.rbegin(), argv.rend());
     app.parse(rev);
+  } catch (const CLI::ExtrasError& e) {
+    // `query parameters self_attn CRATE`: every other command takes the crate as its last word,
+    // query and mcp take it as --path. Say so rather than "was not expected".
+    const bool takes_path = argv.front() == "query" || argv.front() == "mcp";
+    std::error_code ec;
+    if (takes_path && !argv.back().empty() && argv.back()[0] != '-' &&
+        std::filesystem::exists(std::filesystem::path(argv.back()) / "Cargo.toml", ec)) {
+      std::cerr << "error: `" << shown_text(argv.back(), 200)
+                << "` looks like a crate: " << argv.front() << " takes it as --path "
+                << shown_text(argv.back(), 200) << "\n";
+      return kExitUsage;
+    }
+    return after_printing(app.exit(e) == 0 ? kExitOk : kExitUsage);
   } catch (const CLI::ParseError& e) {
     return after_printing(app.exit(e) == 0 ? kExitOk : kExitUsage);
   }

@@ -257,6 +257,16 @@ TEST(CliOutput, AMistypedRootGetsTheClosestModel) {
   EXPECT_NE(err.find("did you mean `model::TinyLlama`?"), std::string::npos) << err;
 }
 
+TEST(CliOutput, ACrateGivenToQueryAsAWordIsToldAboutPath) {
+  CaptureStderr();
+  CaptureStdout();
+  EXPECT_EQ(cg::cli::run({"query", "parameters", "self_attn", kCrate}), 2);
+  GetCapturedStdout();
+  const std::string err = GetCapturedStderr();
+  EXPECT_NE(err.find("looks like a crate: query takes it as --path " + kCrate), std::string::npos)
+      << err;
+}
+
 TEST(CliOutput, HelpThatCannotBeWrittenIsAnError) {
   EXPECT_EQ(run_with_full_stdout({"--help"}), 2);
   EXPECT_EQ(run_with_full_stdout({"summary", "--help"}), 2);
