@@ -136,14 +136,17 @@ TEST(ConfigFromCode, ArgCallRunsTheConstructorBody) {
   EXPECT_EQ(shape_of(a, "stages.0.1.weight"), "none");
   EXPECT_EQ(shape_of(a, "proj.weight"), "8,8");
   EXPECT_EQ(shape_of(a, "head.weight"), "5,8");
+  // `act: Act::Gated`, an enum variant: the match takes its arm.
+  EXPECT_EQ(shape_of(a, "gate.weight"), "8,8");
   auto m = cg::query::build_summary(a.ir, "F32");
-  // 16 + 2 x 64 (stages) + 64 (proj) + 40 (head).
-  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(16 + 128 + 64 + 40));
+  // 16 + 2 x 64 (stages) + 64 (proj) + 40 (head) + 64 (gate).
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(16 + 128 + 64 + 40 + 64));
   EXPECT_EQ(m.totals.unknown_leaves, 0u);
 }
 
 TEST(ConfigFromCode, ArgCallTakesLiteralArguments) {
-  // `Config::sized(6)`: channels [2, 2], one block each, hidden 6, 3 classes: 4 + 4 + 12 + 18.
+  // `Config::sized(6)`: channels [2, 2], one block each, hidden 6, 3 classes, `Act::Plain` (no
+  // gate): 4 + 4 + 12 + 18.
   auto a = analyze_arg("config_ctor", "cfg=Config::sized(6)");
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(38));

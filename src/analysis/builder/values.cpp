@@ -2,6 +2,8 @@
 // (builders with their key segments, configs, layer configs, constructor references, symbolic
 // numbers), the builder algebra of method chains (`vb.pp("a").pp(i)`), the key segments a prefix
 // pushes, and the symbolic evaluator's context (names read from the engine's environment).
+#include <cctype>
+
 #include "analysis/builder/domain.hpp"
 
 namespace cg::analysis::builder {
@@ -350,6 +352,14 @@ std::optional<BuilderDomain::Value> BuilderDomain::constructed_config(
     SymValue s = SymValue::symbolic(text(fi), "`" + text(fi) + "` is not evaluated");
     if (it != evaluated.end() && it->second.kind == Value::Kind::sym) {
       s = it->second.sym;
+      // An enum variant (`Activation::QuickGelu`): its name, as `--arg model=Vgg16` gives one.
+      const NodeId e = node(fi).a;
+      if (!s.concrete() && e != kNone && node(e).kind == Kind::Path &&
+          text(e).find("::") != std::string::npos) {
+        const std::string last = inventory::last_segment(text(e));
+        if (!last.empty() && std::isupper(static_cast<unsigned char>(last[0])))
+          s = SymValue::of_string(text(e));
+      }
       // An array of literals (`[3, 3, 9, 3]`): its length and elements, as config.json's.
       if (const auto& rows = it->second.rows;
           rows && std::all_of(rows->begin(), rows->end(),
