@@ -328,6 +328,12 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
       out.value = it->second;
       return out;
     }
+  if (c.assigned_configs)
+    for (const auto& [n, nested] : *c.assigned_configs)
+      if (n == name) {
+        out.config = nested;
+        return out;
+      }
   if (c.defaulted) {
     out.value = impl_default(c, *f);
     if (!out.value.concrete()) out.value.text = shown;

@@ -26,6 +26,10 @@ namespace cg::analysis {
 // to `--arg` values: `None` for an Option only, a number for f32/f64, true/false for bool.
 std::string rust_value_refusal(const std::string& type_text, const SymValue& v);
 
+// The reason an `--arg` value written as a call (`Config::convnext_tiny()`) carries: the root's
+// config parameter is bound to what that constructor's body evaluates to.
+inline constexpr std::string_view kArgCallReason = "a constructor call given with --arg";
+
 // A config value: a crate-local struct item and its dotted JSON path ("" or "text_config.").
 struct ConfigRef {
   std::size_t item = 0;
@@ -42,6 +46,9 @@ struct ConfigRef {
   // c.is_decoder = true;`, `Config { num_layers: 2, ..cfg.clone() }`): they replace the file's
   // values (a value not known stays symbolic); every other field reads as before.
   std::shared_ptr<const std::map<std::string, SymValue, std::less<>>> assigned;
+  // Nested config structs a config built in code gave (`ClipConfig { text_config:
+  // ClipTextConfig::vit_base_patch32(), .. }`, from `--arg c=ClipConfig::vit_base_patch32()`).
+  std::shared_ptr<const std::vector<std::pair<std::string, ConfigRef>>> assigned_configs;
   // A nested struct the file does not give whose field is `#[serde(default)]`: serde builds it
   // with its `Default` (t5's absent `feed_forward_proj`), so each field reads that default.
   bool defaulted = false;

@@ -196,6 +196,9 @@ void check_args(const rust::Crate& crate, const std::vector<Result>& results,
     for (const auto& r : results) {
       const bool uses = r.out.used_args.count(name) > 0;
       used = used || uses;
+      if (auto it = r.out.arg_problems.find(name); it != r.out.arg_problems.end())
+        throw InputError("--arg " + shown_text(name),
+                         "`" + shown_text(value.display()) + "` is " + it->second);
       for (const auto& p : crate.items()[r.cand.ctor].params) {
         params += (params.empty() ? "" : ", ") + p.name;
         if (uses && p.name == name && problem.empty()) {

@@ -113,6 +113,9 @@ struct Walked {
   std::vector<Diag> diags;
   std::set<std::string> constructed_types;  // qualified types built as children
   std::set<std::string> used_args;          // --arg names the root constructor took
+  // --arg values the root could not take, by name: why (a config given no call, a call that did
+  // not evaluate to the config's struct literal, a field of it left unknown).
+  std::map<std::string, std::string> arg_problems;
   std::string unbound_config;  // the root's config type, when --config could not bind it
   bool truncated = false;
 };

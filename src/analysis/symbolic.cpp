@@ -184,57 +184,7 @@ struct Evaluator {
     if ((op == "&&" || op == "||") && a.kind == SymValue::Kind::boolean && !b.concrete()) return b;
     if (!a.concrete()) return composed(a, op, b, a.reason);
     if (!b.concrete()) return composed(a, op, b, b.reason);
-    if (op == "&&" || op == "||") {
-      if (a.kind != SymValue::Kind::boolean || b.kind != SymValue::Kind::boolean)
-        return unknown(n, "`" + op + "` on non-booleans");
-      return SymValue::of_bool(op == "&&" ? a.boolean && b.boolean : a.boolean || b.boolean);
-    }
-    if (op == "==" || op == "!=") {
-      bool eq;
-      if (numeric(a) && numeric(b))
-        eq = as_real(a) == as_real(b);
-      else if (a.kind == b.kind)
-        eq = a.display() == b.display();
-      else
-        return unknown(n, "comparison of different kinds");
-      return SymValue::of_bool(op == "==" ? eq : !eq);
-    }
-    if (!numeric(a) || !numeric(b)) return unknown(n, "arithmetic on non-numbers");
-    if (op == "<") return SymValue::of_bool(as_real(a) < as_real(b));
-    if (op == "<=") return SymValue::of_bool(as_real(a) <= as_real(b));
-    if (op == ">") return SymValue::of_bool(as_real(a) > as_real(b));
-    if (op == ">=") return SymValue::of_bool(as_real(a) >= as_real(b));
-    if (a.kind == SymValue::Kind::integer && b.kind == SymValue::Kind::integer) {
-      std::int64_t x = a.integer, y = b.integer, out = 0;
-      if (op == "+") {
-        if (__builtin_add_overflow(x, y, &out)) return unknown(n, "integer overflow");
-      } else if (op == "-") {
-        if (__builtin_sub_overflow(x, y, &out)) return unknown(n, "integer overflow");
-      } else if (op == "*") {
-        if (__builtin_mul_overflow(x, y, &out)) return unknown(n, "integer overflow");
-      } else if (op == "/" || op == "%") {
-        if (y == 0) return unknown(n, "division by zero");
-        if (x == std::numeric_limits<std::int64_t>::min() && y == -1)
-          return unknown(n, "integer overflow");
-        out = op == "/" ? x / y : x % y;
-      } else if (op == "<<" || op == ">>") {
-        if (y < 0 || y > 62) return unknown(n, "shift out of range");
-        out = op == "<<" ? (x << y) : (x >> y);
-      } else if (op == "&") {
-        out = x & y;
-      } else if (op == "|") {
-        out = x | y;
-      } else {
-        return unknown(n, "operator `" + op + "` not evaluated");
-      }
-      return SymValue::of_int(out);
-    }
-    double x = as_real(a), y = as_real(b);
-    if (op == "+") return SymValue::of_real(x + y);
-    if (op == "-") return SymValue::of_real(x - y);
-    if (op == "*") return SymValue::of_real(x * y);
-    if (op == "/") return SymValue::of_real(x / y);
-    return unknown(n, "operator `" + op + "` not evaluated on floats");
+    return binary_value(op, a, b, text(n));
   }
 
   SymValue cast(NodeId n, int depth) {
@@ -457,6 +407,69 @@ struct Evaluator {
 };
 
 }  // namespace
+
+// `a op b` of two known values (Rust's integer and float arithmetic, comparisons, `&&`/`||`);
+// a value it cannot give is symbolic as `text` with the reason.
+SymValue binary_value(const std::string& op, const SymValue& a, const SymValue& b,
+                      const std::string& text) {
+  const auto numeric = [](const SymValue& v) {
+    return v.kind == SymValue::Kind::integer || v.kind == SymValue::Kind::real;
+  };
+  const auto as_real = [](const SymValue& v) {
+    return v.kind == SymValue::Kind::integer ? static_cast<double>(v.integer) : v.real;
+  };
+  if (op == "&&" || op == "||") {
+    if (a.kind != SymValue::Kind::boolean || b.kind != SymValue::Kind::boolean)
+      return SymValue::symbolic(text, "`" + op + "` on non-booleans");
+    return SymValue::of_bool(op == "&&" ? a.boolean && b.boolean : a.boolean || b.boolean);
+  }
+  if (op == "==" || op == "!=") {
+    bool eq;
+    if (numeric(a) && numeric(b))
+      eq = as_real(a) == as_real(b);
+    else if (a.kind == b.kind)
+      eq = a.display() == b.display();
+    else
+      return SymValue::symbolic(text, "comparison of different kinds");
+    return SymValue::of_bool(op == "==" ? eq : !eq);
+  }
+  if (!numeric(a) || !numeric(b)) return SymValue::symbolic(text, "arithmetic on non-numbers");
+  if (op == "<") return SymValue::of_bool(as_real(a) < as_real(b));
+  if (op == "<=") return SymValue::of_bool(as_real(a) <= as_real(b));
+  if (op == ">") return SymValue::of_bool(as_real(a) > as_real(b));
+  if (op == ">=") return SymValue::of_bool(as_real(a) >= as_real(b));
+  if (a.kind == SymValue::Kind::integer && b.kind == SymValue::Kind::integer) {
+    std::int64_t x = a.integer, y = b.integer, out = 0;
+    if (op == "+") {
+      if (__builtin_add_overflow(x, y, &out)) return SymValue::symbolic(text, "integer overflow");
+    } else if (op == "-") {
+      if (__builtin_sub_overflow(x, y, &out)) return SymValue::symbolic(text, "integer overflow");
+    } else if (op == "*") {
+      if (__builtin_mul_overflow(x, y, &out)) return SymValue::symbolic(text, "integer overflow");
+    } else if (op == "/" || op == "%") {
+      if (y == 0) return SymValue::symbolic(text, "division by zero");
+      if (x == std::numeric_limits<std::int64_t>::min() && y == -1)
+        return SymValue::symbolic(text, "integer overflow");
+      out = op == "/" ? x / y : x % y;
+    } else if (op == "<<" || op == ">>") {
+      if (y < 0 || y > 62) return SymValue::symbolic(text, "shift out of range");
+      out = op == "<<" ? (x << y) : (x >> y);
+    } else if (op == "&") {
+      out = x & y;
+    } else if (op == "|") {
+      out = x | y;
+    } else {
+      return SymValue::symbolic(text, "operator `" + op + "` not evaluated");
+    }
+    return SymValue::of_int(out);
+  }
+  double x = as_real(a), y = as_real(b);
+  if (op == "+") return SymValue::of_real(x + y);
+  if (op == "-") return SymValue::of_real(x - y);
+  if (op == "*") return SymValue::of_real(x * y);
+  if (op == "/") return SymValue::of_real(x / y);
+  return SymValue::symbolic(text, "operator `" + op + "` not evaluated on floats");
+}
 
 SymValue evaluate(const rust::Body& body, rust::NodeId expr, EvalContext& ctx) {
   Evaluator e{body, ctx};

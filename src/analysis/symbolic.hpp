@@ -58,6 +58,11 @@ class EvalContext {
 // instead of exhausting the stack.
 SymValue evaluate(const rust::Body& body, rust::NodeId expr, EvalContext& ctx);
 
+// `a op b` of two concrete values, as `evaluate` computes a binary expression; symbolic (as
+// `text`, with the reason) when it cannot be computed.
+SymValue binary_value(const std::string& op, const SymValue& a, const SymValue& b,
+                      const std::string& text);
+
 // Parses a Rust literal's text (`10_000.0`, `1e-5`, `0usize`, `0x10`, `true`, `"x"`).
 std::optional<SymValue> parse_literal(std::string_view kind, std::string_view text);
 

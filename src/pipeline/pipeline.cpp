@@ -1,12 +1,14 @@
 #include "pipeline/pipeline.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "analysis/config_binding.hpp"
 #include "analysis/config_values.hpp"
 #include "analysis/dataflow.hpp"
 #include "analysis/inventory.hpp"
@@ -431,6 +433,10 @@ Analysis analyze(const Options& opts) {
     // `None` is an `Option` parameter's `None` (`--arg nclasses=None`); a value given to one is its
     // `Some(value)`.
     if (!v && value == "None") v = analysis::SymValue::none();
+    // `Config::convnext_tiny()`: a crate function whose body builds the root's config.
+    if (!v && value.back() == ')' && value.find('(') != std::string::npos &&
+        (std::isalpha(static_cast<unsigned char>(value[0])) || value[0] == '_'))
+      v = analysis::SymValue::symbolic(value, std::string(analysis::kArgCallReason));
     if (!v) v = analysis::SymValue::of_string(value);
     // A repeated name is a mistake the user should see, not a silent "the last one wins".
     if (auto [it, fresh] = inv.args.try_emplace(name, *v); !fresh)

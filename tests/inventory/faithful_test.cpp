@@ -7,6 +7,7 @@
 
 #include "pipeline/pipeline.hpp"
 #include "query/summary_rows.hpp"
+#include "util/error.hpp"
 
 namespace {
 
@@ -116,6 +117,59 @@ TEST(ConfigArrays, WithoutAFileTheIndexedWidthsStaySymbolic) {
   EXPECT_EQ(shape_of(a, "head.weight"), "symbolic");
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_GT(m.totals.unknown_leaves, 0u);
+}
+
+cg::pipeline::Analysis analyze_arg(const std::string& name, const std::string& arg) {
+  cg::pipeline::Options o;
+  o.path = fixture(name);
+  o.root = "Model";
+  o.args.push_back(arg);
+  return cg::pipeline::analyze(o);
+}
+
+TEST(ConfigFromCode, ArgCallRunsTheConstructorBody) {
+  // `--arg cfg=Config::tiny()`: channels [4, 8], depths [1, 2], hidden widen(3) + 2 = 8, head
+  // HeadConfig::with_classes(5) (a nested config built by a call with a literal argument).
+  auto a = analyze_arg("config_ctor", "cfg=Config::tiny()");
+  EXPECT_EQ(shape_of(a, "stages.0.0.weight"), "4,4");
+  EXPECT_EQ(shape_of(a, "stages.1.1.weight"), "8,8");
+  EXPECT_EQ(shape_of(a, "stages.0.1.weight"), "none");
+  EXPECT_EQ(shape_of(a, "proj.weight"), "8,8");
+  EXPECT_EQ(shape_of(a, "head.weight"), "5,8");
+  // `act: Act::Gated`, an enum variant: the match takes its arm.
+  EXPECT_EQ(shape_of(a, "gate.weight"), "8,8");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  // 16 + 2 x 64 (stages) + 64 (proj) + 40 (head) + 64 (gate).
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(16 + 128 + 64 + 40 + 64));
+  EXPECT_EQ(m.totals.unknown_leaves, 0u);
+}
+
+TEST(ConfigFromCode, ArgCallTakesLiteralArguments) {
+  // `Config::sized(6)`: channels [2, 2], one block each, hidden 6, 3 classes, `Act::Plain` (no
+  // gate): 4 + 4 + 12 + 18.
+  auto a = analyze_arg("config_ctor", "cfg=Config::sized(6)");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(38));
+}
+
+std::string arg_error(const std::string& arg) {
+  try {
+    analyze_arg("config_ctor", arg);
+  } catch (const cg::InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ConfigFromCode, WhatCannotBeEvaluatedIsAnInputError) {
+  // A field the body computes from something not known names that field.
+  EXPECT_NE(arg_error("cfg=Config::opaque()").find("hidden"), std::string::npos)
+      << arg_error("cfg=Config::opaque()");
+  EXPECT_NE(arg_error("cfg=Config::nothing()").find("names no function"), std::string::npos)
+      << arg_error("cfg=Config::nothing()");
+  EXPECT_NE(arg_error("cfg=7").find("not a call"), std::string::npos) << arg_error("cfg=7");
+  EXPECT_NE(arg_error("cfg=Config::sized(x)").find("literal arguments"), std::string::npos)
+      << arg_error("cfg=Config::sized(x)");
 }
 
 }  // namespace

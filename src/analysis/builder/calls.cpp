@@ -163,6 +163,9 @@ BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::str
                   "` receives a VarBuilder; any parameters it registers are unknown");
     return plain_call_value(n, args);
   }
+  // While an `--arg cfg=Config::tiny()` runs, the crate functions it calls run too.
+  if (arg_calls_ > 0 && local_items.size() == 1 && !any_builder(args))
+    return run_arg_fn(eng, local_items[0], args);
   if (!any_builder(args)) return plain_call_value(n, args);
   if (local_items.size() > 1) {
     diag(n, "ambiguous call `" + path + "` receives a VarBuilder; subtree not expanded");

@@ -87,7 +87,7 @@ class BuilderDomain : public EvalContext {
   Value field(Eng& eng, NodeId n, Value base);
   Value call(Eng& eng, NodeId n, std::vector<Value> args);
   Value method_call(Eng& eng, NodeId n, Value recv, std::vector<Value> args);
-  Value binary(Eng& eng, NodeId n, Value, Value) { return sym_of(eng, n); }
+  Value binary(Eng& eng, NodeId n, Value l, Value r);
   Value unary(Eng& eng, NodeId n, Value) { return sym_of(eng, n); }
   Value macro(Eng& eng, NodeId n);
   Value aggregate(Eng& eng, NodeId n, std::vector<Value> elems);
@@ -176,6 +176,7 @@ class BuilderDomain : public EvalContext {
   int depth_ = 0;                   // inlined calls and closures open
   int forks_ = 0;
   int const_depth_ = 0;
+  int arg_calls_ = 0;                     // --arg constructor calls running
   std::vector<std::size_t> const_items_;  // consts being evaluated (their names resolve there)
   std::vector<std::size_t> let_marks_;
   std::vector<Branch> branches_;
@@ -213,6 +214,13 @@ class BuilderDomain : public EvalContext {
   const Value* local(const std::string& name);
   Value* local_mut(const std::string& name);  // the frame's own copy, to change
   Value param_value(const rust::Param& p, const std::string& module);
+  // `--arg cfg=Config::tiny()`: that crate function's body run on this engine; the config value
+  // its struct literal gives, or nullopt with `out.arg_problems[p.name]` saying why.
+  std::optional<Value> arg_call(const rust::Param& p, const std::string& call, std::size_t ctor);
+  // A struct literal of a crate-local struct built while an --arg call runs: the config it is.
+  Value run_arg_fn(Eng& eng, std::size_t fn, const std::vector<Value>& args);
+  std::optional<Value> constructed_config(Eng& eng, NodeId n,
+                                          const std::map<std::string, Value>& evaluated);
   std::optional<SymValue> const_value(const std::string& path);
   std::optional<SymValue> layer_field(const Value& b, std::string_view name);
   std::optional<SymValue> module_field(const Value& b, std::string_view name);

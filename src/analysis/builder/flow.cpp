@@ -389,6 +389,7 @@ BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
     if (built) v.modules.push_back(ctx().created.back());
     evaluated[fname] = std::move(v);
   }
+  if (auto c = constructed_config(eng, n, evaluated)) return *c;
   Value base = eng.eval(node(n).a);  // `..base`
   // `Config { num_layers: 2, ..cfg.clone() }`: the base config with those fields replaced.
   if (base.kind == Value::Kind::config) {

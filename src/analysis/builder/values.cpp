@@ -2,6 +2,8 @@
 // (builders with their key segments, configs, layer configs, constructor references, symbolic
 // numbers), the builder algebra of method chains (`vb.pp("a").pp(i)`), the key segments a prefix
 // pushes, and the symbolic evaluator's context (names read from the engine's environment).
+#include <cctype>
+
 #include "analysis/builder/domain.hpp"
 
 namespace cg::analysis::builder {
@@ -18,16 +20,6 @@ void BuilderDomain::run_root(std::size_t type_item, std::size_t ctor) {
   root.source = crate_.source(type_item);
   root.cfg = crate_.items()[ctor].cfg.predicates;
   out.insts.push_back(root);
-  std::vector<Value> args;
-  bool first_builder = true;
-  for (const auto& p : crate_.items()[ctor].params) {
-    Value v = param_value(p, crate_.items()[ctor].module);
-    if (v.kind == Value::Kind::builder && first_builder) {
-      out.insts[0].root = p.name;
-      first_builder = false;
-    }
-    args.push_back(std::move(v));
-  }
   interp::Limits limits;
   limits.max_call_depth = 4 * inventory::kMaxDepth;  // the domain's own guard decides first
   limits.node_budget = inventory::kMaxSteps;
@@ -39,6 +31,17 @@ void BuilderDomain::run_root(std::size_t type_item, std::size_t ctor) {
   ctxs_.push_back(std::move(c));
   items_.push_back(ctor);
   eng.begin_run();
+  // The parameters after the engine exists: an `--arg cfg=Config::tiny()` runs on it.
+  std::vector<Value> args;
+  bool first_builder = true;
+  for (const auto& p : crate_.items()[ctor].params) {
+    Value v = param_value(p, crate_.items()[ctor].module);
+    if (v.kind == Value::Kind::builder && first_builder) {
+      out.insts[0].root = p.name;
+      first_builder = false;
+    }
+    args.push_back(std::move(v));
+  }
   eng.invoke(ctor, nullptr, args, true);
   items_.pop_back();
   ctxs_.pop_back();
@@ -176,6 +179,19 @@ BuilderDomain::Value BuilderDomain::param_value(const rust::Param& p, const std:
   if (auto c = config_type(p.type_text, module)) {
     v.kind = Value::Kind::config;
     v.config = *c;
+    if (args_ != nullptr)
+      if (auto a = args_->find(p.name); a != args_->end()) {
+        out.used_args.insert(p.name);
+        if (a->second.kind == SymValue::Kind::symbolic && a->second.reason == kArgCallReason) {
+          if (auto built = arg_call(p, a->second.text, items_.back())) return *built;
+        } else {
+          out.arg_problems[p.name] = "not a call of a constructor of `" +
+                                     crate_.items()[c->item].name +
+                                     "` (a crate function with literal arguments, e.g. `--arg " +
+                                     p.name + "=" + crate_.items()[c->item].name + "::new()`)";
+        }
+        return v;
+      }
     if (bind_config_) {
       if (auto b = binding_.bind_root(*c))
         v.config = *b;
@@ -189,11 +205,180 @@ BuilderDomain::Value BuilderDomain::param_value(const rust::Param& p, const std:
     if (auto a = args_->find(p.name); a != args_->end()) {
       v.sym = a->second;
       out.used_args.insert(p.name);
+      if (a->second.kind == SymValue::Kind::symbolic && a->second.reason == kArgCallReason)
+        out.arg_problems[p.name] =
+            "a call, which is evaluated only for a parameter whose type is a crate-local struct";
       return v;
     }
   v.sym = SymValue::symbolic(p.name, "parameter `" + p.name +
                                          "` of the root constructor (bind it with --arg " + p.name +
                                          "=VALUE)");
+  return v;
+}
+
+namespace {
+// `Config::tiny()`, `MBConvConfig::new(3, 1.5, true, "x")`: the path and its literal arguments;
+// nullopt when the text is not such a call (or an argument is not a literal).
+std::optional<std::pair<std::string, std::vector<SymValue>>> parse_arg_call(std::string_view t) {
+  const auto open = t.find('(');
+  if (open == std::string_view::npos || t.empty() || t.back() != ')') return std::nullopt;
+  std::string path(t.substr(0, open));
+  while (!path.empty() && path.back() == ' ')
+    path.pop_back();
+  if (path.empty()) return std::nullopt;
+  std::vector<SymValue> args;
+  std::string_view inner = t.substr(open + 1, t.size() - open - 2);
+  std::size_t start = 0;
+  bool quoted = false;
+  for (std::size_t i = 0; i <= inner.size(); ++i) {
+    if (i < inner.size() && inner[i] == '"' && (i == 0 || inner[i - 1] != '\\')) quoted = !quoted;
+    if (i < inner.size() && (quoted || inner[i] != ',')) continue;
+    std::string_view a = inner.substr(start, i - start);
+    start = i + 1;
+    while (!a.empty() && a.front() == ' ')
+      a.remove_prefix(1);
+    while (!a.empty() && a.back() == ' ')
+      a.remove_suffix(1);
+    if (a.empty()) {
+      if (i == inner.size() && args.empty()) break;  // `f()`, `f(1,)`
+      return std::nullopt;
+    }
+    std::optional<SymValue> v;
+    for (const char* kind : {"integer_literal", "float_literal", "boolean_literal"})
+      if (!v && !(std::string_view(kind) == "boolean_literal" && a != "true" && a != "false"))
+        v = parse_literal(kind, a);
+    if (!v && a.size() >= 2 && a.front() == '"') v = parse_literal("string_literal", a);
+    if (!v) return std::nullopt;
+    args.push_back(*v);
+  }
+  return std::make_pair(std::move(path), std::move(args));
+}
+
+// The first field of a built config (nested ones too) that is not known, as `field: why`.
+std::string unknown_field(const ConfigRef& c, const std::string& prefix) {
+  if (c.assigned)
+    for (const auto& [name, v] : *c.assigned)
+      if (!v.concrete() && !v.elements) return prefix + name + " (" + v.reason + ")";
+  if (c.assigned_configs)
+    for (const auto& [name, nested] : *c.assigned_configs)
+      if (auto u = unknown_field(nested, prefix + name + "."); !u.empty()) return u;
+  return {};
+}
+}  // namespace
+
+std::optional<BuilderDomain::Value> BuilderDomain::arg_call(const rust::Param& p,
+                                                            const std::string& call,
+                                                            std::size_t ctor) {
+  const std::string type =
+      crate_.items()[config_type(p.type_text, crate_.items()[ctor].module)->item].name;
+  auto parsed = parse_arg_call(call);
+  if (!parsed) {
+    out.arg_problems[p.name] = "not a call with literal arguments (`" + type + "::new()`)";
+    return std::nullopt;
+  }
+  std::vector<std::size_t> fns;
+  for (const auto& c : resolve_in(ctor, parsed->first))
+    if (c.kind == rust::Candidate::Kind::Item &&
+        (crate_.items()[c.item].kind == rust::ItemKind::Function ||
+         crate_.items()[c.item].kind == rust::ItemKind::Method) &&
+        crate_.items()[c.item].cfg.state != rust::Tri::False)
+      fns.push_back(c.item);
+  if (fns.size() != 1) {
+    out.arg_problems[p.name] =
+        fns.empty() ? "a call of `" + parsed->first + "`, which names no function of the crate"
+                    : "a call of `" + parsed->first + "`, which names " +
+                          std::to_string(fns.size()) + " functions";
+    return std::nullopt;
+  }
+  std::vector<Value> args;
+  for (auto& a : parsed->second) {
+    Value v;
+    v.kind = Value::Kind::sym;
+    v.sym = std::move(a);
+    args.push_back(std::move(v));
+  }
+  Value r = run_arg_fn(*eng_, fns[0], args);
+  const std::size_t want = config_type(p.type_text, crate_.items()[ctor].module)->item;
+  if (r.kind != Value::Kind::config || r.config.item != want || !r.config.assigned) {
+    out.arg_problems[p.name] = "a call of `" + parsed->first +
+                               "`, whose body did not evaluate to a `" + type + "` struct literal";
+    return std::nullopt;
+  }
+  if (std::string u = unknown_field(r.config, ""); !u.empty()) {
+    out.arg_problems[p.name] =
+        "a call of `" + parsed->first + "`, whose field " + u + " could not be evaluated";
+    return std::nullopt;
+  }
+  r.modules.clear();
+  return r;
+}
+
+// A crate function run for an --arg call (and the calls its body makes): inlined in place, its
+// struct literals of crate structs becoming configs.
+BuilderDomain::Value BuilderDomain::run_arg_fn(Eng& eng, std::size_t fn,
+                                               const std::vector<Value>& args) {
+  if (std::find(items_.begin(), items_.end(), fn) != items_.end() || arg_calls_ > 16) return {};
+  Ctx c;
+  c.inst = ctx().inst;
+  c.type_qualified = ctx().type_qualified;
+  ctxs_.push_back(std::move(c));
+  items_.push_back(fn);
+  ++arg_calls_;
+  Value r = eng.invoke(fn, nullptr, args, false);
+  --arg_calls_;
+  items_.pop_back();
+  ctxs_.pop_back();
+  return r;
+}
+
+std::optional<BuilderDomain::Value> BuilderDomain::constructed_config(
+    Eng& eng, NodeId n, const std::map<std::string, Value>& evaluated) {
+  if (arg_calls_ == 0 || node(n).a != kNone) return std::nullopt;
+  std::string type = inventory::strip_generics(std::string(node(n).str));
+  const rust::Item& here = crate_.items()[eng.item()];
+  if (type == "Self" && here.impl >= 0)
+    type = crate_.impls()[static_cast<std::size_t>(here.impl)].self_base;
+  auto own = config_type(type, here.module);
+  if (!own) return std::nullopt;
+  auto assigned = std::make_shared<std::map<std::string, SymValue, std::less<>>>();
+  auto nested = std::make_shared<std::vector<std::pair<std::string, ConfigRef>>>();
+  for (NodeId fi : body().kids_view(n)) {
+    const std::string name(node(fi).str);
+    const auto it = evaluated.find(name);
+    if (it != evaluated.end() && it->second.kind == Value::Kind::config) {
+      nested->emplace_back(name, it->second.config);
+      continue;
+    }
+    SymValue s = SymValue::symbolic(text(fi), "`" + text(fi) + "` is not evaluated");
+    if (it != evaluated.end() && it->second.kind == Value::Kind::sym) {
+      s = it->second.sym;
+      // An enum variant (`Activation::QuickGelu`): its name, as `--arg model=Vgg16` gives one.
+      const NodeId e = node(fi).a;
+      if (!s.concrete() && e != kNone && node(e).kind == Kind::Path &&
+          text(e).find("::") != std::string::npos) {
+        const std::string last = inventory::last_segment(text(e));
+        if (!last.empty() && std::isupper(static_cast<unsigned char>(last[0])))
+          s = SymValue::of_string(text(e));
+      }
+      // An array of literals (`[3, 3, 9, 3]`): its length and elements, as config.json's.
+      if (const auto& rows = it->second.rows;
+          rows && std::all_of(rows->begin(), rows->end(),
+                              [](const std::vector<SymValue>& r) { return r.size() == 1; })) {
+        auto elems = std::make_shared<std::vector<SymValue>>();
+        for (const auto& r : *rows)
+          elems->push_back(r[0]);
+        s = SymValue::symbolic(text(fi), "an array");
+        s.array_len = static_cast<std::int64_t>(elems->size());
+        s.elements = std::move(elems);
+      }
+    }
+    (*assigned)[name] = std::move(s);
+  }
+  Value v;
+  v.kind = Value::Kind::config;
+  v.config = *own;
+  v.config.assigned = std::move(assigned);
+  if (!nested->empty()) v.config.assigned_configs = std::move(nested);
   return v;
 }
 
@@ -212,6 +397,19 @@ BuilderDomain::Value BuilderDomain::sym_of(Eng&, NodeId n) {
   v.kind = Value::Kind::sym;
   v.sym = eval_sym(n);
   return v;
+}
+
+// `widen(3) + 2` while an --arg call runs: the operands' values as the engine gave them (a crate
+// call's result among them), combined as the symbolic evaluator combines known values.
+BuilderDomain::Value BuilderDomain::binary(Eng& eng, NodeId n, Value l, Value r) {
+  if (arg_calls_ > 0 && l.kind == Value::Kind::sym && r.kind == Value::Kind::sym &&
+      l.sym.concrete() && r.sym.concrete()) {
+    Value v;
+    v.kind = Value::Kind::sym;
+    v.sym = binary_value(std::string(node(n).str), l.sym, r.sym, text(n));
+    return v;
+  }
+  return sym_of(eng, n);
 }
 
 // The value of an expression without evaluating it (no effects): what the symbolic evaluator's
@@ -416,7 +614,7 @@ bool same(const Value& a, const Value& b) {
          a.sym.integer == b.sym.integer && a.sym.boolean == b.sym.boolean &&
          a.closure == b.closure && a.config.item == b.config.item &&
          a.config.path == b.config.path && a.config.assigned == b.config.assigned &&
-         a.fns.size() == b.fns.size() &&
+         a.config.assigned_configs == b.config.assigned_configs && a.fns.size() == b.fns.size() &&
          std::equal(a.fns.begin(), a.fns.end(), b.fns.begin(),
                     [](const auto& x, const auto& y) { return x.first == y.first; });
 }
