@@ -349,12 +349,20 @@ runtime::SpanCatalog span_catalog(const rust::Crate& crate, const ir::ModelIr& i
   std::map<std::string, std::size_t> index;
   for (const auto& m : ir.modules) {
     index.emplace(m.id, c.modules.size());
-    c.modules.push_back({m.qualified_type.value_or(m.type_name), m.prefix, std::nullopt});
+    c.modules.push_back(
+        {m.qualified_type.value_or(m.type_name), m.prefix, std::nullopt, {}, m.source});
   }
   for (std::size_t i = 0; i < ir.modules.size(); ++i) {
     if (!ir.modules[i].parent) continue;
-    if (auto it = index.find(*ir.modules[i].parent); it != index.end())
+    if (auto it = index.find(*ir.modules[i].parent); it != index.end()) {
       c.modules[i].parent = it->second;
+      // A span-making wrapper the IR sees through (`q_proj: with_tracing::Linear` typed as the
+      // `candle_nn::Linear` it holds): the field's declared type names the span's owner.
+      if (ir.modules[i].field) {
+        c.modules[i].declared_type =
+            rust::declared_field_type(crate, c.modules[it->second].type, *ir.modules[i].field);
+      }
+    }
   }
   for (const auto& site : rust::find_span_sites(crate))
     c.types_by_span[site.name].emplace(site.owner_type, site.source);

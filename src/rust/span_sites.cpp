@@ -149,4 +149,14 @@ std::vector<SpanSite> find_span_sites(const Crate& c) {
   return out;
 }
 
+std::string declared_field_type(const Crate& c, const std::string& struct_qualified,
+                                const std::string& field) {
+  for (const Item& it : c.items()) {
+    if (it.kind != ItemKind::Struct || it.qualified != struct_qualified) continue;
+    for (const Field& f : it.fields)
+      if (f.name == field) return qualify(c, it.module, f.base_type);
+  }
+  return {};
+}
+
 }  // namespace cg::rust

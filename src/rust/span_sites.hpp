@@ -26,4 +26,11 @@ struct SpanSite {
 // Calls under an inactive `#[cfg]` are skipped with their item.
 std::vector<SpanSite> find_span_sites(const Crate& crate);
 
+// The qualified type a struct's field is declared with (`models::with_tracing::Linear` for
+// `q_proj: Linear` in `models::llama::CausalSelfAttention`, through Vec/Option/Box), empty when
+// unknown. The IR may type such a module by the layer the wrapper holds (`candle_nn::Linear`);
+// the span belongs to the wrapper whose helper constructor created it.
+std::string declared_field_type(const Crate& crate, const std::string& struct_qualified,
+                                const std::string& field);
+
 }  // namespace cg::rust
