@@ -61,6 +61,19 @@ std::string join_path(const std::vector<std::string>& segs) {
   return out;
 }
 
+// Paths with numeric segments compared as numbers (`layer.2` before `layer.10`).
+bool natural_less(const std::string& a, const std::string& b) {
+  std::vector<std::string> sa = split_path(a), sb = split_path(b);
+  for (std::size_t i = 0; i < sa.size() && i < sb.size(); ++i) {
+    if (sa[i] == sb[i]) continue;
+    bool na = !sa[i].empty() && sa[i].find_first_not_of("0123456789") == std::string::npos;
+    bool nb = !sb[i].empty() && sb[i].find_first_not_of("0123456789") == std::string::npos;
+    if (na && nb && sa[i].size() != sb[i].size()) return sa[i].size() < sb[i].size();
+    return sa[i] < sb[i];
+  }
+  return sa.size() < sb.size();
+}
+
 bool is_placeholder(const std::string& seg) {
   return seg.find('{') != std::string::npos;
 }
@@ -239,7 +252,15 @@ class Resolver {
     f.name = s.name;
     auto cands = by_span_.find(s.name);
     if (cands == by_span_.end()) {
-      ++unknown_[s.name];
+      if (c_.types_by_span.count(s.name)) {
+        // Created by a type of the crate that is no module of the IR (a HiddenActLayer).
+        std::string types;
+        for (const auto& [type, where] : c_.types_by_span.at(s.name))
+          types += (types.empty() ? "`" : ", `") + type + "` (" + where + ")";
+        ++unmatched_[{s.name, "created by " + types + ", which is no module of the model"}];
+      } else {
+        ++unknown_[s.name];
+      }
       stack_.push_back(std::move(f));
       return;
     }
@@ -273,8 +294,16 @@ class Resolver {
       for (std::size_t m : cands->second)
         if (spanned_ancestors(m) == fewest) picked.push_back(m);
     }
-    std::stable_sort(picked.begin(), picked.end(),
-                     [&](std::size_t a, std::size_t b) { return call_order(a) < call_order(b); });
+    // Siblings in the order the parent's forward calls them, else in the order they are built.
+    std::stable_sort(picked.begin(), picked.end(), [&](std::size_t a, std::size_t b) {
+      const auto &ma = c_.modules[a], &mb = c_.modules[b];
+      if (ma.parent == mb.parent && ma.forward_rank && mb.forward_rank &&
+          *ma.forward_rank != *mb.forward_rank)
+        return *ma.forward_rank < *mb.forward_rank;
+      auto oa = call_order(a), ob = call_order(b);
+      if (oa != ob) return oa < ob;
+      return natural_less(ma.prefix, mb.prefix);  // one call in a loop: layer 2 before 10
+    });
     if (picked.empty()) {
       ++unmatched_[{s.name, enc ? "no instance of its types lies below `" + enc->path + "`"
                                 : "no instance of its types"}];

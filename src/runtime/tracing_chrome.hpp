@@ -43,6 +43,9 @@ struct SpanCatalog {
     // Where its constructor is called ("src/models/llama.rs:368"): sibling instances of one
     // span name are called in this order (q_proj, k_proj, v_proj, o_proj).
     std::string source;
+    // Where the parent's `forward` first names its field (smaller runs first), when it does:
+    // the order siblings run in, ahead of `source` (bert builds query, value, key).
+    std::optional<std::size_t> forward_rank;
   };
   std::vector<Module> modules;
   // span name → the qualified types whose code creates it, and where ("src/model.rs:42").

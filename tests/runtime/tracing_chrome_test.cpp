@@ -42,13 +42,18 @@ class Scopes : public RecordSink {
 SpanCatalog tiny_llama() {
   SpanCatalog c;
   c.modules = {
-      {"model::TinyLlama", "", std::nullopt, {}, {}},                                          // 0
-      {"model::Block", "model.layers.{layer_idx}", 0, {}, {}},                                 // 1
-      {"model::Attention", "model.layers.{layer_idx}.self_attn", 1, {}, {}},                   // 2
-      {"model::Mlp", "model.layers.{layer_idx}.mlp", 1, {}, {}},                               // 3
-      {"candle_nn::RmsNorm", "model.layers.{layer_idx}.input_layernorm", 1, {}, {}},           // 4
-      {"candle_nn::RmsNorm", "model.norm", 0, {}, {}},                                         // 5
-      {"candle_nn::RmsNorm", "model.layers.{layer_idx}.post_attention_layernorm", 1, {}, {}},  // 6
+      {"model::TinyLlama", "", std::nullopt, {}, {}, {}},                                 // 0
+      {"model::Block", "model.layers.{layer_idx}", 0, {}, {}, {}},                        // 1
+      {"model::Attention", "model.layers.{layer_idx}.self_attn", 1, {}, {}, {}},          // 2
+      {"model::Mlp", "model.layers.{layer_idx}.mlp", 1, {}, {}, {}},                      // 3
+      {"candle_nn::RmsNorm", "model.layers.{layer_idx}.input_layernorm", 1, {}, {}, {}},  // 4
+      {"candle_nn::RmsNorm", "model.norm", 0, {}, {}, {}},                                // 5
+      {"candle_nn::RmsNorm",
+       "model.layers.{layer_idx}.post_attention_layernorm",
+       1,
+       {},
+       {},
+       {}},  // 6
   };
   c.types_by_span["model"]["model::TinyLlama"] = "src/model.rs:201";
   c.types_by_span["block"]["model::Block"] = "src/model.rs:153";
