@@ -183,7 +183,27 @@ std::map<std::string, std::size_t> forward_field_order(const Crate& c,
         if (after < text.size() &&
             (std::isalnum(static_cast<unsigned char>(text[after])) || text[after] == '_'))
           continue;
-        out.emplace(f.name, base + at);
+        // `self.f.forward(args)` runs when its argument list closes: in
+        // `self.fc2.forward(&self.fc1.forward(x)?)` fc1 runs first.
+        std::size_t p = after;
+        if (p < text.size() && text[p] == '.') {
+          ++p;
+          while (p < text.size() &&
+                 (std::isalnum(static_cast<unsigned char>(text[p])) || text[p] == '_'))
+            ++p;
+        }
+        std::size_t done = at;
+        if (p < text.size() && text[p] == '(') {
+          int depth = 0;
+          for (std::size_t q = p; q < text.size(); ++q) {
+            if (text[q] == '(') ++depth;
+            if (text[q] == ')' && --depth == 0) {
+              done = q;
+              break;
+            }
+          }
+        }
+        out.emplace(f.name, base + done);
         break;
       }
     }

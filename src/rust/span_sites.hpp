@@ -35,9 +35,9 @@ std::string declared_field_type(const Crate& crate, const std::string& struct_qu
                                 const std::string& field);
 
 // Where each field of the struct is first used as `self.<field>` in its `forward` methods (the
-// text offset, smaller first): the order sibling modules run in, which can differ from the order
-// they are built in (bert builds query, value, key and calls query, key, value). Fields that
-// `forward` does not name are absent.
+// text offset where that call's argument list closes, smaller first): the order sibling modules run
+// in, which can differ from the order they are built in (bert builds query, value, key and calls
+// query, key, value). Fields that `forward` does not name are absent.
 std::map<std::string, std::size_t> forward_field_order(const Crate& crate,
                                                        const std::string& struct_qualified);
 

@@ -217,5 +217,62 @@ TEST(TracingCandle, BertWithConfigEverySpanOnItsInstance) {
         "cg-bert-cfg.tracing-chrome.json", {"`hidden-act`"});
 }
 
+// models::whisper::model: `audio-encoder` (`conv1`, `conv2`: its own spans) → `residual-attn` per
+// layer → `multi-head-attn` (q, k, v, out Linears; `-matmul`/`-softmax` are its own spans) and the
+// MLP's fc1, fc2 (`fc2.forward(&fc1.forward(..))`: fc1 runs first); then one decoder step
+// (`text-decoder` → blocks with self and cross attention, the cross attention's key/value not yet
+// cached) and `text-decoder-final` (entered by `final_linear`, outside `text-decoder`).
+TraceWriter whisper_trace(int layers) {
+  TraceWriter w;
+  auto leaf = [](const std::string& n, const std::string& p) { return Span{n, p, {}}; };
+  auto mha = [&](const std::string& a) {
+    return Span{"multi-head-attn",
+                a,
+                {leaf("linear", a + ".q_proj"), leaf("linear", a + ".k_proj"),
+                 leaf("linear", a + ".v_proj"), leaf("multi-head-attn-matmul", ""),
+                 leaf("multi-head-attn-softmax", ""), leaf("multi-head-attn-matmul", ""),
+                 leaf("linear", a + ".out_proj")}};
+  };
+  Span enc{"audio-encoder", "model.encoder", {leaf("conv1", ""), leaf("conv2", "")}};
+  for (int i = 0; i < layers; ++i) {
+    std::string l = "model.encoder.layers." + std::to_string(i);
+    enc.kids.push_back(
+        {"residual-attn",
+         l,
+         {mha(l + ".self_attn"), leaf("linear", l + ".fc1"), leaf("linear", l + ".fc2")}});
+  }
+  w.add(enc);
+  Span dec{"text-decoder", "model.decoder", {}};
+  for (int i = 0; i < layers; ++i) {
+    std::string l = "model.decoder.layers." + std::to_string(i);
+    dec.kids.push_back({"residual-attn",
+                        l,
+                        {mha(l + ".self_attn"), mha(l + ".encoder_attn"),
+                         leaf("linear", l + ".fc1"), leaf("linear", l + ".fc2")}});
+  }
+  w.add(dec);
+  w.add({"text-decoder-final", "model.decoder", {}});
+  return w;
+}
+
+TEST(TracingCandle, WhisperEverySpanOnItsInstance) {
+  if (!candle_src()) GTEST_SKIP() << "CG_CANDLE_SRC is not set (a huggingface/candle checkout)";
+  auto w = whisper_trace(2);
+  w.write("cg-whisper.tracing-chrome.json");
+  check("models::whisper::model::Whisper", "", w, "cg-whisper.tracing-chrome.json");
+}
+
+TEST(TracingCandle, WhisperWithConfigEverySpanOnItsInstance) {
+  if (!candle_src()) GTEST_SKIP() << "CG_CANDLE_SRC is not set (a huggingface/candle checkout)";
+  auto w = whisper_trace(2);
+  w.write("cg-whisper-cfg.tracing-chrome.json");
+  auto cfg = write_json("cg-whisper-2layer.json",
+                        R"({"num_mel_bins":80,"max_source_positions":1500,"d_model":64,)"
+                        R"("encoder_attention_heads":4,"encoder_layers":2,"vocab_size":100,)"
+                        R"("max_target_positions":448,"decoder_attention_heads":4,)"
+                        R"("decoder_layers":2,"suppress_tokens":[]})");
+  check("models::whisper::model::Whisper", cfg, w, "cg-whisper-cfg.tracing-chrome.json");
+}
+
 }  // namespace
 }  // namespace cg
