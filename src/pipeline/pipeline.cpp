@@ -351,12 +351,32 @@ runtime::SpanCatalog span_catalog(const rust::Crate& crate, const ir::ModelIr& i
   std::map<std::string, std::size_t> index;
   for (const auto& m : ir.modules) {
     index.emplace(m.id, c.modules.size());
-    c.modules.push_back({m.qualified_type.value_or(m.type_name), m.prefix, std::nullopt});
+    c.modules.push_back({m.qualified_type.value_or(m.type_name),
+                         m.prefix,
+                         std::nullopt,
+                         {},
+                         m.source,
+                         std::nullopt});
   }
+  std::map<std::string, std::map<std::string, std::size_t>> forward_order;  // by parent type
   for (std::size_t i = 0; i < ir.modules.size(); ++i) {
     if (!ir.modules[i].parent) continue;
-    if (auto it = index.find(*ir.modules[i].parent); it != index.end())
+    if (auto it = index.find(*ir.modules[i].parent); it != index.end()) {
       c.modules[i].parent = it->second;
+      // A span-making wrapper the IR sees through (`q_proj: with_tracing::Linear` typed as the
+      // `candle_nn::Linear` it holds): the field's declared type names the span's owner.
+      if (ir.modules[i].field) {
+        const std::string& parent_type = c.modules[it->second].type;
+        c.modules[i].declared_type =
+            rust::declared_field_type(crate, parent_type, *ir.modules[i].field);
+        auto order = forward_order.find(parent_type);
+        if (order == forward_order.end())
+          order = forward_order.emplace(parent_type, rust::forward_field_order(crate, parent_type))
+                      .first;
+        if (auto f = order->second.find(*ir.modules[i].field); f != order->second.end())
+          c.modules[i].forward_rank = f->second;
+      }
+    }
   }
   for (const auto& site : rust::find_span_sites(crate))
     c.types_by_span[site.name].emplace(site.owner_type, site.source);

@@ -61,13 +61,21 @@ std::string join_path(const std::vector<std::string>& segs) {
   return out;
 }
 
-bool is_placeholder(const std::string& seg) {
-  return seg.find('{') != std::string::npos;
+// Paths with numeric segments compared as numbers (`layer.2` before `layer.10`).
+bool natural_less(const std::string& a, const std::string& b) {
+  std::vector<std::string> sa = split_path(a), sb = split_path(b);
+  for (std::size_t i = 0; i < sa.size() && i < sb.size(); ++i) {
+    if (sa[i] == sb[i]) continue;
+    bool na = !sa[i].empty() && sa[i].find_first_not_of("0123456789") == std::string::npos;
+    bool nb = !sb[i].empty() && sb[i].find_first_not_of("0123456789") == std::string::npos;
+    if (na && nb && sa[i].size() != sb[i].size()) return sa[i].size() < sb[i].size();
+    return sa[i] < sb[i];
+  }
+  return sa.size() < sb.size();
 }
 
-std::string type_label(const std::string& qualified) {
-  auto at = qualified.rfind("::");
-  return "<" + (at == std::string::npos ? qualified : qualified.substr(at + 2)) + ">";
+bool is_placeholder(const std::string& seg) {
+  return seg.find('{') != std::string::npos;
 }
 
 // Per-trace resolution of spans to module instances (see the header).
@@ -78,7 +86,7 @@ class Resolver {
     spanned_.assign(c_.modules.size(), false);
     for (const auto& [name, types] : c_.types_by_span) {
       for (std::size_t i = 0; i < c_.modules.size(); ++i) {
-        if (types.count(c_.modules[i].type)) {
+        if (types.count(c_.modules[i].type) || types.count(c_.modules[i].declared_type)) {
           spanned_[i] = true;
           by_span_[name].push_back(i);
         }
@@ -93,6 +101,7 @@ class Resolver {
       return a.order < b.order;
     });
     stack_.clear();
+    top_ = Frame{};
     for (const Interval& s : spans) {
       while (!stack_.empty() && stack_.back().end_ns <= s.start_ns)
         close_top(key);
@@ -123,6 +132,20 @@ class Resolver {
                                    ": the enclosing spans do not decide which instance ran",
                                n});
     }
+    for (const auto& [key, n] : unmatched_) {
+      out_.findings.push_back({"runtime-span-unmatched", true,
+                               std::to_string(n) + " `" + key.first +
+                                   "` span(s) not attributed to a module: " + key.second,
+                               n});
+    }
+    for (const auto& [key, n] : inner_) {
+      out_.findings.push_back(
+          {"runtime-span-inner", false,
+           std::to_string(n) + " `" + key.first + "` span(s) opened inside a `" + key.second +
+               "` span of the same module instance: counted as time inside it, not as a "
+               "record of their own",
+           n});
+    }
     if (overlaps_ > 0) {
       out_.findings.push_back(
           {"runtime-span-unbalanced", true,
@@ -140,7 +163,9 @@ class Resolver {
     std::string path;  // concrete, or a template when attributed to the type
     std::string event_id;
     bool emitted = false;
-    std::map<std::size_t, std::uint64_t> seen;  // candidate module → occurrences so far
+    std::map<std::string, std::uint64_t> seen;  // span name → occurrences inside this one
+    std::set<std::size_t> matched;              // modules matched inside this one
+    std::size_t last = static_cast<std::size_t>(-1);
   };
 
   // Whether module `m` lies below module `e` (or is `e`'s descendant through unspanned modules
@@ -152,16 +177,72 @@ class Resolver {
     }
     return false;
   }
-  bool has_spanned_ancestor(std::size_t m) const {
+  std::size_t spanned_ancestors(std::size_t m) const {
+    std::size_t n = 0;
     for (auto p = c_.modules[m].parent; p; p = c_.modules[*p].parent)
-      if (spanned_[*p]) return true;
-    return false;
+      if (spanned_[*p]) ++n;
+    return n;
   }
 
   const Frame* enclosing() const {
     for (auto it = stack_.rbegin(); it != stack_.rend(); ++it)
       if (it->module) return &*it;
     return nullptr;
+  }
+
+  // Sibling instances in the order their constructors are called: by the call's file and line.
+  std::pair<std::string, std::uint64_t> call_order(std::size_t m) const {
+    const std::string& src = c_.modules[m].source;
+    auto colon = src.rfind(':');
+    if (colon == std::string::npos) return {src, 0};
+    std::uint64_t line = 0;
+    for (char ch : src.substr(colon + 1)) {
+      if (ch < '0' || ch > '9') break;
+      line = line * 10 + static_cast<std::uint64_t>(ch - '0');
+    }
+    return {src.substr(0, colon), line};
+  }
+
+  // The candidate's path below the enclosing instance: the enclosing instance's concrete
+  // segments replace its template's.
+  std::vector<std::string> concrete(std::size_t m, const Frame* enc) const {
+    std::vector<std::string> segs = split_path(c_.modules[m].prefix);
+    if (!enc || !enc->module) return segs;
+    std::vector<std::string> et = split_path(c_.modules[*enc->module].prefix);
+    std::vector<std::string> ec = split_path(enc->path);
+    if (et.size() <= segs.size() && ec.size() == et.size() &&
+        std::equal(et.begin(), et.end(), segs.begin())) {
+      std::copy(ec.begin(), ec.end(), segs.begin());
+    }
+    return segs;
+  }
+
+  // The n-th span named `name` inside one occurrence of the enclosing instance (or at the top of
+  // the thread) is the n-th slot of its candidates in constructor order: an instance is one slot,
+  // a repeated template (`model.layers.{i}`, no config to expand it) takes every further span.
+  struct Pick {
+    std::size_t module = 0;
+    std::string path;
+    bool repeated = false;
+  };
+  std::optional<Pick> slot(const std::vector<std::size_t>& picked, const Frame* enc,
+                           std::uint64_t n) const {
+    for (std::size_t m : picked) {
+      std::vector<std::string> segs = concrete(m, enc);
+      auto holes = std::count_if(segs.begin(), segs.end(), is_placeholder);
+      if (holes == 0) {
+        if (n == 0) return Pick{m, join_path(segs), false};
+        --n;
+        continue;
+      }
+      if (holes == 1) {
+        for (auto& seg : segs)
+          if (is_placeholder(seg)) seg = std::to_string(n);
+        return Pick{m, join_path(segs), true};
+      }
+      return Pick{m, join_path(segs), true};  // still a template: attributed to the type
+    }
+    return std::nullopt;
   }
 
   void open(const Interval& s) {
@@ -171,7 +252,15 @@ class Resolver {
     f.name = s.name;
     auto cands = by_span_.find(s.name);
     if (cands == by_span_.end()) {
-      ++unknown_[s.name];
+      if (c_.types_by_span.count(s.name)) {
+        // Created by a type of the crate that is no module of the IR (a HiddenActLayer).
+        std::string types;
+        for (const auto& [type, where] : c_.types_by_span.at(s.name))
+          types += (types.empty() ? "`" : ", `") + type + "` (" + where + ")";
+        ++unmatched_[{s.name, "created by " + types + ", which is no module of the model"}];
+      } else {
+        ++unknown_[s.name];
+      }
       stack_.push_back(std::move(f));
       return;
     }
@@ -188,44 +277,64 @@ class Resolver {
       if (picked.empty())
         for (std::size_t m : cands->second)
           if (below(m, *enc->module, false)) picked.push_back(m);
+      // A span of the enclosing instance's own type with no instance below it (`attn-rot`,
+      // entered inside `attn` by a helper of the same module): time inside that instance.
+      if (picked.empty() && std::find(cands->second.begin(), cands->second.end(), *enc->module) !=
+                                cands->second.end()) {
+        ++inner_[{s.name, enc->name}];
+        stack_.push_back(std::move(f));
+        return;
+      }
     } else {
+      // The candidates with the fewest spanned ancestors: those outside every spanned module, or
+      // the outermost ones when the root's span is missing from the trace.
+      std::size_t fewest = static_cast<std::size_t>(-1);
       for (std::size_t m : cands->second)
-        if (!has_spanned_ancestor(m)) picked.push_back(m);
+        fewest = std::min(fewest, spanned_ancestors(m));
+      for (std::size_t m : cands->second)
+        if (spanned_ancestors(m) == fewest) picked.push_back(m);
     }
-    if (picked.empty()) picked = cands->second;
-
-    if (picked.size() == 1) {
-      std::size_t m = picked.front();
-      std::vector<std::string> segs = split_path(c_.modules[m].prefix);
-      if (enc) {
-        // The enclosing instance's concrete segments replace its template's.
-        std::vector<std::string> et = split_path(c_.modules[*enc->module].prefix);
-        std::vector<std::string> ec = split_path(enc->path);
-        if (et.size() <= segs.size() && ec.size() == et.size() &&
-            std::equal(et.begin(), et.end(), segs.begin())) {
-          std::copy(ec.begin(), ec.end(), segs.begin());
-        }
-      }
-      std::size_t holes =
-          static_cast<std::size_t>(std::count_if(segs.begin(), segs.end(), is_placeholder));
-      std::uint64_t nth = enc ? enc->seen[m]++ : 0;
-      if (holes == 1 && enc && !is_placeholder(enc->path)) {
-        for (auto& seg : segs)
-          if (is_placeholder(seg)) seg = std::to_string(nth);
-        holes = 0;
-      }
-      f.module = m;
-      f.path = join_path(segs);
-      if (holes > 0) ++type_level_[{s.name, "`" + f.path + "` (the type's template)"}];
-    } else {
-      std::set<std::string> types;
-      for (std::size_t m : picked)
-        types.insert(c_.modules[m].type);
-      f.path = types.size() == 1 ? type_label(*types.begin()) : "<span " + s.name + ">";
-      ++type_level_[{
-          s.name, "`" + f.path + "` (" + std::to_string(picked.size()) + " candidate instances)"}];
-      // Children cannot be placed below an unknown instance: they resolve on their own.
+    // Siblings in the order the parent's forward calls them, else in the order they are built.
+    std::stable_sort(picked.begin(), picked.end(), [&](std::size_t a, std::size_t b) {
+      const auto &ma = c_.modules[a], &mb = c_.modules[b];
+      if (ma.parent == mb.parent && ma.forward_rank && mb.forward_rank &&
+          *ma.forward_rank != *mb.forward_rank)
+        return *ma.forward_rank < *mb.forward_rank;
+      auto oa = call_order(a), ob = call_order(b);
+      if (oa != ob) return oa < ob;
+      return natural_less(ma.prefix, mb.prefix);  // one call in a loop: layer 2 before 10
+    });
+    if (picked.empty()) {
+      ++unmatched_[{s.name, enc ? "no instance of its types lies below `" + enc->path + "`"
+                                : "no instance of its types"}];
+      stack_.push_back(std::move(f));
+      return;
     }
+    Frame& level = enc ? *enc : top_;
+    std::uint64_t n = level.seen[s.name];
+    auto pick = slot(picked, enc, n);
+    // At the top of a thread, a new decoding step starts the count again: the slots ran out, or a
+    // repeated instance comes back after other top-level spans (`block`s after `lm_head`).
+    if (!enc && (!pick || (level.matched.count(pick->module) &&
+                           !(pick->repeated && level.last == pick->module)))) {
+      level.seen.clear();
+      level.matched.clear();
+      n = 0;
+      pick = slot(picked, enc, n);
+    }
+    if (!pick) {
+      ++unmatched_[{s.name, "more of them inside one `" + enc->name + "` span (" + enc->path +
+                                ") than instances of their types below it"}];
+      stack_.push_back(std::move(f));
+      return;
+    }
+    level.seen[s.name] = n + 1;
+    level.matched.insert(pick->module);
+    level.last = pick->module;
+    f.module = pick->module;
+    f.path = pick->path;
+    if (std::any_of(f.path.begin(), f.path.end(), [](char ch) { return ch == '{'; }))
+      ++type_level_[{s.name, "`" + f.path + "` (the type's template)"}];
     f.event_id = "tc-" + std::to_string(next_id_++);
     stack_.push_back(std::move(f));
   }
@@ -257,7 +366,9 @@ class Resolver {
   std::vector<bool> spanned_;
   std::map<std::string, std::vector<std::size_t>> by_span_;
   std::vector<Frame> stack_;
+  Frame top_;  // the thread's top level: counts spans outside every spanned instance
   std::map<std::string, std::uint64_t> unknown_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> unmatched_, inner_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> type_level_;
   std::uint64_t overlaps_ = 0;
   std::uint64_t next_id_ = 0;

@@ -37,6 +37,15 @@ struct SpanCatalog {
     std::string type;                   // qualified type (`model::Block`)
     std::string prefix;                 // VarBuilder path template, `model.layers.{layer_idx}`
     std::optional<std::size_t> parent;  // index into `modules`
+    // The type its parent's field is declared with, when it differs from `type` (a with_tracing
+    // wrapper the IR types by the layer it holds); empty otherwise.
+    std::string declared_type;
+    // Where its constructor is called ("src/models/llama.rs:368"): sibling instances of one
+    // span name are called in this order (q_proj, k_proj, v_proj, o_proj).
+    std::string source;
+    // Where the parent's `forward` first names its field (smaller runs first), when it does:
+    // the order siblings run in, ahead of `source` (bert builds query, value, key).
+    std::optional<std::size_t> forward_rank;
   };
   std::vector<Module> modules;
   // span name → the qualified types whose code creates it, and where ("src/model.rs:42").

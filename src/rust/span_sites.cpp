@@ -1,5 +1,6 @@
 #include "rust/span_sites.hpp"
 
+#include <cctype>
 #include <cstring>
 #include <string_view>
 
@@ -145,6 +146,68 @@ std::vector<SpanSite> find_span_sites(const Crate& c) {
     }
     if (proto.owner_type.empty()) continue;
     collect(c, it.file, body, proto, out, 0);
+  }
+  return out;
+}
+
+std::string declared_field_type(const Crate& c, const std::string& struct_qualified,
+                                const std::string& field) {
+  for (const Item& it : c.items()) {
+    if (it.kind != ItemKind::Struct || it.qualified != struct_qualified) continue;
+    for (const Field& f : it.fields)
+      if (f.name == field) return qualify(c, it.module, f.base_type);
+  }
+  return {};
+}
+
+std::map<std::string, std::size_t> forward_field_order(const Crate& c,
+                                                       const std::string& struct_qualified) {
+  std::map<std::string, std::size_t> out;
+  const Item* st = nullptr;
+  for (const Item& it : c.items())
+    if (it.kind == ItemKind::Struct && it.qualified == struct_qualified) st = &it;
+  if (!st) return out;
+  std::size_t base = 0;  // later `forward` methods (trait impls) count after earlier ones
+  for (const Item& it : c.items()) {
+    if (it.kind != ItemKind::Method || it.name != "forward" || it.impl < 0) continue;
+    const Impl& im = c.impls()[static_cast<std::size_t>(it.impl)];
+    if (qualify(c, im.module, im.self_base) != struct_qualified) continue;
+    TSNode body = it.body();
+    if (ts_node_is_null(body)) continue;
+    std::string text = c.node_text(it.file, body);
+    for (const Field& f : st->fields) {
+      std::string needle = "self." + f.name;
+      for (std::size_t at = text.find(needle); at != std::string::npos;
+           at = text.find(needle, at + 1)) {
+        std::size_t after = at + needle.size();
+        if (after < text.size() &&
+            (std::isalnum(static_cast<unsigned char>(text[after])) || text[after] == '_'))
+          continue;
+        // `self.f.forward(args)` runs when its argument list closes: in
+        // `self.fc2.forward(&self.fc1.forward(x)?)` fc1 runs first.
+        std::size_t p = after;
+        if (p < text.size() && text[p] == '.') {
+          ++p;
+          while (p < text.size() &&
+                 (std::isalnum(static_cast<unsigned char>(text[p])) || text[p] == '_'))
+            ++p;
+        }
+        std::size_t done = at;
+        if (p < text.size() && text[p] == '(') {
+          int depth = 0;
+          for (std::size_t q = p; q < text.size(); ++q) {
+            if (text[q] == '(') ++depth;
+            if (text[q] == ')' && --depth == 0) {
+              done = q;
+              break;
+            }
+          }
+        }
+        out.emplace(f.name, base + done);
+        break;
+      }
+    }
+    base += text.size() + 1;
   }
   return out;
 }
