@@ -24,11 +24,12 @@ class Check : public cg::runtime::RecordSink {
 
 cg::runtime::SpanCatalog catalog() {
   cg::runtime::SpanCatalog c;
-  c.modules = {{"m::Model", "", std::nullopt},
-               {"m::Block", "model.layers.{i}", 0},
-               {"m::Attn", "model.layers.{i}.self_attn", 1},
-               {"nn::Norm", "model.layers.{i}.norm", 1},
-               {"nn::Norm", "model.norm", 0}};
+  // type, prefix, parent, declared type, constructor call site, forward rank
+  c.modules = {{"m::Model", "", std::nullopt, "", "src/lib.rs:1", std::nullopt},
+               {"m::Block", "model.layers.{i}", 0, "", "src/lib.rs:2", 0},
+               {"m::Attn", "model.layers.{i}.self_attn", 1, "", "src/lib.rs:3", 0},
+               {"nn::Norm", "model.layers.{i}.norm", 1, "w::Norm", "src/lib.rs:4", 1},
+               {"nn::Norm", "model.norm", 0, "", "src/lib.rs:5", 1}};
   c.types_by_span["model"]["m::Model"] = "";
   c.types_by_span["block"]["m::Block"] = "";
   c.types_by_span["attn"]["m::Attn"] = "";
