@@ -137,9 +137,10 @@ struct OpTraits {
   bool mask_operand = false;
   // The output is a `log` whose -inf is not discharged while its operand may be 0 (log).
   bool log = false;
-  // An operand of unknown domain is still reported (log, recip): elsewhere (a divisor, sqrt) an
-  // unknown domain is everywhere in real models and would drown the proven findings.
-  bool report_unknown_domain = false;
+  // An operand whose known domain merely may hold a bad value (a saturating sigmoid) is reported
+  // (log, recip): elsewhere (a divisor, sqrt) such domains are everywhere in real models and would
+  // drown the proven findings.
+  bool report_possible_violation = false;
   // A candle-nn loss whose expansion holds a sigmoid, a `log` and a multiply
   // (binary_cross_entropy_with_logit); `expansion` is where, as "crate-version/file:lines".
   bool expanded_log_loss = false;

@@ -24,8 +24,8 @@ const OpTraits& op_traits(std::string_view name) {
     m["contiguous"].layout = LayoutEffect::contiguous;
     m["where_cond"].mask_operand = true;
     m["log"].log = true;
-    m["log"].report_unknown_domain = true;
-    m["recip"].report_unknown_domain = true;
+    m["log"].report_possible_violation = true;
+    m["recip"].report_possible_violation = true;
     auto& bce = m["binary_cross_entropy_with_logit"];
     bce.expanded_log_loss = true;
     bce.expansion = "candle-nn-0.11.0/src/loss.rs:64-74";

@@ -85,23 +85,16 @@ TEST(Dataflow, DtypeConflictIsAProvenError) {
 TEST(Dataflow, SameDtypesAndAMaskAreNoConflict) {
   auto ir = fixture("dtype_conflict_neg");
   EXPECT_TRUE(findings(ir, "dtype-conflict").empty()) << all_findings(ir);
-  EXPECT_TRUE(findings(ir, "dtype-risk").empty()) << all_findings(ir);
   EXPECT_FALSE(proven_error(ir));
 }
 
-TEST(Dataflow, KnownAgainstUnknownDtypeIsARisk) {
+TEST(Dataflow, KnownAgainstUnknownDtypeIsNoWarning) {
+  // `x.to_dtype(F32) + y` with y's dtype unknown: right whenever y is F32, which is how such code
+  // is run; a warning here was false on most of candle-transformers' 64 cases.
   auto ir = fixture("dtype_risk_pos");
-  auto f = findings(ir, "dtype-risk");
-  ASSERT_EQ(f.size(), 1u) << all_findings(ir);
-  EXPECT_EQ(f[0]->severity, Severity::warning);
-  EXPECT_EQ(f[0]->confidence, Confidence::conditional);
+  for (const auto& f : ir.findings)
+    EXPECT_NE(f.severity, Severity::warning) << f.rule << ": " << f.message;
   EXPECT_FALSE(proven_error(ir));
-}
-
-TEST(Dataflow, ScalarOperandCarriesNoDtypeRisk) {
-  auto ir = fixture("dtype_risk_neg");
-  EXPECT_TRUE(findings(ir, "dtype-risk").empty()) << all_findings(ir);
-  ASSERT_FALSE(ir.operations.empty());
 }
 
 TEST(Dataflow, SigmoidThenLogIsAConditionalInferenceWarning) {
@@ -389,7 +382,7 @@ TEST(Dataflow, WithoutAConfigShapesStaySymbolicAndNoMultAddsAreGuessed) {
 
 TEST(Dataflow, LiteralElementTypesAndDevicesAreFacts) {
   auto ir = fixture("literal_dtype_device");
-  auto risks = findings(ir, "dtype-risk");
+  auto risks = findings(ir, "dtype-conflict");
   EXPECT_TRUE(risks.empty()) << all_findings(ir);
   const auto* ids = op(ir, "lookup", "from_slice");
   ASSERT_NE(ids, nullptr);
@@ -421,7 +414,7 @@ TEST(Dataflow, UnsuffixedOrMixedLiteralsStayUnknown) {
   const auto* m = op(ir, "unsure", "from_slice");
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(tensor(ir, m->output)->dtype, "Unknown") << "mixed suffixes are not one dtype";
-  EXPECT_EQ(findings(ir, "dtype-risk").size(), 0u);
+  EXPECT_EQ(findings(ir, "dtype-conflict").size(), 0u);
 }
 
 TEST(Dataflow, HostDataTypesFromLocalsAndParameters) {
@@ -439,7 +432,7 @@ TEST(Dataflow, HostDataTypesFromLocalsAndParameters) {
   ASSERT_NE(o, nullptr);
   EXPECT_EQ(tensor(ir, o->output)->dtype, "Unknown")
       << "`n as u32` is an argument, not the element";
-  EXPECT_TRUE(findings(ir, "dtype-risk").empty()) << all_findings(ir);
+  EXPECT_TRUE(findings(ir, "dtype-conflict").empty()) << all_findings(ir);
 }
 
 }  // namespace
@@ -470,6 +463,16 @@ TEST(Dataflow, CrateWideBudgetNamesTheEntrypointsItDidNotReach) {
       << f[0]->message;
   EXPECT_LT(cut.operations.size(), full.operations.size());
   EXPECT_FALSE(cut.operations.empty()) << "the entrypoints before the budget are analyzed";
+}
+
+TEST(Dataflow, ScalarOperandKeepsTheTensorsDtype) {
+  auto ir = fixture("dtype_risk_neg");
+  EXPECT_TRUE(ir.findings.empty()) << all_findings(ir);
+  const cg::ir::Operation* mul = nullptr;
+  for (const auto& o : ir.operations)
+    if (o.name != "to_dtype") mul = &o;
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(tensor(ir, mul->output)->dtype, "F32") << mul->name;
 }
 
 }  // namespace
@@ -508,9 +511,6 @@ TEST(Dataflow, AKnownOptionVariantTakesItsArmOnly) {
     if (t.id.find("Decoder%253A%253Aforward%3A:forward#0") != std::string::npos) {
       EXPECT_EQ(t.dtype, "Unknown") << "an embedding's output is its table's dtype";
     }
-  for (const char* rule : {"dtype-risk", "dtype-conflict"})
-    for (const auto* f : findings(ir, rule))
-      EXPECT_EQ(f->message.find("U32"), std::string::npos) << f->message;
   EXPECT_TRUE(findings(ir, "dtype-conflict").empty());
   for (const auto& m : ir.modules) {
     if (m.prefix == "blocks.0" || m.prefix == "blocks.1") {

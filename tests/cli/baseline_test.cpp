@@ -19,7 +19,7 @@ cg::ir::ModelIr sample() {
   p.shape = std::vector<std::uint64_t>{4, 8};
   ir.parameters.push_back(p);
   cg::ir::Finding f;
-  f.rule = "dtype-risk";
+  f.rule = "numeric-domain-violation";
   f.severity = cg::ir::Severity::warning;
   f.message = "wording that may change";
   ir.findings.push_back(f);

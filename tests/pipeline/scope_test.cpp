@@ -42,16 +42,16 @@ TEST(Scope, RootKeepsItsOwnCodeAndWhatTakesItsTypes) {
   EXPECT_TRUE(names.count("encoder::Encoder::new"));
   EXPECT_TRUE(names.count("util::scale"));
   EXPECT_TRUE(names.count("train::encode_step"));
-  // The other model in the crate is not shown, nor its operations or its dtype risk.
+  // The other model in the crate is not shown, nor its operations or its numeric hazard.
   EXPECT_FALSE(names.count("tagger::Tagger::forward"));
   for (const auto& op : a.ir.operations)
     EXPECT_EQ(op.function.find("tagger"), std::string::npos) << op.id;
-  EXPECT_EQ(count_rule(a.ir, "dtype-risk"), 0u);
+  EXPECT_EQ(count_rule(a.ir, "numeric-domain-violation"), 0u);
   // What was left out is said once.
   ASSERT_EQ(count_rule(a.ir, "analysis-scope"), 1u);
   for (const auto& f : a.ir.findings) {
     if (f.rule != "analysis-scope") continue;
-    EXPECT_NE(f.message.find("2 functions, 3 operations and 1 finding of"), std::string::npos)
+    EXPECT_NE(f.message.find("2 functions, 4 operations and 1 finding of"), std::string::npos)
         << f.message;
   }
   EXPECT_EQ(a.ir.coverage.functions, a.ir.functions.size());
@@ -61,7 +61,7 @@ TEST(Scope, AllKeepsTheWholeCrate) {
   auto a = run("tests/fixtures/crates/two_models", "encoder::Encoder", true);
   auto names = function_names(a.ir);
   EXPECT_TRUE(names.count("tagger::Tagger::forward"));
-  EXPECT_EQ(count_rule(a.ir, "dtype-risk"), 1u);
+  EXPECT_EQ(count_rule(a.ir, "numeric-domain-violation"), 1u);
   EXPECT_EQ(count_rule(a.ir, "analysis-scope"), 0u);
 }
 

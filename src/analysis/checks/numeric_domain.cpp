@@ -28,7 +28,7 @@ class NumericDomainCheck : public HazardCheck {
           // Certain only when both halves are: a factor that is 0 on every execution times a
           // `log` of 0 on every execution. Otherwise each may happen, and it is a warning.
           bool certain = a->dom == NumericDomain::zero && b->log_of_zero;
-          hazards_.push_back({"zero-times-infinity", certain, false, true, kZeroTimesLogMessage,
+          hazards_.push_back({"zero-times-infinity", certain, false, kZeroTimesLogMessage,
                               op.source, op.out_id, op.op_id});
           break;
         }
@@ -38,12 +38,17 @@ class NumericDomainCheck : public HazardCheck {
     auto k = static_cast<std::size_t>(op.rule.checked_operand);
     if (k >= ins.size()) return;
     // Proven only when every value the producer can take is bad; a sigmoid that may saturate,
-    // an `exp` that may underflow or a ReLU that may output 0 is a possible violation.
+    // an `exp` that may underflow or a ReLU that may output 0 is a possible violation, reported
+    // for `log`/`recip`. A producer whose domain is unknown is no evidence of anything: a
+    // learned `alpha + 1e-9` or a position bucket the code keeps positive would be a warning
+    // on working code, so it is not reported.
     auto v = domain_violation(requirement_of(op.rule.requirement), ins[k]->dom);
-    if (!v || !(*v == Violation::proven || traits.report_unknown_domain)) return;
+    if (!v) return;
+    if (*v != Violation::proven &&
+        (!traits.report_possible_violation || ins[k]->dom == NumericDomain::unknown))
+      return;
     hazards_.push_back(
         {"numeric-domain-violation", *v == Violation::proven, false,
-         ins[k]->dom != NumericDomain::unknown,
          "`" + op.catalog + "` needs a " + std::string(to_string(op.rule.requirement)) +
              " operand, but its producer's domain is " + std::string(to_string(ins[k]->dom)),
          op.source, op.out_id, op.op_id});

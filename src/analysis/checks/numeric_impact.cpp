@@ -28,9 +28,7 @@ void HazardReport::report(const RunFacts& run, const std::vector<Hazard>& hazard
     // Proven (an error where it reaches a loss, gradients or an output) only when it happens on
     // every execution; a value that merely may be bad is a conditional warning.
     ir::Severity sev = ir::Severity::warning;
-    ir::Confidence conf = p.proven         ? ir::Confidence::proven
-                          : p.known_domain ? ir::Confidence::conditional
-                                           : ir::Confidence::unknown;
+    ir::Confidence conf = p.proven ? ir::Confidence::proven : ir::Confidence::conditional;
     if (p.proven && (kind == loss || kind == poison)) sev = ir::Severity::error;
     if (p.proven && kind == infer && !entry_is_loss) sev = ir::Severity::error;
     std::string rule = p.rule;

@@ -13,9 +13,8 @@ namespace cg::analysis::checks {
 
 struct Hazard {
   std::string rule;
-  bool proven = false;       // on every execution
-  bool library = false;      // inside an expanded candle-nn function
-  bool known_domain = true;  // the producer's domain is known (conditional), not unknown
+  bool proven = false;   // on every execution
+  bool library = false;  // inside an expanded candle-nn function
   std::string message, source, tensor, op;
 };
 

@@ -14,12 +14,12 @@ class UnstableLibraryLoss : public HazardCheck {
     if (!traits.expanded_log_loss) return;
     const std::string suffix = " [expanded from " + std::string(traits.expansion) + "]";
     // The expansion's log can be -inf only when the logits saturate: possible, not certain.
-    hazards_.push_back({"numeric-domain-violation", false, true, true,
+    hazards_.push_back({"numeric-domain-violation", false, true,
                         "`log` needs a strictly_positive operand, but its producer's domain is "
                         "saturating_unit (sigmoid of the logits)" +
                             suffix,
                         op.source, op.out_id, op.op_id});
-    hazards_.push_back({"zero-times-infinity", false, true, true, kZeroTimesLogMessage + suffix,
+    hazards_.push_back({"zero-times-infinity", false, true, kZeroTimesLogMessage + suffix,
                         op.source, op.out_id, op.op_id});
   }
 };
