@@ -1,10 +1,13 @@
 #include "analysis/config_binding.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <memory>
 #include <set>
 #include <vector>
 
+#include "analysis/layer_catalog.hpp"
 #include "rust/body.hpp"
 #include "rust/literal.hpp"
 #include "util/text.hpp"
@@ -124,6 +127,44 @@ std::string serde_refusal(const std::string& type_text, const SymValue& v) {
   return "";
 }
 
+// Every string of `key = "value"` in an attribute text (`#[serde(alias = "a", alias = "b")]`).
+std::vector<std::string> attr_values(const std::string& attr, const std::string& key) {
+  std::vector<std::string> out;
+  for (std::size_t p = attr.find(key); p != std::string::npos; p = attr.find(key, p + 1))
+    if (auto v = attr_value(attr.substr(p), key)) {
+      out.push_back(*v);
+      p = attr.find('"', attr.find('"', p) + 1);
+      if (p == std::string::npos) break;
+    }
+  return out;
+}
+
+// A variant's name as `#[serde(rename_all = "..")]` writes it: `GeluPytorchTanh` ->
+// "gelupytorchtanh" (lowercase), "gelu_pytorch_tanh" (snake_case), "geluPytorchTanh".
+std::string serde_case(const std::string& name, const std::string& rule) {
+  auto lower = [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  };
+  auto upper = [](char c) {
+    return static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  };
+  std::string out;
+  if (rule == "lowercase" || rule == "UPPERCASE") {
+    for (char c : name)
+      out += rule == "lowercase" ? lower(c) : upper(c);
+    return out;
+  }
+  if (rule == "camelCase") return name.empty() ? name : lower(name[0]) + name.substr(1);
+  const bool screaming = rule == "SCREAMING_SNAKE_CASE" || rule == "SCREAMING-KEBAB-CASE";
+  const char sep = rule == "kebab-case" || rule == "SCREAMING-KEBAB-CASE" ? '-' : '_';
+  if (!screaming && rule != "snake_case" && rule != "kebab-case") return name;  // PascalCase
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (i > 0 && std::isupper(static_cast<unsigned char>(name[i]))) out += sep;
+    out += screaming ? upper(name[i]) : lower(name[i]);
+  }
+  return out;
+}
+
 using rust::Kind;
 using rust::kNone;
 using rust::NodeId;
@@ -212,6 +253,106 @@ class BodyContext : public EvalContext {
 
 }  // namespace
 
+// The strings serde's derived Deserialize accepts for a unit variant of the field's enum type:
+// a crate-local `#[derive(Deserialize)]` enum (its `rename_all`, `rename` and `alias`es) or a
+// candle-nn enum (layer_catalog); nullopt when the type is no such enum or serde's rule is not
+// judged here (`untagged`, `#[serde(other)]`, a hand-written Deserialize).
+std::optional<std::vector<std::string>> ConfigBinding::variant_names(
+    const std::string& type_text, const std::string& module) const {
+  std::string t = peel_type(type_text);
+  if (t.rfind("Option<", 0) == 0 && t.back() == '>') t = peel_type(t.substr(7, t.size() - 8));
+  if (t.empty() || t.find('<') != std::string::npos) return std::nullopt;
+  for (const auto& c : crate_.resolve(module, t)) {
+    if (c.kind == rust::Candidate::Kind::External) return library_enum_names(c.path);
+    if (c.kind != rust::Candidate::Kind::Item) continue;
+    const rust::Item& e = crate_.items()[c.item];
+    if (e.kind != rust::ItemKind::Enum) return std::nullopt;
+    std::string rule;
+    bool derived = false;
+    for (const std::string& a : e.attributes) {
+      if (contains_word(a, "derive") && contains_word(a, "Deserialize")) derived = true;
+      if (!contains_word(a, "serde")) continue;
+      if (contains_word(a, "untagged") || a.find("rename_all(") != std::string::npos)
+        return std::nullopt;
+      if (auto r = attr_value(a, "rename_all")) rule = *r;
+    }
+    if (!derived) return std::nullopt;
+    std::vector<std::string> names;
+    for (const rust::Field& v : e.variants) {
+      std::string name = serde_case(v.name, rule);
+      std::vector<std::string> aliases;
+      for (const auto& a : v.attributes) {
+        if (!contains_word(a, "serde")) continue;
+        if (contains_word(a, "other") || a.find("rename(") != std::string::npos)
+          return std::nullopt;
+        if (contains_word(a, "skip") || contains_word(a, "skip_deserializing")) name.clear();
+        if (auto r = attr_value(a, "rename")) name = *r;
+        for (auto& al : attr_values(a, "alias"))
+          aliases.push_back(std::move(al));
+      }
+      if (!v.type_text.empty()) continue;  // a value-carrying variant: no bare string names it
+      if (!name.empty()) names.push_back(name);
+      for (auto& al : aliases)
+        names.push_back(std::move(al));
+    }
+    return names;
+  }
+  return std::nullopt;
+}
+
+// The problem serde has with JSON value `v` for field `f` of config struct `st` (a number its
+// integer type cannot hold, a name no variant of its enum has); nullopt when serde takes it.
+std::optional<ConfigProblem> ConfigBinding::refusal(const rust::Item& st, const FieldInfo& f,
+                                                    const std::string& key,
+                                                    const SymValue& v) const {
+  std::string why = serde_refusal(f.type_text, v);
+  if (why.empty() && v.kind == SymValue::Kind::string)
+    if (auto accepted = variant_names(f.type_text, st.module);
+        accepted && std::find(accepted->begin(), accepted->end(), v.text) == accepted->end()) {
+      std::string list;
+      for (std::size_t i = 0; i < accepted->size(); ++i)
+        list += (i ? ", " : "") + ("\"" + (*accepted)[i] + "\"");
+      why = "not a variant serde accepts (one of " + list + ")";
+    }
+  if (why.empty()) return std::nullopt;
+  ConfigProblem pr;
+  pr.key = key;
+  pr.value =
+      v.kind == SymValue::Kind::symbolic ? v.reason.substr(0, v.reason.find(' ')) : v.display();
+  pr.rust_type = peel_type(f.type_text);
+  pr.field = st.name + "." + f.name;
+  pr.field_source = crate_.files()[st.file]->path() + ":" + std::to_string(f.line);
+  pr.why = why;
+  return pr;
+}
+
+// Serde reads every field of the struct the root constructor is given, not only those a
+// constructor reads: each value it would refuse is recorded as refusing the whole file. Nested
+// config structs are checked the same way (at most 8 levels).
+void ConfigBinding::validate(std::size_t item, const std::string& path, int depth) const {
+  if (depth > 8 || !validated_.insert(path + '\0' + std::to_string(item)).second) return;
+  const rust::Item& st = crate_.items()[item];
+  for (const FieldInfo& f : info(item).fields) {
+    if (!f.deserialize_with.empty()) continue;
+    if (auto nested = config_of_type(f.type_text, st.module)) {
+      if (info(nested->item).deserialize)
+        validate(nested->item, path + f.json_name + ".", depth + 1);
+      continue;
+    }
+    std::vector<std::string> names{f.json_name};
+    names.insert(names.end(), f.aliases.begin(), f.aliases.end());
+    for (const auto& n : names)
+      if (const SymValue* v = values_->find(path + n)) {
+        if (auto pr = refusal(st, f, path + n, *v)) {
+          pr->whole_file = true;
+          auto [it, fresh] = values_->problems.emplace(path + n, std::move(*pr));
+          it->second.whole_file = true;
+        }
+        break;
+      }
+  }
+}
+
 ConfigBinding::ConfigBinding(const rust::Crate& crate, const ConfigValues* values)
     : crate_(crate), values_(values) {}
 
@@ -277,7 +418,10 @@ std::optional<ConfigRef> ConfigBinding::bind_root(const ConfigRef& c) const {
   if (values_ == nullptr) return std::nullopt;
   ConfigRef r = c;
   r.bound = true;
-  if (info(c.item).deserialize) return r;
+  if (info(c.item).deserialize) {
+    validate(c.item, c.path, 0);
+    return r;
+  }
   // `impl LlamaConfig { fn into_config(self, ..) -> Config { Config { .. } } }`
   const std::string& target = crate_.items()[c.item].name;
   for (std::size_t m = 0; m < crate_.items().size(); ++m) {
@@ -301,6 +445,7 @@ std::optional<ConfigRef> ConfigBinding::bind_root(const ConfigRef& c) const {
       if (!info(cand.item).deserialize) continue;
       r.via = static_cast<std::ptrdiff_t>(m);
       r.via_source = cand.item;
+      validate(cand.item, c.path, 0);
       return r;
     }
   }
@@ -412,16 +557,9 @@ FieldResult ConfigBinding::field(const ConfigRef& c, std::string_view name) cons
           diags_.push_back({field_source, unevaluated(key, values_->origin, f->deserialize_with)});
         return out;
       }
-      if (std::string why = serde_refusal(f->type_text, *v); !why.empty()) {
-        ConfigProblem pr;
-        pr.key = key;
-        pr.value = v->kind == SymValue::Kind::symbolic ? v->reason.substr(0, v->reason.find(' '))
-                                                       : v->display();
-        pr.rust_type = peel_type(f->type_text);
-        pr.field = st.name + "." + f->name;
-        pr.field_source = field_source;
-        pr.why = why;
-        values_->problems.emplace(key, std::move(pr));
+      if (auto pr = refusal(st, *f, key, *v)) {
+        const std::string why = pr->why;
+        values_->problems.emplace(key, std::move(*pr));
         out.value =
             SymValue::symbolic(shown, "config.json gives `" + key + "` " + why + ", which `" +
                                           peel_type(f->type_text) + "` cannot hold");

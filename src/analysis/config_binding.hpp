@@ -107,6 +107,11 @@ class ConfigBinding {
     std::vector<FieldInfo> fields;
   };
   const StructInfo& info(std::size_t item) const;
+  std::optional<ConfigProblem> refusal(const rust::Item& st, const FieldInfo& f,
+                                       const std::string& key, const SymValue& v) const;
+  void validate(std::size_t item, const std::string& path, int depth) const;
+  std::optional<std::vector<std::string>> variant_names(const std::string& type_text,
+                                                        const std::string& module) const;
   SymValue default_of(const ConfigRef& c, const StructInfo& s, const FieldInfo& f) const;
   SymValue impl_default(const ConfigRef& c, const FieldInfo& f) const;
   std::optional<FieldResult> deserialized(const ConfigRef& c, const FieldInfo& f) const;
@@ -118,6 +123,7 @@ class ConfigBinding {
   mutable std::map<std::size_t, StructInfo> infos_;
   mutable std::vector<Diag> diags_;
   mutable std::set<std::string> reported_;
+  mutable std::set<std::string> validated_;  // (path, struct item) pairs validate() has checked
   mutable int depth_ = 0;
 };
 

@@ -22,6 +22,9 @@ struct ConfigProblem {
   std::string field;         // "Config.hidden_size"
   std::string field_source;  // "src/model.rs:12"
   std::string why;           // "a negative value", "a number with a fraction", ...
+  // Found in the struct the root constructor is given: serde refuses the whole file, whatever
+  // the value feeds (`hidden_act: "gelu_fast"`, a field no constructor reads).
+  bool whole_file = false;
 };
 
 struct ConfigValues {

@@ -292,6 +292,10 @@ void set_shape(const Leaf& l, const ir::Component& comp, ir::Parameter& p, ir::M
   std::vector<std::uint64_t> conc;
   bool all = true, negative = false;
   for (const auto& d : *l.shape) {
+    // Rust panics on an integer division by zero: a constructor that computes a dimension that
+    // way never returns (the config check makes it an input error naming the values).
+    if (!d.concrete() && d.reason.find("division by zero") != std::string::npos)
+      p.reason = "division by zero in `" + inventory::one_line(d.text) + "`";
     sym.push_back(d.concrete() ? d.display() : d.text);
     if (d.kind == SymValue::Kind::integer && d.integer >= 0)
       conc.push_back(static_cast<std::uint64_t>(d.integer));
@@ -387,7 +391,7 @@ void add_parameters(inventory::Walked& w, const std::vector<std::string>& module
     p.confidence = confidence_of(l.cert);
     std::string reason = l.cert.reason;
     if (!l.shape_reason.empty()) reason += (reason.empty() ? "" : "; ") + l.shape_reason;
-    if (!reason.empty()) p.reason = reason;
+    if (!reason.empty()) p.reason = p.reason ? *p.reason + "; " + reason : reason;
     p.source = l.source;
     p.evidence.push_back({ir::EvidenceKind::source, p.confidence, l.source,
                           "parameter registered through " + l.kind});

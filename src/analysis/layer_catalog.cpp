@@ -230,4 +230,28 @@ std::string substitute_args(std::string_view templ, const std::vector<std::strin
   return out;
 }
 
+std::optional<std::vector<std::string>> library_enum_names(std::string_view path) {
+  // candle-nn-0.11.0/src/activation.rs: `#[serde(rename_all = "lowercase")]`, three aliases;
+  // `Elu(f64)` and `LeakyRelu(f64)` carry a value, so no bare string names them.
+  const bool activation = path == "candle_nn::Activation" ||
+                          path == "candle_nn::activation::Activation" ||
+                          path == "candle_nn::ops::Activation";
+  if (!activation) return std::nullopt;
+  return std::vector<std::string>{"gelu",
+                                  "newgelu",
+                                  "relu",
+                                  "relu2",
+                                  "relu6",
+                                  "silu",
+                                  "sigmoid",
+                                  "hardsigmoid",
+                                  "swiglu",
+                                  "swish",
+                                  "mish",
+                                  "hardswish",
+                                  "gelupytorchtanh",
+                                  "gelu_new",
+                                  "gelu_pytorch_tanh"};
+}
+
 }  // namespace cg::analysis

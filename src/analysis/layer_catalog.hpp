@@ -11,6 +11,7 @@
 // sources never see each other's catalogue.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,11 @@ class LayerCatalog {
   std::vector<ConstructorSpec> constructors_;
   std::map<std::string, ConfigDefault, std::less<>> config_defaults_;
 };
+
+// The strings serde accepts for a unit variant of a candle-nn enum a config field may have
+// (`candle_nn::Activation`: "silu", "gelu_pytorch_tanh", ...), for candle-nn 0.11; nullopt for
+// any other type. `path` is the resolved external path (`candle_nn::Activation`).
+std::optional<std::vector<std::string>> library_enum_names(std::string_view path);
 
 // Substitutes `{arg}` placeholders with argument expression texts; an unknown placeholder is kept
 // verbatim so the result stays readable and visibly symbolic.

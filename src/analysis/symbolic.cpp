@@ -40,6 +40,16 @@ SymValue SymValue::none() {
   return s;
 }
 SymValue SymValue::symbolic(std::string text, std::string reason) {
+  // An expression's text is for reading; past 4 KiB (an 8,000-link method chain) it is cut, so
+  // rebuilding it at every level of a deep chain stays linear.
+  constexpr std::size_t kMaxText = 4096;
+  if (text.size() > kMaxText) {
+    std::size_t cut = kMaxText;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+      --cut;  // not inside a UTF-8 sequence
+    text.resize(cut);
+    text += "…";
+  }
   SymValue s;
   s.kind = Kind::symbolic;
   s.text = std::move(text);
@@ -311,7 +321,8 @@ struct Evaluator {
         if (name == "abs") return SymValue::of_int(a < 0 ? -a : a);
         if (name == "saturating_sub") return SymValue::of_int(a > b ? a - b : 0);
         if (name == "div_ceil") {
-          if (b <= 0 || a < 0) return unknown(n, "div_ceil by a non-positive value");
+          if (b == 0) return unknown(n, "division by zero");
+          if (b < 0 || a < 0) return unknown(n, "div_ceil by a negative value");
           return SymValue::of_int(a / b + (a % b != 0 ? 1 : 0));
         }
         if (b < 0 || b > 62) return unknown(n, "pow exponent out of range");

@@ -170,7 +170,7 @@ KeyUses key_uses(const ir::ModelIr& ir, const Modules& mods) {
 
 // 1. Values serde refuses for the field's type, where they feed a shape or a family count (an
 //    error), or feed nothing in a config struct of the analysed component's files (a warning).
-void check_refused_values(const analysis::ConfigValues& config, const KeyUses& uses,
+void check_refused_values(const analysis::ConfigValues& config, const KeyUses& uses, bool partial,
                           ir::ModelIr& ir, std::vector<std::string>& errors) {
   for (const auto& [key, pr] : config.problems) {
     auto ps = uses.params.find(key);
@@ -192,6 +192,11 @@ void check_refused_values(const analysis::ConfigValues& config, const KeyUses& u
                                  [&](const auto& c) { return c.source.rfind(file + ":", 0) == 0; });
     if (!feeds.empty()) {
       errors.push_back(what + ". It feeds " + feeds);
+    } else if (pr.whole_file && own && !partial) {
+      // A field of a config struct the analysed component's own files declare (the dataflow
+      // binds the file to every config type of the crate, so another model's struct is no
+      // evidence): serde fails the whole file, so the model never loads.
+      errors.push_back(what);
     } else if (own) {
       ir.findings.push_back(ir::make_finding(
           "config-value", ir::Severity::warning, ir::Confidence::proven,
@@ -232,6 +237,32 @@ std::optional<Dims> concrete_dims(const analysis::ConfigValues& config, const ir
                      (from.empty() ? std::string(" from the config values it reads")
                                    : " from " + from + " = " + std::to_string(*negative)));
     return std::nullopt;
+  }
+  if (p.reason && p.reason->find("division by zero") != std::string::npos) {
+    auto keys = keys_with_value(config, 0);
+    std::string from;
+    for (const auto& k : keys)
+      from += (from.empty() ? "" : " or ") + ("`" + k + "` = 0");
+    const std::string& r = *p.reason;
+    const std::size_t at = r.find("division by zero");
+    errors.push_back("parameter `" + p.key + "` (" + p.source +
+                     "): " + r.substr(at, r.find(';', at) - at) +
+                     (from.empty() ? std::string() : " (from " + from + ")") +
+                     "; Rust panics on an integer division by zero, so the constructor fails");
+    return std::nullopt;
+  }
+  if (std::find(out.dims.begin(), out.dims.end(), 0) != out.dims.end()) {
+    // A weight with no elements: a 0 a config gives a dimension (`hidden_size: 0`) makes a model
+    // that holds nothing. A 0 the code writes itself is its author's choice and stays.
+    auto keys = keys_with_value(config, 0);
+    if (!keys.empty()) {
+      std::string from;
+      for (const auto& k : keys)
+        from += (from.empty() ? "" : " or ") + ("`" + k + "`");
+      errors.push_back("parameter `" + p.key + "` gets shape " + shown +
+                       ": an empty dimension, from " + from + " = 0");
+      return std::nullopt;
+    }
   }
   if (!out.all) return out;
   bool overflow = false;
@@ -371,13 +402,13 @@ void warn_unbound_keys(const analysis::ConfigValues& config, const KeyUses& uses
 
 }  // namespace
 
-void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir) {
+void check_config(const analysis::ConfigValues& config, ir::ModelIr& ir, bool partial) {
   Modules mods;
   for (const auto& m : ir.modules)
     mods.by_id[m.id] = &m;
   const KeyUses uses = key_uses(ir, mods);
   std::vector<std::string> errors;
-  check_refused_values(config, uses, ir, errors);
+  check_refused_values(config, uses, partial, ir, errors);
   for (const auto& key : config.duplicates)
     if (config.read.count(key))
       errors.push_back("`" + key + "` is written twice in one object; serde refuses a duplicate " +

@@ -494,7 +494,7 @@ Analysis analyze(const Options& opts) {
   // What the bound config gave the (scoped) parameters: refused values are input errors, fields
   // left unbound are warnings.
   if (config) {
-    check_config(*config, a.ir);
+    check_config(*config, a.ir, opts.partial_config);
     refuse_foreign_config(*config, a.ir, opts.partial_config);
     suggest_config_key(*config, a.ir);
   }

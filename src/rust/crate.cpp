@@ -186,8 +186,12 @@ class CrateBuilder {
         std::size_t shown = 0;
         for (const auto& prob : f.problems()) {
           if (shown++ == 5) break;
+          // The grammar's verdict, not rustc's: valid Rust the grammar does not know (`&raw`
+          // naming a local, newer syntax) reads the same, so it is said as the parser's.
           c_.diags_.push_back({"syntax-error", f.path(), prob.line,
-                               prob.what + " at column " + std::to_string(prob.column) +
+                               "the parser reports a " + prob.what + " at column " +
+                                   std::to_string(prob.column) +
+                                   " (real, or Rust the tree-sitter grammar does not know)" +
                                    (f.problem_count() > 5 && shown == 5
                                         ? " (" + std::to_string(f.problem_count()) + " in file)"
                                         : "")});
@@ -363,11 +367,39 @@ class CrateBuilder {
     }
   }
 
-  void fill_fields(std::size_t fi, Item& it) {
+  void fill_attributes(std::size_t fi, Item& it) {
     for (TSNode a = ts_node_prev_named_sibling(it.node);
          !ts_node_is_null(a) && std::strcmp(ts_node_type(a), "attribute_item") == 0;
          a = ts_node_prev_named_sibling(a))
       it.attributes.push_back(text(fi, a));
+  }
+
+  void fill_variants(std::size_t fi, Item& it) {
+    fill_attributes(fi, it);
+    TSNode body = ts_node_child_by_field_name(it.node, "body", 4);
+    if (ts_node_is_null(body)) return;
+    std::vector<std::string> pending;  // attributes since the previous variant
+    for (std::uint32_t i = 0, n = ts_node_named_child_count(body); i < n; ++i) {
+      TSNode v = ts_node_named_child(body, i);
+      if (std::strcmp(ts_node_type(v), "attribute_item") == 0) {
+        pending.push_back(text(fi, v));
+        continue;
+      }
+      if (std::strcmp(ts_node_type(v), "enum_variant") != 0) continue;
+      Field variant;
+      TSNode name = ts_node_child_by_field_name(v, "name", 4);
+      TSNode payload = ts_node_child_by_field_name(v, "body", 4);
+      variant.name = ts_node_is_null(name) ? "" : text(fi, name);
+      variant.type_text = ts_node_is_null(payload) ? "" : text(fi, payload);
+      variant.attributes = std::move(pending);
+      pending.clear();
+      variant.line = line_of(v);
+      it.variants.push_back(std::move(variant));
+    }
+  }
+
+  void fill_fields(std::size_t fi, Item& it) {
+    fill_attributes(fi, it);
     TSNode body = ts_node_child_by_field_name(it.node, "body", 4);
     if (ts_node_is_null(body)) return;
     bool tuple = std::strcmp(ts_node_type(body), "ordered_field_declaration_list") == 0;
@@ -467,7 +499,8 @@ class CrateBuilder {
       std::size_t idx = push_item(fi, ch, ItemKind::Struct, module, cfg);
       fill_fields(fi, c_.items_[idx]);
     } else if (t == "enum_item") {
-      push_item(fi, ch, ItemKind::Enum, module, cfg);
+      std::size_t idx = push_item(fi, ch, ItemKind::Enum, module, cfg);
+      fill_variants(fi, c_.items_[idx]);
     } else if (t == "trait_item") {
       push_item(fi, ch, ItemKind::Trait, module, cfg);
     } else if (t == "function_item") {

@@ -88,7 +88,10 @@ struct Item {
   std::uint32_t line = 0;
   TSNode node{};              // the item node
   std::vector<Field> fields;  // structs
-  // Structs and unions: the attribute items right before the item (nearest first; a comment
+  // Enums: the variants, as fields named by the variant (`Gelu`), `type_text` empty for a unit
+  // variant, else its payload as written (`(f64)`, `{ a: usize }`), with its attributes.
+  std::vector<Field> variants;
+  // Structs, unions and enums: the attribute items right before the item (nearest first; a comment
   // ends the run), as written: `#[derive(Deserialize)]`, `#[serde(default)]`.
   std::vector<std::string> attributes;
   std::vector<Param> params;  // functions and methods, `self` excluded

@@ -128,4 +128,74 @@ TEST(ConfigCheck, WithoutConfigNothingIsChecked) {
   EXPECT_EQ(pipeline::config_warning_lines(a.ir), "");
 }
 
+// config_refusals' config.json with `field` set to `value` (JSON text).
+std::string refusal_error(const std::string& field, const std::string& value) {
+  std::string json =
+      "{\"vocab_size\": 100, \"pad_multiple\": 64, \"hidden_size\": 32, \"num_heads\": 4, "
+      "\"num_layers\": 2, \"hidden_act\": \"gelu_pytorch_tanh\", \"norm\": \"rms_norm\", "
+      "\"pooling\": \"mean\"}";
+  auto at = json.find("\"" + field + "\": ");
+  auto start = at + field.size() + 4;
+  json.replace(start, json.find_first_of(",}", start) - start, value);
+  fs::path dir = fs::temp_directory_path() / "cg-config-refusals-test";
+  fs::create_directories(dir);
+  fs::path p = dir / (field + ".json");
+  std::ofstream(p) << json;
+  try {
+    run("config_refusals", p.string());
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ConfigCheck, TheBundledRefusalsConfigIsAccepted) {
+  auto a = run("config_refusals", fixture("config_refusals") + "/config.json");
+  std::size_t shaped = 0;
+  for (const auto& p : a.ir.parameters)
+    shaped += p.shape ? 1u : 0u;
+  EXPECT_EQ(shaped, 3u) << "embed and two q_proj weights, all concrete";
+}
+
+TEST(ConfigCheck, ZeroDivisorIsAnErrorNamingTheKeyAndLine) {
+  // `hidden_size / num_heads` with num_heads 0: Rust panics in the constructor.
+  std::string e = refusal_error("num_heads", "0");
+  EXPECT_NE(e.find("division by zero"), std::string::npos) << e;
+  EXPECT_NE(e.find("`num_heads` = 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("layers.0.q_proj.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("src/lib.rs:"), std::string::npos) << e;
+  // `vocab_size.div_ceil(pad_multiple)` with pad_multiple 0.
+  e = refusal_error("pad_multiple", "0");
+  EXPECT_NE(e.find("`embed.weight`"), std::string::npos) << e;
+  EXPECT_NE(e.find("`pad_multiple` = 0"), std::string::npos) << e;
+}
+
+TEST(ConfigCheck, ZeroDimensionFromTheConfigIsAnError) {
+  std::string e = refusal_error("hidden_size", "0");
+  EXPECT_NE(e.find("an empty dimension, from `hidden_size` = 0"), std::string::npos) << e;
+  // A count of 0 is a model with no layers, not a refusal.
+  EXPECT_EQ(refusal_error("num_layers", "0"), "");
+}
+
+TEST(ConfigCheck, EnumNameSerdeDoesNotKnowIsAnError) {
+  // candle-nn's Activation (lowercase names and three aliases).
+  std::string e = refusal_error("hidden_act", "\"gelu_fast\"");
+  EXPECT_NE(e.find("`hidden_act` is \"gelu_fast\": not a variant serde accepts"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("\"gelu_pytorch_tanh\""), std::string::npos) << e;
+  EXPECT_EQ(refusal_error("hidden_act", "\"silu\""), "");
+  EXPECT_NE(refusal_error("hidden_act", "\"Silu\""), "") << "rename_all = lowercase";
+  // A crate-local enum: snake_case names, a rename, an alias; a variant with a value takes no
+  // bare string.
+  e = refusal_error("norm", "\"RmsNorm\"");
+  EXPECT_NE(e.find("(one of \"rms_norm\", \"layer_norm\", \"ln\", \"none\")"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("Config.norm"), std::string::npos) << e;
+  EXPECT_EQ(refusal_error("norm", "\"ln\""), "");
+  EXPECT_EQ(refusal_error("norm", "\"none\""), "");
+  EXPECT_NE(refusal_error("norm", "\"scaled\""), "");
+  // `#[serde(other)]` takes any name.
+  EXPECT_EQ(refusal_error("pooling", "\"max\""), "");
+}
+
 }  // namespace
