@@ -50,6 +50,17 @@ key="$(rep 'a.' 200)weight"
 jq -e --arg k "$key" '[.parameters[].key] | index($k) != null' "$work/prefixes.json" >/dev/null \
   || fail "prefixes: key of 200 segments missing"
 
+# An 8,000-link prefix chain: the nesting bound is said once, and no message repeats the chain (it
+# was a 193 KB warning, and 10 s of rebuilding the expression text at every link).
+{ echo 'use candle_core::Result; use candle_nn::{linear, Linear, VarBuilder};'
+  echo "pub struct M { l: Linear } impl M { pub fn new(vb: VarBuilder) -> Result<Self> { Ok(Self { l: linear(4, 4, vb$(rep '.pp("a")' 8000))? }) } }"; } | crate longchain
+check longchain
+grep -q 'nested deeper than' "$work/longchain.err" || fail "longchain: no nesting finding"
+[ "$(wc -c <"$work/longchain.err")" -lt 8000 ] \
+  || fail "longchain: $(wc -c <"$work/longchain.err") bytes of diagnostics for one chain"
+jq -e '[.findings[].message | length] | max < 1000' "$work/longchain.json" >/dev/null \
+  || fail "longchain: a finding repeats the chain"
+
 # One parameter read by 3,000 operations: its uses are linked once each, in linear time.
 { echo "$head"; echo 'pub fn forward(&self, x: &Tensor) -> Result<Tensor> { let mut x = x.clone();'
   for ((i = 0; i < 3000; i++)); do echo ' x = self.l.forward(&x)?;'; done; echo ' Ok(x) } }'; } | crate uses

@@ -192,6 +192,9 @@ class BuilderDomain : public EvalContext {
   const rust::Body& body() const { return eng_->body(); }
   const rust::Node& node(NodeId n) const { return eng_->node(n); }
   std::string text(NodeId n) const { return std::string(body().source(n)); }
+  // An expression as a message quotes it: on one line, cut after 120 bytes with its length said
+  // (an 8,000-link `vb.pp(..)` chain is not repeated whole in a warning).
+  std::string quoted(NodeId n) const;
   bool is_ident(NodeId n) const { return n != rust::kNone && node(n).syntax == "identifier"; }
   std::string where(NodeId n) const;
   std::string site(NodeId n) { return ctx().call_site.empty() ? where(n) : ctx().call_site; }

@@ -28,7 +28,7 @@ void BuilderDomain::register_layer(NodeId n, const ConstructorSpec& spec, const 
   }
   const Value& b = values[vb_arg];
   if (b.kind != Value::Kind::builder) {
-    diag(args[vb_arg], "the VarBuilder argument `" + text(args[vb_arg]) + "` of `" + path +
+    diag(args[vb_arg], "the VarBuilder argument `" + quoted(args[vb_arg]) + "` of `" + path +
                            "` is not understood; no parameters recorded");
     return;
   }
@@ -219,7 +219,8 @@ void BuilderDomain::register_raw(NodeId n, const Value& b, const std::string& me
   } else if (node(name_node).kind == Kind::Macro) {
     name = format_template(name_node);
   } else {
-    diag(args[name_idx], "non-literal tensor name `" + text(args[name_idx]) + "`; key is unknown");
+    diag(args[name_idx],
+         "non-literal tensor name `" + quoted(args[name_idx]) + "`; key is unknown");
     name = "{" + text(args[name_idx]) + "}";
   }
   std::vector<std::string> segs = b.segs;

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "analysis/builder/domain.hpp"
+#include "util/text.hpp"
 
 namespace cg::analysis::builder {
 
@@ -167,6 +168,10 @@ std::optional<SymValue> BuilderDomain::const_value(const std::string& path) {
   const_items_.pop_back();
   --const_depth_;
   return v;
+}
+
+std::string BuilderDomain::quoted(NodeId n) const {
+  return shown_text(inventory::one_line(text(n)), 120);
 }
 
 BuilderDomain::Value BuilderDomain::param_value(const rust::Param& p, const std::string& module) {
@@ -582,7 +587,7 @@ std::vector<std::string> BuilderDomain::prefix_segments(NodeId arg) {
   if (s.kind == SymValue::Kind::integer) return {std::to_string(s.integer)};
   // Arithmetic on a loop variable (`index + 1`) is a repeated family, not a gap.
   if (s.reason.rfind("loop variable", 0) == 0) return {"{" + s.text + "}"};
-  diag(arg, "non-literal prefix `" + text(arg) + "`; its key segment is symbolic");
+  diag(arg, "non-literal prefix `" + quoted(arg) + "`; its key segment is symbolic");
   return {"{" + text(arg) + "}"};
 }
 
