@@ -24,6 +24,8 @@ struct DataflowOptions {
   // that some root entrypoint takes are added to `inputs_used`.
   const std::map<std::string, std::vector<std::string>>* input_tensors = nullptr;
   std::set<std::string>* inputs_used = nullptr;
+  // Every tensor input name a root entrypoint takes (what `--input-shape` can name).
+  std::set<std::string>* inputs_offered = nullptr;
   // Expression nodes over all entrypoints of the crate; past it the remaining entrypoints are
   // named in one `dataflow-bound` finding (candle-transformers takes 0.34M).
   std::size_t crate_node_budget = 4'000'000;

@@ -472,17 +472,19 @@ Analysis analyze(const Options& opts) {
   df.candle_version = versions.core;
   df.config = inv.config;
   df.args = &inv.args;
-  std::set<std::string> inputs_used;
+  std::set<std::string> inputs_used, inputs_offered;
   df.input_tensors = &opts.input_tensors;
   df.inputs_used = &inputs_used;
+  df.inputs_offered = &inputs_offered;
   analysis::build_dataflow(crate, df, a.ir);
   if (!opts.all) scope_to_component(crate, a.ir);
-  // Checked after scoping, so that the inputs listed are the root's, not the whole crate's.
+  // Checked after scoping, so that the inputs listed are the root's entrypoints' (a root forward
+  // takes them), not every function's in scope nor the whole crate's.
   for (const auto& [name, dims] : opts.input_tensors)
     if (!inputs_used.count(name)) {
       std::set<std::string> names;
       for (const auto& t : a.ir.tensors)
-        if (t.role == ir::TensorRole::input) names.insert(t.name);
+        if (t.role == ir::TensorRole::input && inputs_offered.count(t.name)) names.insert(t.name);
       std::string inputs;
       for (const auto& n : names)
         inputs += (inputs.empty() ? "`" : ", `") + n + "`";

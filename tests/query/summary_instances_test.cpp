@@ -283,6 +283,24 @@ TEST(SummaryInstances, AnInputTensorsWholeShapeMakesTheFiguresConcrete) {
   EXPECT_EQ(cg::query::parse_input_tensors("b=2,xs=bx3x16x16").at("xs").front(), "b");
 }
 
+// The inputs a refused `--input-shape` lists are the ones it could name: the root forward's, not
+// those of a loss function or an attention helper in scope (tiny-llama's `loss(logits, targets)`
+// and `attention(q, k, ..)` were listed, and `targets` was then refused as "not an input").
+TEST(SummaryInstances, ARefusedInputShapeListsOnlyTheRootForwardsInputs) {
+  cg::pipeline::Options o;
+  o.path = std::string(CG_SOURCE_DIR) + "/examples/tiny-llama";
+  o.input_tensors = cg::query::parse_input_tensors("targets=2x3");
+  try {
+    cg::pipeline::analyze(o);
+    ADD_FAILURE() << "`targets` is no input of TinyLlama::forward";
+  } catch (const cg::InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("its tensor inputs: `input_ids`"), std::string::npos) << what;
+    EXPECT_EQ(what.find("`targets`,"), std::string::npos) << what;
+    EXPECT_EQ(what.find("`q`"), std::string::npos) << what;
+  }
+}
+
 // The same network built with `None` for its optional head (`func_net_features`, as resnet's
 // `*_no_final_layer`): the `match &head` in its forward takes the `None` arm on every execution,
 // so the model outputs the pooled [b_sz, 32] and no head is counted — where the arms were joined

@@ -322,6 +322,7 @@ std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std:
 // `--input-shape xs=1x3x224x224`: a root's tensor input of that name has that shape (each
 // dimension a number or a name the summary's --input-shape can bind).
 void TensorDomain::given_shape(const std::string& name, std::size_t tensor) {
+  if (inputs_offered_) inputs_offered_->insert(name);
   if (!input_tensors_) return;
   auto it = input_tensors_->find(name);
   if (it == input_tensors_->end()) return;

@@ -230,6 +230,7 @@ class TensorDomain {
   std::set<std::ptrdiff_t> root_types_;  // every struct root's type item
   const std::map<std::string, std::vector<std::string>>* input_tensors_ = nullptr;
   std::set<std::string>* inputs_used_ = nullptr;
+  std::set<std::string>* inputs_offered_ = nullptr;
 };
 
 }  // namespace cg::analysis::tensor

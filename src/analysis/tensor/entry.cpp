@@ -17,6 +17,7 @@ TensorDomain::TensorDomain(const rust::Crate& crate, const DataflowOptions& opts
   args_ = opts.args;
   input_tensors_ = opts.input_tensors;
   inputs_used_ = opts.inputs_used;
+  inputs_offered_ = opts.inputs_offered;
   for (std::size_t i = 0; i < ir_.functions.size(); ++i)
     fn_index_[ir_.functions[i].id] = i;
   for (const auto& m : ir_.modules) {
