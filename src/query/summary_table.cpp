@@ -198,7 +198,8 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
   if (totals.mult_adds_from_instances) {
     out += "Mult-adds per forward pass: " +
-           std::string(totals.mult_adds_missing.empty() || totals.mult_adds == "unknown"
+           std::string(totals.mult_adds_missing.empty() || totals.mult_adds == "unknown" ||
+                               totals.mult_adds.starts_with("over ")
                            ? ""
                            : "at least ") +
            totals.mult_adds + "\n";
@@ -241,9 +242,12 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     }
   }
   if (!totals.activations.empty()) {
-    const char* least = totals.activation_unknown_ops > 0 ? "at least " : "";
+    const bool over = totals.activations.starts_with("over ");
+    const char* least = totals.activation_unknown_ops > 0 && !over ? "at least " : "";
     if (totals.activations == "unknown")
       out += "Activations, one forward: unknown";
+    else if (over)
+      out += "Activations, one forward: " + totals.activations + " elements";
     else if (totals.activation_bytes)
       out += "Activations, one forward (MB): " + std::string(least) +
              megabytes(*totals.activation_bytes) + " at " + totals.dtype;

@@ -211,8 +211,9 @@ TEST(DependencyLoad, WhatCannotBeLoadedIsANoteAndTheRestGoesOn) {
   std::string all;
   for (const auto& n : l.notes)
     all += n + "\n";
-  EXPECT_THAT(all, HasSubstr("broken 0.1.0 at broken is loaded into the analysis incompletely (2 "
-                             "syntax-error; first: broken/src/bad.rs:1: missing `)`"));
+  EXPECT_THAT(
+      all, HasSubstr("broken 0.1.0 at broken is loaded into the analysis incompletely (2 "
+                     "syntax-error; first: broken/src/bad.rs:1: the parser reports a missing `)`"));
   EXPECT_THAT(all, HasSubstr("noroot 0.1.0 at noroot is not loaded into the analysis: it has no "
                              "library root (src/lib.rs)"));
   // The broken dependency's problems are its notes, never the analysed crate's findings.

@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for checkpoint tests: raw header bytes from JSON text, and scratch directories.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -17,10 +18,12 @@ inline std::string raw_file(const std::string& json, std::uint64_t data_bytes = 
   return out + json + std::string(static_cast<std::size_t>(data_bytes), '\0');
 }
 
-// A fresh directory per test, named after it.
+// A fresh directory per test, named after it and the process (two checkouts testing at once on one
+// machine each get their own).
 inline std::filesystem::path scratch_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::path(::testing::TempDir()) / "cg_checkpoint" /
+  auto dir = std::filesystem::path(::testing::TempDir()) /
+             ("cg_checkpoint." + std::to_string(::getpid())) /
              (std::string(info->test_suite_name()) + "." + info->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);

@@ -8,6 +8,7 @@
 #include "pipeline/pipeline.hpp"
 #include "query/query.hpp"
 #include "query/summary_rows.hpp"
+#include "query/summary_table.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -299,6 +300,21 @@ TEST(SummaryInstances, ARefusedInputShapeListsOnlyTheRootForwardsInputs) {
     EXPECT_EQ(what.find("`targets`,"), std::string::npos) << what;
     EXPECT_EQ(what.find("`q`"), std::string::npos) << what;
   }
+}
+
+// Input sizes whose products pass 2^64: the figures say "over 2^64", never rounded digits that
+// look exact (the fold was a double's) nor "at least over 2^64".
+TEST(SummaryInstances, AnInputShapePast64BitsIsOverNotRounded) {
+  cg::pipeline::Options o;
+  o.path = std::string(CG_SOURCE_DIR) + "/examples/tiny-llama";
+  o.config = o.path + "/config.json";
+  o.input_tensors = cg::query::parse_input_tensors("input_ids=99999999999x99999999999");
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  EXPECT_EQ(m.totals.mult_adds, "over 2^64");
+  EXPECT_EQ(m.totals.activations, "over 2^64");
+  const std::string out = cg::query::render_summary_table("tiny-llama", m.rows, m.totals);
+  EXPECT_NE(out.find("Mult-adds per forward pass: over 2^64\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("at least over"), std::string::npos) << out;
 }
 
 // The same network built with `None` for its optional head (`func_net_features`, as resnet's

@@ -28,8 +28,12 @@ bool plain_name(std::string_view f) {
 // The product of dimension expressions as "b*t*4096" (numbers folded, symbols kept when they are
 // plain names such as `b`/`t`); nullopt when a factor is an expression or unknown (`?`).
 std::optional<std::string> product(const std::vector<std::string>& factors) {
-  double k = 1;
-  std::string sym;
+  // Numbers fold exactly in 64 bits; past 2^64 they stay separate factors ("b*99999999999*
+  // 99999999999*256"), which a reader multiplies with its own overflow check ("over 2^64") —
+  // never a double's rounded digits that look exact.
+  std::uint64_t k = 1;
+  bool over = false;
+  std::string sym, nums;
   std::vector<std::string> split;
   for (const auto& f : factors) {
     std::size_t from = 0;
@@ -45,7 +49,10 @@ std::optional<std::string> product(const std::vector<std::string>& factors) {
     bool digits = std::all_of(f.begin(), f.end(),
                               [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (digits) {
-      k *= std::strtod(f.c_str(), nullptr);
+      if (f.size() > 19) return std::nullopt;
+      const std::uint64_t v = std::strtoull(f.c_str(), nullptr, 10);
+      nums += (nums.empty() ? "" : "*") + std::to_string(v);
+      over = over || __builtin_mul_overflow(k, v, &k);
       continue;
     }
     if (dimension_quotient(f)) {  // a pooled dimension: `(h/4)`
@@ -55,10 +62,9 @@ std::optional<std::string> product(const std::vector<std::string>& factors) {
     if (!plain_name(f)) return std::nullopt;
     sym += (sym.empty() ? "" : "*") + f;
   }
-  if (k > 9.2e18) return std::nullopt;
-  std::string num = std::to_string(static_cast<std::uint64_t>(k));
+  std::string num = over ? nums : std::to_string(k);
   if (sym.empty()) return num;
-  return k == 1 ? sym : sym + "*" + num;
+  return !over && k == 1 ? sym : sym + "*" + num;
 }
 
 std::vector<std::string> dim_exprs(const ir::TensorShape& s) {
