@@ -1,33 +1,61 @@
 #!/usr/bin/env bash
-# Parameter totals of candle-transformers models against the counts their publishers state.
+# Parameter totals of candle-transformers models against the counts their publishers state: the
+# truth table (docs/inventory.md, "Against published counts").
 #
-#   tools/published_counts.sh BIN
+#   tools/published_counts.sh BIN            # print the Markdown table
+#   tools/published_counts.sh BIN --check    # also exit 1 when a total is not the one below
 #
-# Runs `BIN summary $CG_CANDLE_SRC/candle-transformers --root T --config tools/published/X.json`
-# for each model below and prints a Markdown table: the tool's total line next to the published
-# count. The config files hold the public models' config.json values (see docs/inventory.md).
+# Runs `BIN summary $CG_CANDLE_SRC/candle-transformers --root T [--config tools/published/X.json]
+# [flags]` for each model and prints the tool's total line next to the published count. The
+# config files hold the public models' config.json values. Each row also holds the total this
+# build must print: equal to the published count, or differing by what the last column explains
+# (hand-computed), so a change to a rule that moves any figure fails `--check`
+# (tests/e2e/published_counts.sh).
 set -euo pipefail
 bin="$1"
+check="${2:-}"
 here="$(cd "$(dirname "$0")" && pwd)"
 ct="${CG_CANDLE_SRC:?set CG_CANDLE_SRC to a candle checkout}/candle-transformers"
 
-# model | root | config | extra flags | published count | what the published count covers
+# model | root | config | extra flags | the tool's total | published count | what differs, or covers
 models=(
-  "bert-base-uncased|models::bert::BertModel|bert-base-uncased.json||108,891,648|BertModel without pooler"
-  "distilbert-base-uncased|models::distilbert::DistilBertModel|distilbert-base-uncased.json||66,362,880|DistilBertModel"
-  "Qwen2-0.5B|models::qwen2::ModelForCausalLM|qwen2-0.5b.json||494,032,768|tied lm_head (no lm_head.weight in the checkpoint)"
-  "vit-base-patch16-224|models::vit::Model|vit-base-patch16-224.json|--arg num_labels=1000|86,567,656|with the 1000-class head"
-  "falcon-7b|models::falcon::Falcon|falcon-7b.json||6,921,720,704|lm_head tied to word_embeddings, counted once"
-  "t5-v1_1-xxl encoder|models::t5::T5EncoderModel|t5-v1_1-xxl.json||≈4.76B|gated-gelu feed-forward"
-  "t5-small|models::t5::T5ForConditionalGeneration|t5-small.json||60,506,624|encoder and decoder, lm_head tied to shared"
-  "starcoder2-3b|models::starcoder2::Model|starcoder2-3b.json||3,030,371,328|lm_head tied to embed_tokens"
+  "bert-base-uncased|models::bert::BertModel|bert-base-uncased.json||108,891,648|108,891,648|BertModel without pooler"
+  "distilbert-base-uncased|models::distilbert::DistilBertModel|distilbert-base-uncased.json||66,362,880|66,362,880|DistilBertModel"
+  "Qwen2-0.5B|models::qwen2::ModelForCausalLM|qwen2-0.5b.json||494,032,768 to 630,167,424|494,032,768|lm_head is read only when the checkpoint holds lm_head.weight (contains_tensor): tied, the low end"
+  "Qwen2-7B|models::qwen2::ModelForCausalLM|qwen2-7b.json||7,070,619,136 to 7,615,616,512|7,615,616,512|the checkpoint holds lm_head.weight: the high end"
+  "vit-base-patch16-224|models::vit::Model|vit-base-patch16-224.json|--arg num_labels=1000|86,567,656|86,567,656|with the 1000-class head"
+  "falcon-7b|models::falcon::Falcon|falcon-7b.json||7,217,189,760|6,921,720,704|candle's Falcon reads lm_head.weight as its own [65024, 4544] tensor: +295,469,056"
+  "t5-v1_1-xxl encoder|models::t5::T5EncoderModel|t5-v1_1-xxl.json||4,762,310,656|≈4.76B|gated-gelu feed-forward"
+  "t5-small|models::t5::T5ForConditionalGeneration|t5-small.json||60,506,624|60,506,624|encoder and decoder, lm_head tied to shared"
+  "starcoder2-3b|models::starcoder2::Model|starcoder2-3b.json||3,030,371,328|3,030,371,328|lm_head tied to embed_tokens"
+  "Llama-2-7b|models::llama::Llama|llama-2-7b.json||6,738,415,616|6,738,415,616|untied lm_head"
+  "TinyLlama-1.1B|models::llama::Llama|tinyllama-1.1b.json||1,100,048,384|1,100,048,384|grouped-query attention, 4 kv heads"
+  "Meta-Llama-3-8B|models::llama::Llama|llama-3-8b.json||8,030,261,248|8,030,261,248|128,256-token vocabulary"
+  "Mistral-7B-v0.1|models::mistral::Model|mistral-7b-v0.1.json||7,241,732,096|7,241,732,096|8 kv heads"
+  "Mixtral-8x7B-v0.1|models::mixtral::Model||--arg cfg=Config::v0_1_8x7b(false)|46,702,792,704|46,702,792,704|8 experts per layer; candle builds its config in code (the hub file's \"sliding_window\": null is refused by its usize field)"
+  "gemma-2b|models::gemma::Model|gemma-2b.json||2,506,172,416|2,506,172,416|multi-query attention, lm_head tied"
+  "phi-2|models::phi::Model|phi-2.json||2,779,683,840|2,779,683,840|biased linears, untied lm_head with bias"
+  "mamba-130m|models::mamba::Model|mamba-130m.json||129,135,360|129,135,360|vocabulary padded to 50,280, lm_head tied"
+  "whisper-tiny|models::whisper::model::Whisper|whisper-tiny.json||37,184,640|37,760,640|candle computes the encoder's positional embedding (sinusoids), the checkpoint stores it: -1500 x 384 = -576,000"
+  "resnet18|models::resnet::resnet18||--arg num_classes=1000|11,699,112|11,689,512|the tool also counts the 9,600 BatchNorm running statistics the checkpoint holds (buffers, not torchvision parameters)"
+  "resnet50|models::resnet::resnet50||--arg num_classes=1000|25,610,152|25,557,032|+53,120 BatchNorm running statistics (buffers)"
 )
-echo "| model | \`summary\` total | published |"
-echo "| --- | --- | --- |"
+echo "| model | \`summary\` total | published | difference or scope |"
+echo "| --- | --- | --- | --- |"
+bad=0
 for m in "${models[@]}"; do
-  IFS='|' read -r name root config extra published covers <<<"$m"
-  # shellcheck disable=SC2086
-  total="$("$bin" summary "$ct" --root "$root" --config "$here/published/$config" $extra 2>/dev/null |
-    sed -n 's/^Total params: //p' | sed 's/ (mutually exclusive alternatives.*//')"
-  echo "| $name ($root${extra:+ $extra}) | $total | $published ($covers) |"
+  IFS='|' read -r name root config extra expect published covers <<<"$m"
+  args=(summary "$ct" --root "$root")
+  [ -n "$config" ] && args+=(--config "$here/published/$config")
+  # shellcheck disable=SC2206
+  [ -n "$extra" ] && args+=($extra)
+  total="$("$bin" "${args[@]}" 2>/dev/null |
+    sed -n 's/^Total params: //p' | sed 's/ (mutually exclusive alternatives.*//')" || true
+  echo "| $name (\`$root\`${extra:+ \`$extra\`}) | $total | $published | $covers |"
+  if [ "$total" != "$expect" ]; then
+    echo "MISMATCH: $name: summary prints '$total', the truth table holds '$expect'" >&2
+    bad=1
+  fi
 done
+if [ "$check" = "--check" ] && [ "$bad" -ne 0 ]; then exit 1; fi
+exit 0
