@@ -37,6 +37,7 @@ models=(
   "phi-2|models::phi::Model|phi-2.json||2,779,683,840|2,779,683,840|biased linears, untied lm_head with bias"
   "mamba-130m|models::mamba::Model|mamba-130m.json||129,135,360|129,135,360|vocabulary padded to 50,280, lm_head tied"
   "whisper-tiny|models::whisper::model::Whisper|whisper-tiny.json||37,184,640|37,760,640|candle computes the encoder's positional embedding (sinusoids), the checkpoint stores it: -1500 x 384 = -576,000"
+  "convnext-tiny|models::convnext::convnext||--arg cfg=Config::tiny() --arg nclasses=1000|28,589,128 to 28,642,120|28,589,128|the GRN of ConvNeXt-V2 loads only when the checkpoint has it (its Result is matched, not propagated): a v1 checkpoint is the low end"
   "resnet18|models::resnet::resnet18||--arg num_classes=1000|11,699,112|11,689,512|the tool also counts the 9,600 BatchNorm running statistics the checkpoint holds (buffers, not torchvision parameters)"
   "resnet50|models::resnet::resnet50||--arg num_classes=1000|25,610,152|25,557,032|+53,120 BatchNorm running statistics (buffers)"
 )

@@ -72,6 +72,24 @@ TEST(Alternatives, ContainsTensorGuardIsARange) {
   EXPECT_NE(text.find("alternatives: up to 160"), std::string::npos) << text;  // the root row
 }
 
+TEST(Alternatives, AResultMatchedNotPropagatedIsOptional) {
+  // `let maybe_gate = gate(4, vb.pp("gate"));` then only `if let Ok(g) = &maybe_gate`: a v1
+  // checkpoint without gate.* still loads (convnext's GRN), so 40 to 60. `out`'s Result is
+  // propagated with `?` a line later: required, in both ends.
+  auto a = analyze("alt_fallible_let", "");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(40));
+  EXPECT_EQ(m.totals.total_max, std::optional<std::uint64_t>(60));
+  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32"});
+  EXPECT_NE(text.find("only when `gate(4, vb.pp(\"gate\"))` succeeds"), std::string::npos) << text;
+  for (const std::string row : {"gate (Linear)", "out (Linear)"}) {
+    const auto at = text.find(row);
+    ASSERT_NE(at, std::string::npos) << text;
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    EXPECT_EQ(line.find("alternatives") != std::string::npos, row == "gate (Linear)") << line;
+  }
+}
+
 TEST(Alternatives, IsSomeOfConfigDecidedOptionsFolds) {
   // Encoder: no cross-attention, so the feed-forward is `layer.1`; no relative bias.
   auto enc = analyze("alt_option_is_some");

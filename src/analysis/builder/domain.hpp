@@ -113,6 +113,9 @@ class BuilderDomain : public EvalContext {
   std::optional<Value> closure(Eng& eng, NodeId n);
   Value structure(Eng& eng, NodeId n);
   void uncertain(Eng& eng, NodeId stmt, bool begin);
+  // `let grn = convnext2_grn(dim, vb.pp("grn"));` whose Result is only matched later (`if let
+  // Ok(g) = &grn`), never propagated: what it loads is optional, one alternative of two.
+  void around_let(Eng& eng, NodeId stmt, bool begin);
   std::vector<Names> split(Eng& eng, NodeId let);
   void fork_begin(Eng& eng, NodeId let);
   void split_end(Eng& eng, NodeId let);
@@ -183,6 +186,7 @@ class BuilderDomain : public EvalContext {
   std::vector<std::pair<NodeId, Branch>> splits_;  // split `let`s waiting, with their group
   std::vector<Loop> loops_;
   std::vector<Cert> saved_certs_;
+  std::vector<bool> optional_lets_;  // around_let: whether each open `let` pushed an alternative
   std::vector<AlternativeMark> alt_ctx_;
   std::size_t alt_groups_ = 0;
   std::map<std::string, std::map<std::string, SymValue>> module_fields_;

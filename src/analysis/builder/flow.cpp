@@ -264,6 +264,70 @@ void BuilderDomain::uncertain(Eng&, NodeId, bool begin) {
   }
 }
 
+// Whether `let name = f(.., vb, ..);` (no `?`) leaves its loads optional: the value is a call
+// given a VarBuilder, and every later use of `name` in the body only inspects the Result (`if let
+// Ok(..) = &name`, `match name`, `name.ok()`, `.is_ok()`, `.is_err()`) — a `name?`, `.unwrap()`,
+// a return or any other use may propagate the error, and then the loads are required.
+void BuilderDomain::around_let(Eng& eng, NodeId s, bool begin) {
+  if (!begin) {
+    const bool pushed = optional_lets_.back();
+    optional_lets_.pop_back();
+    if (pushed) {
+      alt_ctx_.pop_back();
+      ctx().cert = saved_certs_.back();
+      saved_certs_.pop_back();
+    }
+    return;
+  }
+  optional_lets_.push_back(false);
+  const rust::Node& st = node(s);
+  if (st.a == kNone || st.b == kNone || node(st.a).kind != Kind::PIdent || node(st.a).a != kNone)
+    return;
+  const NodeId call = body().peel(st.b, {Kind::Paren});
+  if (node(call).kind != Kind::Call && node(call).kind != Kind::MethodCall) return;
+  if (node(call).kind == Kind::MethodCall) {
+    const std::string_view m = node(call).str;
+    if (m == "unwrap" || m == "expect" || m == "pp" || m == "push_prefix" || m == "clone") return;
+  }
+  // A VarBuilder among the arguments: a local holding one, possibly through `.pp(..)` calls.
+  bool builder = false;
+  for (NodeId a : body().kids_view(call)) {
+    NodeId r = body().peel(a, {Kind::Ref, Kind::Paren});
+    while (r != kNone && node(r).kind == Kind::MethodCall)
+      r = body().peel(node(r).a, {Kind::Ref, Kind::Paren});
+    if (r == kNone || node(r).kind != Kind::Path) continue;
+    const Value* v = eng.lookup(std::string(node(r).str));
+    builder = builder || (v != nullptr && v->kind == Value::Kind::builder);
+  }
+  if (!builder) return;
+  const std::string name(node(st.a).str);
+  const std::uint32_t after = node(s).end;
+  std::size_t uses = 0, inspections = 0;
+  for (NodeId n = 0; n < body().size(); ++n) {
+    const rust::Node& x = node(n);
+    if (x.start < after) continue;
+    if (x.kind == Kind::Path && x.str == name) ++uses;
+    NodeId scrutinee = kNone;
+    if (x.kind == Kind::LetCond || x.kind == Kind::Match)
+      scrutinee = x.kind == Kind::Match ? x.a : x.b;
+    else if (x.kind == Kind::MethodCall &&
+             (x.str == "ok" || x.str == "is_ok" || x.str == "is_err") &&
+             body().kids_view(n).empty())
+      scrutinee = x.a;
+    if (scrutinee == kNone) continue;
+    scrutinee = body().peel(scrutinee, {Kind::Ref, Kind::Paren});
+    if (scrutinee != kNone && node(scrutinee).kind == Kind::Path && node(scrutinee).str == name)
+      ++inspections;
+  }
+  if (uses == 0 || uses != inspections) return;
+  const std::string label =
+      "only when " + inventory::brief(text(call)) + " succeeds (its Result is matched, not `?`)";
+  push_alt(new_group(s), s, 0, 2, label);
+  saved_certs_.push_back(ctx().cert);
+  ctx().cert = inventory::conditional(ctx().cert, label);
+  optional_lets_.back() = true;
+}
+
 // The literal values each arm of `if c { ("a", "b") } else { ("c", "d") }` gives the `names`
 // names of a pattern; nullopt unless every arm is such literals.
 std::optional<std::vector<std::vector<SymValue>>> BuilderDomain::fork_arms(NodeId value,

@@ -303,7 +303,9 @@ typename Engine<D>::Value Engine<D>::eval_statement(std::span<const NodeId> stmt
   if constexpr (requires { dom_.uncertain(*this, s, true); })
     if (unsure) dom_.uncertain(*this, s, true);
   if (st.kind == Kind::Let) {
+    if constexpr (requires { dom_.around_let(*this, s, true); }) dom_.around_let(*this, s, true);
     eval_let(s);
+    if constexpr (requires { dom_.around_let(*this, s, false); }) dom_.around_let(*this, s, false);
   } else if (st.kind == Kind::ExprStmt || st.kind == Kind::MacroStmt || s != tail) {
     Value v = eval(s);
     // Rust's rule, where the domain asks for it: a block's last statement, an `if`/`match`
