@@ -156,10 +156,16 @@ void TraceAggregate::meta(const RunMeta& m) {
 }
 
 std::uint64_t TraceAggregate::child_ns(StringMap<std::uint64_t>& pending, std::string_view id) {
-  if (pending.empty()) return 0;
+  std::uint64_t n = 0;
+  if (!later_children_ns_.empty()) {
+    if (auto it = later_children_ns_.find(std::string(id)); it != later_children_ns_.end()) {
+      n = it->second;
+    }
+  }
+  if (pending.empty()) return n;
   auto it = pending.find(id);
-  if (it == pending.end()) return 0;
-  std::uint64_t n = it->second;
+  if (it == pending.end()) return n;
+  n = n > ~std::uint64_t{0} - it->second ? ~std::uint64_t{0} : n + it->second;
   pending.erase(it);
   return n;
 }

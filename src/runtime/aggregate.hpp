@@ -146,6 +146,12 @@ class TraceAggregate : public RecordSink {
 
   // Adds another trace's aggregate (another run or rank) into this one.
   void merge(const TraceAggregate& other);
+  // Before a trace is read: time of the children its file lists after their parent
+  // (TraceInfo::later_children_ns of a first read), so each parent's self time subtracts every
+  // child whatever the order.
+  void subtract_later_children(std::unordered_map<std::string, std::uint64_t> ns) {
+    later_children_ns_ = std::move(ns);
+  }
 
   StringMap<OperationStats> operations;  // by static id
   TimingStats unattributed_operations;   // durations of operations without a static id
@@ -181,6 +187,7 @@ class TraceAggregate : public RecordSink {
   void wall(std::optional<std::uint64_t> thread, std::uint64_t start, std::uint64_t duration);
   // Child time waiting for its parent's record (children end first): bounded by open scopes.
   StringMap<std::uint64_t> pending_op_children_, pending_module_children_;
+  std::unordered_map<std::string, std::uint64_t> later_children_ns_;
   std::map<std::uint64_t, ThreadWall> walls_;
   std::vector<std::uint64_t> merged_walls_;  // threads of traces merged in
   SpanUnion span_;
