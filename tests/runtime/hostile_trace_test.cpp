@@ -1,7 +1,8 @@
 // Hostile traces (issue 36): records no profiler can write are input errors naming the file and
 // the line — an interval past the clock's end, a parent cycle, a thread number past the writer's
-// last, a repeated id behind the compact encoding — and the order a file lists parents and
-// children in changes no figure.
+// last, a repeated id behind the compact encoding, a Chrome trace nested past the reader's depth
+// or with two event arrays — and the order a file lists parents and children in changes no
+// figure.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include "runtime/merge_plan.hpp"
 #include "runtime/reader.hpp"
 #include "runtime/record_log.hpp"
+#include "runtime/tracing_chrome.hpp"
 #include "trace_test_util.hpp"
 #include "util/error.hpp"
 
@@ -196,6 +198,49 @@ TEST(HostileTrace, ARepeatedIdBehindTheCompactEncodingNamesTheSecondLine) {
   ASSERT_EQ(l.info.skipped_examples.size(), 1u);
   EXPECT_EQ(l.info.skipped_examples[0].line, 4u);
   EXPECT_EQ(l.aggregate.operations.at("s").timing.samples(), 1u);
+}
+
+// ---- Chrome traces ----------------------------------------------------------------------------
+
+std::string chrome_error(const std::filesystem::path& path, ReadOptions options = {}) {
+  SpanCatalog catalog;
+  TraceAggregate sink;
+  try {
+    (void)import_tracing_chrome(path, catalog, sink, options);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HostileTrace, ChromeArgsNestedPastTheLimitSayTheNestingIsTooDeep) {
+  std::string args;
+  for (int i = 0; i < 2000; ++i)
+    args += R"({"a":)";
+  args += "1";
+  for (int i = 0; i < 2000; ++i)
+    args += "}";
+  const std::string event =
+      R"({"ph":"X","name":"m","ts":1,"dur":2,"pid":1,"tid":1,"args":)" + args + "}";
+  const auto array = write_temp("deep.json", "[\n" + event + "\n]\n");
+  for (const ReadOptions& o : {ReadOptions{}, lenient()}) {
+    const std::string e = chrome_error(array, o);
+    EXPECT_THAT(e, AllOf(HasSubstr("deep.json:2"), HasSubstr("nest deeper than 1024 levels"),
+                         HasSubstr("byte offset")));
+    EXPECT_THAT(e, ::testing::Not(HasSubstr("cut")));
+  }
+  const auto object = write_temp("deep_object.json", "{\"traceEvents\":[\n" + event + "\n]}\n");
+  EXPECT_THAT(chrome_error(object),
+              AllOf(HasSubstr("deep_object.json:2"), HasSubstr("nest deeper than 1024 levels")));
+}
+
+TEST(HostileTrace, ChromeTraceEventsTwiceIsAnErrorNamingTheKey) {
+  const auto path = write_temp(
+      "two_arrays.json",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"m\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1}],\n"
+      "\"displayTimeUnit\":\"ns\",\n\"traceEvents\":[]}\n");
+  EXPECT_THAT(chrome_error(path),
+              AllOf(HasSubstr("two_arrays.json:3"), HasSubstr("the key `traceEvents` 2 times")));
 }
 
 }  // namespace
