@@ -388,13 +388,23 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
   std::vector<std::size_t> types;
   std::set<std::size_t> seen;
   std::map<std::string, std::vector<std::size_t>> items_of;  // IR qualified type -> structs
+  std::set<std::string> not_structs;
   for (const auto& m : ir.modules) {
     if (!m.qualified_type) continue;
-    for (std::size_t i : crate.find(*m.qualified_type))
+    const std::vector<std::size_t> found = crate.find(*m.qualified_type);
+    for (std::size_t i : found)
       if (crate.items()[i].kind == rust::ItemKind::Struct) {
         items_of[*m.qualified_type].push_back(i);
         if (seen.insert(i).second) types.push_back(i);
       }
+    // A module type of the crate that is an enum or an alias: listed, never left out silently.
+    if (!found.empty() && items_of.count(*m.qualified_type) == 0 &&
+        not_structs.insert(*m.qualified_type).second)
+      report.skipped.push_back({crate.source(found.front()), "type `" + *m.qualified_type + "`",
+                                "not a struct (an enum or a type alias): there is no field list "
+                                "to hold the module path; where a parent calls it through a field "
+                                "(`self.x.forward(..)`), that call is timed as the parent's child, "
+                                "else its time counts in its parent"});
   }
   auto file_line = [&](std::size_t item) {
     const rust::Item& it = crate.items()[item];

@@ -482,6 +482,38 @@ TEST_F(Scratch, StructsAndForwardImplsInsideMacrosAreListedAsSkipped) {
   }
 }
 
+// A module type that is an enum has no field list for its path: listed with that reason, while a
+// parent's call of it is still timed as that parent's child.
+TEST_F(Scratch, AnEnumModuleIsListedAsSkipped) {
+  write(dir_ / "en/Cargo.toml",
+        "[package]\nname = \"en\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "en/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n\n"
+        "pub enum Head {\n    Plain(Linear),\n}\n\nimpl Head {\n"
+        "    pub fn new(vb: VarBuilder) -> Result<Self> {\n"
+        "        Ok(Head::Plain(linear(4, 4, vb.pp(\"proj\"))?))\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        match self { Head::Plain(l) => l.forward(xs) }\n    }\n}\n\n"
+        "pub struct Model {\n    head: Head,\n    out: Linear,\n}\n\nimpl Model {\n"
+        "    pub fn new(vb: VarBuilder) -> Result<Self> {\n"
+        "        let head = Head::new(vb.pp(\"head\"))?;\n"
+        "        let out = linear(4, 4, vb.pp(\"out\"))?;\n"
+        "        Ok(Self { head, out })\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        self.out.forward(&self.head.forward(xs)?)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "en").string();
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Model"}));
+  const Skip* head = skipped(r, "type `Head`");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->where, "src/lib.rs:4");
+  EXPECT_THAT(head->why, HasSubstr("not a struct (an enum or a type alias)"));
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&self.cg_path, \"head\")"));
+}
+
 // The per-layer fixture (tests/instrument/perlayer/model): module types whose forward is private
 // (`Block::forward`), `pub(crate)` under another name (`Attention::attend`, which the block calls)
 // or a private `impl Module` (`Mlp`) are all instrumented; every candle-nn layer they hold, and the
