@@ -71,7 +71,11 @@ void skip(TraceInfo& info, std::uint64_t line, std::string reason) {
 void second_pass(const std::filesystem::path& path, const ReadOptions& options,
                  TraceValidator& validator, const std::unordered_set<std::uint64_t>& skipped,
                  TraceInfo& info) {
-  validator.begin_second_pass();
+  try {
+    validator.begin_second_pass();
+  } catch (const std::length_error& e) {
+    throw InputError(path.string(), e.what());
+  }
   LineReader lines(path, options.max_line_bytes, options.chunk_bytes);
   JsonlImporter importer;
   bool first = true;

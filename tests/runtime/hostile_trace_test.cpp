@@ -137,6 +137,22 @@ TEST(HostileTrace, SelfTimesAreTheSameWhateverOrderParentsAndChildrenAreListedIn
   }
 }
 
+TEST(HostileTrace, ParentsListedFirstPastTheLimitAreAnInputError) {
+  std::string text = kMeta;
+  for (std::uint64_t p = 0; p < 3; ++p) {
+    const std::string parent = "infer-op-0-" + std::to_string(10 * p + 1);
+    text += op(parent, 100 * p, 50) +
+            op("infer-op-0-" + std::to_string(10 * p + 2), 100 * p + 10, 5, parent);
+  }
+  const auto path = write_temp("parents_first_limit.jsonl", text + end(6));
+  ReadOptions o;
+  o.max_compared_event_ids = 2;
+  EXPECT_THAT(error_of(path, o),
+              AllOf(HasSubstr("parents_first_limit.jsonl"),
+                    HasSubstr("more than 2 operation parents listed before their children")));
+  EXPECT_EQ(load(path).aggregate.operations.at("s").self.total_ns(), 3u * 45u + 3u * 5u);
+}
+
 TEST(HostileTrace, AChildOutsideItsParentIsReportedAsUnderstatingTheParentsSelfTime) {
   // `model.layers.0` runs 5..25, its parent `model` only 10..30: the part outside (5 ns) is
   // subtracted from `model` all the same, so its self time is understated — what the warning says.
