@@ -149,7 +149,7 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
     if (t.info.module_scopes_out_of_order > 0) {
       add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
           v.path + ": " + std::to_string(t.info.module_scopes_out_of_order) +
-              " module scopes lie partly outside their parent scope's interval; those parents' "
+              " module scopes have a child scope lying partly outside their interval; their "
               "self times (duration minus their children's) are understated by the part "
               "outside");
     }

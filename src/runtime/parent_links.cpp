@@ -48,7 +48,10 @@ void ParentLinks::add(std::string_view id, std::optional<std::string_view> paren
       Tracked& p = tracked_[t->second];
       const std::uint64_t duration = end - start;
       p.later_ns = p.later_ns > kNone - duration ? kNone : p.later_ns + duration;
-      if (start < p.start || end > p.end) ++not_nested_;
+      if ((start < p.start || end > p.end) && !p.outside) {
+        p.outside = true;
+        ++not_nested_;
+      }
       if (below != kNone && find(below) == find(t->second)) {
         throw RecordError("parent cycle: " + std::string(what_) + " `" + std::string(id) +
                           "` names parent `" + p.id + "` (line " + std::to_string(p.line) +
@@ -60,15 +63,14 @@ void ParentLinks::add(std::string_view id, std::optional<std::string_view> paren
       return;
     }
   }
+  if (second_ && below == kNone) return;  // the second pass carries tracked records only
   auto [it, fresh] = pending_.try_emplace(std::string(*parent));
   Pending& p = it->second;
   if (second_) {
-    if (below != kNone) {
-      if (p.below == kNone) {
-        p.below = below;
-      } else {
-        join(below, p.below);
-      }
+    if (p.below == kNone) {
+      p.below = below;
+    } else {
+      join(below, p.below);
     }
     return;
   }

@@ -42,8 +42,8 @@ class ParentLinks {
   // of them the read fails with std::length_error (a limit, like the id set's).
   void begin_second_pass(std::size_t max_tracked);
 
-  // Children whose interval does not lie inside their parent's: the parent's self time (its
-  // duration minus its children's) is understated by the part outside.
+  // Parents with a child whose interval does not lie inside theirs: such a parent's self time
+  // (its duration minus its children's) is understated by the part outside.
   std::uint64_t not_nested() const { return not_nested_; }
   // Second pass: time of the children listed after their parent, by the parent's event id.
   std::unordered_map<std::string, std::uint64_t> later_children_ns() const;
@@ -71,6 +71,7 @@ class ParentLinks {
     bool listed = false;
     std::uint64_t line = 0, start = 0, end = 0;
     std::uint64_t later_ns = 0;  // children listed after it
+    bool outside = false;        // one of those lies partly outside it
     Missing missing;             // first pass: the children still waiting for it at the end
   };
   std::size_t find(std::size_t x);

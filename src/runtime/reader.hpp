@@ -69,8 +69,8 @@ struct TraceInfo {
   // intervals (idle gaps excluded, overlapping threads once); 0 without timestamps.
   std::uint64_t span_ns = 0;
   std::optional<EndRecord> end;  // runtime/4
-  // Module scopes (docs/runtime-4.md, "Additions"). Out of order: a child scope whose interval
-  // does not lie inside its parent's (that parent's self time is understated). Unresolved: a
+  // Module scopes (docs/runtime-4.md, "Additions"). Out of order: a scope with a child scope whose
+  // interval does not lie inside its own (its self time is understated). Unresolved: a
   // `parent` that names no module scope of the trace (a scope never closed, counted in
   // end.open_modules, or a wrong id; the latter is an error unless --lenient or the trace is
   // truncated).

@@ -163,6 +163,13 @@ TEST(HostileTrace, AChildOutsideItsParentIsReportedAsUnderstatingTheParentsSelfT
   std::vector<LoadedTrace> traces = read_traces({path});
   ASSERT_EQ(traces.size(), 1u);
   EXPECT_EQ(traces[0].info.module_scopes_out_of_order, 1u);
+  // Counted per parent, whichever side of it its children are listed on.
+  const auto two = write_temp(
+      "outside_two.jsonl", kMeta + module("infer-mod-0-1", "model", 10, 20) +
+                               module("infer-mod-0-2", "model.layers.0", 5, 10, "infer-mod-0-1") +
+                               module("infer-mod-0-3", "model.layers.1", 25, 10, "infer-mod-0-1") +
+                               end(0, 3));
+  EXPECT_EQ(load(two).info.module_scopes_out_of_order, 1u);
   struct NoModel : StaticModel {
     bool has_operation(std::string_view) const override { return false; }
     bool has_tensor(std::string_view) const override { return false; }
@@ -177,7 +184,7 @@ TEST(HostileTrace, AChildOutsideItsParentIsReportedAsUnderstatingTheParentsSelfT
   std::string said;
   for (const auto& f : plan.findings)
     if (f.rule == "runtime-module-scopes") said += f.message;
-  EXPECT_THAT(said, AllOf(HasSubstr("1 module scopes lie partly outside their parent scope's"),
+  EXPECT_THAT(said, AllOf(HasSubstr("1 module scopes have a child scope lying partly outside"),
                           HasSubstr("understated")));
 }
 
