@@ -366,22 +366,45 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
   auto sources = cargo::locate_dependency_sources(*loaded.cargo);
   inv.layer_catalog = pipeline::use_candle_nn_source(*loaded.cargo, sources).catalog;
   analysis::build_inventory(crate, inv, ir);
-  if (ir.modules.empty())
+  // What a macro writes is tokens to the parser: never analyzed, never edited, always listed.
+  Report report;
+  for (auto& m : rust::macro_items(crate))
+    report.skipped.push_back(
+        {std::move(m.where), std::move(m.what),
+         "written inside " + m.macro +
+             ": the parser sees a macro's tokens only, so it is neither analyzed nor edited; if it "
+             "is a module, its time counts in the module that calls it (write it outside the "
+             "macro to time it)"});
+  if (ir.modules.empty()) {
+    std::string listed;
+    for (const auto& s : report.skipped)
+      listed += "; skipped " + s.where + ": " + s.what + " (inside a macro)";
     throw InputError(opts.path,
                      "no module to instrument: no component (a public struct with a "
                      "constructor taking a VarBuilder) was found" +
-                         (opts.root.empty() ? std::string() : " for --root " + opts.root));
+                         (opts.root.empty() ? std::string() : " for --root " + opts.root) + listed);
+  }
 
   std::vector<std::size_t> types;
   std::set<std::size_t> seen;
   std::map<std::string, std::vector<std::size_t>> items_of;  // IR qualified type -> structs
+  std::set<std::string> not_structs;
   for (const auto& m : ir.modules) {
     if (!m.qualified_type) continue;
-    for (std::size_t i : crate.find(*m.qualified_type))
+    const std::vector<std::size_t> found = crate.find(*m.qualified_type);
+    for (std::size_t i : found)
       if (crate.items()[i].kind == rust::ItemKind::Struct) {
         items_of[*m.qualified_type].push_back(i);
         if (seen.insert(i).second) types.push_back(i);
       }
+    // A module type of the crate that is an enum or an alias: listed, never left out silently.
+    if (!found.empty() && items_of.count(*m.qualified_type) == 0 &&
+        not_structs.insert(*m.qualified_type).second)
+      report.skipped.push_back({crate.source(found.front()), "type `" + *m.qualified_type + "`",
+                                "not a struct (an enum or a type alias): there is no field list "
+                                "to hold the module path; where a parent calls it through a field "
+                                "(`self.x.forward(..)`), that call is timed as the parent's child, "
+                                "else its time counts in its parent"});
   }
   auto file_line = [&](std::size_t item) {
     const rust::Item& it = crate.items()[item];
@@ -425,7 +448,6 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
   };
 
   const std::vector<rust::TypeSites> sites = rust::find_type_sites(crate, types);
-  Report report;
   std::map<std::size_t, std::vector<Insertion>> edits;  // by file index
   std::size_t already = 0;
   std::set<std::size_t> done;  // instrumented struct items

@@ -98,7 +98,7 @@ void StepSet::insert(const StepSet& other) {
 void ThreadWall::add(std::uint64_t start, std::uint64_t end) {
   start = std::max(start, settled_end_);
   if (end <= start) return;
-  while (!open_.empty() && open_.back().second >= start) {
+  while (open_.size() > first_open_ && open_.back().second >= start) {
     start = std::min(start, open_.back().first);
     end = std::max(end, open_.back().second);
     open_ns_ -= open_.back().second - open_.back().first;
@@ -106,11 +106,15 @@ void ThreadWall::add(std::uint64_t start, std::uint64_t end) {
   }
   open_.emplace_back(start, end);
   open_ns_ += end - start;
-  if (open_.size() > kMaxOpen) {
-    settled_ns_ += open_.front().second - open_.front().first;
-    open_ns_ -= open_.front().second - open_.front().first;
-    settled_end_ = open_.front().second;
-    open_.pop_front();
+  if (open_.size() - first_open_ > kMaxOpen) {
+    const auto& oldest = open_[first_open_++];
+    settled_ns_ += oldest.second - oldest.first;
+    open_ns_ -= oldest.second - oldest.first;
+    settled_end_ = oldest.second;
+    if (first_open_ >= kMaxOpen) {  // drop the settled ones, amortized over kMaxOpen adds
+      open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(first_open_));
+      first_open_ = 0;
+    }
   }
 }
 
@@ -156,10 +160,16 @@ void TraceAggregate::meta(const RunMeta& m) {
 }
 
 std::uint64_t TraceAggregate::child_ns(StringMap<std::uint64_t>& pending, std::string_view id) {
-  if (pending.empty()) return 0;
+  std::uint64_t n = 0;
+  if (!later_children_ns_.empty()) {
+    if (auto it = later_children_ns_.find(std::string(id)); it != later_children_ns_.end()) {
+      n = it->second;
+    }
+  }
+  if (pending.empty()) return n;
   auto it = pending.find(id);
-  if (it == pending.end()) return 0;
-  std::uint64_t n = it->second;
+  if (it == pending.end()) return n;
+  n = n > ~std::uint64_t{0} - it->second ? ~std::uint64_t{0} : n + it->second;
   pending.erase(it);
   return n;
 }

@@ -3,7 +3,6 @@
 // distinct static ids, (from, to) pairs, tensors and gradient identities, never with operation
 // events. Aggregates of several traces (runs, ranks) merge with `merge`.
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -105,7 +104,8 @@ struct ModuleScopeStats {
 // operation, module scopes without a parent scope). A thread's records come in the order they end,
 // so the union is kept as a stack of disjoint intervals that a later, enclosing one collapses;
 // past kMaxOpen disjoint intervals the oldest is settled (an interval reaching back over it later
-// counts only from there).
+// counts only from there). A thread with one interval costs that interval (no deque's blocks:
+// a trace of many short-lived threads keeps one of these per thread).
 class ThreadWall {
  public:
   static constexpr std::size_t kMaxOpen = 4096;
@@ -113,7 +113,9 @@ class ThreadWall {
   std::uint64_t busy_ns() const;
 
  private:
-  std::deque<std::pair<std::uint64_t, std::uint64_t>> open_;
+  // open_[first_open_ ..] are the open intervals; settled ones before them are dropped in bulk.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> open_;
+  std::size_t first_open_ = 0;
   std::uint64_t open_ns_ = 0;
   std::uint64_t settled_ns_ = 0;
   std::uint64_t settled_end_ = 0;
@@ -146,6 +148,12 @@ class TraceAggregate : public RecordSink {
 
   // Adds another trace's aggregate (another run or rank) into this one.
   void merge(const TraceAggregate& other);
+  // Before a trace is read: time of the children its file lists after their parent
+  // (TraceInfo::later_children_ns of a first read), so each parent's self time subtracts every
+  // child whatever the order.
+  void subtract_later_children(std::unordered_map<std::string, std::uint64_t> ns) {
+    later_children_ns_ = std::move(ns);
+  }
 
   StringMap<OperationStats> operations;  // by static id
   TimingStats unattributed_operations;   // durations of operations without a static id
@@ -181,6 +189,7 @@ class TraceAggregate : public RecordSink {
   void wall(std::optional<std::uint64_t> thread, std::uint64_t start, std::uint64_t duration);
   // Child time waiting for its parent's record (children end first): bounded by open scopes.
   StringMap<std::uint64_t> pending_op_children_, pending_module_children_;
+  std::unordered_map<std::string, std::uint64_t> later_children_ns_;
   std::map<std::uint64_t, ThreadWall> walls_;
   std::vector<std::uint64_t> merged_walls_;  // threads of traces merged in
   SpanUnion span_;

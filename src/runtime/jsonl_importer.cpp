@@ -629,9 +629,10 @@ void JsonlImporter::compact_event(Obj& obj, TraceValidator& validator, CompactKi
   }
   // Fields left out repeat (or, for the counter, continue) the thread's previous record.
   const std::uint64_t thread = th.value_or(compact_last_thread_);
-  if (thread > 0xFFFF) {
+  if (thread > kMaxTraceThread) {
     throw RecordError(std::string("`") + kind + "` record's `th` " + std::to_string(thread) +
-                      " is past 65535, the writer's last thread number");
+                      " is past " + std::to_string(kMaxTraceThread) +
+                      ", the last thread number the profiler writes");
   }
   const CompactThread previous = compact_threads_[thread];
   const std::uint64_t counter = c.value_or(previous.counter + 1);
@@ -1121,16 +1122,6 @@ void JsonlImporter::advance() {
 bool JsonlImporter::leave_block() {
   mode_ = Mode::none;
   return false;
-}
-
-std::string_view JsonlImporter::event_id_of(std::string_view line, std::size_t capacity) {
-  od::document doc;
-  if (parser_.iterate(line.data(), line.size(), capacity).get(doc)) return {};
-  od::object obj;
-  if (doc.get_object().get(obj)) return {};
-  std::string_view id;
-  if (obj.find_field_unordered("event_id").get_string().get(id)) return {};
-  return id;
 }
 
 }  // namespace cg::runtime

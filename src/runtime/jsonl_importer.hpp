@@ -43,9 +43,6 @@ class JsonlImporter {
   // Passes over a line the caller skips; false (and the block is left) when it is not one record.
   bool skip_in_block(std::string_view line);
 
-  // The line's event_id, or empty when it has none (meta, end) or does not parse.
-  std::string_view event_id_of(std::string_view line, std::size_t capacity);
-
  private:
   template <typename Doc>
   void record(Doc& doc, const char* line_end, const char* limit, TraceValidator& validator,

@@ -48,11 +48,13 @@ namespace {
 LoadedTrace read_one(const std::filesystem::path& path, const ReadOptions& options) {
   LoadedTrace out;
   out.info = read_trace(path, out.aggregate, options);
-  if (!out.info.duplicate_lines.empty()) {
-    // Lenient: read again without the repeated ids, so they are skipped, not aggregated.
+  if (!out.info.duplicate_lines.empty() || !out.info.later_children_ns.empty()) {
+    // Read again with what the first read learned at the end: lenient mode skips the repeated
+    // ids rather than aggregating them, and parents subtract the children listed after them.
     ReadOptions again = options;
     again.skip_lines.insert(out.info.duplicate_lines.begin(), out.info.duplicate_lines.end());
     out.aggregate = TraceAggregate();
+    out.aggregate.subtract_later_children(std::move(out.info.later_children_ns));
     out.info = read_trace(path, out.aggregate, again);
   }
   out.info.span_ns = out.aggregate.span_ns();
@@ -147,9 +149,9 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
     if (t.info.module_scopes_out_of_order > 0) {
       add(plan.findings, "runtime-module-scopes", Severity::warning, Confidence::proven,
           v.path + ": " + std::to_string(t.info.module_scopes_out_of_order) +
-              " module scopes closed out of order (a child scope's interval is not inside its "
-              "parent's, or the parent closed first); self times of those parents may be "
-              "understated");
+              " module scopes have a child scope lying partly outside their interval; their "
+              "self times (duration minus their children's) are understated by the part "
+              "outside");
     }
     if (t.info.truncated) {
       add(plan.findings, "runtime-truncated", Severity::warning, Confidence::proven,

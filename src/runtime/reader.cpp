@@ -64,44 +64,51 @@ void skip(TraceInfo& info, std::uint64_t line, std::string reason) {
   }
 }
 
-// Second pass, only when the id set saw a possible repeat: compare suspect ids in full.
-void verify_jsonl_ids(const std::filesystem::path& path, const ReadOptions& options,
-                      const EventIdSet& ids, const std::unordered_set<std::uint64_t>& skipped,
-                      TraceInfo& info) {
+// Second pass, only when the first left something to settle with the whole trace: ids that may
+// repeat an earlier one are compared in full, and `parent` links the file does not list child
+// first are resolved (trace_validator.hpp). Every line is parsed alone again, so compact lines are
+// expanded as before; lines the first pass skipped stay skipped. Nothing reaches the sink.
+void second_pass(const std::filesystem::path& path, const ReadOptions& options,
+                 TraceValidator& validator, const std::unordered_set<std::uint64_t>& skipped,
+                 TraceInfo& info) {
+  try {
+    validator.begin_second_pass();
+  } catch (const std::length_error& e) {
+    throw InputError(path.string(), e.what());
+  }
   LineReader lines(path, options.max_line_bytes, options.chunk_bytes);
   JsonlImporter importer;
-  std::unordered_map<std::string, std::uint64_t> seen;
+  bool first = true;
   Line line;
   while (lines.next(line)) {
-    if (line.oversized || line.text.empty() || skipped.count(line.number)) continue;
-    std::string_view id = importer.event_id_of(line.text, line.capacity);
-    if (id.empty() || !ids.is_suspect(id)) continue;
-    auto [it, fresh] = seen.emplace(std::string(id), line.number);
-    if (fresh) {
-      if (seen.size() > options.max_compared_event_ids) {
-        throw InputError(where(path, line.number),
-                         "trace has more than " + std::to_string(options.max_compared_event_ids) +
-                             " event ids to compare in full for uniqueness (`<prefix>-<step>-"
-                             "<counter>` ids whose counter restarts, or repeated ids); the "
-                             "reader's limit is " +
-                             std::to_string(options.max_compared_event_ids));
-      }
+    if (line.oversized || line.text.empty() || skipped.count(line.number)) {
+      first = first && line.text.empty() && !line.oversized;
       continue;
     }
-    if (!options.lenient) {
-      throw InputError(where(path, line.number), "duplicate event_id `" + it->first +
-                                                     "` (first on line " +
-                                                     std::to_string(it->second) + ")");
+    validator.at_line(line.number);
+    try {
+      importer.parse_line(line.text, line.capacity, validator, first);
+    } catch (const DuplicateIdError& e) {
+      if (!options.lenient) throw InputError(where(path, line.number), e.what());
+      if (++info.duplicate_event_ids > options.max_duplicate_event_ids) {
+        throw InputError(where(path, line.number),
+                         "trace has more than " + std::to_string(options.max_duplicate_event_ids) +
+                             " repeated event ids; lenient mode skips at most " +
+                             std::to_string(options.max_duplicate_event_ids));
+      }
+      info.duplicate_lines.emplace(line.number, e.what());
+    } catch (const RecordError& e) {
+      // A parent cycle: the records were handed on already, so no mode can skip it.
+      throw InputError(where(path, line.number), e.what());
+    } catch (const std::length_error& e) {
+      throw InputError(where(path, line.number), e.what());
     }
-    if (++info.duplicate_event_ids > options.max_duplicate_event_ids) {
-      throw InputError(where(path, line.number),
-                       "trace has more than " + std::to_string(options.max_duplicate_event_ids) +
-                           " repeated event ids; lenient mode skips at most " +
-                           std::to_string(options.max_duplicate_event_ids));
-    }
-    info.duplicate_lines.emplace(line.number, "duplicate event_id `" + it->first +
-                                                  "` (first on line " + std::to_string(it->second) +
-                                                  ")");
+    first = false;
+  }
+  try {
+    validator.finish();
+  } catch (const RecordError& e) {
+    throw InputError(path.string(), e.what());
   }
 }
 
@@ -136,6 +143,7 @@ void read_jsonl(const std::filesystem::path& path, RecordSink& sink, const ReadO
       first = false;
       return;
     }
+    validator.at_line(number);
     try {
       if (!streaming || !importer.parse_in_block(text, validator, first)) {
         streaming = false;
@@ -195,9 +203,7 @@ void read_jsonl(const std::filesystem::path& path, RecordSink& sink, const ReadO
   } catch (const RecordError& e) {
     throw InputError(path.string(), e.what());
   }
-  if (validator.ids().has_suspects()) {
-    verify_jsonl_ids(path, options, validator.ids(), skipped, info);
-  }
+  if (validator.needs_second_pass()) second_pass(path, options, validator, skipped, info);
 }
 
 void read_document(const std::filesystem::path& path, RecordSink& sink, const ReadOptions& options,

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/records.hpp"
@@ -68,8 +69,8 @@ struct TraceInfo {
   // intervals (idle gaps excluded, overlapping threads once); 0 without timestamps.
   std::uint64_t span_ns = 0;
   std::optional<EndRecord> end;  // runtime/4
-  // Module scopes (docs/runtime-4.md, "Additions"). Out of order: a scope one of whose child
-  // scopes does not lie inside its interval, or a child that closed after its parent. Unresolved: a
+  // Module scopes (docs/runtime-4.md, "Additions"). Out of order: a scope with a child scope whose
+  // interval does not lie inside its own (its self time is understated). Unresolved: a
   // `parent` that names no module scope of the trace (a scope never closed, counted in
   // end.open_modules, or a wrong id; the latter is an error unless --lenient or the trace is
   // truncated).
@@ -86,6 +87,11 @@ struct TraceInfo {
   // counted here and listed by line (the later occurrences) for a re-read that skips them.
   std::uint64_t duplicate_event_ids = 0;
   std::map<std::uint64_t, std::string> duplicate_lines;
+  // runtime/4 parents the file lists before some of their children (overlapping scopes, a
+  // reordered file): the time of those children, by the parent's event id. They reach the sink
+  // after their parent, so a sink that subtracts children from parents needs them from the start:
+  // read_traces reads again with TraceAggregate::subtract_later_children.
+  std::unordered_map<std::string, std::uint64_t> later_children_ns;
   std::size_t id_set_bytes = 0;  // memory the uniqueness check used
 };
 

@@ -52,6 +52,10 @@ struct TensorRecord {
   bool requires_grad = false;
 };
 
+// The last `thread` number the profiler writes (threads past it share it): readers refuse larger
+// ones, so what they keep per thread is bounded.
+inline constexpr std::uint64_t kMaxTraceThread = 65535;
+
 struct OperationRecord {
   std::string_view event_id;
   std::string_view op;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace cg::runtime {
 namespace {
@@ -24,7 +25,50 @@ void TraceValidator::before_record() {
 
 void TraceValidator::check_id(std::string_view id) {
   if (id.empty()) throw RecordError("empty event_id is not allowed");
-  ids_.insert(id);
+  if (!second_) {
+    ids_.insert(id);
+    return;
+  }
+  // Second pass: a suspect id (it may repeat an earlier one) is compared in full.
+  if (!ids_.is_suspect(id)) return;
+  auto [it, fresh] = compared_.emplace(std::string(id), line_);
+  if (!fresh) {
+    throw DuplicateIdError("duplicate event_id `" + it->first + "` (first on line " +
+                           std::to_string(it->second) + ")");
+  }
+  if (compared_.size() > options_.max_compared_event_ids) {
+    throw std::length_error("trace has more than " +
+                            std::to_string(options_.max_compared_event_ids) +
+                            " event ids to compare in full for uniqueness (`<prefix>-<step>-"
+                            "<counter>` ids whose counter restarts, or repeated ids); the "
+                            "reader's limit is " +
+                            std::to_string(options_.max_compared_event_ids));
+  }
+}
+
+void TraceValidator::check_thread(const char* what, std::optional<std::uint64_t> thread) const {
+  if (thread && *thread > kMaxTraceThread) {
+    throw RecordError(std::string("runtime/4 ") + what + " `thread` " + std::to_string(*thread) +
+                      " is past " + std::to_string(kMaxTraceThread) +
+                      ", the last thread number the profiler writes (later threads share it)");
+  }
+}
+
+void TraceValidator::check_parent(const char* what, std::string_view id,
+                                  std::optional<std::string_view> parent) {
+  if (parent && *parent == id) {
+    throw RecordError(std::string(what) + " `" + std::string(id) + "` names itself as its parent");
+  }
+}
+
+std::uint64_t TraceValidator::end_of(const char* what, std::uint64_t start,
+                                     std::uint64_t duration) {
+  if (start > ~std::uint64_t{0} - duration) {
+    throw RecordError(std::string(what) + " `start_ns` " + std::to_string(start) +
+                      " + `duration_ns` " + std::to_string(duration) +
+                      " is past 2^64-1 ns, the clock's last value: no record can end there");
+  }
+  return start + duration;
 }
 
 void TraceValidator::meta(RunMeta&& meta, bool first_record) {
@@ -39,6 +83,7 @@ void TraceValidator::meta(RunMeta&& meta, bool first_record) {
   sort_unique(meta.cargo_features);
   sort_unique(meta.cfg);
   have_meta_ = true;
+  if (second_) return;
   info_.meta = std::move(meta);
   sink_.meta(info_.meta);
 }
@@ -46,6 +91,7 @@ void TraceValidator::meta(RunMeta&& meta, bool first_record) {
 void TraceValidator::tensor(const TensorRecord& r) {
   before_record();
   check_id(r.event_id);
+  if (second_) return;
   ++info_.tensors;
   sink_.tensor(r);
 }
@@ -61,9 +107,16 @@ void TraceValidator::operation(const OperationRecord& r) {
       throw RecordError(std::string("runtime/4 operation is missing field `") + missing +
                         "` (unsigned integer)");
     }
+    check_thread("operation", r.thread);
   }
+  check_parent("operation", r.event_id, r.parent);
+  // Nesting needs both instants; /1–/3 operations have neither.
+  std::optional<std::uint64_t> end;
+  if (r.start_ns && r.duration_ns) end = end_of("operation", *r.start_ns, *r.duration_ns);
   before_record();
   check_id(r.event_id);
+  if (end) operation_links_.add(r.event_id, r.parent, *r.start_ns, *end, line_);
+  if (second_) return;
   ++info_.operations;
   sink_.operation(r);
 }
@@ -93,6 +146,7 @@ void TraceValidator::gradient(const GradientRecord& r) {
   }
   before_record();
   check_id(r.event_id);
+  if (second_) return;
   ++info_.gradients;
   sink_.gradient(r);
 }
@@ -100,6 +154,7 @@ void TraceValidator::gradient(const GradientRecord& r) {
 void TraceValidator::value(const ValueRecord& r) {
   before_record();
   check_id(r.event_id);
+  if (second_) return;
   ++info_.values;
   sink_.value(r);
 }
@@ -111,9 +166,11 @@ void TraceValidator::edge_timing(const EdgeTimingRecord& r) {
       throw RecordError(std::string("runtime/4 edge_timing is missing field `") + missing +
                         "` (unsigned integer)");
     }
+    check_thread("edge_timing", r.thread);
   }
   before_record();
   check_id(r.event_id);
+  if (second_) return;
   ++info_.edge_timings;
   sink_.edge_timing(r);
 }
@@ -123,41 +180,14 @@ void TraceValidator::module_scope(const ModuleScopeRecord& r) {
     throw RecordError(
         "unknown record kind `module` (it exists only in runtime/4; this trace's meta is not /4)");
   }
-  if (r.parent && *r.parent == r.event_id) {
-    throw RecordError("module scope `" + std::string(r.event_id) + "` names itself as its parent");
-  }
+  check_thread("module", r.thread);
+  check_parent("module scope", r.event_id, r.parent);
+  const std::uint64_t end = end_of("module", r.start_ns, r.duration_ns);
   before_record();
   check_id(r.event_id);
+  module_links_.add(r.event_id, r.parent, r.start_ns, end, line_);
+  if (second_) return;
   ++info_.modules;
-  const std::uint64_t end_ns =
-      r.start_ns + r.duration_ns < r.start_ns ? ~std::uint64_t{0} : r.start_ns + r.duration_ns;
-  if (r.parent) {
-    std::string parent(*r.parent);
-    if (auto closed = recent_closed_.find(parent); closed != recent_closed_.end()) {
-      ++info_.module_scopes_out_of_order;  // the parent closed before this child
-    } else {
-      auto& p = pending_parents_[parent];
-      if (p.children++ == 0) p.first_child = std::string(r.event_id);
-      p.first_start = std::min(p.first_start, r.start_ns);
-      p.last_end = std::max(p.last_end, end_ns);
-    }
-  }
-  std::string id(r.event_id);
-  if (auto it = pending_parents_.find(id); it != pending_parents_.end()) {
-    // Kept per parent, not per child, so memory stays flat under a scope open all session long.
-    if (it->second.first_start < r.start_ns || it->second.last_end > end_ns) {
-      ++info_.module_scopes_out_of_order;
-    }
-    pending_parents_.erase(it);
-  }
-  constexpr std::size_t kRecent = 4096;
-  if (recent_closed_.emplace(id, std::make_pair(r.start_ns, end_ns)).second) {
-    recent_order_.push_back(std::move(id));
-    if (recent_order_.size() > kRecent) {
-      recent_closed_.erase(recent_order_.front());
-      recent_order_.pop_front();
-    }
-  }
   sink_.module_scope(r);
 }
 
@@ -168,6 +198,7 @@ void TraceValidator::end(const EndRecord& r) {
   }
   before_record();
   saw_end_ = true;
+  if (second_) return;
   info_.end = r;
   if (r.operations != info_.operations || r.edge_timings != info_.edge_timings ||
       r.modules != info_.modules) {
@@ -198,21 +229,38 @@ void TraceValidator::finish() {
     }
     info_.truncated = true;
   }
-  if (!pending_parents_.empty()) {
-    // Parents never seen: scopes still open at the end (end.open_modules), a truncated trace, or
-    // ids that name no module scope (an error unless --lenient).
-    const bool explained = info_.truncated || (info_.end && info_.end->open_modules > 0);
-    if (!explained && !options_.lenient) {
-      const auto& [parent, p] =
-          *std::min_element(pending_parents_.begin(), pending_parents_.end(),
-                            [](const auto& a, const auto& b) { return a.first < b.first; });
-      throw RecordError("module scope `" + p.first_child + "` names parent `" + parent +
-                        "`, which is no module scope in the trace (and end.open_modules is 0)");
-    }
-    for (const auto& [parent, p] : pending_parents_)
-      info_.module_parents_unresolved += p.children;
-  }
   info_.id_set_bytes = ids_.memory_bytes();
+  if (!second_ && (operation_links_.needs_second_pass() || module_links_.needs_second_pass())) {
+    return;  // the second pass resolves them
+  }
+  info_.module_scopes_out_of_order = module_links_.not_nested();
+  for (auto* links : {&operation_links_, &module_links_})
+    for (auto& [parent, ns] : links->later_children_ns())
+      info_.later_children_ns.emplace(parent, ns);
+  // Module parents never listed: scopes still open at the end (end.open_modules), a truncated
+  // trace, or ids that name no module scope (an error unless --lenient). An operation's parent
+  // never listed is an operation still open at the end (end.open_operations).
+  const auto missing = module_links_.never_listed();
+  if (missing.empty()) return;
+  const bool explained = info_.truncated || (info_.end && info_.end->open_modules > 0);
+  if (!explained && !options_.lenient) {
+    const auto& m = missing.front();
+    throw RecordError("module scope `" + m.first_child + "` (line " +
+                      std::to_string(m.first_child_line) + ") names parent `" + m.parent +
+                      "`, which is no module scope in the trace (and end.open_modules is 0)");
+  }
+  for (const auto& m : missing)
+    info_.module_parents_unresolved += m.children;
+}
+
+void TraceValidator::begin_second_pass() {
+  const std::size_t max_tracked = options_.max_compared_event_ids;
+  operation_links_.begin_second_pass(max_tracked);
+  module_links_.begin_second_pass(max_tracked);
+  second_ = true;
+  have_meta_ = false;
+  saw_end_ = false;
+  records_ = 0;
 }
 
 }  // namespace cg::runtime

@@ -3,7 +3,6 @@
 // non-empty event ids unique across all kinds, gradient state/norm pairs, /4 field presence and
 // `end` bookkeeping. A record reaches the sink only after it passed, so lenient mode can skip a
 // bad line without a trace of it in the results.
-#include <deque>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "runtime/event_id_set.hpp"
+#include "runtime/parent_links.hpp"
 #include "runtime/reader.hpp"
 #include "runtime/records.hpp"
 
@@ -28,6 +28,16 @@ class UnknownKindError : public RecordError {
   using RecordError::RecordError;
 };
 
+// A repeated event id, found by the second pass (`--lenient` lists its line for a re-read).
+class DuplicateIdError : public RecordError {
+ public:
+  using RecordError::RecordError;
+};
+
+// Validates records in file order and hands each one on. Some rules need the whole trace: when the
+// first pass leaves a suspect id (event_id_set.hpp) or an unresolved `parent` (parent_links.hpp),
+// the reader reads the file again into `begin_second_pass()`, which checks those and hands nothing
+// on.
 class TraceValidator {
  public:
   TraceValidator(RecordSink& sink, TraceInfo& info, const ReadOptions& options, TraceForm form)
@@ -49,30 +59,38 @@ class TraceValidator {
   // Whole-trace rules: meta present, /4 complete. Throws RecordError (no line applies).
   void finish();
 
+  // The line the next record comes from (named by the second pass's findings).
+  void at_line(std::uint64_t line) { line_ = line; }
+  bool needs_second_pass() const {
+    return ids_.has_suspects() || operation_links_.needs_second_pass() ||
+           module_links_.needs_second_pass();
+  }
+  // Reads the same records again: nothing reaches the sink or the counts.
+  void begin_second_pass();
+
   bool is_v4() const { return have_meta_ && info_.meta.schema == Schema::v4; }
   const EventIdSet& ids() const { return ids_; }
 
  private:
   void before_record();
   void check_id(std::string_view id);
+  void check_thread(const char* what, std::optional<std::uint64_t> thread) const;
+  static void check_parent(const char* what, std::string_view id,
+                           std::optional<std::string_view> parent);
+  static std::uint64_t end_of(const char* what, std::uint64_t start, std::uint64_t duration);
 
   RecordSink& sink_;
   TraceInfo& info_;
   const ReadOptions& options_;
   TraceForm form_;
   EventIdSet ids_;
-  // Module scopes: a child is recorded before its parent (it closes first), so a `parent` is
-  // resolved when the parent's line comes. Pending parents are bounded by the scopes open at once
-  // (times their children); closed scopes are remembered only recently, to tell a parent that
-  // closed before its child (out of order) from one never seen.
-  struct PendingParent {
-    std::uint64_t children = 0;
-    std::uint64_t first_start = ~std::uint64_t{0}, last_end = 0;  // over its children
-    std::string first_child;
-  };
-  std::unordered_map<std::string, PendingParent> pending_parents_;
-  std::unordered_map<std::string, std::pair<std::uint64_t, std::uint64_t>> recent_closed_;
-  std::deque<std::string> recent_order_;
+  // `parent` links, resolved in any order (parent_links.hpp).
+  ParentLinks operation_links_{"operation"};
+  ParentLinks module_links_{"module scope"};
+  // The second pass compares suspect ids in full: each one's first line.
+  std::unordered_map<std::string, std::uint64_t> compared_;
+  bool second_ = false;
+  std::uint64_t line_ = 0;
 
   bool have_meta_ = false;
   bool saw_end_ = false;

@@ -14,6 +14,8 @@ namespace cg::runtime {
 namespace {
 
 constexpr std::size_t kSkippedExamples = 10;
+// Nesting of objects and arrays an event may have (simdjson's own default limit).
+constexpr int kMaxDepth = 1024;
 
 struct Interval {
   std::string name;
@@ -436,8 +438,29 @@ class EventReader {
   void read_object_form() {
     simdjson::dom::element root;
     if (auto e = parser_.parse(text_).get(root)) {
+      const char* begin = text_.data();
+      if (e == simdjson::DEPTH_ERROR) {
+        const char* deep = nullptr;
+        (void)match_brace(begin + text_.size() - trimmed_size(), begin + text_.size(), &deep);
+        too_deep(deep != nullptr ? deep : begin);
+      }
       throw InputError(path_.string(),
                        std::string("invalid JSON (") + simdjson::error_message(e) + ")");
+    }
+    // Parsers differ on a repeated key (simdjson keeps the first, others the last): say so.
+    std::size_t seen = 0;
+    simdjson::dom::object top;
+    if (!root.get_object().get(top)) {
+      for (auto field : top)
+        if (field.key == "traceEvents") ++seen;
+    }
+    if (seen > 1) {
+      const char* second =
+          top_level_key(text_.data(), text_.data() + text_.size(), "traceEvents", 2);
+      throw InputError(second != nullptr ? where(second) : path_.string(),
+                       "the trace object has the key `traceEvents` " + std::to_string(seen) +
+                           " times; expected one array of events (which one is meant is "
+                           "ambiguous: JSON parsers keep the first or the last)");
     }
     simdjson::dom::array events;
     if (root["traceEvents"].get_array().get(events)) {
@@ -445,6 +468,46 @@ class EventReader {
     }
     for (simdjson::dom::element ev : events)
       event(ev, text_.data());
+  }
+
+  std::size_t trimmed_size() const {
+    std::size_t i = 0;
+    while (i < text_.size() && std::isspace(static_cast<unsigned char>(text_.data()[i])))
+      ++i;
+    return text_.size() - i;
+  }
+
+  [[noreturn]] void too_deep(const char* at) const {
+    throw InputError(where(at), "objects and arrays nest deeper than " + std::to_string(kMaxDepth) +
+                                    " levels here (byte offset " +
+                                    std::to_string(at - text_.data()) +
+                                    "; the reader's limit): expected an event of ordinary depth");
+  }
+
+  // Where the `nth` top-level key `key` of the object starting at `p` is written (its opening
+  // quote), or null; keys spelled with escapes are not recognised.
+  static const char* top_level_key(const char* p, const char* end, std::string_view key,
+                                   std::size_t nth) {
+    int depth = 0;
+    char before = 0;  // the last character outside strings that is not white space
+    for (; p < end; ++p) {
+      const char ch = *p;
+      if (ch == '"') {
+        const char* open = p;
+        for (++p; p < end && *p != '"'; ++p)
+          if (*p == '\\') ++p;
+        const std::string_view text(open + 1, static_cast<std::size_t>(p - open - 1));
+        if (depth == 1 && (before == '{' || before == ',') && text == key && --nth == 0)
+          return open;
+        before = '"';
+        continue;
+      }
+      if (std::isspace(static_cast<unsigned char>(ch))) continue;
+      if (ch == '{' || ch == '[') ++depth;
+      if (ch == '}' || ch == ']') --depth;
+      before = ch;
+    }
+    return nullptr;
   }
 
   void read_array_form(const char* p, const char* end) {
@@ -467,7 +530,9 @@ class EventReader {
                          std::string("expected an event object `{…}`, found `") + *p + "`");
       }
       const char* start = p;
-      const char* close = match_brace(p, end);
+      const char* deep = nullptr;
+      const char* close = match_brace(p, end, &deep);
+      if (deep != nullptr) too_deep(deep);
       if (!close) {
         if (!options_.lenient) {
           throw InputError(where(start),
@@ -487,8 +552,8 @@ class EventReader {
   }
 
   // The `}` that closes the object opening at `p`, skipping strings; null when the text ends
-  // first (or nests absurdly deep).
-  static const char* match_brace(const char* p, const char* end) {
+  // first, or when it nests deeper than kMaxDepth (then `too_deep` is where).
+  static const char* match_brace(const char* p, const char* end, const char** too_deep) {
     int depth = 0;
     bool in_string = false;
     for (; p < end; ++p) {
@@ -504,7 +569,10 @@ class EventReader {
       if (ch == '"') {
         in_string = true;
       } else if (ch == '{' || ch == '[') {
-        if (++depth > 1024) return nullptr;
+        if (++depth > kMaxDepth) {
+          *too_deep = p;
+          return nullptr;
+        }
       } else if (ch == '}' || ch == ']') {
         if (--depth == 0) return p;
       }

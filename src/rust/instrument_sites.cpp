@@ -228,6 +228,69 @@ std::vector<TypeSites> find_type_sites(const Crate& crate,
   return out;
 }
 
+std::vector<MacroItem> macro_items(const Crate& crate) {
+  std::vector<MacroItem> out;
+  for (std::size_t fi = 0; fi < crate.files().size(); ++fi) {
+    const ParsedFile& pf = *crate.files()[fi];
+    if (pf.tree() == nullptr) continue;
+    // The tokens of one token tree, in order (the leaves: nested trees add their brackets).
+    auto scan = [&](TSNode tree, const std::string& macro) {
+      std::vector<TSNode> tokens;
+      preorder(tree, [&](TSNode n) {
+        if (ts_node_child_count(n) == 0) tokens.push_back(n);
+      });
+      for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
+        const std::string_view k = kind(tokens[i]);
+        if (k == "struct") {
+          out.push_back({where(crate, fi, tokens[i]),
+                         "struct `" + crate.node_text(fi, tokens[i + 1]) + "`", macro});
+        } else if (k == "impl") {
+          // Up to the body's `{`; listed when the body defines a forward.
+          std::string head;
+          std::size_t j = i + 1;
+          for (; j < tokens.size() && kind(tokens[j]) != "{" && kind(tokens[j]) != ";"; ++j)
+            head += (head.empty() ? "" : " ") + crate.node_text(fi, tokens[j]);
+          int depth = 0;
+          bool forward = false;
+          for (std::size_t b = j; b < tokens.size(); ++b) {
+            const std::string_view t = kind(tokens[b]);
+            depth += t == "{" ? 1 : t == "}" ? -1 : 0;
+            if (depth <= 0 && b > j) break;
+            if (t == "fn" && b + 1 < tokens.size()) {
+              const std::string name = crate.node_text(fi, tokens[b + 1]);
+              forward = forward || name == "forward" || name == "forward_t";
+            }
+          }
+          if (forward) out.push_back({where(crate, fi, tokens[i]), "impl `" + head + "`", macro});
+        }
+      }
+    };
+    preorder(ts_tree_root_node(pf.tree()), [&](TSNode n) {
+      const std::string_view k = kind(n);
+      if (k == "macro_definition") {
+        TSNode name = field(n, "name");
+        const std::string macro =
+            "`macro_rules! " + (ts_node_is_null(name) ? "?" : crate.node_text(fi, name)) + "`";
+        for (std::uint32_t i = 0; i < ts_node_named_child_count(n); ++i) {
+          TSNode rule = ts_node_named_child(n, i);
+          if (kind(rule) != "macro_rule") continue;
+          TSNode right = field(rule, "right");
+          if (!ts_node_is_null(right)) scan(right, macro);
+        }
+      } else if (k == "macro_invocation") {
+        TSNode name = field(n, "macro");
+        const std::string macro =
+            "an invocation of `" + (ts_node_is_null(name) ? "?" : crate.node_text(fi, name)) + "!`";
+        for (std::uint32_t i = 0; i < ts_node_named_child_count(n); ++i) {
+          TSNode tt = ts_node_named_child(n, i);
+          if (kind(tt) == "token_tree") scan(tt, macro);
+        }
+      }
+    });
+  }
+  return out;
+}
+
 std::optional<BodySite> body_site(const Crate& crate, std::size_t fn_item) {
   const Item& f = crate.items()[fn_item];
   TSNode body = f.body();

@@ -99,6 +99,19 @@ struct MethodCall {
 // Every method call in the crate's function bodies, by file then position.
 std::vector<MethodCall> method_calls(const Crate& crate);
 
+// A struct, or an impl with a `fn forward`/`fn forward_t`, written inside a macro: in a
+// `macro_rules!` body (`struct $name { .. }`) or in an invocation's tokens (`m! { struct Foo
+// { .. } }`). The parser sees only tokens there, so the analysis never finds it as a module type
+// and nothing inside can be edited.
+struct MacroItem {
+  std::string where;  // "src/model.rs:12", the `struct`/`impl` token
+  std::string what;   // "struct `Foo`", "struct `$name`", "impl `Module for $name`"
+  std::string macro;  // "`macro_rules! make_layer`" or "an invocation of `make_layer!`"
+};
+
+// Every such item of the crate's files, by file then position.
+std::vector<MacroItem> macro_items(const Crate& crate);
+
 // Whether identifier `name` occurs anywhere in the function's body (a local we would shadow).
 bool body_mentions(const Crate& crate, std::size_t fn_item, const std::string& name);
 

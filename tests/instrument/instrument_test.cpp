@@ -420,6 +420,100 @@ TEST_F(Scratch, CrateWithoutModulesIsAnError) {
   }
 }
 
+// A type a macro writes is only tokens to the parser: instrument can neither analyze nor edit
+// it, and lists it with that reason instead of leaving it out silently (issue 36).
+TEST_F(Scratch, StructsAndForwardImplsInsideMacrosAreListedAsSkipped) {
+  write(dir_ / "mac/Cargo.toml",
+        "[package]\nname = \"mac\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  const std::string layer_macro =
+      "macro_rules! gated_layer {\n"
+      "    ($name:ident) => {\n"
+      "        pub struct $name { proj: Linear }\n"
+      "        impl $name {\n"
+      "            pub fn new(vb: VarBuilder) -> Result<Self> {\n"
+      "                Ok(Self { proj: linear(4, 4, vb.pp(\"proj\"))? })\n"
+      "            }\n"
+      "            pub fn forward(&self, xs: &Tensor) -> Result<Tensor> { self.proj.forward(xs) }\n"
+      "        }\n"
+      "    };\n"
+      "}\n"
+      "gated_layer!(Gated);\n"
+      "define! { pub struct Inline { scale: f64 } }\n";
+  write(dir_ / "mac/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n\n" +
+            layer_macro +
+            "\npub struct Model {\n    head: Linear,\n    gate: Gated,\n}\n\nimpl Model {\n"
+            "    pub fn new(vb: VarBuilder) -> Result<Self> {\n"
+            "        let head = linear(4, 4, vb.pp(\"head\"))?;\n"
+            "        let gate = Gated::new(vb.pp(\"gate\"))?;\n"
+            "        Ok(Self { head, gate })\n    }\n\n"
+            "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+            "        self.gate.forward(&self.head.forward(xs)?)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "mac").string();
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Model"}));
+  const Skip* made = skipped(r, "struct `$name`");
+  ASSERT_NE(made, nullptr);
+  EXPECT_EQ(made->where, "src/lib.rs:6");
+  EXPECT_THAT(made->why, AllOf(HasSubstr("written inside `macro_rules! gated_layer`"),
+                               HasSubstr("neither analyzed nor edited")));
+  const Skip* forward = skipped(r, "impl `$name`");
+  ASSERT_NE(forward, nullptr);
+  EXPECT_EQ(forward->where, "src/lib.rs:7");
+  const Skip* inline_struct = skipped(r, "struct `Inline`");
+  ASSERT_NE(inline_struct, nullptr);
+  EXPECT_EQ(inline_struct->where, "src/lib.rs:16");
+  EXPECT_THAT(inline_struct->why, HasSubstr("an invocation of `define!`"));
+
+  // With no module left to instrument, the error lists them too.
+  write(dir_ / "mac/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n\n" +
+            layer_macro);
+  try {
+    instrument_crate(o);
+    FAIL() << "nothing to instrument must be an error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(),
+                AllOf(HasSubstr("no module to instrument"),
+                      HasSubstr("skipped src/lib.rs:6: struct `$name` (inside a macro)")));
+  }
+}
+
+// A module type that is an enum has no field list for its path: listed with that reason, while a
+// parent's call of it is still timed as that parent's child.
+TEST_F(Scratch, AnEnumModuleIsListedAsSkipped) {
+  write(dir_ / "en/Cargo.toml",
+        "[package]\nname = \"en\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "en/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n\n"
+        "pub enum Head {\n    Plain(Linear),\n}\n\nimpl Head {\n"
+        "    pub fn new(vb: VarBuilder) -> Result<Self> {\n"
+        "        Ok(Head::Plain(linear(4, 4, vb.pp(\"proj\"))?))\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        match self { Head::Plain(l) => l.forward(xs) }\n    }\n}\n\n"
+        "pub struct Model {\n    head: Head,\n    out: Linear,\n}\n\nimpl Model {\n"
+        "    pub fn new(vb: VarBuilder) -> Result<Self> {\n"
+        "        let head = Head::new(vb.pp(\"head\"))?;\n"
+        "        let out = linear(4, 4, vb.pp(\"out\"))?;\n"
+        "        Ok(Self { head, out })\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        self.out.forward(&self.head.forward(xs)?)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "en").string();
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Model"}));
+  const Skip* head = skipped(r, "type `Head`");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->where, "src/lib.rs:4");
+  EXPECT_THAT(head->why, HasSubstr("not a struct (an enum or a type alias)"));
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&self.cg_path, \"head\")"));
+}
+
 // The per-layer fixture (tests/instrument/perlayer/model): module types whose forward is private
 // (`Block::forward`), `pub(crate)` under another name (`Attention::attend`, which the block calls)
 // or a private `impl Module` (`Mlp`) are all instrumented; every candle-nn layer they hold, and the

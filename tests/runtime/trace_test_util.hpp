@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime/aggregate.hpp"
+#include "runtime/merge_plan.hpp"
 #include "runtime/reader.hpp"
 
 namespace cg::runtime::testing {
@@ -37,15 +38,11 @@ inline std::string op_line(const std::string& id, const std::string& sid, std::u
          R"(","inputs":[],"step":0,"duration_ns":)" + std::to_string(ns) + "}\n";
 }
 
-struct Loaded {
-  TraceInfo info;
-  TraceAggregate aggregate;
-};
+using Loaded = LoadedTrace;
 
+// As the commands read a trace (read_traces: a second read when the first one asks for it).
 inline Loaded load(const std::filesystem::path& path, const ReadOptions& options = {}) {
-  Loaded l;
-  l.info = read_trace(path, l.aggregate, options);
-  return l;
+  return std::move(read_traces({path}, options).front());
 }
 
 }  // namespace cg::runtime::testing
