@@ -393,13 +393,22 @@ void summary_flags(CLI::App& cmd, Args& args) {
   cmd.add_flag("--lenient", args.crate.lenient, "Skip bad trace lines and count them");
   cmd.add_option("--prefix", args.crate.module_prefix,
                  "Prefix the program pushes before the root constructor (module scope paths)");
+  cmd.add_flag("--weights", args.summary_weights,
+               "Add a row per weight under each layer, with its shape (Param shape column)");
+  cmd.add_flag("--all-columns", args.summary_all_columns,
+               "Show Mult-Adds and Trainable even where every row is unknown (\"?\")");
+  cmd.add_option("--width", args.summary_width,
+                 "Wrap long names, shapes and notes to this many columns (default 120; 0: no "
+                 "limit)");
   cmd.add_option("--output,-o", args.out.output, "Write the table here instead of stdout");
 }
 
 int run_summary(Args& args) {
   // Bad flags are refused before the analysis runs.
-  query::SummaryOptions opts{args.summary_dtype, args.summary_depth,
-                             query::parse_input_shape(args.input_shape)};
+  query::SummaryOptions opts{
+      args.summary_dtype,   args.summary_depth,       query::parse_input_shape(args.input_shape),
+      args.summary_weights, args.summary_all_columns, args.summary_width,
+      "--weights",          "--all-columns",          "pass --config config.json"};
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
   write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));
