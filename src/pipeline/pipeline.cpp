@@ -475,6 +475,19 @@ Analysis analyze(const Options& opts) {
   std::set<std::string> inputs_used;
   df.input_tensors = &opts.input_tensors;
   df.inputs_used = &inputs_used;
+  // One model: run only the entrypoints its scope keeps (pipeline/scope.hpp), not every model's
+  // of the crate; what they call is added round by round as the dataflow finds the calls.
+  const std::vector<std::string> seeds = !opts.all && a.ir.components.size() == 1
+                                             ? scope_seeds(crate, a.ir)
+                                             : std::vector<std::string>{};
+  if (!seeds.empty())
+    df.reach = [&seeds](const ir::ModelIr& ir) {
+      const auto kept = reached_functions(ir, seeds);
+      std::vector<bool> wanted(ir.functions.size(), false);
+      for (std::size_t i = 0; i < ir.functions.size(); ++i)
+        wanted[i] = kept.count(ir.functions[i].id) > 0;
+      return wanted;
+    };
   analysis::build_dataflow(crate, df, a.ir);
   if (!opts.all) scope_to_component(crate, a.ir);
   // Checked after scoping, so that the inputs listed are the root's, not the whole crate's.
