@@ -488,6 +488,7 @@ int run_mcp(Args& args) {
       auto c = std::make_unique<Cached>();
       c->analysis = analyze(call, {});
       c->ctx = query_context(c->analysis, call);
+      c->ctx.mcp = true;
       if (order.size() == kCached) {
         cache.erase(order.front());
         order.erase(order.begin());
@@ -497,7 +498,7 @@ int run_mcp(Args& args) {
     }
     return query::answer_query(it->second->analysis, r, it->second->ctx);
   };
-  query::McpServer server(query::query_kinds(), answer, kVersion);
+  query::McpServer server(query::mcp_tools(), answer, kVersion);
   server.serve(std::cin, std::cout);
   return kExitOk;
 }
