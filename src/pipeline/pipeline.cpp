@@ -475,11 +475,13 @@ Analysis analyze(const Options& opts) {
   std::set<std::string> inputs_used;
   df.input_tensors = &opts.input_tensors;
   df.inputs_used = &inputs_used;
-  // One model: run only the entrypoints its scope keeps (pipeline/scope.hpp), not every model's
-  // of the crate; what they call is added round by round as the dataflow finds the calls.
-  const std::vector<std::string> seeds = !opts.all && a.ir.components.size() == 1
-                                             ? scope_seeds(crate, a.ir)
-                                             : std::vector<std::string>{};
+  // A chosen root: run only the entrypoints its scope keeps (pipeline/scope.hpp), not every
+  // model's of the crate; what they call is added round by round as the dataflow finds the calls.
+  // (Without --root the crate-wide order of entrypoints is kept: which one runs a shared function
+  // first decides some of its facts.)
+  const std::vector<std::string> seeds =
+      !opts.all && !opts.root.empty() && a.ir.components.size() == 1 ? scope_seeds(crate, a.ir)
+                                                                     : std::vector<std::string>{};
   if (!seeds.empty())
     df.reach = [&seeds](const ir::ModelIr& ir) {
       const auto kept = reached_functions(ir, seeds);
