@@ -268,14 +268,16 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
       w += c->width;
     return w + 2 * (shown.size() - 1);
   };
-  // Too wide: narrow the widest column that wraps, never below its header, its longest word or
-  // 12 columns, until the table fits (or nothing narrows further).
+  // Too wide: narrow the widest column that wraps (shapes and formulas before the module names),
+  // never below its header, its longest word or 12 columns, until the table fits (or nothing
+  // narrows further).
   if (layout.width > 0) {
+    bool names_too = false;
     while (total_width() > layout.width) {
       Column* widest = nullptr;
       std::size_t floor_of_widest = 0;
       for (auto* c : shown) {
-        if (!c->wraps) continue;
+        if (!c->wraps || (c == &name && !names_too)) continue;
         std::size_t floor = std::max<std::size_t>(columns(c->header), 12);
         for (std::size_t i = 0; i < c->cells.size(); ++i)
           floor = std::max(floor, longest_word(c->cells[i]) +
@@ -284,6 +286,10 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
           widest = c;
           floor_of_widest = floor;
         }
+      }
+      if (!widest && !names_too) {
+        names_too = true;
+        continue;
       }
       if (!widest) break;
       std::size_t over = total_width() - layout.width;

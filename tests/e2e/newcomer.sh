@@ -11,7 +11,8 @@ cg="$(realpath "$1")"; root="$2"
 crate="$root/examples/tiny-llama"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-widest() { awk '{ n = length($0); if (n > w) w = n } END { print w + 0 }' "$1"; }
+# Display columns of the widest line (characters, not bytes: the tree glyphs are 3 bytes each).
+widest() { node -e 'console.log(Math.max(0, ...require("fs").readFileSync(process.argv[1], "utf8").split("\n").map((l) => [...l].length)))' "$1"; }
 export LC_ALL=C.UTF-8
 
 # --- summary: 120 columns, weights and unknown columns on request ---------------------------------
@@ -70,7 +71,10 @@ grep -q '└─model.layers.{i} × cfg.num_hidden_layers (Block)' "$work/l.txt" 
 "$cg" summary "$ct" --root models::llama::Llama --weights --all-columns >"$work/lw.txt" 2>/dev/null || fail "summary --weights exited $?"
 [ "$(widest "$work/lw.txt")" -le 120 ] || fail "llama summary --weights is $(widest "$work/lw.txt") columns wide"
 grep -q '^Module (type).*Trainable' "$work/lw.txt" || fail "--all-columns shows Trainable"
-grep -q 'cfg.num_attention_heads) \* cfg.num_attention_heads,' "$work/lw.txt" || fail "--weights wraps, never cuts, a long shape"
+# q_proj's shape, [(cfg.hidden_size / cfg.num_attention_heads) * cfg.num_attention_heads,
+# cfg.hidden_size], is wider than its column: it continues on the next lines, whole.
+grep -q '\[(cfg.hidden_size /' "$work/lw.txt" && grep -q 'cfg.num_attention_heads, cfg.hidden_size\]' "$work/lw.txt" \
+  && ! grep -q '…' "$work/lw.txt" || fail "--weights wraps, never cuts, a long shape"
 "$cg" query component models::llama::Llama --path "$ct" --root models::llama::Llama >/dev/null 2>&1 \
   || fail "the CLI does not find a root by its Rust path"
 printf '%s\n' \

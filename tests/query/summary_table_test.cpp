@@ -100,8 +100,9 @@ std::vector<cg::query::SummaryRow> llama_like_rows() {
   rows[0].module_id = "m0";
   rows[1].module_id = "m1";
   rows[2].module_id = "m2";
-  rows[2].output_shape = "[b, seq_len, (cfg.hidden_size / cfg.num_attention_heads) * "
-                         "cfg.num_attention_heads]";
+  rows[2].output_shape =
+      "[b, seq_len, (cfg.hidden_size / cfg.num_attention_heads) * "
+      "cfg.num_attention_heads]";
   return rows;
 }
 
@@ -129,8 +130,8 @@ TEST(SummaryTable, DefaultFitsAndHidesWeightsAndUnknownColumns) {
   EXPECT_NE(out.find("Trainable\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Mult-Adds"), std::string::npos) << out;
   EXPECT_EQ(out.find("Not shown"), std::string::npos) << out;
-  for (const char* piece : {"cfg.some_other_long_dimension_name]", "(cfg.hidden_size /",
-                            "cfg.num_attention_heads)"})
+  for (const char* piece :
+       {"cfg.some_other_long_dimension_name]", "(cfg.hidden_size /", "cfg.num_attention_heads)"})
     EXPECT_NE(out.find(piece), std::string::npos) << piece << "\n" << out;
 
   // No limit: one line per row, as wide as it needs.
