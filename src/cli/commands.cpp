@@ -183,9 +183,11 @@ viewer::ModuleFiguresById viewer_figures(const Analysis& a, const std::string& c
   const query::SummaryModel sm = query::build_summary(a.ir, dtype);
   const std::uint64_t width = query::dtype_bytes(dtype);
   viewer::ModuleFiguresById out;
+  std::uint64_t order = 0;
   for (const auto& r : sm.rows) {
     if (r.module_id.empty()) continue;
     viewer::ModuleFigures f;
+    f.order = order++;
     f.output_shape = r.output_shape;
     f.mult_adds = r.mult_adds;
     if (f.mult_adds.rfind("≥ ", 0) == 0) f.mult_adds = f.mult_adds.substr(std::string("≥ ").size());
