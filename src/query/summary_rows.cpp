@@ -990,7 +990,8 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
     title += "  ·  " + c.qualified_name;
   TableLayout layout{opts.weights, opts.all_columns, opts.width, opts.weights_flag,
                      opts.columns_flag};
-  std::string out = render_summary_table(title, m.rows, m.totals, layout);
+  const std::string table = render_summary_table(title, m.rows, m.totals, layout);
+  std::string out;
   if (a.ir.components.empty())
     out += "No component: no public type has a constructor taking a VarBuilder (try --root T).\n";
   for (const auto& c : a.ir.components)
@@ -1011,7 +1012,8 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
   out +=
       "Trainable: unknown (\"?\") — trainability is decided where the VarBuilder is made (VarMap "
       "or mmaped weights), which the inventory does not see.\n";
-  return wrap_text(out, opts.width);
+  // The notes after the table wrap to the width (the table fits it already).
+  return table + wrap_text(out, opts.width);
 }
 
 }  // namespace cg::query

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <string_view>
 
 #include "util/text.hpp"
 
@@ -97,19 +98,31 @@ struct Column {
   std::size_t width = 0;
 };
 
-// Where a cell may break: after ", " or a space, or before " * " / " + " (a symbolic shape or
-// formula); a piece still wider than `width` is cut.
+// Whether a line may break at the space at `i`: not right after a lone operator (`+`, `*`, `/`,
+// `-`, `≥`), which stays with the term it applies to (`+ b*t*512`).
+bool breaks_at(const std::string& s, std::size_t i) {
+  if (i == 0 || s[i] != ' ') return false;
+  const bool lone = i < 2 || s[i - 2] == ' ';
+  if (lone && std::string_view("+*/-").find(s[i - 1]) != std::string_view::npos) return false;
+  // `≥` is 3 bytes (E2 89 A5).
+  if (i >= 3 && s.compare(i - 3, 3, "\u2265") == 0 && (i < 4 || s[i - 4] == ' ')) return false;
+  return true;
+}
+
+// Where a cell may break: at a space (after ", ", before an operator and its term); a piece
+// still wider than `width` is cut.
 std::vector<std::string> wrap_cell(const std::string& text, std::size_t width) {
   std::vector<std::string> lines;
   if (width == 0 || columns(text) <= width) return {text};
   std::string rest = text;
   while (columns(rest) > width) {
     // The last break point whose line fits: a line is cut after a space.
+    // The last break point whose line (without the space) fits.
     std::size_t cut = std::string::npos, seen = 0;
     for (std::size_t i = 0; i < rest.size(); ++i) {
+      if (breaks_at(rest, i) && seen <= width) cut = i + 1;
       if ((static_cast<unsigned char>(rest[i]) & 0xC0) != 0x80) ++seen;
       if (seen > width) break;
-      if (rest[i] == ' ' && i > 0) cut = i + 1;
     }
     if (cut == std::string::npos || cut == 0) {
       // No break point: cut at `width` columns (whole UTF-8 characters).
@@ -127,6 +140,8 @@ std::vector<std::string> wrap_cell(const std::string& text, std::size_t width) {
       line.pop_back();
     lines.push_back(line);
     rest = rest.substr(cut);
+    rest.erase(0, rest.find_first_not_of(' ') == std::string::npos ? rest.size()
+                                                                   : rest.find_first_not_of(' '));
   }
   if (!rest.empty()) lines.push_back(rest);
   return lines;
@@ -135,11 +150,11 @@ std::vector<std::string> wrap_cell(const std::string& text, std::size_t width) {
 // The longest piece of a cell between break points: the narrowest the column can wrap to.
 std::size_t longest_word(const std::string& text) {
   std::size_t best = 0, cur = 0;
-  for (char c : text) {
-    if (c == ' ') {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (breaks_at(text, i)) {
       best = std::max(best, cur);
       cur = 0;
-    } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
       ++cur;
     }
   }
@@ -278,10 +293,13 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
       std::size_t floor_of_widest = 0;
       for (auto* c : shown) {
         if (!c->wraps || (c == &name && !names_too)) continue;
+        // A short cell (an output shape, `[b, seq_len, 256]`) is not broken for a few columns.
         std::size_t floor = std::max<std::size_t>(columns(c->header), 12);
         for (std::size_t i = 0; i < c->cells.size(); ++i)
-          floor = std::max(floor, longest_word(c->cells[i]) +
-                                      (c == &name ? std::min<std::size_t>(indent[i], 24) : 0));
+          floor = std::max(
+              floor, c == &name ? longest_word(c->cells[i]) + std::min<std::size_t>(indent[i], 24)
+                                : std::max(longest_word(c->cells[i]),
+                                           std::min<std::size_t>(columns(c->cells[i]), 20)));
         if (c->width > floor && (!widest || c->width > widest->width)) {
           widest = c;
           floor_of_widest = floor;
@@ -351,6 +369,8 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     }
   }
   out += rule + "\n";
+  // The notes under the rows wrap to the width; the table's own lines are laid out to fit it.
+  const std::size_t notes_from = out.size();
   if (hidden_weights > 0 || !hidden_columns.empty()) {
     std::string said;
     if (hidden_weights > 0)
@@ -472,7 +492,7 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
       out += "  " + s + "\n";
   }
   out += rule + "\n";
-  return out;
+  return out.substr(0, notes_from) + wrap_text(out.substr(notes_from), layout.width);
 }
 
 }  // namespace cg::query

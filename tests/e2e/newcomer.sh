@@ -71,10 +71,16 @@ grep -q '└─model.layers.{i} × cfg.num_hidden_layers (Block)' "$work/l.txt" 
 "$cg" summary "$ct" --root models::llama::Llama --weights --all-columns >"$work/lw.txt" 2>/dev/null || fail "summary --weights exited $?"
 [ "$(widest "$work/lw.txt")" -le 120 ] || fail "llama summary --weights is $(widest "$work/lw.txt") columns wide"
 grep -q '^Module (type).*Trainable' "$work/lw.txt" || fail "--all-columns shows Trainable"
-# q_proj's shape, [(cfg.hidden_size / cfg.num_attention_heads) * cfg.num_attention_heads,
-# cfg.hidden_size], is wider than its column: it continues on the next lines, whole.
-grep -q '\[(cfg.hidden_size /' "$work/lw.txt" && grep -q 'cfg.num_attention_heads, cfg.hidden_size\]' "$work/lw.txt" \
-  && ! grep -q '…' "$work/lw.txt" || fail "--weights wraps, never cuts, a long shape"
+# q_proj's shape is wider than its column: it continues on the lines under it, whole.
+node -e '
+  const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n");
+  const i = lines.findIndex((l) => l.includes("[(cfg.hidden_size")), col = lines[i].indexOf("[(");
+  const parts = [lines[i].slice(col).split(/  +/)[0]];
+  for (let j = i + 1; j < lines.length && lines[j].slice(0, col).trim() === ""; j++) parts.push(lines[j].slice(col).trim());
+  const shape = parts.join(" ");
+  if (shape !== "[(cfg.hidden_size / cfg.num_attention_heads) * cfg.num_attention_heads, cfg.hidden_size]") {
+    console.log("FAIL: --weights does not wrap q_proj shape whole: " + shape); process.exit(1);
+  }' "$work/lw.txt" || exit 1
 "$cg" query component models::llama::Llama --path "$ct" --root models::llama::Llama >/dev/null 2>&1 \
   || fail "the CLI does not find a root by its Rust path"
 printf '%s\n' \
