@@ -41,25 +41,33 @@ void run(const rust::Crate& crate, const DataflowOptions& opts, ir::ModelIr& ir)
   }
   std::size_t total = 0, skipped = 0;
   std::string first_skipped;
-  for (std::size_t i = 0; i < ir.functions.size(); ++i) {
-    if (!ir.functions[i].is_entrypoint) continue;
-    // A crate-wide budget as well as the per-entrypoint one: time and memory stay bounded on any
-    // crate (tens of thousands of entrypoints), and what was not analyzed is said.
-    if (total > opts.crate_node_budget) {
-      if (skipped++ == 0) first_skipped = ir.functions[i].qualified_name;
-      continue;
+  std::vector<bool> ran(ir.functions.size(), false);
+  for (bool more = true; more;) {
+    more = false;
+    std::vector<bool> wanted = opts.reach ? opts.reach(ir) : std::vector<bool>();
+    for (std::size_t i = 0; i < ir.functions.size(); ++i) {
+      if (!ir.functions[i].is_entrypoint || ran[i]) continue;
+      if (opts.reach && (i >= wanted.size() || !wanted[i])) continue;
+      ran[i] = true;
+      more = opts.reach != nullptr;
+      // A crate-wide budget as well as the per-entrypoint one: time and memory stay bounded on any
+      // crate (tens of thousands of entrypoints), and what was not analyzed is said.
+      if (total > opts.crate_node_budget) {
+        if (skipped++ == 0) first_skipped = ir.functions[i].qualified_name;
+        continue;
+      }
+      auto item = item_of(crate, ir.functions[i]);
+      if (!item) {
+        checks::LimitFact l;
+        l.kind = checks::LimitFact::Kind::entry_missing;
+        l.function = ir.functions[i].qualified_name;
+        l.fid = ir.functions[i].id;
+        l.source = ir.functions[i].source;
+        domain.limit(l);
+        continue;
+      }
+      total += domain.run_entry(engine, i, *item);
     }
-    auto item = item_of(crate, ir.functions[i]);
-    if (!item) {
-      checks::LimitFact l;
-      l.kind = checks::LimitFact::Kind::entry_missing;
-      l.function = ir.functions[i].qualified_name;
-      l.fid = ir.functions[i].id;
-      l.source = ir.functions[i].source;
-      domain.limit(l);
-      continue;
-    }
-    total += domain.run_entry(engine, i, *item);
   }
   // Function-style models (`--root models::resnet::resnet18`): no forward method, the function
   // returns a closure; it runs as a constructor and its closure as the root's forward.

@@ -3,6 +3,7 @@
 // with edit-stable ids, tensors with shape/dtype/device facts, gradient state, phases, and the
 // finding passes over them.
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -29,6 +30,10 @@ struct DataflowOptions {
   // Expression nodes over all entrypoints of the crate; past it the remaining entrypoints are
   // named in one `dataflow-bound` finding (candle-transformers takes 0.34M).
   std::size_t crate_node_budget = 4'000'000;
+  // Which of ir.functions to run as entrypoints, asked again after each round with the calls
+  // found so far, until it names no new one: one root's analysis runs only the code its
+  // component reaches (pipeline/scope.hpp). Unset: every entrypoint of the crate.
+  std::function<std::vector<bool>(const ir::ModelIr&)> reach{};
 };
 
 // Runs after ir.functions and the parameter inventory are filled. Adds ir.tensors and

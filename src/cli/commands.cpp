@@ -183,9 +183,11 @@ viewer::ModuleFiguresById viewer_figures(const Analysis& a, const std::string& c
   const query::SummaryModel sm = query::build_summary(a.ir, dtype);
   const std::uint64_t width = query::dtype_bytes(dtype);
   viewer::ModuleFiguresById out;
+  std::uint64_t order = 0;
   for (const auto& r : sm.rows) {
     if (r.module_id.empty()) continue;
     viewer::ModuleFigures f;
+    f.order = order++;
     f.output_shape = r.output_shape;
     f.mult_adds = r.mult_adds;
     if (f.mult_adds.rfind("≥ ", 0) == 0) f.mult_adds = f.mult_adds.substr(std::string("≥ ").size());
@@ -393,13 +395,22 @@ void summary_flags(CLI::App& cmd, Args& args) {
   cmd.add_flag("--lenient", args.crate.lenient, "Skip bad trace lines and count them");
   cmd.add_option("--prefix", args.crate.module_prefix,
                  "Prefix the program pushes before the root constructor (module scope paths)");
+  cmd.add_flag("--weights", args.summary_weights,
+               "Add a row per weight under each layer, with its shape (Param shape column)");
+  cmd.add_flag("--all-columns", args.summary_all_columns,
+               "Show Mult-Adds and Trainable even where every row is unknown (\"?\")");
+  cmd.add_option("--width", args.summary_width,
+                 "Wrap long names, shapes and notes to this many columns (default 120; 0: no "
+                 "limit)");
   cmd.add_option("--output,-o", args.out.output, "Write the table here instead of stdout");
 }
 
 int run_summary(Args& args) {
   // Bad flags are refused before the analysis runs.
-  query::SummaryOptions opts{args.summary_dtype, args.summary_depth,
-                             query::parse_input_shape(args.input_shape)};
+  query::SummaryOptions opts{
+      args.summary_dtype,   args.summary_depth,       query::parse_input_shape(args.input_shape),
+      args.summary_weights, args.summary_all_columns, args.summary_width,
+      "--weights",          "--all-columns",          "pass --config config.json"};
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
   write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));
@@ -479,6 +490,7 @@ int run_mcp(Args& args) {
       auto c = std::make_unique<Cached>();
       c->analysis = analyze(call, {});
       c->ctx = query_context(c->analysis, call);
+      c->ctx.mcp = true;
       if (order.size() == kCached) {
         cache.erase(order.front());
         order.erase(order.begin());
@@ -488,7 +500,7 @@ int run_mcp(Args& args) {
     }
     return query::answer_query(it->second->analysis, r, it->second->ctx);
   };
-  query::McpServer server(query::query_kinds(), answer, kVersion);
+  query::McpServer server(query::mcp_tools(), answer, kVersion);
   server.serve(std::cin, std::cout);
   return kExitOk;
 }

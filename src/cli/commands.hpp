@@ -1,6 +1,7 @@
 #pragma once
 // The commands of `candle-graph`, as a table: each has its flags (spelled once in cli/options)
 // and one short function that runs it. app.cpp builds the command line from this table.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,10 @@ struct Args {
   std::string audit_dir;
   std::string summary_dtype;
   int summary_depth = -1;
-  std::string input_shape;  // summary --input-shape b=1,t=2048
+  bool summary_weights = false;      // summary --weights
+  bool summary_all_columns = false;  // summary --all-columns
+  std::size_t summary_width = 120;   // summary --width
+  std::string input_shape;           // summary --input-shape b=1,t=2048
   query::QueryRequest query;
   std::string chrome_out;
   std::string profile_sort = "self";    // profile: self | total

@@ -476,6 +476,21 @@ Analysis analyze(const Options& opts) {
   df.input_tensors = &opts.input_tensors;
   df.inputs_used = &inputs_used;
   df.inputs_offered = &inputs_offered;
+  // A chosen root: run only the entrypoints its scope keeps (pipeline/scope.hpp), not every
+  // model's of the crate; what they call is added round by round as the dataflow finds the calls.
+  // (Without --root the crate-wide order of entrypoints is kept: which one runs a shared function
+  // first decides some of its facts.)
+  const std::vector<std::string> seeds =
+      !opts.all && !opts.root.empty() && a.ir.components.size() == 1 ? scope_seeds(crate, a.ir)
+                                                                     : std::vector<std::string>{};
+  if (!seeds.empty())
+    df.reach = [&seeds](const ir::ModelIr& ir) {
+      const auto kept = reached_functions(ir, seeds);
+      std::vector<bool> wanted(ir.functions.size(), false);
+      for (std::size_t i = 0; i < ir.functions.size(); ++i)
+        wanted[i] = kept.count(ir.functions[i].id) > 0;
+      return wanted;
+    };
   analysis::build_dataflow(crate, df, a.ir);
   if (!opts.all) scope_to_component(crate, a.ir);
   // Checked after scoping, so that the inputs listed are the root's entrypoints' (a root forward

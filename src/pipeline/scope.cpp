@@ -36,33 +36,36 @@ std::string count(std::size_t n, const std::string& what) {
 
 }  // namespace
 
-ScopeCounts scope_to_component(const rust::Crate& crate, ir::ModelIr& ir) {
-  ScopeCounts counts;
-  if (ir.components.size() != 1) return counts;
+std::vector<std::string> scope_seeds(const rust::Crate& crate, const ir::ModelIr& ir) {
+  std::vector<std::string> seeds;
+  if (ir.components.size() != 1) return seeds;
   const ir::Component& comp = ir.components.front();
 
   std::set<std::string> types{comp.qualified_name};
   for (const auto& m : ir.modules)
     if (m.component == comp.id && m.qualified_type) types.insert(*m.qualified_type);
+  seeds.push_back(comp.constructor);
+  for (const auto& e : comp.entrypoints)
+    seeds.push_back(e);
+  for (const auto& f : ir.functions)
+    if ((f.owner_type && types.count(*f.owner_type)) || takes_one_of(crate, f, types))
+      seeds.push_back(f.id);
+  return seeds;
+}
 
+std::unordered_set<std::string> reached_functions(const ir::ModelIr& ir,
+                                                  const std::vector<std::string>& seeds) {
+  std::unordered_set<std::string> kept;
+  if (ir.components.size() != 1) return kept;
   std::unordered_map<std::string, const ir::Function*> by_id;
   for (const auto& f : ir.functions)
     by_id.emplace(f.id, &f);
-  std::unordered_set<std::string> kept;
   std::vector<std::string> work;
   auto keep = [&](const std::string& id) {
     if (by_id.count(id) && kept.insert(id).second) work.push_back(id);
   };
-  keep(comp.constructor);
-  for (const auto& e : comp.entrypoints)
-    keep(e);
-  for (const auto& f : ir.functions) {
-    if (f.owner_type && types.count(*f.owner_type)) {
-      keep(f.id);
-      continue;
-    }
-    if (takes_one_of(crate, f, types)) keep(f.id);
-  }
+  for (const auto& id : seeds)
+    keep(id);
   // What these call, and the other methods of every type whose code is kept (a rotary
   // embedding's `new` beside its `apply`).
   std::unordered_map<std::string, std::vector<std::string>> methods_of;
@@ -79,6 +82,14 @@ ScopeCounts scope_to_component(const rust::Crate& crate, ir::ModelIr& ir) {
       for (const auto& m : methods_of[*f.owner_type])
         keep(m);
   }
+  return kept;
+}
+
+ScopeCounts scope_to_component(const rust::Crate& crate, ir::ModelIr& ir) {
+  ScopeCounts counts;
+  if (ir.components.size() != 1) return counts;
+  const ir::Component& comp = ir.components.front();
+  const std::unordered_set<std::string> kept = reached_functions(ir, scope_seeds(crate, ir));
 
   std::unordered_set<std::string> dropped;
   std::erase_if(ir.functions, [&](const ir::Function& f) {

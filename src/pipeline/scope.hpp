@@ -6,6 +6,9 @@
 // findings that are not solely about dropped code. What was left out is said in one
 // `analysis-scope` information finding. `--all` (Options::all) keeps the crate-wide view.
 #include <cstddef>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "ir/model.hpp"
 
@@ -21,5 +24,13 @@ struct ScopeCounts {
 };
 
 ScopeCounts scope_to_component(const rust::Crate& crate, ir::ModelIr& ir);
+
+// Where scoping starts: the component's constructor and entrypoints, and the functions of the
+// types it builds or that take one (ids). Empty unless the IR has exactly one component.
+std::vector<std::string> scope_seeds(const rust::Crate& crate, const ir::ModelIr& ir);
+// The ids of the functions scoping keeps: the seeds and what they call (as far as the dataflow
+// has found calls), with every method of each type whose code is kept.
+std::unordered_set<std::string> reached_functions(const ir::ModelIr& ir,
+                                                  const std::vector<std::string>& seeds);
 
 }  // namespace cg::pipeline

@@ -153,6 +153,11 @@ std::string read_arguments(simdjson::dom::object params, QueryRequest& req) {
        : key == "to"   ? req.to
        : key == "root" ? req.root
                        : req.config) = std::string(v);
+    } else if (key == "weights" || key == "all_columns") {
+      bool v = false;
+      if (field.value.get_bool().get(v) != simdjson::SUCCESS)
+        return std::string(key) + " must be true or false";
+      (key == "weights" ? req.weights : req.all_columns) = v;
     } else if (key == "limit" || key == "offset" || key == "text_offset") {
       std::uint64_t v = 0;
       if (field.value.get_uint64().get(v) != simdjson::SUCCESS)
@@ -224,8 +229,17 @@ std::string McpServer::tools_list_result() const {
       w.end_object();
     }
     if (t.takes_to) {
-      w.key("to").begin_object().field("type", "string").field("description", "target selector");
+      w.key("to").begin_object().field("type", "string");
+      w.field("description", "the operation or tensor to reach (a stable id or a unique name)");
       w.end_object();
+    }
+    if (t.kind == "summary-table") {
+      w.key("weights").begin_object().field("type", "boolean");
+      w.field("description", "add a row per weight under each layer, with its shape");
+      w.field("default", false).end_object();
+      w.key("all_columns").begin_object().field("type", "boolean");
+      w.field("description", "add Mult-Adds and Trainable even where every row is unknown");
+      w.field("default", false).end_object();
     }
     if (t.paginated) {
       w.key("limit").begin_object().field("type", "integer").field("minimum", 1);
@@ -236,12 +250,13 @@ std::string McpServer::tools_list_result() const {
     w.key("root").begin_object().field("type", "string");
     w.field("description",
             "the model to answer about, by its Rust path (\"models::llama::Llama\") or a "
-            "function taking a VarBuilder; default: the server's --root, else the whole crate");
+            "function taking a VarBuilder; each root's analysis is kept for later calls; default: "
+            "the model the server was started on, else the whole crate");
     w.end_object();
     w.key("config").begin_object().field("type", "string");
     w.field("description",
-            "path of a config.json to bind for concrete shapes and counts; default: the server's "
-            "--config");
+            "path of a config.json to bind for concrete shapes and counts; default: the one the "
+            "server was started with, if any");
     w.end_object();
     w.key("text_offset").begin_object().field("type", "integer").field("minimum", 0);
     w.field("description",
@@ -308,8 +323,10 @@ std::string McpServer::handle(std::string_view message) {
     w.key("serverInfo").begin_object().field("name", "candle-graph").field("version", version_);
     w.end_object();
     w.field("instructions",
-            "Query the static model IR of a Candle crate. Start with query_summary, list with the "
-            "plural kinds, then drill down with exact ids from the listings.");
+            "Query the static model IR of a Candle crate. Find a model with query_components "
+            "{\"select\": \"llama\"}, then pass its Rust path as \"root\" to any tool "
+            "(query_summary-table {\"root\": \"models::llama::Llama\"}); list with the plural "
+            "tools, then follow each item's drill_down (a tool name and its arguments).");
     w.end_object();
     return result_response(raw_id, w.str());
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "ir/enums.hpp"
 #include "ir/record_json.hpp"
@@ -24,7 +25,8 @@ struct Item {
   Selectable sel;
   std::string name;
   std::string detail;
-  std::size_t index = 0;  // into the IR section
+  std::size_t index = 0;    // into the IR section
+  std::string component{};  // the model (component) a module or parameter belongs to
 };
 
 std::string dims_text(const std::optional<std::vector<std::uint64_t>>& shape,
@@ -87,17 +89,29 @@ std::vector<Item> collect(const ir::ModelIr& ir, const std::string& section) {
            c.qualified_name,
            std::to_string(c.parameters.size()) + " parameters, " +
                std::to_string(c.modules.size()) + " modules"});
+  // Modules and parameters say whose they are: two models' `self_attn.q_proj` are not mixed.
+  std::map<std::string, std::string> component_name;
+  for (const auto& c : ir.components)
+    component_name[c.id] = c.qualified_name;
+  auto owner = [&](const std::string& id) {
+    auto it = component_name.find(id);
+    return it == component_name.end() ? std::string() : it->second;
+  };
   if (section == "modules")
     for (const auto& m : ir.modules)
       add({{m.id, {m.prefix}, {m.type_name, m.field.value_or(""), m.source}},
            m.prefix.empty() ? m.type_name : m.prefix,
-           m.type_name + (m.repeat ? " (" + *m.repeat + ")" : "")});
+           m.type_name + (m.repeat ? " (" + *m.repeat + ")" : ""),
+           0,
+           owner(m.component)});
   if (section == "parameters")
     for (const auto& p : ir.parameters)
       add({{p.id, {p.key, p.builder_root + ":" + p.key}, {p.kind, p.source}},
            p.key,
            dims_text(p.shape, p.symbolic_shape) + " " + std::string(ir::to_string(p.confidence)) +
-               (p.reason ? " (" + *p.reason + ")" : "")});
+               (p.reason ? " (" + *p.reason + ")" : ""),
+           0,
+           owner(p.component)});
   if (section == "functions")
     for (const auto& f : ir.functions)
       add({{f.id, {f.qualified_name, f.name}, {f.source}}, f.qualified_name, f.source});
@@ -157,6 +171,21 @@ void one_item_page(JsonWriter& w) {
       .field("truncated", false);
 }
 
+// Where to look next at one record: a command line for people, an MCP tool call (the tool's name
+// and its arguments, on the same root) for an agent.
+void drill_down(JsonWriter& w, const QueryContext& ctx, const QueryRequest& req,
+                const std::string& kind, const std::string& id) {
+  if (!ctx.mcp) {
+    w.field("drill_down", "candle-graph query " + kind + " '" + id + "'");
+    return;
+  }
+  w.key("drill_down").begin_object().field("tool", "query_" + kind);
+  w.key("arguments").begin_object().field("select", id);
+  if (!req.root.empty()) w.field("root", req.root);
+  if (!req.config.empty()) w.field("config", req.config);
+  w.end_object().end_object();
+}
+
 // One operation or tensor named by `sel` (exact id, exact name, or a unique substring).
 struct Endpoint {
   bool is_op = false;
@@ -187,12 +216,14 @@ Endpoint endpoint(const ir::ModelIr& ir, const std::string& sel, const char* wha
 }
 
 // Breadth-first over producer -> consumer edges (an operation's output feeding another's input).
-std::string answer_path(const Analysis& a, const QueryRequest& req) {
+std::string answer_path(const Analysis& a, const QueryRequest& req, const QueryContext& ctx) {
   const ir::ModelIr& ir = a.ir;
+  const char* to_name = ctx.mcp ? "to" : "--to";
   if (req.to.empty())
-    throw InputError("query path", "needs --to: the operation or tensor to reach");
+    throw InputError("query path",
+                     std::string("needs ") + to_name + ": the operation or tensor to reach");
   Endpoint from = endpoint(ir, req.selector, "from");
-  Endpoint to = endpoint(ir, req.to, "--to");
+  Endpoint to = endpoint(ir, req.to, to_name);
   std::map<std::string, std::vector<std::size_t>> consumers;
   for (std::size_t i = 0; i < ir.operations.size(); ++i)
     for (const auto& t : ir.operations[i].inputs)
@@ -245,9 +276,9 @@ std::string answer_path(const Analysis& a, const QueryRequest& req) {
     w.begin_object()
         .field("id", o.id)
         .field("name", o.qualified_name.value_or(o.name))
-        .field("detail", o.source)
-        .field("drill_down", "candle-graph query operation '" + o.id + "'")
-        .end_object();
+        .field("detail", o.source);
+    drill_down(w, ctx, req, "operation", o.id);
+    w.end_object();
   }
   w.end_array().end_object();
   return w.take() + "\n";
@@ -255,7 +286,8 @@ std::string answer_path(const Analysis& a, const QueryRequest& req) {
 
 // What limits the analysis and what to do about it.
 void write_doctor(JsonWriter& w, const ir::ModelIr& ir,
-                  const std::map<std::string, std::uint64_t>& by_rule, bool config_bound) {
+                  const std::map<std::string, std::uint64_t>& by_rule, bool config_bound,
+                  bool mcp) {
   std::uint64_t cond = 0, unknown = 0, symbolic = 0;
   for (const auto& p : ir.parameters) {
     if (p.confidence == ir::Confidence::conditional) ++cond;
@@ -270,26 +302,40 @@ void write_doctor(JsonWriter& w, const ir::ModelIr& ir,
       .field("unknown_parameters", unknown)
       .field("symbolic_parameter_shapes", symbolic);
   w.key("advice").begin_array();
+  // An agent over MCP is told which tool call to make, a person which command line.
   if (ir.components.empty())
-    w.value("no component found: pass --root T for a type whose constructor takes a VarBuilder");
+    w.value(mcp ? "no component found: call again with \"root\": a type whose constructor takes "
+                  "a VarBuilder"
+                : "no component found: pass --root T for a type whose constructor takes a "
+                  "VarBuilder");
   if (symbolic > 0 && !config_bound)
-    w.value("shapes are symbolic: pass --config config.json to bind them");
+    w.value(mcp ? "shapes are symbolic: call again with \"config\": \"path/to/config.json\" to "
+                  "bind them"
+                : "shapes are symbolic: pass --config config.json to bind them");
   // With a config bound, saying "pass --config" again would send the user in a circle (#21).
   if (symbolic > 0 && config_bound)
     w.value(std::to_string(symbolic) +
-            " parameter shapes stay symbolic with the config bound: they read a constructor "
-            "argument (--arg name=value) or a value the binding does not evaluate (candle-graph "
-            "query parameters names each shape)");
+            (mcp ? " parameter shapes stay symbolic with the config bound: they read a "
+                   "constructor argument or a value the binding does not evaluate "
+                   "(query_parameters names each shape)"
+                 : " parameter shapes stay symbolic with the config bound: they read a "
+                   "constructor argument (--arg name=value) or a value the binding does not "
+                   "evaluate (candle-graph query parameters names each shape)"));
   if (by_rule.count("structure-unresolved"))
-    w.value(
-        "constructor code was not understood: candle-graph query findings structure-unresolved");
+    w.value(mcp ? "constructor code was not understood: query_findings {\"select\": "
+                  "\"structure-unresolved\"}"
+                : "constructor code was not understood: candle-graph query findings "
+                  "structure-unresolved");
   if (by_rule.count("candle-semantics-version"))
     w.value("candle is not an audited release (0.8.0-0.11.0): catalog rules are unknown");
   if (by_rule.count("dependency-source"))
-    w.value(
-        "dependency sources are missing or unusable: candle-graph query findings "
-        "dependency-source");
-  if (!ir.runtime) w.value("no runtime trace merged: profile a run, pass --runtime-trace");
+    w.value(mcp ? "dependency sources are missing or unusable: query_findings {\"select\": "
+                  "\"dependency-source\"}"
+                : "dependency sources are missing or unusable: candle-graph query findings "
+                  "dependency-source");
+  if (!ir.runtime)
+    w.value(mcp ? "no runtime trace merged: the server merges the traces it was started with"
+                : "no runtime trace merged: profile a run, pass --runtime-trace");
   w.end_array();
 }
 
@@ -440,9 +486,60 @@ void singular(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
   w.end_array().end_object();
 }
 
+// Model types another component builds (llava builds models::llama::Llama) are no components of
+// a whole-crate analysis; those whose Rust path matches the selector are listed after the page,
+// each with how to analyse it as its own root (at most 50).
+void nested_models(JsonWriter& w, const ir::ModelIr& ir, const QueryRequest& req,
+                   const QueryContext& ctx) {
+  if (req.selector.empty()) return;
+  std::set<std::string> roots;
+  std::map<std::string, std::string> component_name;
+  for (const auto& c : ir.components) {
+    roots.insert(c.qualified_name);
+    component_name[c.id] = c.qualified_name;
+  }
+  std::string needle = req.selector;
+  std::transform(needle.begin(), needle.end(), needle.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  std::map<std::string, std::set<std::string>> built_by;  // type -> components building it
+  for (const auto& m : ir.modules) {
+    if (!m.qualified_type || m.qualified_type->empty() || roots.count(*m.qualified_type)) continue;
+    const std::string& q = *m.qualified_type;
+    // Crate types only: candle-nn's layers and a dependency's types are not this crate's models.
+    if (q.rfind("::", 0) == 0 || q.rfind("candle_nn", 0) == 0 || q.rfind("candle_core", 0) == 0)
+      continue;
+    std::string lower = q;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (lower.find(needle) == std::string::npos) continue;
+    built_by[q].insert(component_name.count(m.component) ? component_name[m.component]
+                                                         : m.component);
+  }
+  if (built_by.empty()) return;
+  w.key("built_inside_other_components").begin_array();
+  std::size_t n = 0;
+  for (const auto& [type, by] : built_by) {
+    if (n++ == 50) break;
+    std::string names;
+    for (const auto& b : by)
+      names += (names.empty() ? "" : ", ") + b;
+    w.begin_object().field("name", type).field("built_by", names);
+    if (ctx.mcp) {
+      w.key("drill_down").begin_object().field("tool", "query_summary-table");
+      w.key("arguments").begin_object().field("root", type).end_object().end_object();
+    } else {
+      w.field("drill_down", "candle-graph summary PATH --root " + type);
+    }
+    w.end_object();
+  }
+  w.end_array();
+  if (built_by.size() > 50)
+    w.field("built_inside_other_components_left", static_cast<std::uint64_t>(built_by.size() - 50));
+}
+
 // A plural kind: compact items in the kind's order, paginated, each with its drill-down.
 void listing(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
-             const std::string& section, const QueryRequest& req) {
+             const std::string& section, const QueryRequest& req, const QueryContext& ctx) {
   Selected s = select_items(ir, kind, section, req.selector);
   const std::vector<Item>& items = s.items;
   std::vector<std::size_t>& chosen = s.chosen;
@@ -475,14 +572,17 @@ void listing(JsonWriter& w, const ir::ModelIr& ir, const std::string& kind,
   for (std::size_t i = 0; i < page.returned; ++i) {
     const auto& it = items[chosen[page.offset + i]];
     w.begin_object().field("id", it.sel.id).field("name", it.name).field("detail", it.detail);
-    if (!one.empty()) w.field("drill_down", "candle-graph query " + one + " '" + it.sel.id + "'");
+    if (!it.component.empty()) w.field("component", it.component);
+    if (!one.empty()) drill_down(w, ctx, req, one, it.sel.id);
     w.end_object();
   }
-  w.end_array().end_object();
+  w.end_array();
+  if (kind == "components") nested_models(w, ir, req, ctx);
+  w.end_object();
 }
 
 // `summary` and `doctor`: counts, findings by severity (and by rule), advice.
-void write_overview(JsonWriter& w, const Analysis& a, bool doctor, bool config_bound) {
+void write_overview(JsonWriter& w, const Analysis& a, bool doctor, bool config_bound, bool mcp) {
   const ir::ModelIr& ir = a.ir;
   std::map<std::string, std::uint64_t> by_severity, by_rule;
   for (const auto& f : ir.findings) {
@@ -510,20 +610,38 @@ void write_overview(JsonWriter& w, const Analysis& a, bool doctor, bool config_b
     w.value(c.qualified_name);
   w.end_array();
   if (doctor) {
-    write_doctor(w, ir, by_rule, config_bound);
+    write_doctor(w, ir, by_rule, config_bound, mcp);
     write_dependencies(w, a.dependencies);
   }
   w.end_object();
 }
 
 // The single-object kinds: one item that is not an IR record list.
+// The torchinfo-style table: within 120 columns, weight rows and unknown columns when asked
+// for; what is hidden is said in the terms of whoever asks (an MCP argument or a flag).
+std::string summary_table_text(const Analysis& a, const QueryRequest& req,
+                               const QueryContext& ctx) {
+  SummaryOptions o;
+  o.weights = req.weights;
+  o.all_columns = req.all_columns;
+  if (ctx.mcp) {
+    o.weights_flag = "\"weights\": true";
+    o.columns_flag = "\"all_columns\": true";
+    o.config_hint = "call again with \"config\": \"path/to/config.json\"";
+  } else {
+    o.weights_flag = "summary --weights";
+    o.columns_flag = "summary --all-columns";
+  }
+  return render_model_summary(a, ctx.config_path, o);
+}
+
 void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
-                   const QueryContext& ctx) {
+                   const QueryRequest& req, const QueryContext& ctx) {
   const ir::ModelIr& ir = a.ir;
   one_item_page(w);
   w.key("items").begin_array();
   if (kind == "summary" || kind == "doctor") {
-    write_overview(w, a, kind == "doctor", !ctx.config_path.empty());
+    write_overview(w, a, kind == "doctor", !ctx.config_path.empty(), ctx.mcp);
   } else if (kind == "cargo") {
     JsonWriter c(0);
     ir::write_record(c, ir.cargo);
@@ -539,7 +657,7 @@ void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
       throw InputError("query checkpoint", "pass --checkpoint FILE to verify a checkpoint");
     w.raw(ctx.checkpoint_report);
   } else if (kind == "summary-table") {
-    w.begin_object().field("text", render_model_summary(a, ctx.config_path)).end_object();
+    w.begin_object().field("text", summary_table_text(a, req, ctx)).end_object();
   }
   w.end_array().end_object();
 }
@@ -550,7 +668,8 @@ namespace {
 
 // `module-timings`: the runtime module scope rows (instances and `{i}` families), by self time,
 // paginated; a selector keeps the paths equal to it or containing it.
-std::string answer_module_timings(const Analysis& a, const QueryRequest& req) {
+std::string answer_module_timings(const Analysis& a, const QueryRequest& req,
+                                  const QueryContext& ctx) {
   const ir::ModelIr& ir = a.ir;
   if (!ir.runtime) {
     throw InputError("query module-timings",
@@ -604,7 +723,7 @@ std::string answer_module_timings(const Analysis& a, const QueryRequest& req) {
     }
     w.field("p50_ns", t.total.p50_ns).field("p95_ns", t.total.p95_ns);
     w.field("max_ns", t.total.max_ns);
-    w.field("drill_down", "candle-graph query module '" + t.module + "'");
+    drill_down(w, ctx, req, "module", t.module);
     w.end_object();
   }
   w.end_array().end_object();
@@ -659,6 +778,116 @@ const std::vector<ToolSpec>& query_kinds() {
   return kinds;
 }
 
+std::vector<ToolSpec> mcp_tools() {
+  // For an agent: what the tool is for, an example call (its JSON arguments) and what the answer
+  // holds. Every tool also takes "root" (the model, by its Rust path) and "config" (a config.json
+  // path); listings take "limit" and "offset".
+  struct Text {
+    const char* kind;
+    const char* what;
+    const char* example;
+    const char* holds;
+  };
+  static const Text texts[] = {
+      {"summary", "Start here: what the analysis found, in numbers.",
+       R"({"root": "models::llama::Llama"})",
+       "counts of components, modules, parameters, functions, operations and findings, and the "
+       "findings by severity"},
+      {"doctor", "What limits this analysis and which call to make about it.", R"({})",
+       "findings by rule, counts of symbolic, conditional and unknown parameters, and advice "
+       "(each a tool call to make)"},
+      {"cargo", "The Cargo context the crate was analysed under.", R"({})",
+       "package, version, target, active features and cfg, and the exact Candle versions"},
+      {"components",
+       "Find a model: the components (model roots whose constructor takes a VarBuilder) whose "
+       "Rust path or name contains the selector.",
+       R"({"select": "llama"})",
+       "one item per component (id, Rust path, parameter and module counts, drill_down: the "
+       "query_component call), then built_inside_other_components: matching model types another "
+       "component builds, each with the call that analyses it as its own root"},
+      {"component", "One model component in full.",
+       R"({"select": "models::llama::Llama", "root": "models::llama::Llama"})",
+       "the component record: Rust path, constructor, entrypoints, modules and parameters (ids)"},
+      {"modules", "Browse the module tree (candle-nn layers included) by prefix or type.",
+       R"({"select": "self_attn", "root": "models::llama::Llama"})",
+       "one item per module instance: id, prefix, type, the component it belongs to, drill_down"},
+      {"module", "One module instance in full, with the summary's figures for it.",
+       R"({"select": "model.layers.{i}.self_attn", "root": "models::llama::Llama"})",
+       "the module record (prefix, type, parent, children, source) and its parameter count, "
+       "Mult-Adds and weight bytes"},
+      {"composition", "Which component builds which (llava builds a llama).",
+       R"({"select": "llama"})", "one item per edge: from -> to and the function that builds it"},
+      {"parameters",
+       "Find checkpoint keys: the parameters whose key contains the selector, with their shapes.",
+       R"({"select": "self_attn.q_proj", "root": "models::llama::Llama"})",
+       "one item per parameter: id, checkpoint key, shape (numbers with a config bound, else "
+       "symbolic) and certainty, the component (model) it belongs to, drill_down"},
+      {"parameter", "One parameter in full: why it has its shape, where it is loaded and used.",
+       R"({"select": "lm_head.weight", "root": "models::llama::Llama"})",
+       "the parameter record: key, shape, dtype, reason, source location, uses"},
+      {"functions", "Browse the crate's functions and methods (of the root's code with a root).",
+       R"({"select": "forward", "root": "models::llama::Llama"})",
+       "one item per function: id, Rust path, source location, drill_down"},
+      {"function", "One function in full.",
+       R"({"select": "models::llama::Llama::forward", "root": "models::llama::Llama"})",
+       "signature, the functions it calls, its tensors and execution phases"},
+      {"entrypoints", "The forward-like functions the dataflow starts from.",
+       R"({"root": "models::llama::Llama"})",
+       "one item per entrypoint: Module::forward methods, public tensor functions, losses"},
+      {"tensors", "Browse the dataflow's tensors by name.",
+       R"({"select": "xs", "root": "models::llama::Llama"})",
+       "one item per tensor: id, name, role (input, parameter, intermediate, output) and dtype"},
+      {"tensor", "One tensor in full.", R"({"select": "<a tensor id from query_tensors>"})",
+       "shape, dtype, device, layout and the operation producing it"},
+      {"operations",
+       "Browse the tensor operations (the profiler's keys) by name or source location.",
+       R"({"select": "matmul", "root": "models::llama::Llama"})",
+       "one item per operation: static id, qualified name, source location and phase"},
+      {"operation", "One operation in full.",
+       R"({"select": "<an operation id from query_operations>"})",
+       "its rules (dtype, shape, gradient), inputs, output and any merged timing"},
+      {"graph-train", "The operations a training step reaches.",
+       R"({"root": "models::llama::Llama"})",
+       "one item per operation reached by a training entrypoint"},
+      {"graph-infer", "The operations inference reaches.", R"({"root": "models::llama::Llama"})",
+       "one item per operation reached by an inference entrypoint"},
+      {"path",
+       "How one tensor or operation reaches another: the shortest chain of operations between "
+       "them.",
+       R"({"select": "<an operation or tensor id>", "to": "<another id>"})",
+       "the chain of operations from select to to, in order, each with its drill_down"},
+      {"findings",
+       "Diagnostics: errors first; select a rule (\"dtype-mismatch\") or part of a message.",
+       R"({"select": "config-binding"})", "one item per finding: id, rule, severity and message"},
+      {"finding", "One finding in full.", R"({"select": "<a finding id from query_findings>"})",
+       "rule, severity, confidence, message, source location and the records it is about"},
+      {"runtime", "The runtime measurements merged into the analysis (when the server has traces).",
+       R"({})", "the merged runtime summary: runs, steps, devices, timed operations"},
+      {"profile", "Where the time goes: timed operations by total time.", R"({"limit": 20})",
+       "operations by total time with their share of the step, and per-module totals"},
+      {"module-timings", "Per-module timings (module scopes of a runtime/4 trace).",
+       R"({"select": "self_attn"})",
+       "per module instance and {i} family: total and self time, calls, p50/p95, by self time"},
+      {"checkpoint",
+       "Whether a safetensors checkpoint loads into this model (when the server has one).", R"({})",
+       "the verification report: missing, unexpected and mis-shaped keys, the verdict"},
+      {"summary-table",
+       "The torchinfo-style model summary as text (module tree, Param #, sizes), within 120 "
+       "columns.",
+       R"({"root": "models::llama::Llama", "config": "/path/to/config.json"})",
+       "the table and its totals as text; \"weights\": true adds a row per weight with its shape, "
+       "\"all_columns\": true adds columns unknown on every row; long answers continue at "
+       "\"text_offset\""},
+  };
+  std::vector<ToolSpec> out = query_kinds();
+  for (auto& t : out)
+    for (const auto& x : texts)
+      if (t.kind == x.kind)
+        t.description =
+            std::string(x.what) + " Example: " + x.example + ". Answer: " + x.holds + ".";
+  return out;
+}
+
 std::string canonical_kind(std::string_view kind) {
   std::string k(kind);
   std::replace(k.begin(), k.end(), '_', '-');
@@ -679,15 +908,15 @@ std::string answer_query(const Analysis& a, const QueryRequest& req, const Query
                      "needs a selector: a stable id, an exact name or a substring");
   if (!spec.takes_selector && !req.selector.empty())
     throw InputError("query " + kind, "takes no selector");
-  if (kind == "path") return answer_path(a, req);
-  if (kind == "module-timings") return answer_module_timings(a, req);
+  if (kind == "path") return answer_path(a, req, ctx);
+  if (kind == "module-timings") return answer_module_timings(a, req, ctx);
   JsonWriter w(2);
   head(w, a, kind, req.selector);
   const std::string section = section_of(kind);
   if (section.empty())
-    single_object(w, a, kind, ctx);
+    single_object(w, a, kind, req, ctx);
   else if (spec.paginated)
-    listing(w, a.ir, kind, section, req);
+    listing(w, a.ir, kind, section, req, ctx);
   else
     singular(w, a.ir, kind, section, req.selector, summary_dtype("", ctx.config_path));
   return w.take() + "\n";
@@ -695,7 +924,7 @@ std::string answer_query(const Analysis& a, const QueryRequest& req, const Query
 
 std::string answer_query_tree(const Analysis& a, const QueryRequest& req, const QueryContext& ctx) {
   const std::string kind = canonical_kind(req.kind);
-  if (kind == "summary-table") return render_model_summary(a, ctx.config_path);
+  if (kind == "summary-table") return summary_table_text(a, req, ctx);
   std::string json = answer_query(a, req, ctx);
   simdjson::dom::parser p;
   simdjson::dom::element e = p.parse(json);

@@ -19,6 +19,9 @@ using pipeline::Analysis;
 
 // Canonical kinds in the order they are listed by --help and tools/list.
 const std::vector<ToolSpec>& query_kinds();
+// The same kinds as MCP tools, each described for an agent: what it is for, an example call (its
+// JSON arguments) and what the answer holds; no command-line flag is named.
+std::vector<ToolSpec> mcp_tools();
 
 // "operations", "Operations", "graph_infer": dashes and underscores are the same.
 // Throws cg::InputError listing the valid kinds for an unknown one.
@@ -28,6 +31,9 @@ std::string canonical_kind(std::string_view kind);
 struct QueryContext {
   std::string config_path;        // sizes `summary-table`
   std::string checkpoint_report;  // verify report JSON, answers `checkpoint`
+  // Answering an MCP tool call: drill-downs and advice are tool calls (a tool name and its
+  // arguments), not command lines.
+  bool mcp = false;
 };
 
 // The JSON envelope; throws cg::InputError for a missing, ambiguous or unmatched selector.

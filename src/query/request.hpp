@@ -15,6 +15,8 @@ struct QueryRequest {
   // and where a text answer longer than one tool result continues.
   std::string root, config;
   std::size_t text_offset = 0;
+  // `summary-table`: a row per weight, and the columns unknown on every row.
+  bool weights = false, all_columns = false;
 };
 
 }  // namespace cg::query

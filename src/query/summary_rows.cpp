@@ -988,7 +988,10 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
   std::string title = a.package_id;
   for (const auto& c : a.ir.components)
     title += "  ·  " + c.qualified_name;
-  std::string out = render_summary_table(title, m.rows, m.totals);
+  TableLayout layout{opts.weights, opts.all_columns, opts.width, opts.weights_flag,
+                     opts.columns_flag};
+  const std::string table = render_summary_table(title, m.rows, m.totals, layout);
+  std::string out;
   if (a.ir.components.empty())
     out += "No component: no public type has a constructor taking a VarBuilder (try --root T).\n";
   for (const auto& c : a.ir.components)
@@ -997,7 +1000,7 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
              "` registers no parameter the inventory can follow: its total is a lower bound "
              "(see `candle-graph check`).\n";
   if (m.totals.unknown_leaves > 0 && config_path.empty())
-    out += "Shapes stay symbolic where no config binds them: pass --config config.json.\n";
+    out += "Shapes stay symbolic where no config binds them: " + opts.config_hint + ".\n";
   // With a config bound, what it left unbound is said here, not only in `check`'s findings.
   if (!config_path.empty()) {
     out += pipeline::config_warning_lines(a.ir);
@@ -1007,9 +1010,10 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
              "(--arg name=value) or a value the binding does not evaluate.\n";
   }
   out +=
-      "Trainable: \"?\" — trainability is decided where the VarBuilder is made (VarMap or "
-      "mmaped weights), which the inventory does not see.\n";
-  return out;
+      "Trainable: unknown (\"?\") — trainability is decided where the VarBuilder is made (VarMap "
+      "or mmaped weights), which the inventory does not see.\n";
+  // The notes after the table wrap to the width (the table fits it already).
+  return table + wrap_text(out, opts.width);
 }
 
 }  // namespace cg::query

@@ -2,6 +2,7 @@
 // The torchinfo-style table's content from the IR: each component's module tree (modules nest by
 // `parent`; candle-nn layers are modules too), the parameter leaves under each layer, subtree
 // parameter counts, and totals. A count over a symbolic shape is unknown, never zero.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -38,6 +39,13 @@ struct SummaryOptions {
   std::string dtype;   // "" → config.json's torch_dtype → F32
   int max_depth = -1;  // < 0 shows every level; otherwise deeper rows fold into their ancestor
   InputDims input_dims{};
+  // What `summary` shows by default: no weight rows, no column unknown on every row, 120 columns.
+  bool weights = false;      // a row per parameter under its layer (`--weights`)
+  bool all_columns = false;  // Mult-Adds and Trainable even where unknown on every row
+  std::size_t width = 120;   // wrap to fit; 0: no limit
+  std::string weights_flag = "--weights";  // how the reader asks for what is hidden
+  std::string columns_flag = "--all-columns";
+  std::string config_hint = "pass --config config.json";  // how to bind shapes left symbolic
 };
 
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth = -1,

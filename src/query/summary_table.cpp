@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <string_view>
 
 #include "util/text.hpp"
 
@@ -86,20 +87,137 @@ std::string megabytes(std::uint64_t bytes) {
 
 }  // namespace
 
-std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& rows,
-                                 const SummaryTotals& totals) {
-  std::vector<std::string> first;
-  std::size_t w_name = std::string("Module (type)").size();
-  std::size_t w_shape = std::string("Param shape").size();
-  std::size_t w_params = std::string("Param #").size();
-  std::size_t w_mult = 0;  // the Mult-Adds column appears only when some row has a count
-  std::size_t w_out = 0;   // the Output Shape column appears only when some row has one
-  for (const auto& r : rows) {
-    w_mult = std::max(w_mult, columns(r.mult_adds));
-    w_out = std::max(w_out, columns(r.output_shape));
+namespace {
+
+// One column of the table: its header, one cell per shown row, and how it is laid out.
+struct Column {
+  std::string header;
+  std::vector<std::string> cells;
+  bool right = false;  // numbers align right
+  bool wraps = true;   // the cell may break over lines (names, shapes, formulas)
+  std::size_t width = 0;
+};
+
+// Whether a line may break at the space at `i`: not right after a lone operator (`+`, `*`, `/`,
+// `-`, `≥`), which stays with the term it applies to (`+ b*t*512`).
+bool breaks_at(const std::string& s, std::size_t i) {
+  if (i == 0 || s[i] != ' ') return false;
+  const bool lone = i < 2 || s[i - 2] == ' ';
+  if (lone && std::string_view("+*/-").find(s[i - 1]) != std::string_view::npos) return false;
+  // `≥` is 3 bytes (E2 89 A5).
+  if (i >= 3 && s.compare(i - 3, 3, "\u2265") == 0 && (i < 4 || s[i - 4] == ' ')) return false;
+  return true;
+}
+
+// Where a cell may break: at a space (after ", ", before an operator and its term); a piece
+// still wider than `width` is cut.
+std::vector<std::string> wrap_cell(const std::string& text, std::size_t width) {
+  std::vector<std::string> lines;
+  if (width == 0 || columns(text) <= width) return {text};
+  std::string rest = text;
+  while (columns(rest) > width) {
+    // The last break point whose line fits: a line is cut after a space.
+    // The last break point whose line (without the space) fits.
+    std::size_t cut = std::string::npos, seen = 0;
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      if (breaks_at(rest, i) && seen <= width) cut = i + 1;
+      if ((static_cast<unsigned char>(rest[i]) & 0xC0) != 0x80) ++seen;
+      if (seen > width) break;
+    }
+    if (cut == std::string::npos || cut == 0) {
+      // No break point: cut at `width` columns (whole UTF-8 characters).
+      std::size_t bytes = 0, cols = 0;
+      while (bytes < rest.size() && cols < width) {
+        ++bytes;
+        while (bytes < rest.size() && (static_cast<unsigned char>(rest[bytes]) & 0xC0) == 0x80)
+          ++bytes;
+        ++cols;
+      }
+      cut = bytes;
+    }
+    std::string line = rest.substr(0, cut);
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    lines.push_back(line);
+    rest = rest.substr(cut);
+    rest.erase(0, rest.find_first_not_of(' ') == std::string::npos ? rest.size()
+                                                                   : rest.find_first_not_of(' '));
   }
-  if (w_mult > 0) w_mult = std::max(w_mult, std::string("Mult-Adds").size());
-  if (w_out > 0) w_out = std::max(w_out, std::string("Output Shape").size());
+  if (!rest.empty()) lines.push_back(rest);
+  return lines;
+}
+
+// The longest piece of a cell between break points: the narrowest the column can wrap to.
+std::size_t longest_word(const std::string& text) {
+  std::size_t best = 0, cur = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (breaks_at(text, i)) {
+      best = std::max(best, cur);
+      cur = 0;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++cur;
+    }
+  }
+  return std::max(best, cur);
+}
+
+bool unknown_everywhere(const std::vector<std::string>& cells) {
+  return std::all_of(cells.begin(), cells.end(),
+                     [](const std::string& c) { return c.empty() || c == "?"; });
+}
+
+}  // namespace
+
+std::string wrap_text(const std::string& text, std::size_t width) {
+  if (width == 0) return text;
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t nl = text.find('\n', at);
+    std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? text.size() : nl + 1;
+    if (columns(line) <= width) {
+      out += line + (nl == std::string::npos ? "" : "\n");
+      continue;
+    }
+    // A prose line breaks at spaces; its continuation is indented two past the line's own indent.
+    std::size_t indent = line.find_first_not_of(' ');
+    if (indent == std::string::npos || indent + 2 >= width / 2) indent = 0;
+    std::string lead(indent + 2, ' ');
+    auto pieces = wrap_cell(line, width);
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      if (i == 0) {
+        out += pieces[i] + "\n";
+        continue;
+      }
+      std::string rest = pieces[i];
+      for (const auto& p : wrap_cell(rest, width - lead.size()))
+        out += lead + p + "\n";
+    }
+    if (nl == std::string::npos && !out.empty()) out.pop_back();
+  }
+  return out;
+}
+
+std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& all_rows,
+                                 const SummaryTotals& totals, const TableLayout& layout) {
+  // Parameter rows (a leaf under its layer: no type, no module) only when asked for.
+  std::vector<SummaryRow> rows;
+  std::size_t hidden_weights = 0;
+  for (const auto& r : all_rows) {
+    if (!layout.weights && r.depth > 0 && r.type.empty() && r.module_id.empty()) {
+      ++hidden_weights;
+      continue;
+    }
+    rows.push_back(r);
+  }
+  Column name{"Module (type)", {}, false, true, 0};
+  Column out_shape{"Output Shape", {}, false, true, 0};
+  Column shape{"Param shape", {}, false, true, 0};
+  Column params{"Param #", {}, true, false, 0};
+  Column mult{"Mult-Adds", {}, false, true, 0};
+  Column train{"Trainable", {}, false, false, 0};
+  std::vector<std::size_t> indent;  // a name cell's continuation lines start past its tree glyph
   for (const auto& r : rows) {
     std::string cell = std::string(static_cast<std::size_t>(r.depth) * 2, ' ');
     if (r.depth > 0) cell += "└─";
@@ -108,57 +226,168 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     cell += shown_text(r.name, 200);
     if (!r.type.empty()) cell += " (" + r.type + ")";
     if (!r.marker.empty()) cell += " [" + r.marker + "]";
-    first.push_back(cell);
-    w_name = std::max(w_name, columns(cell));
-    w_shape = std::max(w_shape, r.shape.size());
-    w_params = std::max(w_params, r.params_overflow ? std::string(kOverflow).size()
-                                  : r.params        ? group_thousands(*r.params).size()
-                                                    : 1);
+    name.cells.push_back(cell);
+    indent.push_back(static_cast<std::size_t>(r.depth) * 2 + (r.depth > 0 ? 2 : 0));
+    out_shape.cells.push_back(r.output_shape);
+    shape.cells.push_back(r.shape);
+    // A module or leaf whose count is symbolic shows "?", never a blank or a zero.
+    params.cells.push_back(r.params_overflow ? std::string(kOverflow)
+                           : r.params        ? group_thousands(*r.params)
+                                             : (r.shape.empty() && r.type.empty() ? "" : "?"));
+    mult.cells.push_back(r.mult_adds);
+    train.cells.push_back(r.trainable);
   }
-  const std::size_t w_train = std::string("Trainable").size();
+  std::vector<std::string> hidden_columns;
+  std::vector<Column*> shown = {&name};
+  // Output Shape, Param shape and Mult-Adds appear only when some row has one; Mult-Adds and
+  // Trainable that are unknown ("?") on every row appear only with layout.all_columns.
+  if (std::any_of(out_shape.cells.begin(), out_shape.cells.end(),
+                  [](auto& c) { return !c.empty(); }))
+    shown.push_back(&out_shape);
+  if (std::any_of(shape.cells.begin(), shape.cells.end(), [](auto& c) { return !c.empty(); }))
+    shown.push_back(&shape);
+  shown.push_back(&params);
+  const bool any_mult =
+      std::any_of(mult.cells.begin(), mult.cells.end(), [](auto& c) { return !c.empty(); });
+  if (any_mult && (layout.all_columns || !unknown_everywhere(mult.cells)))
+    shown.push_back(&mult);
+  else if (any_mult)
+    hidden_columns.push_back("Mult-Adds");
   // Time columns appear only when some row was timed (summary --runtime-trace, module scopes).
-  const std::vector<std::string> time_header = {"Time (total)", "Self", "%", "Calls"};
-  std::vector<std::size_t> w_time;
+  std::vector<Column> time_cols;
   if (std::any_of(rows.begin(), rows.end(), [](const SummaryRow& r) { return r.time_total_ns; })) {
-    for (const auto& h : time_header)
-      w_time.push_back(columns(h));
+    const std::vector<std::string> time_header = {"Time (total)", "Self", "%", "Calls"};
+    for (std::size_t i = 0; i < time_header.size(); ++i)
+      time_cols.push_back({time_header[i], {}, i > 0, false, 0});
     for (const auto& r : rows) {
       auto cells = time_cells(r);
       for (std::size_t i = 0; i < cells.size(); ++i)
-        w_time[i] = std::max(w_time[i], columns(cells[i]));
+        time_cols[i].cells.push_back(cells[i]);
     }
   }
-  std::size_t w_times = 0;
-  for (auto w : w_time)
-    w_times += w + 2;
-  auto time_text = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (std::size_t i = 0; i < w_time.size(); ++i)
-      s += (i == 0 ? pad(cells[i], w_time[i]) : pad_left(cells[i], w_time[i])) + "  ";
-    return s;
+  for (auto& c : time_cols)
+    shown.push_back(&c);
+  if (layout.all_columns || !unknown_everywhere(train.cells))
+    shown.push_back(&train);
+  else if (!rows.empty())
+    hidden_columns.push_back("Trainable");
+
+  for (auto* c : shown) {
+    c->width = columns(c->header);
+    for (const auto& cell : c->cells)
+      c->width = std::max(c->width, columns(cell));
+  }
+  auto total_width = [&] {
+    std::size_t w = 0;
+    for (auto* c : shown)
+      w += c->width;
+    return w + 2 * (shown.size() - 1);
   };
-  std::size_t width = w_name + 2 + (w_out ? w_out + 2 : 0) + w_shape + 2 + w_params + 2 + w_train +
-                      (w_mult ? w_mult + 2 : 0) + w_times;
-  std::string rule(width, '=');
+  // Too wide: narrow the widest column that wraps (shapes and formulas before the module names),
+  // never below its header, its longest word or 12 columns, until the table fits (or nothing
+  // narrows further).
+  if (layout.width > 0) {
+    bool names_too = false;
+    while (total_width() > layout.width) {
+      Column* widest = nullptr;
+      std::size_t floor_of_widest = 0;
+      for (auto* c : shown) {
+        if (!c->wraps || (c == &name && !names_too)) continue;
+        // A short cell (an output shape, `[b, seq_len, 256]`) is not broken for a few columns.
+        std::size_t floor = std::max<std::size_t>(columns(c->header), 12);
+        for (std::size_t i = 0; i < c->cells.size(); ++i)
+          floor = std::max(
+              floor, c == &name ? longest_word(c->cells[i]) + std::min<std::size_t>(indent[i], 24)
+                                : std::max(longest_word(c->cells[i]),
+                                           std::min<std::size_t>(columns(c->cells[i]), 20)));
+        if (c->width > floor && (!widest || c->width > widest->width)) {
+          widest = c;
+          floor_of_widest = floor;
+        }
+      }
+      if (!widest && !names_too) {
+        names_too = true;
+        continue;
+      }
+      if (!widest) break;
+      std::size_t over = total_width() - layout.width;
+      // Narrow step by step so that two wide columns share the cut.
+      std::size_t step = std::max<std::size_t>(1, std::min(over, widest->width / 8));
+      widest->width = std::max(floor_of_widest, widest->width - std::min(step, widest->width));
+    }
+  }
+  const std::string rule(total_width(), '=');
   std::string out;
   out += rule + "\n" + title + "\n" + rule + "\n";
-  out += pad("Module (type)", w_name) + "  " + (w_out ? pad("Output Shape", w_out) + "  " : "") +
-         pad("Param shape", w_shape) + "  " + pad_left("Param #", w_params) + "  " +
-         (w_mult ? pad("Mult-Adds", w_mult) + "  " : "") + time_text(time_header) + "Trainable\n";
-  out += rule + "\n";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    // A module or leaf whose count is symbolic shows "?", never a blank or a zero.
-    std::string count = r.params_overflow ? std::string(kOverflow)
-                        : r.params        ? group_thousands(*r.params)
-                                          : (r.shape.empty() && r.type.empty() ? "" : "?");
-    out += pad(first[i], w_name) + "  " + (w_out ? pad(r.output_shape, w_out) + "  " : "") +
-           pad(r.shape, w_shape) + "  " + pad_left(count, w_params) + "  " +
-           (w_mult ? pad(r.mult_adds, w_mult) + "  " : "") + time_text(time_cells(r)) +
-           r.trainable + "\n";
+  auto line_of = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      const bool last = i + 1 == shown.size();
+      std::string cell = shown[i]->right ? pad_left(cells[i], shown[i]->width)
+                         : last          ? cells[i]
+                                         : pad(cells[i], shown[i]->width);
+      s += cell + (last ? "" : "  ");
+    }
+    while (!s.empty() && s.back() == ' ')
+      s.pop_back();
+    return s + "\n";
+  };
+  {
+    std::vector<std::string> header;
+    for (auto* c : shown)
+      header.push_back(c->header);
+    out += line_of(header);
   }
   out += rule + "\n";
-  if (!w_time.empty()) {
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    std::vector<std::vector<std::string>> pieces;
+    std::size_t lines = 1;
+    for (auto* c : shown) {
+      if (c == &name && columns(c->cells[r]) > c->width) {
+        // A long name continues under itself, past the tree glyph.
+        std::size_t lead = std::min<std::size_t>(indent[r], c->width / 2);
+        auto first = wrap_cell(c->cells[r], c->width);
+        std::vector<std::string> cont;
+        cont.push_back(first.front());
+        std::string rest;
+        for (std::size_t i = 1; i < first.size(); ++i)
+          rest += (i > 1 ? " " : "") + first[i];
+        for (const auto& p : wrap_cell(rest, c->width - lead))
+          cont.push_back(std::string(lead, ' ') + p);
+        pieces.push_back(cont);
+      } else {
+        pieces.push_back(c->wraps ? wrap_cell(c->cells[r], c->width)
+                                  : std::vector<std::string>{c->cells[r]});
+      }
+      lines = std::max(lines, pieces.back().size());
+    }
+    for (std::size_t l = 0; l < lines; ++l) {
+      std::vector<std::string> cells;
+      for (const auto& p : pieces)
+        cells.push_back(l < p.size() ? p[l] : "");
+      out += line_of(cells);
+    }
+  }
+  out += rule + "\n";
+  // The notes under the rows wrap to the width; the table's own lines are laid out to fit it.
+  const std::size_t notes_from = out.size();
+  if (hidden_weights > 0 || !hidden_columns.empty()) {
+    std::string said;
+    if (hidden_weights > 0)
+      said = std::to_string(hidden_weights) + " weight row" + (hidden_weights == 1 ? "" : "s") +
+             " (" + layout.weights_flag + (hidden_weights == 1 ? " shows it)" : " shows them)");
+    if (!hidden_columns.empty()) {
+      std::string names;
+      for (const auto& n : hidden_columns)
+        names += (names.empty() ? "" : " and ") + n;
+      const bool one = hidden_columns.size() == 1;
+      said += (said.empty() ? "" : "; ") + names + (one ? ", " : ", each ") +
+              "unknown on every row (" + layout.columns_flag +
+              (one ? " shows it)" : " shows them)");
+    }
+    out += "Not shown: " + said + "\n";
+  }
+  if (!time_cols.empty()) {
     out +=
         "Time: inclusive module scope time over all calls; Self: less child module scopes; %: "
         "self share of ";
@@ -267,7 +496,7 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
       out += "  " + s + "\n";
   }
   out += rule + "\n";
-  return out;
+  return out.substr(0, notes_from) + wrap_text(out.substr(notes_from), layout.width);
 }
 
 }  // namespace cg::query

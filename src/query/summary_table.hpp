@@ -1,6 +1,7 @@
 #pragma once
 // The torchinfo-style model summary: module tree, type, parameter shape, #params, trainable,
 // totals and size. Unknown counts stay visibly unknown ("?") rather than being summed as zero.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -65,8 +66,23 @@ struct SummaryTotals {
   std::uint64_t unmatched_module_paths = 0;
 };
 
+// What the table shows. The defaults show everything at its natural width; `summary` hides
+// weight rows and unknown columns and fits 120 columns (query::SummaryOptions).
+struct TableLayout {
+  bool weights = true;      // a row per parameter under its layer
+  bool all_columns = true;  // Mult-Adds and Trainable even where every row is unknown ("?")
+  std::size_t width = 0;    // wrap cells (shapes, formulas, names) to fit; 0: no limit
+  // How the reader asks for what is hidden, said under the table ("--weights" on the command line).
+  std::string weights_flag = "--weights";
+  std::string columns_flag = "--all-columns";
+};
+
 std::string render_summary_table(const std::string& title, const std::vector<SummaryRow>& rows,
-                                 const SummaryTotals& totals);
+                                 const SummaryTotals& totals, const TableLayout& layout = {});
+
+// Lines wider than `width` broken at spaces, each continuation indented two past its line's own
+// indent (0: unchanged).
+std::string wrap_text(const std::string& text, std::size_t width);
 
 // 1234567 → "1,234,567".
 std::string group_thousands(std::uint64_t n);

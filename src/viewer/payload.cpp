@@ -239,6 +239,7 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
       if (f.weights_bytes) tw.field("weights_bytes", *f.weights_bytes);
       if (!f.weights_dtype.empty()) tw.field("weights_dtype", f.weights_dtype);
       if (f.shared_weights) tw.field("shared_weights", true);
+      if (f.order) tw.field("order", *f.order);
     }
     tw.end_object();
   }
@@ -486,6 +487,11 @@ std::string render_viewer_html(const ir::ModelIr& ir, const ViewerOptions& optio
                                const CheckpointView* checkpoint, const ModuleFiguresById* figures) {
   ViewerOptions opts = options;
   if (opts.title.empty() && ir.cargo) opts.title = ir.cargo->package_name;
+  // One model: the page is named after it (its root), then the crate.
+  if (ir.components.size() == 1 && options.title.empty() &&
+      !ir.components.front().qualified_name.empty())
+    opts.title =
+        ir.components.front().qualified_name + (opts.title.empty() ? "" : " · " + opts.title);
   const PayloadParts parts = project_payload_parts(ir, checkpoint, figures);
   return render_viewer_html_from_payload(parts.main, opts, parts.tree);
 }

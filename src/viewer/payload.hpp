@@ -39,6 +39,9 @@ struct ModuleFigures {
   std::optional<std::uint64_t> parameter_count, weights_bytes;
   std::string weights_dtype;
   bool shared_weights = false;
+  // The row's place in the summary (execution order: the forward's calls as they start); the
+  // Architecture tree lists siblings in it.
+  std::optional<std::uint64_t> order{};
 };
 using ModuleFiguresById = std::unordered_map<std::string, ModuleFigures>;
 

@@ -45,4 +45,19 @@ gpt="$root/tests/fixtures/crates/gpt_24"
 "$1" view "$gpt" --config "$gpt/config.json" -o "$out/gpt-24.html"
 "$1" query module transformer.h.17 --path "$gpt" --config "$gpt/config.json" > "$out/gpt-24-h17.json"
 export CG_GPT24_HTML="$out/gpt-24.html" CG_GPT24_QUERY="$out/gpt-24-h17.json"
+# Issue 37: the model each report is about, and how many findings (not dependency-source notes)
+# its Findings badge counts. With CG_CANDLE_SRC, also candle-transformers' llama.
+findings() { node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  console.log(j.items.filter((f) => !(f.name === "dependency-source" && /^information:/.test(f.detail))).length)'; }
+export CG_DEMO_ROOT="model::TinyLlama"
+CG_DEMO_FINDINGS="$("$1" query findings --path "$crate" --config "$crate/config.json" \
+  --checkpoint "$out/demo.safetensors" --limit 100000 | findings)"
+export CG_DEMO_FINDINGS
+if [ -n "${CG_CANDLE_SRC:-}" ]; then
+  ct="$CG_CANDLE_SRC/candle-transformers"
+  "$1" view "$ct" --root models::llama::Llama -o "$out/llama.html"
+  export CG_LLAMA_HTML="$out/llama.html" CG_LLAMA_ROOT="models::llama::Llama"
+  CG_LLAMA_FINDINGS="$("$1" query findings --path "$ct" --root models::llama::Llama --limit 100000 | findings)"
+  export CG_LLAMA_FINDINGS
+fi
 exec node "$root/viewer/tests/browser.mjs" "$out"

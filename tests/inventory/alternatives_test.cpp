@@ -140,7 +140,7 @@ TEST(Alternatives, OneKeyBuiltInSeveralArmsIsNoSharedWeight) {
   // `match size { Small => [features.0], Medium => [features.0, features.2], Large => [..] }`:
   // the three `features.0` layers are alternatives; none reuses another's weights.
   auto a = analyze("alt_same_key_arms", "");
-  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32"});
+  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32", .width = 0});
   EXPECT_EQ(text.find("shared with"), std::string::npos) << text;
   EXPECT_EQ(text.find("reuses the weights"), std::string::npos) << text;
   auto m = cg::query::build_summary(a.ir, "F32");
@@ -257,7 +257,7 @@ TEST(ConfigBinding, ConfigThatCannotBindIsAWarningInSummary) {
                         f.message.find("is not bound to `Config`") != std::string::npos);
   EXPECT_TRUE(warned);
   std::string text = cg::query::render_model_summary(
-      a, fixture("config_not_deserialize") + "/config.json", {.dtype = "F32"});
+      a, fixture("config_not_deserialize") + "/config.json", {.dtype = "F32", .width = 0});
   EXPECT_NE(text.find("warning: "), std::string::npos) << text;
   EXPECT_NE(text.find("does not derive Deserialize"), std::string::npos) << text;
   EXPECT_EQ(text.find("pass --config"), std::string::npos) << text;  // it was passed

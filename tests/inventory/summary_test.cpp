@@ -91,7 +91,8 @@ TEST(Summary, BadInputShapeIsRefusedWithAnExample) {
 
 TEST(Summary, WithoutConfigCountsAreUnknownNotZero) {
   auto a = analyze(false);
-  std::string text = cg::query::render_model_summary(a, "");
+  std::string text =
+      cg::query::render_model_summary(a, "", {.dtype = "", .weights = true, .width = 0});
   EXPECT_NE(text.find("Total params: unknown (+ 12 parameters of symbolic shape)"),
             std::string::npos)
       << text;
@@ -141,7 +142,7 @@ TEST(Summary, FamilyOverTheExpansionBoundMultipliesInTotals) {
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(kRest + 1000000000ull * kLayer));
   EXPECT_TRUE(m.totals.lower_bound.empty()) << m.totals.lower_bound;
   EXPECT_EQ(m.rows[0].params, m.totals.total);
-  std::string text = cg::query::render_model_summary(a, cfg);
+  std::string text = cg::query::render_model_summary(a, cfg, {.dtype = "", .width = 0});
   EXPECT_NE(text.find("Total params: 725,504,001,048,832\n"), std::string::npos) << text;
   EXPECT_NE(text.find("model.layers.{layer_idx} × 1,000,000,000 (Block) [not expanded: over the "
                       "expansion bound]"),
@@ -159,7 +160,7 @@ TEST(Summary, FamilyOverTheInstanceBoundIsNotCutSilently) {
   EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(2972713216ull));
   EXPECT_EQ(kRest + 4096 * kLayer, 2972713216ull);
   EXPECT_TRUE(m.totals.lower_bound.empty()) << m.totals.lower_bound;
-  std::string text = cg::query::render_model_summary(a, cfg);
+  std::string text = cg::query::render_model_summary(a, cfg, {.dtype = "", .width = 0});
   EXPECT_NE(text.find("× 4,096 (Block) [not expanded: over the instance bound]"), std::string::npos)
       << text;
   // Nothing half-expanded: no layer instance of the family is listed.

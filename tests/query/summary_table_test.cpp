@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
 TEST(SummaryTable, GroupsThousands) {
@@ -66,6 +68,86 @@ TEST(SummaryTable, OverflowAndLowerBoundAreShownNotWrapped) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("Params size (MB): at least 0.00"), std::string::npos) << out;
+}
+
+}  // namespace
+
+namespace {
+
+std::size_t widest_line(const std::string& text) {
+  std::size_t widest = 0, cur = 0;
+  for (char c : text) {
+    if (c == '\n') {
+      widest = std::max(widest, cur);
+      cur = 0;
+    } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+      ++cur;
+    }
+  }
+  return std::max(widest, cur);
+}
+
+std::vector<cg::query::SummaryRow> llama_like_rows() {
+  std::vector<cg::query::SummaryRow> rows = {
+      {0, "Llama", "Llama", "", std::nullopt, "?", "", "?"},
+      {1, "model.layers.{i} × cfg.num_hidden_layers", "Block", "", std::nullopt, "?", "", "?"},
+      {2, "q_proj", "Linear", "", std::nullopt, "?", "", ""},
+      {3, "weight", "",
+       "[(cfg.hidden_size / cfg.num_attention_heads) * cfg.num_attention_heads, cfg.hidden_size, "
+       "cfg.extra_dim]",
+       std::nullopt, "?", "", ""},
+  };
+  rows[0].module_id = "m0";
+  rows[1].module_id = "m1";
+  rows[2].module_id = "m2";
+  rows[2].output_shape =
+      "[b, seq_len, (cfg.hidden_size / cfg.num_attention_heads) * "
+      "cfg.num_attention_heads]";
+  return rows;
+}
+
+// What `summary` shows by default (issue 37): module rows only, no column that is "?" on every
+// row, within 120 columns; and it says what it left out and how to get it.
+TEST(SummaryTable, DefaultFitsAndHidesWeightsAndUnknownColumns) {
+  cg::query::SummaryTotals t;
+  cg::query::TableLayout compact{false, false, 120, "--weights", "--all-columns"};
+  std::string out = cg::query::render_summary_table("llama", llama_like_rows(), t, compact);
+  EXPECT_LE(widest_line(out), 120u) << out;
+  EXPECT_EQ(out.find("└─weight"), std::string::npos) << out;
+  const std::string header = out.substr(out.find("Module (type)"));
+  EXPECT_EQ(header.substr(0, header.find('\n')).find("Trainable"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Mult-Adds  "), std::string::npos) << out;
+  EXPECT_NE(out.find("Output Shape"), std::string::npos) << out;
+  EXPECT_NE(out.find("Not shown: 1 weight row (--weights shows it); Mult-Adds and Trainable, each "
+                     "unknown on every row (--all-columns"),
+            std::string::npos)
+      << out;
+
+  // On request: the weight row with its whole shape (wrapped, nothing cut) and every column.
+  cg::query::TableLayout full{true, true, 120, "--weights", "--all-columns"};
+  out = cg::query::render_summary_table("llama", llama_like_rows(), t, full);
+  EXPECT_LE(widest_line(out), 120u) << out;
+  EXPECT_NE(out.find("└─weight"), std::string::npos) << out;
+  EXPECT_NE(out.find("Trainable\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Mult-Adds"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Not shown"), std::string::npos) << out;
+  for (const char* piece : {"cfg.extra_dim]", "[(cfg.hidden_size", "/ cfg.num_attention_heads)"})
+    EXPECT_NE(out.find(piece), std::string::npos) << piece << "\n" << out;
+
+  // No limit: one line per row, as wide as it needs.
+  cg::query::TableLayout wide{true, true, 0, "--weights", "--all-columns"};
+  out = cg::query::render_summary_table("llama", llama_like_rows(), t, wide);
+  EXPECT_GT(widest_line(out), 120u) << out;
+}
+
+TEST(SummaryTable, WrapTextIndentsContinuations) {
+  std::string line = "  ≥ marks a lower bound: " + std::string(30, 'a') + " " +
+                     std::string(30, 'b') + " " + std::string(30, 'c');
+  std::string out = cg::query::wrap_text(line + "\nshort\n", 60);
+  EXPECT_LE(widest_line(out), 60u) << out;
+  EXPECT_NE(out.find("\n    " + std::string(30, 'b')), std::string::npos) << out;
+  EXPECT_NE(out.find("\nshort\n"), std::string::npos) << out;
+  EXPECT_EQ(cg::query::wrap_text(line, 0), line);
 }
 
 }  // namespace

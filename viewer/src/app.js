@@ -16,7 +16,7 @@
   // Inspector fields holding figures: they wrap at spaces (`b*t*4,096 + b*t*t*32`), never inside
   // a number.
   var FIG_KEYS = { output_shape: 1, mult_adds: 1, parameters: 1, weights: 1, instances: 1, operations: 1, numel: 1, shape: 1, symbolic_shape: 1, checkpoint_shape: 1, expected: 1, actual: 1, total_time: 1 };
-  var FIG_FIELDS = ['output_shape', 'mult_adds', 'mult_adds_lower_bound', 'parameter_count', 'weights_bytes', 'weights_dtype', 'shared_weights'];
+  var FIG_FIELDS = ['output_shape', 'mult_adds', 'mult_adds_lower_bound', 'parameter_count', 'weights_bytes', 'weights_dtype', 'shared_weights', 'order'];
   function shapeStr(s) { if (s == null) return '?'; if (Array.isArray(s)) return '[' + s.map(function (d) { return d == null ? '?' : d; }).join(', ') + ']'; return String(s); }
   // The payload comes in two parts: #cg-payload (what the first view needs: operations, tensors,
   // functions, findings) and #cg-payload-tree (modules, parameters, checkpoint), which is parsed
@@ -161,12 +161,25 @@
     readColors(); draw();
   };
 
+  // "X is not on disk" and the like (rule dependency-source, information) say where the analysis
+  // looked for dependency sources: notes beside the findings, not counted in the Findings badge.
+  function isDepNote(f) { return f.rule === 'dependency-source' && (f.severity === 'information' || f.severity === 'info' || f.severity === 'note'); }
+  function realFindings() { return P.findings.filter(function (f) { return !isDepNote(f); }); }
+  function depNotes() { return P.findings.filter(isDepNote); }
+  // Ids embed other ids percent-encoded (`module:component%3Amodels%253A%253Allama…`): shown
+  // decoded, the exact id kept in the title.
+  function shownId(v) {
+    if (typeof v !== 'string' || !/%[0-9A-Fa-f]{2}/.test(v) || !/^[a-z][a-z_-]*:/.test(v)) return v;
+    for (var i = 0; i < 4 && /%[0-9A-Fa-f]{2}/.test(v); i++) { try { v = decodeURIComponent(v); } catch (e) { break; } }
+    return v;
+  }
+
   // ---------- tabs ----------
   var tabs = $('tabs');
   VIEWS.forEach(function (v) {
     var b = el('button', null, v[1]); b.setAttribute('role', 'tab'); b.id = 'tab-' + v[0]; b.dataset.view = v[0];
-    var cnt = v[0] === 'findings' ? P.findings.length : null;
-    if (cnt) { var s = el('span', 'badge', String(cnt)); b.appendChild(s); }
+    var cnt = v[0] === 'findings' ? realFindings().length : null;
+    if (cnt) { var s = el('span', 'badge', String(cnt)); s.title = cnt + ' findings' + (depNotes().length ? ' (and ' + depNotes().length + ' notes on where dependency sources are, not counted)' : ''); b.appendChild(s); }
     if (!available(v[0])) { b.disabled = true; b.title = v[0] === 'checkpoint' ? 'No checkpoint was verified for this report' : 'No runtime trace was merged into this report'; b.style.opacity = '0.45'; }
     b.onclick = function () { showView(v[0]); };
     tabs.appendChild(b);
@@ -189,7 +202,13 @@
     var vt = $('view-' + v).querySelector('.vtable'); if (vt && vt._vt) vt._vt.paint();
     writeHash();
   }
-  $('model-name').textContent = (P.model && P.model.name) || '';
+  // The model this report is about: its root (one component), then the crate it is in.
+  (function () {
+    var m = P.model || {}, crate = (m.name || '') + (m.version ? ' ' + m.version : ''), root = m.root || (P.components.length === 1 ? P.components[0].qualified_name || P.components[0].name : '');
+    $('model-name').textContent = root ? root + (crate ? '  ·  ' + crate : '') : crate;
+    $('model-name').title = $('model-name').textContent;
+    if (root) document.title = root + ' · ' + (m.name || '') + ' · candle-graph';
+  })();
 
   // ---------- virtual table ----------
   // Columns size to their content: every row's cell is measured (canvas text metrics, the widest
@@ -372,20 +391,30 @@
   var open = Object.create(null), archTable, famMap = Object.create(null);
   // Families: siblings named by an index with one type are folded as `name.{i} × N`; the module's
   // own `repeat` (from the analyzer) takes precedence over this naming heuristic.
+  // Siblings read like the model runs, as in `summary` (the row order the CLI sends as `order`):
+  // a module without one (an instance of a folded family) goes where its family's first does.
+  function execOrder(kids) {
+    var byType = Object.create(null);
+    kids.forEach(function (k) { if (k.order != null && /^\d+$/.test(String(k.name))) { var t = k.type || ''; byType[t] = Math.min(byType[t] == null ? 1e15 : byType[t], k.order); } });
+    var key = function (k) { return k.order != null ? k.order : /^\d+$/.test(String(k.name)) && byType[k.type || ''] != null ? byType[k.type || ''] : 1e15; };
+    return kids.map(function (k, i) { return [key(k), i, k]; }).sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; }).map(function (x) { return x[2]; });
+  }
   function childrenOf(m) {
     var out = [], groups = Object.create(null);
-    m._kids.forEach(function (k) {
+    execOrder(m._kids).forEach(function (k) {
       var nm = String(k.name != null ? k.name : k.id), key = /^\d+$/.test(nm) ? (k.type || '') : null;
-      if (key != null) { (groups[key] || (groups[key] = [])).push(k); } else out.push({ mod: k });
+      // A family stands where its first member is.
+      if (key != null) { if (!groups[key]) { groups[key] = []; out.push({ group: key }); } groups[key].push(k); } else out.push({ mod: k });
     });
-    Object.keys(groups).forEach(function (t) {
-      var list = groups[t];
-      if (list.length < 2) { out.push({ mod: list[0] }); return; }
+    out = out.map(function (c) {
+      if (!c.group) return c;
+      var t = c.group, list = groups[t];
+      if (list.length < 2) return { mod: list[0] };
       list.sort(function (a, b) { return Number(a.name) - Number(b.name); });
       var fid = 'family:' + m.id + ':' + t, n = 0, unk = false; list.forEach(function (x) { n += x._n; unk = unk || x._unk; });
       var fam = { id: fid, _kind: 'family', members: list, type: t, prefix: (list[0].prefix || '').replace(/\.?\d+$/, '') + '.{i}', count: list.length, _n: n, _unk: unk };
       famMap[fid] = fam; list.forEach(function (x) { x._family = fid; });
-      out.push({ fam: fam });
+      return { fam: fam };
     });
     return out;
   }
@@ -465,7 +494,8 @@
           flagsOf(r).forEach(function (f) { d.appendChild(el('span', 'flag', f)); });
           d.title = r.o.prefix || r.o.key || '';
         } },
-      { key: 'shape', label: 'Shape', w: 150, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? (r.o.shape ? shapeStr(r.o.shape) : (r.o.symbolic_shape ? shapeStr(r.o.symbolic_shape) : '?')) : ''; }) },
+      // A long symbolic shape wraps (its row grows) rather than push the figures and keys off screen.
+      { key: 'shape', label: 'Shape', w: 150, cls: 'mono', wrap: true, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.shape ? shapeStr(r.o.shape) : (r.o.symbolic_shape ? shapeStr(r.o.symbolic_shape) : '?')) : ''; }) },
       { key: 'n', label: '#Params', w: 110, num: true, compact: true, render: txt(function (r, compact) { var n = rowParams(r); return n == null ? '?' : (compact ? fmtCompact(n) : fmtInt(n)) + (r.o._unk ? '+?' : ''); },
           function (r) { var n = rowParams(r); return n == null ? 'unknown' : fmtInt(n) + (r.o._unk ? ' + unknown' : '') + ' parameters'; }) },
       { key: 'share', label: 'Share', w: 110, measure: function (r, M) { var t = shareText(r); return t ? SHARE_BAR + 6 + M(t) : 0; },
@@ -725,6 +755,15 @@
       if (child && !out.some(function (x) { return under(x[0], child); })) { var r = retOf(child); if (r) out.push(r); }
       v._srcs = out;
     });
+    // A call site reads as the instance it calls, by its field (`embed_tokens.forward`,
+    // `layers.{i}.forward`; the whole path is in the inspector), not as a bare `forward`.
+    frames.forEach(function (F) {
+      F.kids.forEach(function (ch) {
+        var cs = ch.call.call_site, v = cs && F.own.get(cs); if (!v || v.callee) return;
+        var segs = String(ch.call.path || '').split('.').filter(Boolean), n = segs.length && /^(\{[^}]*\}|\d+)$/.test(segs[segs.length - 1]) ? 2 : 1;
+        if (segs.length) v.callee = segs.slice(-n).join('.') + '.' + (ch.call.method || 'forward');
+      });
+    });
     var byPath = Object.create(null); frames.forEach(function (F) { if (!byPath[F.path]) byPath[F.path] = F; });
     return { ops: ops, fams: fams, virt: virt, frames: byPath, nStatic: listed.size, nFrames: frames.length };
   }
@@ -787,7 +826,7 @@
   }
   // An operation reads as its callee when the analysis named one ("Embedding::forward"), else as
   // the op ("matmul").
-  function label(n) { return n._kind === 'group' ? n.name : (n.name || n.op || n.id); }
+  function label(n) { return n._kind === 'group' ? n.name : (n.callee || n.name || n.op || n.id); }
   // Kept on the node while its figures stay the same: expanding one more layer re-lays out the
   // 4,200 boxes beside it, whose figures' text would otherwise be formatted again each time.
   function nodeSize(n) {
@@ -1243,7 +1282,10 @@
       phSel.appendChild(new Option('all phases', '')); Object.keys(phs).sort().forEach(function (p) { phSel.appendChild(new Option(p, p)); });
       // One model: open on its main forward (the crate-wide view stays one choice away).
       if (P.model.main_function && fns[P.model.main_function]) fnSel.value = P.model.main_function;
-      fnSel.onchange = phSel.onchange = function () { buildGraph(); relayout([G.root], fit); };
+      // The chosen function's whole name is in the select's tooltip, whatever the width.
+      function fnTitle() { var o = fnSel.options[fnSel.selectedIndex]; fnSel.title = o ? o.text : ''; }
+      fnTitle();
+      fnSel.onchange = phSel.onchange = function () { fnTitle(); buildGraph(); relayout([G.root], fit); };
       $('df-heat').disabled = !hasProfile; if (!hasProfile) $('df-heat').title = 'No runtime trace was merged: nothing to colour by';
       $('df-heat').onclick = function () { heat = !heat; this.setAttribute('aria-pressed', String(heat)); legend(); draw(); };
       // The view as drawn, on the theme's background, downloaded from a blob: URL (nothing leaves
@@ -1321,8 +1363,9 @@
         { key: 'msg', label: 'Message', flex: true, wrap: true, sort: function (f) { return f.message; }, render: txt(function (f) { return f.message; }) }
       ], { key: function (f) { return f.id; }, click: function (f) { select(f.id, { from: 'findings' }); focusFinding(f); } });
       t.setRows(P.findings.slice()); t.sortBy('sev'); T.findings = t;
-      var c = {}; P.findings.forEach(function (f) { c[f.severity] = (c[f.severity] || 0) + 1; });
-      $('fi-stat').textContent = P.findings.length ? Object.keys(c).map(function (k) { return c[k] + ' ' + k; }).join(' · ') + ' — select a finding to focus its node' : 'No findings.';
+      var c = {}, real = realFindings(), notes = depNotes(); real.forEach(function (f) { c[f.severity] = (c[f.severity] || 0) + 1; });
+      $('fi-stat').textContent = (real.length ? Object.keys(c).map(function (k) { return c[k] + ' ' + k; }).join(' · ') + ' — select a finding to focus its node' : 'No findings.') +
+        (notes.length ? ' · ' + notes.length + ' dependency-source note' + (notes.length === 1 ? '' : 's') + ' (where dependency sources were looked for; not counted as findings)' : '');
     },
     checkpoint: function () {
       var ck = P.checkpoint || { entries: [] }, filter = null, counts = {};
@@ -1437,7 +1480,7 @@
     props.operations = fmtInt(P.operations.length); props.functions = fmtInt(P.functions.length);
     props.modules = fmtInt(treeReady ? P.modules.length : sm.modules); props.parameters = fmtInt(treeReady ? P.parameters.length : sm.parameters);
     if (treeReady && TOTAL) props.weights = fmtInt(TOTAL) + (roots.some(function (r) { return r._unk; }) ? ' + unknown' : '');
-    props.findings = fmtInt(P.findings.length);
+    props.findings = fmtInt(realFindings().length) + (depNotes().length ? ' (+ ' + fmtInt(depNotes().length) + ' dependency-source notes)' : '');
     if (P.runtime) { props.trace = P.runtime.trace_schema || 'merged'; props.timed_operations = fmtInt(P.runtime.operation_observations); if (P.runtime.entrypoint) props.traced_entrypoint = P.runtime.entrypoint; }
     props.checkpoint = available('checkpoint') ? ((P.checkpoint && P.checkpoint.verdict) || 'verified') : 'none verified';
     if (m.analysis_id) props.analysis_id = m.analysis_id;
@@ -1461,10 +1504,12 @@
       var d = el('dl');
       Object.keys(obj).forEach(function (k) {
         if (k[0] === '_' || (skip && skip.indexOf(k) >= 0)) return;
-        var v = obj[k]; if (v == null) v = '—';
+        var v = obj[k], raw = null; if (v == null) v = '—';
         else if (Array.isArray(v) && (k === 'shape' || k === 'checkpoint_shape' || k === 'symbolic_shape' || k === 'expected' || k === 'actual')) v = shapeStr(v);
+        else if (Array.isArray(v)) v = JSON.stringify(v.map(shownId), null, 1);
         else if (typeof v === 'object') v = JSON.stringify(v, null, 1);
-        d.appendChild(el('dt', null, k)); d.appendChild(el('dd', FIG_KEYS[k] ? 'fig' : null, String(v)));
+        else if (typeof v === 'string' && shownId(v) !== v) { raw = v; v = shownId(v); }
+        d.appendChild(el('dt', null, k)); var dd = el('dd', FIG_KEYS[k] ? 'fig' : null, String(v)); if (raw) dd.title = raw; d.appendChild(dd);
       });
       return d;
     }
@@ -1585,6 +1630,8 @@
         labels: list.map(function (L) { var b = L.r, tw = measureCtx.measureText(L.text).width; return { text: L.text, x: sx(b[0] + LABEL_PAD), y: sy(b[1] + 1), w: tw * k, h: (b[3] - 2) * k }; }),
         boxes: vis.filter(function (v) { return !v.open; }).map(function (v) { return { id: v.n.id, x: sx(v.x), y: sy(v.y), w: v.w * k, h: v.h * k }; }) };
     },
+    // The Architecture tree's rows as listed (all of them, not only those on screen): kind and name.
+    treeRows: function () { return archTable ? archTable.rows.map(function (r) { return r.kind + ' ' + nameOf(r); }) : []; },
     isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Array.from(G.groups.values(), function (g) { return g.id; }) : []; }, visible: function () { return vis.length; } };
   }
   }

@@ -515,6 +515,60 @@ async function main() {
       check(wide === total && (await cutCells(p1280, 'architecture')).cut.length === 0, `at 1920 px the total is exact (${wide}) and nothing is cut`);
       await p1280.screenshot({ path: join(out, '14-large-architecture-1920.png') });
     }
+    // Issue 37, what a newcomer sees at 1280 px: the header names the model (its root), the
+    // function selector's text is whole, call sites read `x.forward`, the tree runs in execution
+    // order, the Findings badge counts findings (not dependency-source notes), inspector keys are
+    // never broken or clipped, ids are shown decoded.
+    await p1280.setViewportSize({ width: 1280, height: 800 });
+    for (const [what, file] of [['demo', process.env.CG_DEMO_HTML], ['llama', process.env.CG_LLAMA_HTML]]) {
+      if (!file) continue;
+      await p1280.goto('file://' + file);
+      await p1280.waitForFunction(() => window.cg && cg.ready && window.__cgDataflowReady !== undefined, null, { timeout: 30000 });
+      const root = process.env[what === 'demo' ? 'CG_DEMO_ROOT' : 'CG_LLAMA_ROOT'];
+      const head = await p1280.evaluate((root) => {
+        const m = document.getElementById('model-name'), c = document.createElement('canvas').getContext('2d'); c.font = getComputedStyle(m).font;
+        return { text: m.textContent, title: document.title, shown: m.getBoundingClientRect().width >= c.measureText(root).width };
+      }, root);
+      check(head.text.startsWith(root) && head.title.startsWith(root) && head.shown, `${what}: the header names the model ${root}, on screen at 1280 px: "${head.text}" / "${head.title}"`);
+      const sel = await p1280.evaluate(() => {
+        const s = document.getElementById('df-fn'), o = s.options[s.selectedIndex], cs = getComputedStyle(s), c = document.createElement('canvas').getContext('2d');
+        c.font = cs.font; return { text: o.text, title: s.title, fits: c.measureText(o.text).width + 28 <= s.clientWidth };
+      });
+      check(sel.title === sel.text && sel.fits, `${what}: the function selector shows "${sel.text}" whole (or in its tooltip: "${sel.title}")`);
+      const top = await p1280.evaluate(() => cg.unrolled().filter((o) => o.instance === '').map((o) => cg.node(o.id).name));
+      check(top.length > 0 && !top.includes('forward') && top.some((n) => /^[\w.{}]+\.forward$/.test(n)),
+        `${what}: top-level operations say whose forward they call: ${top.slice(0, 8).join(', ')}`);
+      await p1280.click('#tab-architecture');
+      await p1280.click('#arch-expand');
+      const names = await p1280.evaluate(() => cg.treeRows());
+      const at = (n) => names.indexOf('module ' + n);
+      // Siblings as the forward runs them (alphabetical order would put attn before rms_1, down before gate).
+      const runs = what === 'demo'
+        ? [['input_layernorm', 'self_attn', 'post_attention_layernorm', 'mlp'], ['gate_proj', 'up_proj', 'down_proj']]
+        : [['wte', 'blocks', 'ln_f', 'lm_head'], ['rms_1', 'attn', 'rms_2', 'mlp'], ['c_fc1', 'c_fc2', 'c_proj']];
+      const seen = runs.map((r) => r.map(at));
+      check(seen.every((r) => r.every((i, k) => i >= 0 && (k === 0 || i > r[k - 1]))),
+        `${what}: the Architecture tree runs in execution order (${seen.map((r) => r.join(' < ')).join('; ')})` + (seen.flat().includes(-1) ? ': ' + names.slice(0, 40).join(', ') : ''));
+      const tc = await cutCells(p1280, 'architecture');
+      check(tc.cut.length === 0, `${what}: expanded Architecture tree at 1280 px: no cut cell` + (tc.cut.length ? ': ' + tc.cut.slice(0, 4).join(' | ') : ''));
+      await p1280.screenshot({ path: join(out, `37-${what}-architecture-1280.png`) });
+      const badge = await p1280.evaluate(() => { const b = document.querySelector('#tab-findings .badge'); return b ? Number(b.textContent) : 0; });
+      const expect = Number(process.env[what === 'demo' ? 'CG_DEMO_FINDINGS' : 'CG_LLAMA_FINDINGS']);
+      check(badge === expect, `${what}: the Findings badge counts ${expect} findings, not the dependency-source notes (badge ${badge})`);
+      // A module with long keys (output_shape, mult_adds_lower_bound, qualified_type) in the inspector.
+      await p1280.locator('#arch-tree .vrow', { hasText: 'q_proj' }).first().click();
+      const keys = await p1280.evaluate(() => Array.from(document.querySelectorAll('#insp-body dt')).map((d) => {
+        // A key is broken when its text runs over more than one line (a grid row may be taller).
+        const r = document.createRange(); r.selectNodeContents(d);
+        const lines = new Set(Array.from(r.getClientRects(), (x) => Math.round(x.top))).size;
+        return { t: d.textContent, lines, clipped: d.scrollWidth > d.clientWidth + 0.5 || d.getBoundingClientRect().right > document.getElementById('inspector').getBoundingClientRect().right + 0.5 };
+      }));
+      const broken = keys.filter((k) => k.clipped || k.lines > 1);
+      check(keys.length > 5 && broken.length === 0, `${what}: at 1280 px no inspector key is broken or clipped` + (broken.length ? ': ' + broken.map((k) => k.t).join(', ') : ''));
+      const ids = await p1280.evaluate(() => Array.from(document.querySelectorAll('#insp-body dd')).map((d) => d.textContent).filter((t) => /%[0-9A-F]{2}/.test(t)));
+      check(ids.length === 0, `${what}: ids in the inspector are shown decoded` + (ids.length ? ': ' + ids.slice(0, 3).join(' | ') : ''));
+      await p1280.screenshot({ path: join(out, `37-${what}-inspector-1280.png`) });
+    }
     await p1280.close();
     // Hostile text stays text.
     const xss = await page.evaluate(() => ({ pwned: window.__pwned, imgs: document.querySelectorAll('img').length, title: document.title }));
