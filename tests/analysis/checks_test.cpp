@@ -104,6 +104,7 @@ struct Pair {
 TEST(Checks, EachRuleFiresOnItsPositiveFixtureOnly) {
   const Pair pairs[] = {
       {"dtype-conflict", "dtype_conflict_pos", "dtype_conflict_neg"},
+      {"dtype-risk", "dtype_runtime_pos", "dtype_runtime_neg"},
       {"dead-gradient-path", "dead_grad_pos", "dead_grad_neg"},
       {"numeric-domain-violation", "numeric_pos", "numeric_neg"},
       {"zero-times-infinity", "zero_log_pos", "zero_log_neg"},

@@ -97,6 +97,26 @@ TEST(Dataflow, KnownAgainstUnknownDtypeIsNoWarning) {
   EXPECT_FALSE(proven_error(ir));
 }
 
+TEST(Dataflow, AFixedDtypeBesideARunTimeOneIsARisk) {
+  // qwen2/olmo's mask: zeros in `self.dtype` joined to an F32 mask before the conversion: every
+  // model dtype but F32 fails there. The warning names both dtypes.
+  auto ir = fixture("dtype_runtime_pos");
+  auto f = findings(ir, "dtype-risk");
+  ASSERT_EQ(f.size(), 1u) << all_findings(ir);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_EQ(f[0]->confidence, Confidence::conditional);
+  EXPECT_NE(f[0]->message.find("cat mixes F32 with `self.dtype`"), std::string::npos)
+      << f[0]->message;
+  EXPECT_FALSE(proven_error(ir));
+}
+
+TEST(Dataflow, ARunTimeDtypeFollowedOrConvertedIsNoRisk) {
+  // `zeros(.., mask.dtype(), ..)`, a mask converted to `self.dtype` first, and two F32 sides.
+  auto ir = fixture("dtype_runtime_neg");
+  EXPECT_TRUE(findings(ir, "dtype-risk").empty()) << all_findings(ir);
+  EXPECT_TRUE(findings(ir, "dtype-conflict").empty()) << all_findings(ir);
+}
+
 TEST(Dataflow, SigmoidThenLogIsAConditionalInferenceWarning) {
   // The log is -inf only for inputs that saturate the sigmoid: it may happen, not on every run.
   auto ir = fixture("numeric_pos");

@@ -98,7 +98,7 @@ class Check {
 std::vector<std::unique_ptr<Check>> dataflow_checks();
 
 // The individual checks (for tests and for dataflow_checks()).
-std::unique_ptr<Check> dtype_agreement_check();  // dtype-conflict
+std::unique_ptr<Check> dtype_agreement_check();  // dtype-conflict, dtype-risk
 std::unique_ptr<Check> dead_gradient_check();    // dead-gradient-path
 std::unique_ptr<Check> numeric_domain_check();   // numeric-domain-violation, zero-times-infinity
 std::unique_ptr<Check> unstable_library_loss_check();  // expanded candle-nn losses

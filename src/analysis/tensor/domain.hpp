@@ -132,6 +132,7 @@ class TensorDomain {
   void transfer(const std::string& name, const OpRule& rule, const std::vector<const Val*>& ins,
                 const std::optional<std::string>& explicit_dtype, Val& out) const;
   void update_tensor(Eng& eng, NodeId node, const std::string& name, const Val& out);
+  std::string runtime_dtype(Eng& eng, NodeId call);
   Val apply_catalog(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
                     const std::vector<Val>& operands, const Val* recv);
   Val inline_call(Eng& eng, NodeId node, std::size_t callee, const Val* self,

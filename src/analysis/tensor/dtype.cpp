@@ -14,10 +14,13 @@ OperandDtypes operand_dtypes(const std::string& name, const std::vector<const Va
   for (std::size_t i = first; i < ins.size(); ++i) {
     const Val* v = ins[i];
     if (!v->tensor) continue;
-    if (v->dtype == "Unknown")
+    ++d.checked;
+    if (v->dtype == "Unknown") {
       d.any_unknown = true;
-    else
+      if (!v->dtype_param.empty()) d.params.push_back(v->dtype_param);
+    } else {
       d.known.push_back(v->dtype);
+    }
   }
   for (const auto& x : d.known)
     d.conflict = d.conflict || x != d.known.front();

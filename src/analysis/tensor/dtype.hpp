@@ -13,6 +13,10 @@ struct OperandDtypes {
   std::vector<std::string> known;  // known dtypes of the checked tensor operands, in order
   bool any_unknown = false;
   bool conflict = false;  // two known ones differ
+  // Run-time dtypes of the unknown operands that have one (Val::dtype_param), and how many
+  // operands were checked.
+  std::vector<std::string> params;
+  std::size_t checked = 0;
 };
 // The dtypes that must agree for op `name` (a mask operand is left out).
 OperandDtypes operand_dtypes(const std::string& name, const std::vector<const Val*>& ins);

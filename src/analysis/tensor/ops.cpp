@@ -6,6 +6,8 @@
 
 namespace cg::analysis::tensor {
 
+using rust::Kind;
+
 // Records (or re-finds) the operation at `node`; its index into ir.operations.
 std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& name,
                                     const OpRule& rule, const std::vector<const Val*>& ins,
@@ -78,10 +80,16 @@ void TensorDomain::transfer(const std::string& name, const OpRule& rule,
   switch (rule.dtype) {
     case DtypeRule::preserve:
       out.dtype = ins.empty() ? "Unknown" : ins.front()->dtype;
+      if (!ins.empty()) out.dtype_param = ins.front()->dtype_param;
       break;
     case DtypeRule::same_as_inputs: {
       OperandDtypes d = operand_dtypes(name, ins);
       out.dtype = (!d.conflict && !d.known.empty() && !d.any_unknown) ? d.known.front() : "Unknown";
+      // Every operand of the one run-time dtype: the output has it too.
+      if (d.known.empty() && !d.params.empty() && d.params.size() == d.checked &&
+          std::all_of(d.params.begin(), d.params.end(),
+                      [&](const std::string& p) { return p == d.params.front(); }))
+        out.dtype_param = d.params.front();
       break;
     }
     case DtypeRule::explicit_arg:
@@ -233,6 +241,30 @@ void TensorDomain::link_params(const std::string& op_id, const Val* recv) {
   }
 }
 
+// The dtype argument of a constructor or `to_dtype` that names no DType, when it reads as one
+// chosen at run time: a field, local or call named `dtype` (`self.dtype`, `dtype`, `vb.dtype()`,
+// `cfg.torch_dtype`). `xs.dtype()` of a tensor in scope is that tensor's own dtype instead.
+std::string TensorDomain::runtime_dtype(Eng& eng, NodeId call) {
+  const rust::Body& b = eng.body();
+  for (NodeId a : b.kids_view(call)) {
+    a = b.peel(a, {Kind::Ref, Kind::Paren});
+    const std::string text(b.source(a));
+    if (b[a].kind == Kind::MethodCall && b[a].str == "dtype" && b.kids_view(a).empty()) {
+      NodeId r = b.peel(b[a].a, {Kind::Ref, Kind::Paren});
+      if (r != rust::kNone && b[r].kind == Kind::Path)
+        if (const Val* v = eng.lookup(std::string(b[r].str)); v && v->tensor)
+          return v->dtype == "Unknown" ? v->dtype_param : std::string();
+      return text;
+    }
+    std::string_view name(text);
+    if (name.ends_with("()")) name.remove_suffix(2);
+    if (const std::size_t cut = name.find_last_of(".:"); cut != std::string_view::npos)
+      name.remove_prefix(cut + 1);
+    if (name == "dtype" || name.ends_with("_dtype")) return text;
+  }
+  return {};
+}
+
 Val TensorDomain::apply_catalog(Eng& eng, NodeId node, const std::string& name, const OpRule& rule,
                                 const std::vector<Val>& operands, const Val* recv) {
   std::vector<const Val*> ins;
@@ -245,6 +277,7 @@ Val TensorDomain::apply_catalog(Eng& eng, NodeId node, const std::string& name, 
       break;
     }
   Val out = make_op(eng, node, name, rule, ins, recv, dtype);
+  if (rule.dtype == DtypeRule::explicit_arg && !dtype) out.dtype_param = runtime_dtype(eng, node);
   if (op_traits(name).combine == DomainCombine::affine && operands.size() >= 3 && operands[1].num &&
       operands[2].num)
     out.dom = affine_domain(operands[0].dom, *operands[1].num, *operands[2].num);

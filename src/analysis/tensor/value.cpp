@@ -64,6 +64,7 @@ Val join(const std::vector<Val>& vs) {
   for (std::size_t i = 1; i < live.size(); ++i) {
     const Val& o = *live[i];
     if (o.dtype != out.dtype) out.dtype = "Unknown";
+    if (o.dtype_param != out.dtype_param) out.dtype_param.clear();
     out.grad = join_grad(out.grad, o.grad);
     if (o.dom != out.dom) out.dom = NumericDomain::unknown;
     out.undischarged_log = out.undischarged_log || o.undischarged_log;

@@ -41,6 +41,10 @@ struct Val {
   bool tensor = false;
   std::string tid;  // IR tensor id (tensors only)
   std::string dtype = "Unknown";
+  // When `dtype` is Unknown: the expression a constructor was given for it, chosen at run time
+  // (`Tensor::zeros(s, self.dtype, dev)` -> "self.dtype"), kept through the ops that keep a dtype.
+  // Evidence that the tensor's dtype varies with the caller's choice (the model's dtype).
+  std::string dtype_param;
   Grad grad = Grad::unknown;
   NumericDomain dom = NumericDomain::unknown;
   bool undischarged_log = false;
