@@ -90,6 +90,21 @@ TEST(Alternatives, AResultMatchedNotPropagatedIsOptional) {
   }
 }
 
+TEST(Alternatives, AnUnknownFlagChoosingKeysInlineSplitsTheBlock) {
+  // `let merged = has_merged && !has_split;` then `vb.pp(if merged { "gate_up_proj" } else {
+  // "gate_proj" })`: each key as written, under its condition (it was one `{if merged ..}` key).
+  auto a = analyze("alt_flag_choice", "");
+  for (const char* key : {"gate_proj.weight", "up_proj.weight", "gate_up_proj.weight"})
+    EXPECT_TRUE(has_key(a, key)) << key;
+  for (const auto& p : a.ir.parameters)
+    EXPECT_EQ(p.key.find('{'), std::string::npos) << p.key;
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(32));  // merged: one [8, 4], read twice
+  EXPECT_EQ(m.totals.total_max, std::optional<std::uint64_t>(64));
+  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32"});
+  EXPECT_NE(text.find("if merged → 32 | unless merged → 64"), std::string::npos) << text;
+}
+
 TEST(Alternatives, IsSomeOfConfigDecidedOptionsFolds) {
   // Encoder: no cross-attention, so the feed-forward is `layer.1`; no relative bias.
   auto enc = analyze("alt_option_is_some");

@@ -116,6 +116,7 @@ class BuilderDomain : public EvalContext {
   // `let grn = convnext2_grn(dim, vb.pp("grn"));` whose Result is only matched later (`if let
   // Ok(g) = &grn`), never propagated: what it loads is optional, one alternative of two.
   void around_let(Eng& eng, NodeId stmt, bool begin);
+  std::vector<Names> split_flag(NodeId let);
   std::vector<Names> split(Eng& eng, NodeId let);
   void fork_begin(Eng& eng, NodeId let);
   void split_end(Eng& eng, NodeId let);
@@ -186,7 +187,13 @@ class BuilderDomain : public EvalContext {
   std::vector<std::pair<NodeId, Branch>> splits_;  // split `let`s waiting, with their group
   std::vector<Loop> loops_;
   std::vector<Cert> saved_certs_;
-  std::vector<bool> optional_lets_;  // around_let: whether each open `let` pushed an alternative
+  // around_let: for each open `let`, whether it pushed an alternative, and the sizes of the
+  // alternative and certainty stacks before it.
+  struct OptionalLet {
+    bool pushed = false;
+    std::size_t alts = 0, certs = 0;
+  };
+  std::vector<OptionalLet> optional_lets_;
   std::vector<AlternativeMark> alt_ctx_;
   std::size_t alt_groups_ = 0;
   std::map<std::string, std::map<std::string, SymValue>> module_fields_;

@@ -270,16 +270,20 @@ void BuilderDomain::uncertain(Eng&, NodeId, bool begin) {
 // a return or any other use may propagate the error, and then the loads are required.
 void BuilderDomain::around_let(Eng& eng, NodeId s, bool begin) {
   if (!begin) {
-    const bool pushed = optional_lets_.back();
+    if (optional_lets_.empty()) return;
+    const OptionalLet open = optional_lets_.back();
     optional_lets_.pop_back();
-    if (pushed) {
-      alt_ctx_.pop_back();
-      ctx().cert = saved_certs_.back();
-      saved_certs_.pop_back();
+    if (open.pushed) {
+      // Back to the sizes before the `let`: what it pushed, and nothing its value left open.
+      if (alt_ctx_.size() > open.alts) alt_ctx_.resize(open.alts);
+      if (saved_certs_.size() > open.certs) {
+        ctx().cert = saved_certs_[open.certs];
+        saved_certs_.resize(open.certs);
+      }
     }
     return;
   }
-  optional_lets_.push_back(false);
+  optional_lets_.push_back({false, alt_ctx_.size(), saved_certs_.size()});
   const rust::Node& st = node(s);
   if (st.a == kNone || st.b == kNone || node(st.a).kind != Kind::PIdent || node(st.a).a != kNone)
     return;
@@ -325,7 +329,7 @@ void BuilderDomain::around_let(Eng& eng, NodeId s, bool begin) {
   push_alt(new_group(s), s, 0, 2, label);
   saved_certs_.push_back(ctx().cert);
   ctx().cert = inventory::conditional(ctx().cert, label);
-  optional_lets_.back() = true;
+  optional_lets_.back().pushed = true;
 }
 
 // The literal values each arm of `if c { ("a", "b") } else { ("c", "d") }` gives the `names`
@@ -356,9 +360,56 @@ std::optional<std::vector<std::vector<SymValue>>> BuilderDomain::fork_arms(NodeI
 
 // `let (q, k) = if c { ("to_q", "to_k") } else { ("query", "key") };` with `c` unknown: the
 // rest of the block runs once per arm, each arm's literals bound, under its condition.
+// `let merged = has_a && !(has_b && has_c);` of unknown value, later the condition of an `if`
+// choosing between two string literals (`vb.pp(if merged { "gate_up_proj" } else { "gate_proj"
+// })`): the rest of the block runs once with `merged` true and once false, so each key is read as
+// written under its condition rather than left as an `{if ..}` segment.
+std::vector<BuilderDomain::Names> BuilderDomain::split_flag(NodeId let) {
+  NodeId pat = node(let).a, value = node(let).b;
+  if (!is_ident(pat) || forks_ >= 4) return {};
+  SymValue c = eval_sym(value);
+  if (c.concrete()) return {};
+  const std::string name(node(pat).str);
+  bool chooses_key = false;
+  for (NodeId n = 0; n < body().size() && !chooses_key; ++n) {
+    const rust::Node& x = node(n);
+    if (x.kind != Kind::If || x.start < node(let).end || x.c == kNone) continue;
+    NodeId cond = body().peel(x.a, {Kind::Paren});
+    if (cond == kNone || node(cond).kind != Kind::Path || node(cond).str != name) continue;
+    bool literals = true;
+    for (NodeId block : {x.b, x.c}) {
+      NodeId only = node(block).kind == Kind::Block && node(block).kids_count == 1
+                        ? body().tail(block)
+                        : kNone;
+      literals = literals && only != kNone && node(only).kind == Kind::Lit &&
+                 node(only).lit == rust::LitKind::Str;
+    }
+    chooses_key = literals;
+  }
+  if (!chooses_key) return {};
+  ++forks_;
+  Branch b;
+  b.node = value;
+  b.kind = Branch::Kind::split;
+  b.outer = ctx().cert;
+  b.cond_text = name;
+  b.group = new_group(value);
+  b.count = 2;
+  splits_.emplace_back(let, std::move(b));
+  std::vector<Names> out_alts;
+  for (bool v : {true, false}) {
+    Value val;
+    val.kind = Value::Kind::sym;
+    val.sym = SymValue::of_bool(v);
+    out_alts.push_back(Names{{name, std::move(val)}});
+  }
+  return out_alts;
+}
+
 std::vector<BuilderDomain::Names> BuilderDomain::split(Eng&, NodeId let) {
   NodeId pat = node(let).a, value = node(let).b;
-  if (pat == kNone || value == kNone || node(value).kind != Kind::If || forks_ >= 4) return {};
+  if (pat == kNone || value == kNone || forks_ >= 4) return {};
+  if (node(value).kind != Kind::If) return split_flag(let);
   NodeId cond = node(value).a, alt = node(value).c;
   if (node(cond).kind == Kind::LetCond || alt == kNone) return {};
   SymValue c = eval_sym(cond);
