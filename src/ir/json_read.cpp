@@ -407,6 +407,10 @@ InstanceCall instance_call(const Reader& r, const Node& n) {
     r.each_member(r.at(n, "operation_mult_adds"), [&](const std::string& k, const Node& v) {
       c.operation_mult_adds[k] = r.str(v);
     });
+  if (r.has(n, "operation_shapes"))
+    r.each_member(r.at(n, "operation_shapes"), [&](const std::string& k, const Node& v) {
+      c.operation_shapes[k] = tensor_shape(r, v);
+    });
   return c;
 }
 

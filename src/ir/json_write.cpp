@@ -300,6 +300,12 @@ void write_record(W& w, const InstanceCall& c) {
       w.field(k, v);
     w.end_object();
   }
+  if (!c.operation_shapes.empty()) {
+    w.key("operation_shapes").begin_object();
+    for (const auto& [k, v] : c.operation_shapes)
+      shape(w, k, v);
+    w.end_object();
+  }
   w.end_object();
 }
 

@@ -241,6 +241,10 @@ struct InstanceCall {
   // reads `b*seq_len*seq_len*512` in the root's names, not `b*t*t*512`; "" when this call does not
   // know them. Operation id -> figure; written only when not empty.
   std::map<std::string, std::string> operation_mult_adds;
+  // An operation's output shape in this call where it differs from its output tensor's own (the
+  // shape every analysed context agreed on): the root's `[b_sz, seq_len, 4096]` where a second
+  // entrypoint leaves the embedding size unknown. Operation id -> shape; written when not empty.
+  std::map<std::string, TensorShape> operation_shapes;
   bool operator==(const InstanceCall&) const = default;
 };
 

@@ -70,8 +70,8 @@ bool all_digits(std::string_view s) {
 }
 
 // Tensor shape as the viewer draws it: numbers for literal dims, expressions as text.
-void tensor_shape(JsonWriter& w, const ir::TensorShape& shape) {
-  w.key("shape");
+// A shape as the page reads it: dimensions (numbers where known), or the text or rank alone.
+void shape_value(JsonWriter& w, const ir::TensorShape& shape) {
   if (shape.dimensions.empty()) {
     if (shape.source_expr) {
       w.value(*shape.source_expr);
@@ -91,6 +91,11 @@ void tensor_shape(JsonWriter& w, const ir::TensorShape& shape) {
     }
   }
   w.end_array();
+}
+
+void tensor_shape(JsonWriter& w, const ir::TensorShape& shape) {
+  w.key("shape");
+  shape_value(w, shape);
 }
 
 // Operations are grouped in the dataflow view by a dotted path: the owning function's qualified
@@ -387,7 +392,20 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
         const auto it = op_index.find(o);
         if (it != op_index.end()) w.value(static_cast<std::uint64_t>(it->second));
       }
-      w.end_array().end_object();
+      w.end_array();
+      // An operation's output shape in this call where it is not its tensor's own: operation
+      // index -> shape (the edge labels of this instance's graph).
+      if (!c.operation_shapes.empty()) {
+        w.key("op_shapes").begin_object();
+        for (const auto& [o, s] : c.operation_shapes) {
+          const auto it = op_index.find(o);
+          if (it == op_index.end()) continue;
+          w.key(std::to_string(it->second));
+          shape_value(w, s);
+        }
+        w.end_object();
+      }
+      w.end_object();
     }
     w.end_array();
   }

@@ -317,23 +317,33 @@ TEST(Dataflow, BoundConfigMakesShapesAndMultAddsConcrete) {
   auto cfg = cg::analysis::read_config_values(dir / "config.json");
   auto ir = analyze_dir(dir, true, &cfg);
   // hidden 256, 8 heads -> head_dim 32 (Config::head_dim() from the constructor), 4 kv heads.
+  // Every call from the model's forwards gives the attention the same (b, seq_len, 256) input,
+  // so its tensors read in the root's names (`seq_len`), not the helper's own `t` (issue #37).
   const auto* qr = op(ir, "Attention::forward", "reshape", 0);
   ASSERT_NE(qr, nullptr);
   const auto* q = tensor(ir, qr->output);
   ASSERT_NE(q, nullptr);
-  EXPECT_EQ(dims(q->shape), "b,t,8,32");
-  // q_proj: Linear 256 -> 256 on (b, t, 256): b*t*256*256 mult-adds, output (b, t, 256).
+  EXPECT_EQ(dims(q->shape), "b,seq_len,8,32");
+  const auto* xs = tensor(ir, "tensor:function%3Amodel%253A%253AAttention%253A%253Aforward%3A:xs");
+  ASSERT_NE(xs, nullptr);
+  EXPECT_EQ(dims(xs->shape), "b,seq_len,256");
+  // q_proj: Linear 256 -> 256 on (b, seq_len, 256): b*seq_len*256*256 mult-adds.
   const auto* qp = op(ir, "Attention::forward", "forward", 0);
   ASSERT_NE(qp, nullptr);
-  EXPECT_EQ(qp->mult_adds.value_or("-"), "b*t*65536");
+  EXPECT_EQ(qp->mult_adds.value_or("-"), "b*seq_len*65536");
   const auto* qo = tensor(ir, qp->output);
   ASSERT_NE(qo, nullptr);
-  EXPECT_EQ(dims(qo->shape), "b,t,256");
+  EXPECT_EQ(dims(qo->shape), "b,seq_len,256");
+  // The key after the cache `cat` has a length the calls do not agree on (`forward` appends to
+  // the cache, `forward_all` does not): the attention's own `t` stays.
+  const auto* kc = op(ir, "Attention::forward", "contiguous", 1);
+  ASSERT_NE(kc, nullptr);
+  EXPECT_EQ(dims(tensor(ir, kc->output)->shape), "b,4,t,32");
   // Mlp::forward is also an entrypoint of its own (input shape unknown); reached from Block its
   // input is (b, t, 256) after the RmsNorm, so gate_proj 256 -> 688 counts b*t*176128.
   const auto* gate = op(ir, "Mlp::forward", "forward", 0);
   ASSERT_NE(gate, nullptr);
-  EXPECT_EQ(gate->mult_adds.value_or("-"), "b*t*176128");
+  EXPECT_EQ(gate->mult_adds.value_or("-"), "b*seq_len*176128");
   EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
 }
 

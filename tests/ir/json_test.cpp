@@ -42,6 +42,7 @@ TEST(ModelJson, LayerAttributesAndPerCallFiguresRoundTrip) {
   ModelIr ir = testing::sample_model();
   EXPECT_EQ(write_model_ir(ir).find("\"attributes\""), std::string::npos);
   EXPECT_EQ(write_model_ir(ir).find("\"operation_mult_adds\""), std::string::npos);
+  EXPECT_EQ(write_model_ir(ir).find("\"operation_shapes\""), std::string::npos);
   ir.modules.back().attributes = {{"padding", "1"}, {"stride", "2"}, {"groups", "cfg.groups"}};
   InstanceCall c;
   c.id = "instance-call:f::forward:0";
@@ -49,11 +50,16 @@ TEST(ModelJson, LayerAttributesAndPerCallFiguresRoundTrip) {
   c.method = "forward";
   c.operations = {"op:a", "op:b"};
   c.operation_mult_adds = {{"op:b", "b*seq_len*seq_len*512"}, {"op:a", ""}};
+  TensorShape s;
+  s.rank = 3;
+  s.dimensions = {{std::nullopt, "b_sz"}, {"seq_len", "seq_len"}, {std::nullopt, "4096"}};
+  c.operation_shapes = {{"op:a", s}};
   ir.instance_calls.push_back(c);
   const std::string text = write_model_ir(ir);
   EXPECT_NE(text.find("\"attributes\": {"), std::string::npos) << text;
   EXPECT_NE(text.find("\"groups\": \"cfg.groups\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"operation_mult_adds\": {"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"operation_shapes\": {"), std::string::npos) << text;
   const ModelIr back = parse_model_ir(text, "model.json");
   EXPECT_EQ(back, ir);
   EXPECT_EQ(write_model_ir(back), text);

@@ -651,13 +651,16 @@
     function mkFrame(ci, path, k, n, pf) {
       var c = IC[ci], F = { ci: ci, call: c, path: path, tpl: c.path, k: k, n: n, parent: pf, kids: [], own: new Map(), sub: null };
       frames.push(F); if (pf) pf.kids.push(F);
-      (c.ops || []).forEach(function (oi) { var s = P.operations[oi]; if (!s) return; listed.add(s); addNode(s, F); });
+      (c.ops || []).forEach(function (oi) { var s = P.operations[oi]; if (!s) return; listed.add(s); addNode(s, F, c.op_shapes && c.op_shapes[oi]); });
       (kidsOf.get(ci) || []).forEach(function (ch) { walk(ch, F); });
       return F;
     }
-    function addNode(s, F) {
+    // `shape`: the operation's output shape in this call where the payload says it differs from
+    // its tensor's own (the root's dimension names and sizes, not the helper's).
+    function addNode(s, F, shape) {
       var id = s.id + '@' + F.path, n = ids[id] = (ids[id] || 0) + 1; if (n > 1) id += '#' + (n - 1);
       var v = Object.create(s); v.id = id; v.module = F.path; v.static = s.id; v.instance = F.path; v._frame = F; v._kind = 'operation';
+      if (shape !== undefined) v.callShape = shape;
       byId.set(id, v); F.own.set(s.id, v); ops.push(v);
       if (!virt.has(s.id)) virt.set(s.id, []); virt.get(s.id).push(v);
     }
@@ -950,9 +953,15 @@
   var LABEL_AT = [0.5, 0.38, 0.62, 0.26, 0.74, 0.14, 0.86];
   function edgeLabel(e) {
     if (e.lbl !== undefined) return e.lbl;
-    var a = e.agg, t = a && byId.get(a.tensor), l = t ? [t.shape ? shapeStr(t.shape) : '', t.dtype || ''].join(' ').trim() : '';
+    var a = e.agg, t = a && byId.get(a.tensor), s = t && outShape(a.f && byId.get(a.f), a.tensor), l = t ? [s ? shapeStr(s) : '', t.dtype || ''].join(' ').trim() : '';
     if (a && a.n > 1) l += (l ? ' ' : '') + '×' + a.n;
     return (e.lbl = l);
+  }
+  // Tensor `tid`'s shape as operation node `v` (an instance of a module) produced it: the call's
+  // own shape where the payload gives one, else the tensor's.
+  function outShape(v, tid) {
+    if (v && v.callShape !== undefined && (v.outputs || [])[0] === tid) return v.callShape;
+    var t = byId.get(tid); return t ? t.shape : null;
   }
   function labelW(t) { var w = labelWs[t]; return w != null ? w : (labelWs[t] = Math.ceil(canvasW(LABEL_FONT, t)) + 2 * LABEL_PAD); }
   function gridAdd(grid, r, item) {
@@ -1540,7 +1549,7 @@
     var links = el('div', 'links');
     function link(t, fn) { var b = el('button', null, t); b.onclick = fn; b.title = t; links.appendChild(b); return b; }
     if (kind === 'operation') {
-      (o.inputs || []).concat(o.outputs || []).forEach(function (tid) { var tn = byId.get(tid); if (tn) link(((o.outputs || []).indexOf(tid) >= 0 ? 'out: ' : 'in: ') + (tn.name || tid) + ' ' + (tn.shape ? shapeStr(tn.shape) : '') + ' ' + (tn.dtype || ''), function () { select(tid); }); });
+      (o.inputs || []).concat(o.outputs || []).forEach(function (tid) { var tn = byId.get(tid); if (tn) link(((o.outputs || []).indexOf(tid) >= 0 ? 'out: ' : 'in: ') + (tn.name || tid) + ' ' + (function (sh) { return sh ? shapeStr(sh) : ''; })(outShape((o.outputs || []).indexOf(tid) >= 0 ? o : null, tid)) + ' ' + (tn.dtype || ''), function () { select(tid); }); });
       if (st.view !== 'dataflow') link('Show in graph', function () { goGraph(o.id); });
     }
     if (kind === 'tensor') { if (o._producer) link('producer: ' + label(byId.get(o._producer)), function () { goGraph(o._producer); }); (o._consumers || []).slice(0, 20).forEach(function (c) { link('consumer: ' + label(byId.get(c)), function () { goGraph(c); }); }); }

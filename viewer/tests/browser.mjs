@@ -275,6 +275,12 @@ async function main() {
       check(dl.bad.length === 0 && dl.labelled > 20 && dl.placed >= 0.8 * dl.labelled && dl.drawn > 0,
         `demo with every group open, at 100 %: no edge label overlaps another label or a box (${dl.placed} of ${dl.labelled} labels placed, ${dl.drawn} in view)` + (dl.bad.length ? ': ' + dl.bad.slice(0, 4).join(' | ') : ''));
       await page4.screenshot({ path: join(out, '09b-demo-labels.png') });
+      // Issue 37: edges inside the unrolled layers read in the model forward's dimensions
+      // (`seq_len`, the bound 256), never the attention helper's own `[b, t, hidden]`.
+      const texts = await page4.evaluate(() => cg.labels(true).labels.map((l) => l.text));
+      const helperNames = texts.filter((t) => /\bhidden\b/.test(t));
+      check(helperNames.length === 0 && texts.filter((t) => /\[b, seq_len, 256\]/.test(t)).length >= 8,
+        `demo edge labels speak the forward's dimensions (${texts.filter((t) => /seq_len/.test(t)).length} of ${texts.length} name seq_len)` + (helperNames.length ? ': ' + helperNames.slice(0, 4).join(' | ') : ''));
       await page4.click('#tab-architecture');
       check(await page4.locator('#arch-tree .vrow', { hasText: '× 4' }).count() === 1, 'demo architecture folds the 4 decoder layers');
       await page4.fill('#q', 'q_proj');

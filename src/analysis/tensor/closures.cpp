@@ -294,7 +294,9 @@ std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std:
       if (std::find(ins.begin(), ins.end(), xs.tid) == ins.end()) ins.push_back(xs.tid);
       std::size_t root = open_instance(roots, "forward", run_.entry_fid);
       NodeId where = f.fn ? rust::kNone : eng.body().root;
+      root_run_ = true;
       std::optional<Val> out = apply_callable(eng, where, f, {xs, Val{}}, false);
+      root_run_ = false;
       Val ret = out ? *out : Val{};
       close_instance(root, ret, shape_of_tensor(&ret), "");
       if (ret.tensor && !ret.tid.empty()) {

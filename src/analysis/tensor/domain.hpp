@@ -229,6 +229,22 @@ class TensorDomain {
   // struct roots whose constructor runs before their entrypoints: type item -> (ctor, component)
   std::map<std::ptrdiff_t, std::pair<std::size_t, std::string>> root_ctors_;
   std::set<std::ptrdiff_t> root_types_;  // every struct root's type item
+  // A callee's tensors as the root's forward sees them (issue #37: an edge of the root's graph
+  // reads `[b, seq_len, 256]`, not the helper's own `[b, t, hidden]`): per tensor id, the shape
+  // every call from a root run gave it, dimension by dimension; where calls disagree the
+  // function's own dimension stays. Applied in finish().
+  struct ContextShape {
+    ir::TensorShape shape;
+    std::vector<bool> differs;  // per dimension: two calls gave different sizes
+    bool rank_differs = false;
+  };
+  void note_context_shape(const std::string& tid, const ir::TensorShape& s);
+  // The same for an operation's multiply-adds: per operation index, the figure every root call
+  // gave, or nullopt once two differ (the operation keeps its own).
+  void note_context_mult_adds(std::size_t op, const std::optional<std::string>& ma);
+  std::map<std::size_t, std::pair<std::optional<std::string>, bool>> context_mult_adds_by_op_;
+  bool root_run_ = false;  // the run is a root type's (or a function root's) entrypoint
+  std::map<std::string, ContextShape> context_shapes_;
   const std::map<std::string, std::vector<std::string>>* input_tensors_ = nullptr;
   std::set<std::string>* inputs_used_ = nullptr;
   std::set<std::string>* inputs_offered_ = nullptr;

@@ -117,6 +117,7 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
   }
   eng.begin_run();
   reset_instances();
+  root_run_ = false;
   // A struct root holding closures: its constructor runs first, and `self.blocks` is what it
   // built (the closures with their captured layers).
   auto rc = owner >= 0 ? root_ctors_.find(owner) : root_ctors_.end();
@@ -130,6 +131,7 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
     }
     reset_instances();  // the constructor's calls are no part of the forward's
   }
+  root_run_ = root_types_.count(owner) > 0;
   std::size_t root = open_instance(self.modules, it.name, run_.entry_fid);
   Val ret = eng.invoke(item, &self, args, true);
   fn_root_run_ = false;
@@ -153,7 +155,53 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
   return eng.used();
 }
 
+void TensorDomain::note_context_shape(const std::string& tid, const ir::TensorShape& s) {
+  auto [it, fresh] = context_shapes_.try_emplace(tid);
+  ContextShape& c = it->second;
+  if (fresh) {
+    c.shape = s;
+    c.differs.assign(s.dimensions.size(), false);
+    c.rank_differs = !s.rank;
+    return;
+  }
+  if (c.rank_differs) return;
+  if (!s.rank || s.rank != c.shape.rank || s.dimensions.size() != c.shape.dimensions.size()) {
+    c.rank_differs = true;
+    return;
+  }
+  for (std::size_t k = 0; k < s.dimensions.size(); ++k)
+    if (s.dimensions[k].expr != c.shape.dimensions[k].expr) c.differs[k] = true;
+}
+
+void TensorDomain::note_context_mult_adds(std::size_t op, const std::optional<std::string>& ma) {
+  auto [it, fresh] = context_mult_adds_by_op_.try_emplace(op, ma, false);
+  if (!fresh && it->second.first != ma) it->second.second = true;
+}
+
 void TensorDomain::finish() {
+  for (const auto& [oi, c] : context_mult_adds_by_op_)
+    if (!c.second && c.first && !c.first->empty()) ir_.operations[oi].mult_adds = c.first;
+  // Each callee tensor in the root's dimensions where every call from a root agreed; a
+  // dimension the calls gave differently (or left unknown) keeps the function's own name.
+  for (const auto& [tid, c] : context_shapes_) {
+    ir::Tensor* t = out_.tensor(tid);
+    if (!t || c.rank_differs || !c.shape.rank) continue;
+    if (!t->shape.rank) {
+      ir::TensorShape s = c.shape;
+      for (std::size_t k = 0; k < s.dimensions.size(); ++k)
+        if (c.differs[k]) s.dimensions[k] = {std::nullopt, "?"};
+      s.source_expr.reset();
+      t->shape = std::move(s);
+      continue;
+    }
+    if (t->shape.rank != c.shape.rank || t->shape.dimensions.size() != c.shape.dimensions.size())
+      continue;
+    for (std::size_t k = 0; k < c.shape.dimensions.size(); ++k) {
+      const ir::Dimension& d = c.shape.dimensions[k];
+      if (!c.differs[k] && d.expr != "?" && d.expr != "()" && !d.expr.empty())
+        t->shape.dimensions[k] = d;
+    }
+  }
   // An operation reached by both a train and an infer graph has no single phase.
   for (std::size_t oi = 0; oi < op_phases_.size(); ++oi) {
     if (op_phases_[oi] == 1) ir_.operations[oi].execution_phase = ir::ExecutionPhase::train;
@@ -173,6 +221,14 @@ void TensorDomain::finish() {
     for (const auto& id : c.operations)
       if (auto [it, fresh] = path_of.emplace(id, c.path); !fresh && it->second != c.path)
         shared.insert(id);
+  // A call's shape of an operation is kept where the operation's output tensor (after the
+  // agreement above) says otherwise.
+  for (auto& c : ir_.instance_calls)
+    std::erase_if(c.operation_shapes, [&](const auto& kv) {
+      auto it = ops.find(kv.first);
+      const ir::Tensor* t = it != ops.end() ? out_.tensor(it->second->output) : nullptr;
+      return !t || !kv.second.rank || kv.second.dimensions == t->shape.dimensions;
+    });
   for (auto& c : ir_.instance_calls)
     std::erase_if(c.operation_mult_adds, [&](const auto& kv) {
       auto it = ops.find(kv.first);

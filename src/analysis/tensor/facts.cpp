@@ -449,6 +449,11 @@ void TensorDomain::mark_host_dtype(Eng& eng, const Val& v, const std::string& dt
 // ---- calls into crate-local functions ----------------------------------------------------------
 
 Val TensorDomain::parameter(std::size_t item, std::size_t i, Val v) {
+  // An inlined call from a root's run: the argument's shape is the callee's contract tensor's
+  // in that context.
+  if (v.tensor && root_run_ && fid_of(item) != run_.entry_fid)
+    note_context_shape(ir::contract_tensor_id(fid_of(item), crate_.items()[item].params[i].name),
+                       v.shape ? *v.shape : ir::TensorShape{});
   if (v.tensor || v.type_item >= 0) return v;
   const auto& it = crate_.items()[item];
   Val t = typed_val(it.module, it.params[i].type_text, "");

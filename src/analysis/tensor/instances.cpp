@@ -172,6 +172,7 @@ void TensorDomain::note_op(const std::string& op_id) {
   ops.push_back(op_id);
   // Every call's own figure for now; finish() keeps those that differ from the operation's.
   ic.operation_mult_adds[op_id] = context_mult_adds_.value_or("");
+  ic.operation_shapes[op_id] = context_shape_;
 }
 
 // A candle-nn layer held by a module instance (`self.q_proj.forward(xs)`): one operation, in an

@@ -8,6 +8,14 @@ namespace cg::analysis::tensor {
 
 using rust::Kind;
 
+namespace {
+// The Call operation standing for an inlined crate-local function: its shape is the callee's
+// return, set by inline_call.
+bool inlined_call(const OpRule& rule) {
+  return rule.note.rfind("inlined", 0) == 0;
+}
+}  // namespace
+
 // Records (or re-finds) the operation at `node`; its index into ir.operations.
 std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& name,
                                     const OpRule& rule, const std::vector<const Val*>& ins,
@@ -28,6 +36,10 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
     auto ma = mult_adds(rule, ins, recv, cs);
     ir::Tensor& t = *out_.tensor(ir_.operations[oi].output);
     if (!t.shape.rank) t.shape = cs;
+    if (root_run_ && fid_of(eng.item()) != run_.entry_fid && !inlined_call(rule)) {
+      note_context_shape(ir_.operations[oi].output, cs);
+      note_context_mult_adds(oi, ma);
+    }
     if (!ir_.operations[oi].mult_adds) ir_.operations[oi].mult_adds = ma;
     context_shape_ = std::move(cs);
     context_mult_adds_ = std::move(ma);
@@ -53,7 +65,7 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
     if (!v->tid.empty()) op.inputs.push_back(v->tid);
   ir::Evidence e;
   e.kind = ir::EvidenceKind::source;
-  bool inlined = rule.note.rfind("inlined", 0) == 0;
+  bool inlined = inlined_call(rule);
   e.confidence = rule.known() || inlined ? ir::Confidence::proven : ir::Confidence::unknown;
   e.source = op.source;
   e.detail = rule.known() ? "audited rule `" + rule.name + "`" : rule.note;
@@ -65,6 +77,10 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
       out_.add_tensor(ir_.operations[oi].output, name, ir::TensorRole::activation, fid);
   ir_.tensors[ti].shape = shape_of(eng, node, rule, ins);
   ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, ir_.tensors[ti].shape);
+  if (root_run_ && fid != run_.entry_fid && !inlined_call(rule)) {
+    note_context_shape(ir_.operations[oi].output, ir_.tensors[ti].shape);
+    note_context_mult_adds(oi, ir_.operations[oi].mult_adds);
+  }
   context_shape_ = ir_.tensors[ti].shape;
   context_mult_adds_ = ir_.operations[oi].mult_adds;
   ir_.tensors[ti].device = device_of(eng, node, name, ins);
@@ -318,6 +334,11 @@ Val TensorDomain::inline_call(Eng& eng, NodeId node, std::size_t callee, const V
     const ir::TensorShape* rs = shape_of_tensor(&r);
     ir::Tensor& ot = *out_.tensor(out.tid);
     if (rs && !ot.shape.rank) ot.shape = *rs;
+    if (root_run_ && fid_of(eng.item()) != run_.entry_fid)
+      note_context_shape(out.tid, rs ? *rs : ir::TensorShape{});
+    if (!open_instances_.empty())
+      ir_.instance_calls[open_instances_.back()].operation_shapes[ir_.operations[last_op_].id] =
+          rs ? *rs : ir::TensorShape{};
     out.shape = rs ? std::make_shared<const ir::TensorShape>(*rs) : nullptr;
   } else {
     out.shape.reset();
