@@ -23,12 +23,14 @@
 #include "pipeline/config_check.hpp"
 #include "pipeline/pipeline.hpp"
 #include "query/mcp.hpp"
+#include "query/memory.hpp"
 #include "query/query.hpp"
 #include "query/summary_rows.hpp"
 #include "runtime/chrome_export.hpp"
 #include "runtime/merge_ir.hpp"
 #include "runtime/report_json.hpp"
 #include "util/atomic_file.hpp"
+#include "util/error.hpp"
 #include "util/json_writer.hpp"
 #include "util/text.hpp"
 #include "viewer/payload.hpp"
@@ -418,6 +420,50 @@ int run_summary(Args& args) {
   return warn_rejected_traces(a);
 }
 
+void memory_flags(CLI::App& cmd, Args& args) {
+  add_crate_options(cmd, args.crate);
+  cmd.add_option("--context", args.memory_context,
+                 "Positions the KV cache holds (default: config.json max_position_embeddings)");
+  cmd.add_option("--batch", args.memory_batch, "Sequences at once (default 1)");
+  cmd.add_option("--dtype", args.summary_dtype,
+                 "Weights and state at this dtype (default: config.json torch_dtype, else F32)");
+  cmd.add_option("--device-memory", args.memory_device,
+                 "Say whether it fits a device of this size (24GiB, 80GB, 16000MiB) and the "
+                 "largest context and batch that can");
+  cmd.add_option("--input-shape", args.input_shape,
+                 "Sizes of other input dimensions, e.g. h=224,w=224");
+  args.out.format = "text";
+  cmd.add_option("--format", args.out.format, "text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd.add_option("--output,-o", args.out.output, "Write the report here instead of stdout");
+}
+
+// A positive count given to `flag`: "-4", "lots", "0" and a number past 2^64 are input errors.
+std::uint64_t positive_count(const std::string& flag, const std::string& text) {
+  const bool ok = !text.empty() && text.size() <= 19 &&
+                  text.find_first_not_of("0123456789") == std::string::npos;
+  const std::uint64_t v = ok ? std::stoull(text) : 0;
+  if (!ok || v == 0)
+    throw cg::InputError(flag + " " + text, "not a positive whole number (e.g. " + flag + " 4096)");
+  return v;
+}
+
+int run_memory(Args& args) {
+  // Bad flags are refused before the analysis runs.
+  query::MemoryOptions opts;
+  opts.dtype = args.summary_dtype;
+  if (!args.memory_context.empty()) opts.context = positive_count("--context", args.memory_context);
+  opts.batch = positive_count("--batch", args.memory_batch);
+  if (!args.memory_device.empty()) opts.device_bytes = query::parse_memory_size(args.memory_device);
+  opts.dims = query::parse_input_shape(args.input_shape);
+  Analysis a = analyze(args, {args.out.output});
+  const query::MemoryReport r = query::build_memory(a, args.crate.config, opts);
+  write_or_print(args.out.output, args.out.format == "json" ? query::render_memory_json(r)
+                                                            : query::render_memory_text(r));
+  warn_incomplete_inputs(a);
+  return 0;
+}
+
 std::string kinds_list() {
   std::string kinds;
   for (const auto& spec : query::query_kinds())
@@ -623,6 +669,12 @@ const std::vector<Command>& commands() {
       {"summary", "Print the torchinfo-style table: module tree, parameter shapes, counts, size",
        "candle-graph summary examples/tiny-llama --config examples/tiny-llama/config.json",
        summary_flags, run_summary},
+      {"memory",
+       "Print what the model needs in memory: weights, KV cache and state, activations, "
+       "training, and whether it fits a device",
+       "candle-graph memory examples/tiny-llama --config examples/tiny-llama/config.json "
+       "--context 2048 --device-memory 8GiB",
+       memory_flags, run_memory},
       {"query",
        "Answer one bounded query as a candle-graph/query/1 JSON envelope (kinds: " + kinds_list() +
            ")",

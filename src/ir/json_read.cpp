@@ -414,6 +414,29 @@ InstanceCall instance_call(const Reader& r, const Node& n) {
   return c;
 }
 
+StateStore state_store(const Reader& r, const Node& n) {
+  StateStore s;
+  s.id = r.s(n, "id");
+  s.entrypoint = r.s(n, "entrypoint");
+  s.function = r.s(n, "function");
+  s.place = r.s(n, "place");
+  s.source = r.s(n, "source");
+  s.instance = r.os(n, "instance");
+  s.instances = r.ou(n, "instances");
+  if (r.has(n, "library")) s.library = r.s(n, "library");
+  s.tensors = r.list<StateStore::Stored>(n, "tensors", [&](const Node& t) {
+    StateStore::Stored st;
+    st.tensor = r.s(t, "tensor");
+    st.shape = tensor_shape(r, r.at(t, "shape"));
+    st.dtype = r.s(t, "dtype");
+    if (r.has(t, "dtype_param")) st.dtype_param = r.s(t, "dtype_param");
+    if (r.has(t, "appends_along")) st.appends_along = r.ou(t, "appends_along");
+    if (r.has(t, "narrowed_at")) st.narrowed_at = r.os(t, "narrowed_at");
+    return st;
+  });
+  return s;
+}
+
 Tensor tensor(const Reader& r, const Node& n) {
   Tensor t;
   t.id = r.s(n, "id");
@@ -555,6 +578,9 @@ ModelIr parse_model_ir(std::string_view json, std::string_view origin) {
   if (r.has(doc, "instance_calls"))
     ir.instance_calls = r.list<InstanceCall>(doc, "instance_calls",
                                              [&](const Node& n) { return instance_call(r, n); });
+  if (r.has(doc, "state_stores"))
+    ir.state_stores =
+        r.list<StateStore>(doc, "state_stores", [&](const Node& n) { return state_store(r, n); });
   ir.findings = r.list<Finding>(doc, "findings", [&](const Node& n) { return finding(r, n); });
   if (Node n = r.at(doc, "runtime"); !n.e.is_null()) ir.runtime = runtime(r, n);
   return ir;

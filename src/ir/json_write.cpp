@@ -278,6 +278,31 @@ void shape(W& w, std::string_view k, const TensorShape& s) {
   w.end_object();
 }
 
+void write_record(W& w, const StateStore& s) {
+  w.begin_object();
+  w.field("id", s.id);
+  w.field("entrypoint", s.entrypoint);
+  w.field("function", s.function);
+  w.field("place", s.place);
+  w.field("source", s.source);
+  opt(w, "instance", s.instance);
+  opt(w, "instances", s.instances);
+  if (!s.library.empty()) w.field("library", s.library);
+  w.key("tensors").begin_array();
+  for (const auto& t : s.tensors) {
+    w.begin_object();
+    w.field("tensor", t.tensor);
+    shape(w, "shape", t.shape);
+    w.field("dtype", t.dtype);
+    if (!t.dtype_param.empty()) w.field("dtype_param", t.dtype_param);
+    opt(w, "appends_along", t.appends_along);
+    opt(w, "narrowed_at", t.narrowed_at);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
 void write_record(W& w, const InstanceCall& c) {
   w.begin_object();
   w.field("id", c.id).field("entrypoint", c.entrypoint);
@@ -438,6 +463,7 @@ std::string write_model_ir(const ModelIr& ir) {
   section(w, "tensors", ir.tensors);
   section(w, "operations", ir.operations);
   section(w, "instance_calls", ir.instance_calls);
+  if (!ir.state_stores.empty()) section(w, "state_stores", ir.state_stores);
   section(w, "findings", ir.findings);
   runtime(w, ir.runtime);
   w.end_object();

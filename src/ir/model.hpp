@@ -303,6 +303,39 @@ struct RuntimeSummary {
   bool operator==(const RuntimeSummary&) const = default;
 };
 
+// A forward's store of tensors into the model's state (issue #38): `self.kv_cache = Some((k,
+// v))`, `cache.kvs[block_idx] = Some(..)`, `state.hs[i] = h` — what one call keeps for the next
+// (KV caches, recurrent states, cached masks), recorded in a root's run with each tensor's shape
+// in the root's dimensions.
+struct StateStore {
+  std::string id;          // state:<entrypoint>:<function>:<place>:<occurrence>
+  std::string entrypoint;  // the root entrypoint whose run made the store
+  std::string function;    // the function holding the assignment
+  std::string place;       // the assigned place as written (`self.kv_cache`)
+  std::string source;      // file:line of the assignment
+  // The module instance whose call made it (`model.layers.{i}.self_attn`) and how many instances
+  // of it one root call runs (the product of its families' counts; null when one is not known).
+  std::optional<std::string> instance;
+  std::optional<std::uint64_t> instances;
+  // A candle-nn cache the forward appends to (`self.kv_cache.append(&k, &v)`): its type
+  // (`ConcatKvCache`, `KvCache`, `RotatingKvCache`); the tensors are what one call appends.
+  std::string library;
+  struct Stored {
+    std::string tensor;  // IR tensor id
+    TensorShape shape;   // in this call
+    std::string dtype = "Unknown";
+    std::string dtype_param;  // a run-time dtype expression (`self.dtype`) when dtype is Unknown
+    // Made by `cat` with what the state held (through `contiguous`, `clone`, `to_dtype`,
+    // `narrow`): the dimension it appends along, `shape` then being the appended operand's.
+    std::optional<std::uint64_t> appends_along;
+    // A `narrow` on the way from that `cat` (file:line): the code may trim the positions kept.
+    std::optional<std::string> narrowed_at;
+    bool operator==(const Stored&) const = default;
+  };
+  std::vector<Stored> tensors;
+  bool operator==(const StateStore&) const = default;
+};
+
 struct ModelIr {
   std::string analysis_id;
   std::optional<CargoSummary> cargo;
@@ -315,6 +348,7 @@ struct ModelIr {
   std::vector<Tensor> tensors;
   std::vector<Operation> operations;
   std::vector<InstanceCall> instance_calls;
+  std::vector<StateStore> state_stores;  // written only when not empty
   std::vector<Finding> findings;
   std::optional<RuntimeSummary> runtime;
   bool operator==(const ModelIr&) const = default;

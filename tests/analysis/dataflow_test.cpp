@@ -334,11 +334,12 @@ TEST(Dataflow, BoundConfigMakesShapesAndMultAddsConcrete) {
   const auto* qo = tensor(ir, qp->output);
   ASSERT_NE(qo, nullptr);
   EXPECT_EQ(dims(qo->shape), "b,seq_len,256");
-  // The key after the cache `cat` has a length the calls do not agree on (`forward` appends to
+  // The value after `repeat_kv`: 8 heads, since the model's run decides `if n_rep == 1` from the
+  // config (4 kv heads, n_rep 2), and a length the calls do not agree on (`forward` appends to
   // the cache, `forward_all` does not): the attention's own `t` stays.
   const auto* kc = op(ir, "Attention::forward", "contiguous", 1);
   ASSERT_NE(kc, nullptr);
-  EXPECT_EQ(dims(tensor(ir, kc->output)->shape), "b,4,t,32");
+  EXPECT_EQ(dims(tensor(ir, kc->output)->shape), "b,8,t,32");
   // Mlp::forward is also an entrypoint of its own (input shape unknown); reached from Block its
   // input is (b, t, 256) after the RmsNorm, so gate_proj 256 -> 688 counts b*t*176128.
   const auto* gate = op(ir, "Mlp::forward", "forward", 0);

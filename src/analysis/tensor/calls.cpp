@@ -177,7 +177,7 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     // On a known shape the destructured names are its dimensions, so shapes built from them
     // (`reshape((b, t, ..))`) speak of the same dimensions as the input's.
     const ir::TensorShape* s = shape_of_tensor(&recv);
-    if (s && method != "dims") {
+    if (s) {
       auto es = std::make_shared<std::vector<Val>>();
       for (const auto& d : s->dimensions) {
         Val dv;
@@ -194,6 +194,17 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     }
   }
   if (non_tensor_method(method)) return {};
+  // A candle-nn KV cache appended to in a root's run: the model's state grows by the arguments.
+  if (!recv.tensor && method == "append" && root_run_) {
+    const std::string_view ty = last_path_segment(recv.ext_type);
+    if (ty == "KvCache" || ty == "ConcatKvCache" || ty == "RotatingKvCache" || ty == "Cache" ||
+        ty == "RotatingCache") {
+      std::vector<const Val*> stored;
+      for (const auto& a : args)
+        if (a.tensor) stored.push_back(&a);
+      if (!stored.empty()) record_store(eng, n, stored, std::string(ty));
+    }
+  }
   // (b) external module type with a catalog rule (`Linear::forward`).
   if (!recv.tensor && !recv.ext_type.empty()) {
     OpRule rule = cat_.lookup_method(recv.ext_type, method);
@@ -245,8 +256,9 @@ Val TensorDomain::binary(Eng& eng, NodeId n, Val l, Val r) {
     if (l.num && r.num) {
       double a = *l.num, c = *r.num;
       v.num = op == "+" ? a + c : op == "-" ? a - c : op == "*" ? a * c : c != 0 ? a / c : 0;
-      // A constructor run decides `if`s on known numbers (choose): comparisons are 1 or 0.
-      if (ctor_ && !name) {
+      // A constructor run, and a root's forward run, decide `if`s on known numbers (choose):
+      // comparisons are 1 or 0.
+      if ((ctor_ || root_run_) && !name) {
         if (op == "==")
           v.num = a == c;
         else if (op == "!=")

@@ -96,7 +96,9 @@ std::optional<std::size_t> TensorDomain::choose(Eng& eng, NodeId n, const Val& c
     }
   }
   if (!cond.word.empty() && nd.kind == Kind::Match) return interp::variant_arm(b, n, cond.word);
-  if (!ctor_ || !cond.num || nd.kind != Kind::If) return std::nullopt;
+  // A constructor run, and a root's forward run (`if k.dims()[1] > self.max_position_embeddings`
+  // with both sizes from the config): an `if` on a known number takes that branch.
+  if (!(ctor_ || root_run_) || !cond.num || nd.kind != Kind::If) return std::nullopt;
   if (nd.a != rust::kNone && b[nd.a].kind == Kind::LetCond) return std::nullopt;
   return *cond.num != 0 ? 0 : 1;
 }

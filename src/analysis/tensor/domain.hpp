@@ -86,6 +86,13 @@ class TensorDomain {
   void let_begin(Eng&, NodeId) { dims_tid_.clear(); }
   Val let_value(Eng& eng, NodeId let, Val v);
   Val parameter(std::size_t item, std::size_t i, Val arg);
+  // `x.dims()[1]`: an element of a list of known sizes at a known index; any other indexing is
+  // the base's value (a family member is the family).
+  Val index(Eng& eng, NodeId n, Val v, Val i);
+  // `self.kv_cache = Some((k, v))`, `cache.kvs[i] = Some(..)`: in a root's run, a store of
+  // tensors into the model's state (a field of `self` or of a parameter) is recorded
+  // (ir::StateStore: what a forward keeps across calls, the base of `memory`).
+  std::optional<Val> assign(Eng& eng, NodeId n, Val v);
   void enter(Eng& eng, std::size_t callee, bool entry);
   Val returned(std::size_t item, Val joined);
   void bound(Eng& eng, const interp::Bound& b);
@@ -239,6 +246,19 @@ class TensorDomain {
     bool rank_differs = false;
   };
   void note_context_shape(const std::string& tid, const ir::TensorShape& s);
+  // `library`: the candle-nn cache type an `append` call grows ("" for an assignment).
+  void record_store(Eng& eng, NodeId at, const std::vector<const Val*>& stored,
+                    const std::string& library = "");
+  // A `cat`'s first operand of known shape in its context and the dimension it joins along: a
+  // state store of its result holds the positions appended along it (set by shape_of, kept per
+  // output tensor by record_op).
+  struct CatOperands {
+    ir::TensorShape known;
+    std::size_t dim = 0;
+  };
+  std::optional<CatOperands> last_cat_;
+  std::unordered_map<std::string, CatOperands> cat_of_;  // output tensor id -> its last context
+  std::unordered_map<std::string, std::size_t> op_of_output_;  // tensor id -> operation index
   // The same for an operation's multiply-adds: per operation index, the figure every root call
   // gave, or nullopt once two differ (the operation keeps its own).
   void note_context_mult_adds(std::size_t op, const std::optional<std::string>& ma);

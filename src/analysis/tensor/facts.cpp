@@ -3,6 +3,7 @@
 // of inlined functions, and the element type of host data.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 
 #include "analysis/interp/option_pattern.hpp"
@@ -447,6 +448,40 @@ void TensorDomain::mark_host_dtype(Eng& eng, const Val& v, const std::string& dt
 }
 
 // ---- calls into crate-local functions ----------------------------------------------------------
+
+Val TensorDomain::index(Eng&, NodeId, Val v, Val i) {
+  if (v.tensor || !v.elems || !i.num || *i.num < 0 || *i.num != std::floor(*i.num) ||
+      *i.num >= static_cast<double>(v.elems->size()))
+    return v;
+  return (*v.elems)[static_cast<std::size_t>(*i.num)];
+}
+
+std::optional<Val> TensorDomain::assign(Eng& eng, NodeId n, Val v) {
+  const rust::Body& b = eng.body();
+  if (!root_run_ || b[n].kind != Kind::Assign) return v;
+  NodeId base = b[n].a;
+  bool place = false;
+  while (base != rust::kNone && (b[base].kind == Kind::Field || b[base].kind == Kind::Index)) {
+    base = b[base].a;
+    place = true;
+  }
+  if (!place || base == rust::kNone || b[base].kind != Kind::Path) return v;
+  const std::string root(b[base].str);
+  const auto& params = crate_.items()[eng.item()].params;
+  bool state = root == "self" || std::any_of(params.begin(), params.end(),
+                                             [&](const rust::Param& p) { return p.name == root; });
+  if (!state) return v;
+  std::vector<const Val*> stored;
+  if (v.elems) {
+    for (const auto& e : *v.elems)
+      if (e.tensor) stored.push_back(&e);
+  } else if (v.tensor) {
+    stored.push_back(&v);
+  }
+  if (stored.empty()) return v;
+  record_store(eng, n, stored);
+  return v;
+}
 
 Val TensorDomain::parameter(std::size_t item, std::size_t i, Val v) {
   // An inlined call from a root's run: the argument's shape is the callee's contract tensor's

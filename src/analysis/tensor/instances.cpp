@@ -5,8 +5,10 @@
 // operation is listed in the innermost instance call that ran it.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 
+#include "analysis/inventory_keys.hpp"
 #include "analysis/tensor/domain.hpp"
 
 namespace cg::analysis::tensor {
@@ -193,6 +195,71 @@ Val TensorDomain::layer_call(Eng& eng, NodeId node, const std::string& name, con
   close_instance(ic, out, &s, ir_.operations[last_op_].id);
   ir_.instance_calls[ic].mult_adds = ma;
   return out;
+}
+
+}  // namespace cg::analysis::tensor
+
+namespace cg::analysis::tensor {
+
+void TensorDomain::record_store(Eng& eng, NodeId at, const std::vector<const Val*>& stored,
+                                const std::string& library) {
+  const rust::Body& b = eng.body();
+  ir::StateStore s;
+  s.entrypoint = run_.entry_fid;
+  s.function = fid_of(eng.item());
+  // The assigned place, or the cache an `append` is called on.
+  s.place = inventory::one_line(std::string(b.source(b[at].a)));
+  s.source = src(eng, at);
+  s.library = library;
+  s.id = "state:" + s.entrypoint + ":" + s.source + ":" + s.place;
+  if (!open_instances_.empty()) {
+    const ir::InstanceCall* c = &ir_.instance_calls[open_instances_.back()];
+    s.instance = c->path;
+    std::optional<std::uint64_t> n = 1;
+    // The product of the counts up the chain of calls (a family of 32 layers, each one call).
+    for (std::size_t depth = 0; c && depth < 64; ++depth) {
+      if (!c->count || (*n != 0 && *c->count > UINT64_MAX / *n)) {
+        n.reset();
+        break;
+      }
+      *n *= *c->count;
+      const ir::InstanceCall* up = nullptr;
+      if (c->parent)
+        for (std::size_t i : open_instances_)
+          if (ir_.instance_calls[i].id == *c->parent) up = &ir_.instance_calls[i];
+      c = up;
+    }
+    s.instances = n;
+  }
+  for (const Val* v : stored) {
+    ir::StateStore::Stored t;
+    t.tensor = v->tid;
+    if (v->shape && v->shape->rank)
+      t.shape = *v->shape;
+    else if (const ir::Tensor* it = out_.tensor(v->tid))
+      t.shape = it->shape;
+    t.dtype = v->dtype;
+    t.dtype_param = v->dtype_param;
+    // Back through the operations that keep the positions, to a `cat`: a cache appending.
+    std::string tid = v->tid;
+    for (int hops = 0; hops < 16; ++hops) {
+      if (auto c = cat_of_.find(tid); c != cat_of_.end()) {
+        t.appends_along = c->second.dim;
+        t.shape = c->second.known;
+        break;
+      }
+      auto o = op_of_output_.find(tid);
+      if (o == op_of_output_.end()) break;
+      const ir::Operation& op = ir_.operations[o->second];
+      static const std::set<std::string> keep = {"contiguous", "clone",  "to_dtype", "copy",
+                                                 "detach",     "narrow", "to_device"};
+      if (!keep.count(op.name) || op.inputs.empty()) break;
+      if (op.name == "narrow" && !t.narrowed_at) t.narrowed_at = op.source;
+      tid = op.inputs.front();
+    }
+    s.tensors.push_back(std::move(t));
+  }
+  ir_.state_stores.push_back(std::move(s));
 }
 
 }  // namespace cg::analysis::tensor

@@ -33,6 +33,7 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
     // shapes were unknown (its function analyzed as an entrypoint of its own) takes the shape and
     // multiply-adds of a later context that knows them.
     ir::TensorShape cs = shape_of(eng, node, rule, ins);
+    if (last_cat_) cat_of_[ir_.operations[oi].output] = *last_cat_;
     auto ma = mult_adds(rule, ins, recv, cs);
     ir::Tensor& t = *out_.tensor(ir_.operations[oi].output);
     if (!t.shape.rank) t.shape = cs;
@@ -76,6 +77,8 @@ std::size_t TensorDomain::record_op(Eng& eng, NodeId node, const std::string& na
   std::size_t ti =
       out_.add_tensor(ir_.operations[oi].output, name, ir::TensorRole::activation, fid);
   ir_.tensors[ti].shape = shape_of(eng, node, rule, ins);
+  if (last_cat_) cat_of_[ir_.operations[oi].output] = *last_cat_;
+  op_of_output_[ir_.operations[oi].output] = oi;
   ir_.operations[oi].mult_adds = mult_adds(rule, ins, recv, ir_.tensors[ti].shape);
   if (root_run_ && fid != run_.entry_fid && !inlined_call(rule)) {
     note_context_shape(ir_.operations[oi].output, ir_.tensors[ti].shape);

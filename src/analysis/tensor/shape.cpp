@@ -457,11 +457,53 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
     if (out.rank) out.source_expr.reset();
     if (out.rank) return out;
   }
+  last_cat_.reset();
   switch (rule.shape) {
     case ShapeRule::preserve:
     case ShapeRule::keep_dimension:
       if (a) out = *a;
       break;
+    case ShapeRule::concatenate: {
+      // `Tensor::cat(&[a, b], d)`: the operands' shape with their sizes along d added; an
+      // operand whose shape is not known (a cache read back from the model's state) leaves that
+      // size unknown. The first known operand is kept (the new positions a cache appends).
+      if (rule.name != "cat" || !has_args) break;
+      NodeId arr = b.peel(arg(0), {Kind::Ref});
+      const std::size_t n =
+          arr != rust::kNone && b[arr].kind == Kind::Array ? b.kids(arr).size() : 0;
+      const ir::TensorShape* known = nullptr;
+      bool all = n > 0 && ins.size() == n;
+      for (const Val* v : ins) {
+        const ir::TensorShape* s = shape_of_tensor(v);
+        if (s && s->rank && !known) known = s;
+        if (!s || !s->rank || (known && s->rank != known->rank)) all = false;
+      }
+      if (!known) break;
+      const std::size_t r = known->dimensions.size();
+      std::string t(b.source(arg(1)));
+      std::optional<std::size_t> d;
+      if (syntax(arg(1)) == "integer_literal") d = std::strtoull(t.c_str(), nullptr, 10);
+      if (t.ends_with("D::Minus1") && r >= 1) d = r - 1;
+      if (t.ends_with("D::Minus2") && r >= 2) d = r - 2;
+      if (!d || *d >= r) break;
+      out = *known;
+      std::string sum;
+      std::uint64_t total = 0;
+      bool numeric = all;
+      for (const Val* v : ins) {
+        if (!all) break;
+        const std::string& e = shape_of_tensor(v)->dimensions[*d].expr;
+        auto k = number(e);
+        if (k && total <= UINT64_MAX - *k)
+          total += *k;
+        else
+          numeric = false;
+        sum += (sum.empty() ? "" : " + ") + e;
+      }
+      out.dimensions[*d] = {std::nullopt, !all ? "?" : numeric ? std::to_string(total) : sum};
+      last_cat_ = CatOperands{*known, *d};
+      break;
+    }
     case ShapeRule::explicit_argument: {
       NodeId t = b.peel(arg(0), {Kind::Ref});
       if (syntax(t) == "tuple_expression" || syntax(t) == "array_expression") {

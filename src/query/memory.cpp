@@ -1,0 +1,552 @@
+// `candle-graph memory`: weights, the state a forward keeps, activations and training memory, as
+// the model's code allocates them (issue #38). See docs/memory.md for the rules and the hand
+// arithmetic each is held to.
+#include "query/memory.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "analysis/config_values.hpp"
+#include "query/summary_rows.hpp"
+#include "util/error.hpp"
+#include "util/json_writer.hpp"
+
+namespace cg::query {
+namespace {
+
+std::optional<std::uint64_t> mul(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
+  if (!a || !b) return std::nullopt;
+  if (*a != 0 && *b > UINT64_MAX / *a) return std::nullopt;
+  return *a * *b;
+}
+
+std::optional<std::uint64_t> add(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
+  if (!a || !b || *b > UINT64_MAX - *a) return std::nullopt;
+  return *a + *b;
+}
+
+std::optional<std::uint64_t> digits(const std::string& s) {
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoull(s);
+}
+
+// The weaker of two bounds when figures are added: exact + lower = lower; lower + upper =
+// unknown (neither side holds).
+Bound combine(Bound a, Bound b) {
+  if (a == b) return a;
+  if (a == Bound::unknown || b == Bound::unknown) return Bound::unknown;
+  if (a == Bound::exact) return b;
+  if (b == Bound::exact) return a;
+  return Bound::unknown;
+}
+
+MemoryFigure sum(const MemoryFigure& a, const MemoryFigure& b) {
+  MemoryFigure out;
+  out.bound = combine(a.bound, b.bound);
+  out.bytes = add(a.bytes, b.bytes);
+  if (!out.bytes) out.bound = Bound::unknown;
+  return out;
+}
+
+// What a figure says for certain: the least and the most it can be (nullopt: no limit).
+std::uint64_t lo(const MemoryFigure& f) {
+  return f.bytes && (f.bound == Bound::exact || f.bound == Bound::lower) ? *f.bytes : 0;
+}
+std::optional<std::uint64_t> hi(const MemoryFigure& f) {
+  if (f.bytes && (f.bound == Bound::exact || f.bound == Bound::upper)) return f.bytes;
+  return std::nullopt;
+}
+
+// A total of parts, each exact or bounded: exact when every part is; else its upper bound when
+// every part has one, else its lower bound when it is above 0; else unknown.
+MemoryFigure total_of(const std::vector<MemoryFigure>& parts, std::string note) {
+  std::optional<std::uint64_t> l = 0, h = 0;
+  bool exact = true;
+  for (const auto& p : parts) {
+    l = add(l, lo(p));
+    h = add(h, hi(p));
+    exact = exact && p.bound == Bound::exact && p.bytes;
+  }
+  MemoryFigure f;
+  if (exact && l) return {l, Bound::exact, ""};
+  if (h) return {h, Bound::upper, std::move(note)};
+  if (l && *l > 0) return {l, Bound::lower, std::move(note)};
+  return {std::nullopt, Bound::unknown, std::move(note)};
+}
+
+std::string group(std::uint64_t n) {
+  std::string s = std::to_string(n), out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+// 1536 -> "1.50 KiB"; binary units, labelled as such.
+std::string human(std::uint64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) {
+    v /= 1024.0;
+    ++u;
+  }
+  if (u == 0) return std::to_string(bytes) + " B";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::string figure_text(const MemoryFigure& f) {
+  if (!f.bytes) return "?";
+  switch (f.bound) {
+    case Bound::exact:
+      return human(*f.bytes);
+    case Bound::lower:
+      return "at least " + human(*f.bytes);
+    case Bound::upper:
+      return "at most " + human(*f.bytes);
+    case Bound::unknown:
+      return "?";
+  }
+  return "?";
+}
+
+// A stored tensor's bytes with the batch and context bound: every dimension a number, a bound
+// name, or (along the dimension a cache appends on) the positions held.
+struct Sized {
+  std::optional<std::uint64_t> bytes;
+  std::string shape;  // "[1, 8, 4096, 128]", unknown sizes as written
+};
+
+Sized size_of(const ir::StateStore::Stored& t, const std::map<std::string, std::uint64_t>& bind,
+              std::uint64_t context, std::uint64_t elem_bytes) {
+  Sized s;
+  std::optional<std::uint64_t> n = t.shape.rank ? std::optional<std::uint64_t>(1) : std::nullopt;
+  s.shape = "[";
+  for (std::size_t i = 0; i < t.shape.dimensions.size(); ++i) {
+    const std::string& e = t.shape.dimensions[i].expr;
+    std::optional<std::uint64_t> d = digits(e);
+    if (t.appends_along && *t.appends_along == i) {
+      d = context;
+    } else if (!d) {
+      auto b = bind.find(e);
+      if (b != bind.end()) d = b->second;
+    }
+    s.shape += (i ? ", " : "") + (d ? std::to_string(*d) : e);
+    n = mul(n, d);
+  }
+  s.shape += "]";
+  if (!t.shape.rank) s.shape = "?";
+  s.bytes = mul(n, elem_bytes);
+  return s;
+}
+
+const ir::InstanceCall* main_call(const ir::ModelIr& ir, const InputDims& dims) {
+  InstanceIndex idx(ir, dims);
+  return idx.main_roots().empty() ? nullptr : idx.main_roots().front();
+}
+
+}  // namespace
+
+const char* to_string(Bound b) {
+  switch (b) {
+    case Bound::exact:
+      return "exact";
+    case Bound::lower:
+      return "lower_bound";
+    case Bound::upper:
+      return "upper_bound";
+    case Bound::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+std::uint64_t parse_memory_size(const std::string& text) {
+  auto bad = [&]() {
+    return InputError("--device-memory " + text,
+                      "not a size (expected a number of bytes or a number with a unit: "
+                      "24GiB, 80GB, 16000MiB, 1.5TiB)");
+  };
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
+  if (i == 0 || i > 24 || std::count(text.begin(), text.begin() + static_cast<long>(i), '.') > 1)
+    throw bad();
+  const double v = std::strtod(text.substr(0, i).c_str(), nullptr);
+  std::string unit = text.substr(i);
+  while (!unit.empty() && unit.front() == ' ')
+    unit.erase(unit.begin());
+  std::string u;
+  for (char c : unit)
+    u += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::map<std::string, double> units = {{"", 1.0},
+                                                      {"b", 1.0},
+                                                      {"k", 1024.0},
+                                                      {"kib", 1024.0},
+                                                      {"kb", 1e3},
+                                                      {"m", 1048576.0},
+                                                      {"mib", 1048576.0},
+                                                      {"mb", 1e6},
+                                                      {"g", 1073741824.0},
+                                                      {"gib", 1073741824.0},
+                                                      {"gb", 1e9},
+                                                      {"t", 1099511627776.0},
+                                                      {"tib", 1099511627776.0},
+                                                      {"tb", 1e12}};
+  auto f = units.find(u);
+  if (f == units.end()) throw bad();
+  const double bytes = v * f->second;
+  if (!(bytes >= 1.0) || bytes >= 1.8e19) throw bad();
+  return static_cast<std::uint64_t>(bytes);
+}
+
+MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config_path,
+                          const MemoryOptions& opts) {
+  const ir::ModelIr& ir = a.ir;
+  MemoryReport r;
+  r.dtype = summary_dtype(opts.dtype, config_path);
+  r.batch = opts.batch;
+  for (const auto& c : ir.components)
+    r.model += (r.model.empty() ? "" : ", ") + c.qualified_name;
+  if (ir.components.size() != 1)
+    throw InputError("", "memory: the analysis found " + std::to_string(ir.components.size()) +
+                             " models; name one with --root (e.g. --root " +
+                             (ir.components.empty() ? std::string("my_crate::Model")
+                                                    : ir.components.front().qualified_name) +
+                             ")");
+  const std::uint64_t elem = dtype_bytes(r.dtype);
+  if (elem == 0) throw InputError("--dtype " + r.dtype, "not a dtype (F32, F16, BF16, ...)");
+
+  // The root forward's token input: its dimension 0 is the batch, 1 the sequence.
+  const ir::InstanceCall* root = main_call(ir, opts.dims);
+  if (!root)
+    throw InputError("", "memory: `" + r.model +
+                             "` has no forward the analysis runs (no `forward` on its root type)");
+  const ir::Function* fn = nullptr;
+  for (const auto& f : ir.functions)
+    if (f.id == root->entrypoint) fn = &f;
+  const ir::Tensor* input = nullptr;
+  if (fn && !fn->tensor_inputs.empty())
+    for (const auto& t : ir.tensors)
+      if (t.id == fn->tensor_inputs.front()) input = &t;
+  auto name_of = [&](std::size_t i) -> std::string {
+    if (!input || input->shape.dimensions.size() <= i) return {};
+    const std::string& e = input->shape.dimensions[i].expr;
+    return e == "?" || digits(e) ? std::string() : e;
+  };
+  r.batch_name = name_of(0);
+  r.context_name = name_of(1);
+
+  if (opts.context) {
+    r.context = *opts.context;
+    r.context_source = "--context";
+  } else if (!config_path.empty()) {
+    auto values = analysis::read_config_values(config_path);
+    for (const char* key : {"max_position_embeddings", "text_config.max_position_embeddings",
+                            "n_positions", "max_seq_len"})
+      if (const auto* v = values.find(key);
+          v && v->kind == analysis::SymValue::Kind::integer && v->integer > 0) {
+        r.context = static_cast<std::uint64_t>(v->integer);
+        r.context_source = key;
+        break;
+      }
+  }
+  if (r.context == 0)
+    throw InputError("",
+                     "memory: give the context length with --context N (the config names no "
+                     "max_position_embeddings)");
+  if (r.context_name.empty())
+    r.notes.push_back(
+        "The root forward's input names no sequence dimension: --context binds "
+        "nothing there (name dimensions with --input-shape).");
+
+  std::map<std::string, std::uint64_t> bind(opts.dims.begin(), opts.dims.end());
+  if (!r.batch_name.empty()) bind[r.batch_name] = r.batch;
+  if (!r.context_name.empty()) bind[r.context_name] = r.context;
+
+  // Weights: the summary's count at the dtype (shared weights once).
+  SummaryModel sm = build_summary(ir, r.dtype, -1, InputDims(bind.begin(), bind.end()));
+  r.parameters = sm.totals.total;
+  r.weights.bytes = sm.totals.bytes;
+  r.weights.bound = Bound::exact;
+  if (!sm.totals.lower_bound.empty() || sm.totals.unknown_leaves > 0) {
+    r.weights.bound = Bound::lower;
+    r.weights.note = sm.totals.lower_bound.empty()
+                         ? std::to_string(sm.totals.unknown_leaves) + " parameters of unknown shape"
+                         : sm.totals.lower_bound;
+  } else if (sm.totals.total_max && sm.totals.total_max != sm.totals.total) {
+    r.weights.bound = Bound::lower;
+    r.weights.note = "alternatives the checkpoint decides: up to " +
+                     (sm.totals.bytes_max ? human(*sm.totals.bytes_max) : std::string("?"));
+  }
+  if (!r.weights.bytes) r.weights.bound = Bound::unknown;
+
+  // State: the main forward's stores.
+  r.kv_cache = {0, Bound::exact, ""};
+  r.state = {0, Bound::exact, ""};
+  for (const auto& s : ir.state_stores) {
+    if (s.entrypoint != root->entrypoint) continue;
+    MemoryState m;
+    m.instance = s.instance.value_or("");
+    m.place = s.place;
+    m.source = s.source;
+    m.library = s.library;
+    m.instances = s.instances;
+    MemoryFigure per{0, Bound::exact, ""};
+    for (const auto& t : s.tensors) {
+      const std::uint64_t eb =
+          t.dtype != "Unknown" && dtype_bytes(t.dtype) ? dtype_bytes(t.dtype) : elem;
+      Sized z = size_of(t, bind, r.context, eb);
+      m.shapes.push_back(z.shape);
+      per.bytes = add(per.bytes, z.bytes);
+      if (!z.bytes) per.bound = Bound::unknown;
+      if (t.appends_along) m.grows = true;
+      for (const auto& d : t.shape.dimensions)
+        if (d.expr == r.context_name && !r.context_name.empty()) m.grows = true;
+      if (t.narrowed_at && per.bound == Bound::exact) {
+        per.bound = Bound::upper;
+        per.note = "the code narrows it at " + *t.narrowed_at +
+                   " under a condition not evaluated: every position counted";
+      }
+    }
+    if (!s.library.empty()) m.grows = true;
+    if (s.library == "KvCache" || s.library == "Cache") {
+      if (per.bound == Bound::exact) per.bound = Bound::lower;
+      per.note = "candle-nn's " + s.library +
+                 " allocates its constructor's max_seq_len positions at the first append and "
+                 "grows by as many: at least the positions held";
+    } else if (s.library == "RotatingKvCache" || s.library == "RotatingCache") {
+      per.bound = Bound::unknown;
+      per.bytes.reset();
+      per.note = "candle-nn's " + s.library +
+                 " keeps its constructor's max_seq_len positions (the window), not read yet";
+    }
+    if (!per.bytes) per.bound = Bound::unknown;
+    m.per_instance = per;
+    m.total = per;
+    m.total.bytes = mul(per.bytes, s.instances);
+    if (!m.total.bytes) m.total.bound = Bound::unknown;
+    MemoryFigure& into = m.grows ? r.kv_cache : r.state;
+    into = sum(into, m.total);
+    if (!m.total.note.empty() && into.note.empty()) into.note = m.total.note;
+    r.states.push_back(std::move(m));
+  }
+  // Two stores of one line (a layer's `k` and `v`) are listed once each; stores in other
+  // entrypoints (a `forward_embeds`) are another run of the same state.
+
+  // Activations: every output of one forward is an upper bound on the peak that is live at
+  // once (candle allocates each output; some are freed before others are made).
+  if (sm.totals.activation_bytes && sm.totals.activation_unknown_ops == 0) {
+    r.activations = {sm.totals.activation_bytes, Bound::upper,
+                     "every operation output of one forward, none freed (the peak of live tensors "
+                     "is not computed yet)"};
+  } else {
+    r.activations = {std::nullopt, Bound::unknown,
+                     "not computed: " + std::to_string(sm.totals.activation_unknown_ops) +
+                         " operations of one forward have an output of unknown size"};
+  }
+  // Inference: weights + state + activations; the least it can be decides "does not fit", the
+  // most "fits".
+  const std::vector<MemoryFigure> parts = {r.weights, r.kv_cache, r.state, r.activations};
+  r.inference = total_of(parts, r.activations.bound == Bound::unknown
+                                    ? "activations not known: at least weights and state"
+                                    : "");
+  std::optional<std::uint64_t> least = 0, most = 0;
+  for (const auto& p : parts) {
+    least = add(least, lo(p));
+    most = add(most, hi(p));
+  }
+  // Training with AdamW: weights, their gradients and two moments (each at the weights' dtype),
+  // plus the tensors backward keeps (at most every output of the forward).
+  r.training.bytes = mul(r.weights.bytes, 4);
+  r.training.bound = r.weights.bound == Bound::exact ? Bound::lower : Bound::unknown;
+  if (r.weights.bound == Bound::lower) r.training.bound = Bound::lower;
+  r.training.note =
+      "weights, gradients and AdamW's two moments (4 x weights); the activations "
+      "backward keeps are left out";
+  if (!r.training.bytes) r.training.bound = Bound::unknown;
+
+  // Fit.
+  r.device_bytes = opts.device_bytes;
+  if (opts.device_bytes) {
+    const std::uint64_t dev = *opts.device_bytes;
+    if (least && *least > dev) {
+      r.fits = "no";
+    } else if (most && *most <= dev) {
+      r.fits = "yes";
+    } else {
+      r.fits = "unknown";
+    }
+    // The state grows linearly in the context and in the batch (append caches): the largest
+    // that leaves the weights and constant state room, activations not counted (upper bounds).
+    if (r.weights.bytes && r.weights.bound == Bound::exact && r.kv_cache.bytes &&
+        r.kv_cache.bound == Bound::exact && r.state.bytes && r.state.bound == Bound::exact &&
+        *r.kv_cache.bytes > 0) {
+      const std::uint64_t base = *r.weights.bytes + *r.state.bytes;
+      if (base < dev) {
+        const std::uint64_t room = dev - base;
+        const std::uint64_t per_pos = *r.kv_cache.bytes / r.context;  // cat caches: linear
+        if (per_pos > 0 && *r.kv_cache.bytes % r.context == 0) r.max_context = room / per_pos;
+        const std::uint64_t per_seq = *r.kv_cache.bytes / r.batch;
+        if (per_seq > 0 && *r.kv_cache.bytes % r.batch == 0) r.max_batch = room / per_seq;
+      } else {
+        r.max_context = 0;
+        r.max_batch = 0;
+      }
+    }
+  }
+  if (r.states.empty())
+    r.notes.push_back(
+        "The main forward stores no tensor into the model's state: no KV cache or recurrent "
+        "state was found (a cache held by a type the analysis does not follow is not seen).");
+  return r;
+}
+
+std::string render_memory_text(const MemoryReport& r) {
+  std::string o;
+  o += "Memory of " + r.model + " at " + r.dtype + ", batch " + group(r.batch) + ", context " +
+       group(r.context) + (r.context_source == "--context" ? "" : " (" + r.context_source + ")") +
+       "\n";
+  if (!r.batch_name.empty() || !r.context_name.empty())
+    o += "  (the root forward's dimensions: batch `" + (r.batch_name.empty() ? "?" : r.batch_name) +
+         "`, sequence `" + (r.context_name.empty() ? "?" : r.context_name) + "`)\n";
+  auto line = [&](const std::string& label, const MemoryFigure& f, const std::string& extra) {
+    std::string l = "  " + label;
+    l.resize(24, ' ');
+    std::string v = figure_text(f);
+    if (f.bytes && f.bound != Bound::unknown) v += " (" + group(*f.bytes) + " bytes)";
+    o += l + v + (extra.empty() ? "" : "  " + extra) + "\n";
+    if (!f.note.empty()) o += std::string(26, ' ') + f.note + "\n";
+  };
+  line("Weights", r.weights,
+       r.parameters ? group(*r.parameters) + " parameters, shared weights once" : "");
+  line("KV cache", r.kv_cache, "");
+  line("Other state", r.state, "");
+  line("Activations (peak)", r.activations, "");
+  line("Inference total", r.inference, "");
+  line("Training (AdamW)", r.training, "");
+  if (!r.states.empty()) {
+    o += "\nState a forward keeps across calls (per instance x instances):\n";
+    for (const auto& s : r.states) {
+      std::string shapes;
+      for (const auto& sh : s.shapes)
+        shapes += (shapes.empty() ? "" : " + ") + sh;
+      o += "  " + (s.instance.empty() ? std::string("(root)") : s.instance) + "  " + s.place +
+           (s.library.empty() ? "" : " (" + s.library + ")") + "  " + s.source + "\n";
+      o += "    " + shapes + "  " + figure_text(s.per_instance) + " x " +
+           (s.instances ? group(*s.instances) : std::string("?")) + " = " + figure_text(s.total) +
+           (s.grows ? "" : "  (constant in the context)") + "\n";
+      if (!s.per_instance.note.empty()) o += "    " + s.per_instance.note + "\n";
+    }
+  }
+  if (r.device_bytes) {
+    o += "\nOn a device of " + human(*r.device_bytes) + ": ";
+    if (r.fits == "no")
+      o += "does not fit (what is certain already exceeds it).\n";
+    else if (r.fits == "yes")
+      o += "fits (every figure at its upper bound).\n";
+    else
+      o += "may fit: what is certain leaves room; what is not known decides.\n";
+    if (r.max_context)
+      o += "  Largest context at batch " + group(r.batch) + ": at most " + group(*r.max_context) +
+           " positions (activations not counted)\n";
+    if (r.max_batch)
+      o += "  Largest batch at context " + group(r.context) + ": at most " + group(*r.max_batch) +
+           " (activations not counted)\n";
+  }
+  for (const auto& n : r.notes)
+    o += n + "\n";
+  o += "Sizes in binary units (1 GiB = 1024^3 bytes).\n";
+  return o;
+}
+
+std::string render_memory_json(const MemoryReport& r) {
+  JsonWriter w(2);
+  auto fig = [&](const std::string& k, const MemoryFigure& f) {
+    w.key(k).begin_object();
+    w.key("bytes");
+    if (f.bytes && f.bound != Bound::unknown)
+      w.value(*f.bytes);
+    else
+      w.null();
+    w.field("bound", to_string(f.bound));
+    if (!f.note.empty()) w.field("note", f.note);
+    w.end_object();
+  };
+  w.begin_object();
+  w.field("schema", "candle-graph/memory/1");
+  w.field("model", r.model);
+  w.field("dtype", r.dtype);
+  w.field("batch", r.batch);
+  w.field("context", r.context);
+  w.field("context_source", r.context_source);
+  w.field("batch_dimension", r.batch_name);
+  w.field("context_dimension", r.context_name);
+  w.key("parameters");
+  if (r.parameters)
+    w.value(*r.parameters);
+  else
+    w.null();
+  fig("weights_bytes", r.weights);
+  fig("kv_cache_bytes", r.kv_cache);
+  fig("state_bytes", r.state);
+  fig("activations_peak_bytes", r.activations);
+  fig("inference_total_bytes", r.inference);
+  fig("training_total_bytes", r.training);
+  w.key("layers").begin_array();
+  for (const auto& s : r.states) {
+    w.begin_object();
+    w.field("instance", s.instance);
+    w.field("place", s.place);
+    w.field("source", s.source);
+    if (!s.library.empty()) w.field("library", s.library);
+    w.key("instances");
+    if (s.instances)
+      w.value(*s.instances);
+    else
+      w.null();
+    w.key("shapes").begin_array();
+    for (const auto& sh : s.shapes)
+      w.value(sh);
+    w.end_array();
+    w.field("grows_with_context", s.grows);
+    fig("bytes_per_instance", s.per_instance);
+    fig("bytes", s.total);
+    w.end_object();
+  }
+  w.end_array();
+  if (r.device_bytes) {
+    w.key("fit").begin_object();
+    w.field("device_bytes", *r.device_bytes);
+    w.field("fits", r.fits);
+    w.key("max_context");
+    if (r.max_context)
+      w.value(*r.max_context);
+    else
+      w.null();
+    w.key("max_batch");
+    if (r.max_batch)
+      w.value(*r.max_batch);
+    else
+      w.null();
+    w.field("bound", "upper_bound");
+    w.end_object();
+  }
+  w.key("notes").begin_array();
+  for (const auto& n : r.notes)
+    w.value(n);
+  w.end_array();
+  w.end_object();
+  std::string out = w.take();
+  out += '\n';
+  return out;
+}
+
+}  // namespace cg::query

@@ -1,0 +1,74 @@
+#pragma once
+// `candle-graph memory` (issue #38): what a model needs in memory, read from its code. Weights at
+// the dtype (shared weights once), the state a forward keeps across calls (KV caches and
+// recurrent states: ir::StateStore, found in the dataflow) at a context length and batch, an
+// upper bound on one forward's activations, the AdamW training footprint, and whether it fits a
+// device. Each figure is exact, a lower bound, an upper bound, or unknown, and says which.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/pipeline.hpp"
+#include "query/summary_instances.hpp"
+
+namespace cg::query {
+
+struct MemoryOptions {
+  std::string dtype;                     // "" → config.json's torch_dtype → F32
+  std::optional<std::uint64_t> context;  // positions (default: config max_position_embeddings)
+  std::uint64_t batch = 1;
+  std::optional<std::uint64_t> device_bytes;  // --device-memory
+  InputDims dims;                             // --input-shape, for other dimensions
+};
+
+// How far a figure can be trusted.
+enum class Bound { exact, lower, upper, unknown };
+const char* to_string(Bound b);
+
+struct MemoryFigure {
+  std::optional<std::uint64_t> bytes;  // nullopt: not known (or over 2^64)
+  Bound bound = Bound::unknown;
+  std::string note;  // why it is a bound, or what is left out
+};
+
+// One state store of the main forward (one source line, every instance of its module).
+struct MemoryState {
+  std::string instance;  // `model.layers.{i}.self_attn`
+  std::string place;     // `self.kv_cache`
+  std::string source;    // file:line
+  std::string library;   // candle-nn cache type, or ""
+  std::optional<std::uint64_t> instances;
+  std::vector<std::string>
+      shapes;          // each stored tensor at the context and batch ("[1, 8, 4096, 128]")
+  bool grows = false;  // depends on the context (a KV cache) rather than constant
+  MemoryFigure per_instance, total;
+};
+
+struct MemoryReport {
+  std::string model;  // the root's Rust path
+  std::string dtype;
+  std::uint64_t batch = 1, context = 0;
+  std::string context_source;            // "--context" or "max_position_embeddings"
+  std::string batch_name, context_name;  // the root forward's dimension names they bind
+  std::optional<std::uint64_t> parameters;
+  MemoryFigure weights, kv_cache, state, activations, inference, training;
+  std::vector<MemoryState> states;
+  // --device-memory: does it fit, and the largest context (at the batch) and batch (at the
+  // context) that can; each an upper bound when activations are not known.
+  std::optional<std::uint64_t> device_bytes;
+  std::string fits;  // "yes", "no", "unknown"
+  std::optional<std::uint64_t> max_context, max_batch;
+  std::vector<std::string> notes;
+};
+
+// Parses `24GiB`, `80GB`, `16000MiB`, `1.5T`, or a number of bytes; throws cg::InputError naming
+// `--device-memory` and the forms it takes.
+std::uint64_t parse_memory_size(const std::string& text);
+
+MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config_path,
+                          const MemoryOptions& opts);
+std::string render_memory_text(const MemoryReport& r);
+std::string render_memory_json(const MemoryReport& r);
+
+}  // namespace cg::query
