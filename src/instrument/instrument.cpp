@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -168,6 +169,111 @@ std::string self_field(const std::string& text) {
   return is_identifier(t) ? t : std::string();
 }
 
+// The field a value expression reads a layer from: `self.f` through `&`, `&mut`, `*`,
+// parentheses and the conversions that hand out the same layer (`.as_ref()` on an `Option` or an
+// `Arc`, `.as_deref()`, `.as_mut()`, `.deref()`, `.unwrap()`); else empty.
+std::string field_behind(const std::string& text) {
+  std::string t;
+  for (char c : text)
+    if (std::isspace(static_cast<unsigned char>(c)) == 0) t += c;
+  static const char* const kSame[] = {".as_ref()",       ".as_deref()", ".as_mut()",
+                                      ".as_deref_mut()", ".deref()",    ".unwrap()"};
+  for (bool changed = true; changed;) {
+    changed = false;
+    if (t.starts_with("&mut")) {
+      t = t.substr(4);
+      changed = true;
+    } else if (t.starts_with("&") || t.starts_with("*")) {
+      t = t.substr(1);
+      changed = true;
+    } else if (t.size() > 2 && t.front() == '(' && t.back() == ')' &&
+               t.find_first_of("(),", 1) == t.size() - 1) {
+      t = t.substr(1, t.size() - 2);
+      changed = true;
+    }
+    for (const char* s : kSame)
+      if (t.ends_with(s) && t.size() > std::strlen(s)) {
+        t.resize(t.size() - std::strlen(s));
+        changed = true;
+      }
+  }
+  return self_field(t);
+}
+
+// `Some(name)`, `Some(ref name)`, `Some(&name)`, `Some(mut name)` (spacing aside): binds `name` to
+// the option's content.
+bool some_binds(const std::string& pattern, const std::string& name) {
+  std::string t;  // whitespace collapsed to one space, none next to `(`, `)` or `&`
+  for (char c : pattern) {
+    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
+    if (space) {
+      if (!t.empty() && t.back() != ' ' && t.back() != '(' && t.back() != '&') t += ' ';
+      continue;
+    }
+    if ((c == '(' || c == ')' || c == '&') && !t.empty() && t.back() == ' ') t.pop_back();
+    t += c;
+  }
+  for (const char* form : {"Some(", "Some(ref ", "Some(&", "Some(mut ", "Some(ref mut "})
+    if (t == std::string(form) + name + ")") return true;
+  return false;
+}
+
+// The field a local `name` used at [start, end) of function `fn_item` holds a layer of: bound by an
+// enclosing `if let Some(name) = &self.f`, `while let Some(name) = ..` or a `match &self.f { ..
+// Some(name) => .. }` arm, with no `let name` shadowing it in between; else empty. This is how
+// candle code calls an `Option<Linear>` field.
+std::string option_binding(const rust::Crate& crate, std::size_t file, std::size_t fn_item,
+                           std::uint32_t start, std::uint32_t end, const std::string& name) {
+  const TSNode fn = crate.items()[fn_item].node;
+  if (ts_node_is_null(fn)) return {};
+  TSNode child = ts_node_descendant_for_byte_range(fn, start, end);
+  auto text = [&](TSNode n) { return crate.node_text(file, n); };
+  for (TSNode p = ts_node_parent(child); !ts_node_is_null(p) && !ts_node_eq(child, fn);
+       child = p, p = ts_node_parent(p)) {
+    const std::string type = ts_node_type(p);
+    if (type == "block") {
+      // A `let name = ..` before the use, in a block around it, shadows any outer binding.
+      const std::uint32_t n = ts_node_named_child_count(p);
+      for (std::uint32_t k = 0; k < n; ++k) {
+        TSNode st = ts_node_named_child(p, k);
+        if (ts_node_start_byte(st) >= start) break;
+        if (std::string(ts_node_type(st)) != "let_declaration") continue;
+        TSNode pat = ts_node_child_by_field_name(st, "pattern", 7);
+        if (!ts_node_is_null(pat)) {
+          std::string pt = text(pat);
+          if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+          if (pt == name) return {};
+        }
+      }
+    } else if (type == "match_arm") {
+      TSNode pat = ts_node_child_by_field_name(p, "pattern", 7);
+      if (ts_node_is_null(pat) || ts_node_eq(pat, child)) return {};
+      if (std::string(ts_node_type(pat)) == "match_pattern" && ts_node_named_child_count(pat) > 0)
+        pat = ts_node_named_child(pat, 0);
+      if (!some_binds(text(pat), name)) continue;
+      TSNode block = ts_node_parent(p);
+      TSNode match = ts_node_is_null(block) ? block : ts_node_parent(block);
+      if (ts_node_is_null(match) || std::string(ts_node_type(match)) != "match_expression")
+        return {};
+      TSNode value = ts_node_child_by_field_name(match, "value", 5);
+      return ts_node_is_null(value) ? std::string() : field_behind(text(value));
+    } else if (type == "if_expression" || type == "while_expression") {
+      TSNode cond = ts_node_child_by_field_name(p, "condition", 9);
+      TSNode body = ts_node_child_by_field_name(p, type == "if_expression" ? "consequence" : "body",
+                                                type == "if_expression" ? 11 : 4);
+      if (ts_node_is_null(cond) || ts_node_is_null(body) || !ts_node_eq(body, child)) continue;
+      if (std::string(ts_node_type(cond)) != "let_condition") continue;
+      TSNode pat = ts_node_child_by_field_name(cond, "pattern", 7);
+      TSNode value = ts_node_child_by_field_name(cond, "value", 5);
+      if (ts_node_is_null(pat) || ts_node_is_null(value) || !some_binds(text(pat), name)) continue;
+      return field_behind(text(value));
+    } else if (type == "closure_expression" || type == "function_item") {
+      return {};
+    }
+  }
+  return {};
+}
+
 // Evaluating it may run a call (a child's forward among them): it cannot stay inside a child's
 // scope unmoved.
 bool may_call(const std::string& text) {
@@ -245,12 +351,22 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
     if (o == owner_of.end() || done.count(o->second) == 0) continue;
     const rust::Item& f = crate.items()[static_cast<std::size_t>(c.function)];
     if (f.self_kind == rust::SelfKind::None) continue;
+    // The layer called: a field (`self.f`, `self.f.as_ref()` on an `Arc` or `Option`), or a local
+    // bound to an `Option` field's content (`if let Some(l) = &self.f { l.forward(..) }`).
+    auto layer_field = [&](const std::string& text, std::uint32_t start, std::uint32_t end) {
+      std::string field = field_behind(text);
+      std::string t = trimmed(text);
+      if (t.starts_with("&") && !t.starts_with("&mut")) t = trimmed(t.substr(1));
+      if (field.empty() && is_identifier(t))
+        field = option_binding(crate, c.file, static_cast<std::size_t>(c.function), start, end, t);
+      return field;
+    };
     std::string fieldname;
     if (c.method == "forward" || c.method == "forward_t") {
-      fieldname = self_field(c.receiver);
+      fieldname = layer_field(c.receiver, c.receiver_start, c.receiver_end);
     } else if ((c.method == "apply" || c.method == "apply_t") && !c.arguments.empty()) {
-      const std::string a = trimmed(c.arguments.front().text);
-      if (a.starts_with("&")) fieldname = self_field(a.substr(1));
+      const auto& a = c.arguments.front();
+      if (trimmed(a.text).starts_with("&")) fieldname = layer_field(a.text, a.start, a.end);
     }
     if (fieldname.empty()) continue;
     auto ch = children.find({o->second, fieldname});

@@ -514,6 +514,55 @@ TEST_F(Scratch, AnEnumModuleIsListedAsSkipped) {
   EXPECT_THAT(r.diff, HasSubstr("child_scope(&self.cg_path, \"head\")"));
 }
 
+// candle-transformers holds optional layers as `Option<Linear>` fields (bert's
+// `position_embeddings`, t5's `relative_attention_bias`) and calls them through a binding of the
+// option's content, and shared ones as `Arc<Embedding>`: each such call is timed as the child
+// the field holds, a binding shadowed by a `let` or bound to something else is left alone.
+TEST_F(Scratch, CallsThroughAnOptionOrArcFieldAreTimedAsThatChild) {
+  write(dir_ / "opt/Cargo.toml",
+        "[package]\nname = \"opt\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "opt/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n"
+        "use std::sync::Arc;\n\n"
+        "pub struct Model {\n    pos: Option<Linear>,\n    bias: Option<Linear>,\n"
+        "    shared: Arc<Linear>,\n    out: Linear,\n}\n\nimpl Model {\n"
+        "    pub fn new(vb: VarBuilder, with: bool) -> Result<Self> {\n"
+        "        let pos = if with { Some(linear(4, 4, vb.pp(\"position\"))?) } else { None };\n"
+        "        let bias = Some(linear(4, 4, vb.pp(\"rel_bias\"))?);\n"
+        "        let shared = Arc::new(linear(4, 4, vb.pp(\"shared\"))?);\n"
+        "        let out = linear(4, 4, vb.pp(\"out\"))?;\n"
+        "        Ok(Self { pos, bias, shared, out })\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor, extra: Option<&Linear>) -> Result<Tensor> {\n"
+        "        let mut xs = self.shared.as_ref().forward(xs)?;\n"
+        "        if let Some(p) = &self.pos {\n            xs = p.forward(&xs)?;\n        }\n"
+        "        xs = match self.bias {\n            Some(ref b) => b.forward(&xs)?,\n"
+        "            None => xs,\n        };\n"
+        "        if let Some(p) = &self.pos {\n            let p = &self.out;\n"
+        "            xs = p.forward(&xs)?;\n        }\n"
+        "        if let Some(e) = extra {\n            xs = e.forward(&xs)?;\n        }\n"
+        "        self.out.forward(&xs)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "opt").string();
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Model"}));
+  const std::string open = "let _cg_child = candle_graph_profile::child_scope(&self.cg_path, ";
+  // `.as_ref()` is a call: the scope opens in the last argument, after the receiver ran.
+  EXPECT_THAT(r.diff, HasSubstr("let cg_out = self.shared.as_ref().forward({ let cg_in = xs; "
+                                "#[cfg(feature = \"candle-graph-profile\")] { _cg_child = "
+                                "candle_graph_profile::child_scope(&self.cg_path, \"shared\"); }"));
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"position\"); let cg_out = p.forward(&xs); cg_out }"));
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"rel_bias\"); let cg_out = b.forward(&xs); cg_out }"));
+  // `let p = &self.out;` shadows the option's binding, and `extra` is no field: not `position`.
+  EXPECT_EQ(count(r.diff, "\"position\")"), 1u);
+  EXPECT_THAT(r.diff, Not(HasSubstr("e.forward(&xs); cg_out")));
+  EXPECT_EQ(r.children, 4u);  // shared, position, rel_bias, out
+  fs::path copy = copy_of(dir_ / "opt", "opt_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+}
+
 // The per-layer fixture (tests/instrument/perlayer/model): module types whose forward is private
 // (`Block::forward`), `pub(crate)` under another name (`Attention::attend`, which the block calls)
 // or a private `impl Module` (`Mlp`) are all instrumented; every candle-nn layer they hold, and the
