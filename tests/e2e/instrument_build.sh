@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..3 {
         let logits = model.forward(&ids)?;
         assert_eq!(logits.dims(), &[3, 32]);
-        sum += logits.to_vec1()?.iter().map(|v| *v as f64).sum::<f64>();
+        sum += logits.to_vec1::<f32>()?.iter().map(|v| *v as f64).sum::<f64>();
     }
     println!("logits sum {sum:.6}");
     Ok(())
