@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -274,6 +275,114 @@ std::string option_binding(const rust::Crate& crate, std::size_t file, std::size
   return {};
 }
 
+// The key segments `vb.pp(LIT)` / `vb.push_prefix(LIT)` chains rooted at the builder `vb` push
+// inside `n` (`vb.pp("attn").pp("q")` is `attn.q`); a segment that is not a literal is recorded as
+// "?" (a loop index, a format!), so the caller can tell a fixed path from a varying one.
+void pp_segments(const rust::Crate& crate, std::size_t file, TSNode n, const std::string& vb,
+                 std::set<std::string>& out) {
+  if (ts_node_is_null(n)) return;
+  // The chain of a `.pp(..)` call back to `vb`: "" when it is not rooted at `vb`.
+  auto chain = [&](auto&& self, TSNode call) -> std::optional<std::string> {
+    if (std::string(ts_node_type(call)) == "identifier") {
+      if (crate.node_text(file, call) == vb) return std::string();
+      return std::nullopt;
+    }
+    if (std::string(ts_node_type(call)) != "call_expression") return std::nullopt;
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    TSNode args = ts_node_child_by_field_name(call, "arguments", 9);
+    if (ts_node_is_null(fn) || ts_node_is_null(args) ||
+        std::string(ts_node_type(fn)) != "field_expression")
+      return std::nullopt;
+    TSNode field = ts_node_child_by_field_name(fn, "field", 5);
+    const std::string method = ts_node_is_null(field) ? "" : crate.node_text(file, field);
+    if (method != "pp" && method != "push_prefix") return std::nullopt;
+    auto inner = self(self, ts_node_child_by_field_name(fn, "value", 5));
+    if (!inner) return std::nullopt;
+    std::string seg = "?";
+    if (ts_node_named_child_count(args) == 1) {
+      TSNode a = ts_node_named_child(args, 0);
+      const std::string at = ts_node_type(a), text = crate.node_text(file, a);
+      if (at == "integer_literal" && text.find_first_not_of("0123456789") == std::string::npos)
+        seg = text;
+      else if (at == "string_literal" && text.size() >= 2 &&
+               text.find_first_of("\\{}") == std::string::npos)
+        seg = text.substr(1, text.size() - 2);
+    }
+    return inner->empty() ? seg : *inner + "." + seg;
+  };
+  if (std::string(ts_node_type(n)) == "call_expression") {
+    if (auto c = chain(chain, n)) {
+      if (!c->empty()) out.insert(c->find('?') == std::string::npos ? *c : "?");
+      return;
+    }
+  }
+  const std::uint32_t k = ts_node_named_child_count(n);
+  for (std::uint32_t i = 0; i < k; ++i)
+    pp_segments(crate, file, ts_node_named_child(n, i), vb, out);
+}
+
+// Nodes of type `type` under `n`, in source order.
+void nodes_of(TSNode n, const char* type, std::vector<TSNode>& out) {
+  if (ts_node_is_null(n)) return;
+  if (std::string(ts_node_type(n)) == type) out.push_back(n);
+  const std::uint32_t k = ts_node_named_child_count(n);
+  for (std::uint32_t i = 0; i < k; ++i)
+    nodes_of(ts_node_named_child(n, i), type, out);
+}
+
+// The key segment of the layer a struct's field holds, read from how its VarBuilder constructors
+// fill the field: `Self { q: linear(.., vb.pp("q"))? }`, or a shorthand `Self { attn_ln }` after
+// `let attn_ln = layer_norm(n, vb.pp("attn_ln"))?;`. The value (a helper's call, `Some(..)`, an
+// if/else) must push exactly one literal segment on the constructor's builder in every
+// constructor; else empty. How the analysis's inventory finds a layer built by a local helper it
+// does not list as a module (whisper's `layer_norm`, t5's own `Linear`), for the path only.
+std::string field_segment(const rust::Crate& crate, std::size_t type_item,
+                          const std::vector<std::size_t>& ctors, const std::string& field) {
+  const rust::Item& t = crate.items()[type_item];
+  std::set<std::string> segs;
+  bool seen = false;
+  for (std::size_t c : ctors) {
+    const rust::Item& f = crate.items()[c];
+    std::string vb;
+    for (const auto& p : f.params)
+      if (builder_type(crate, f.module, p.type_text)) vb = p.name;
+    if (vb.empty() || !is_identifier(vb)) return {};
+    const TSNode body = f.body();
+    std::vector<TSNode> literals, lets;
+    nodes_of(body, "struct_expression", literals);
+    nodes_of(body, "let_declaration", lets);
+    for (TSNode lit : literals) {
+      TSNode name = ts_node_child_by_field_name(lit, "name", 4);
+      const std::string ln = ts_node_is_null(name) ? "" : crate.node_text(f.file, name);
+      if (ln != "Self" && last_path_segment(ln) != t.name) continue;
+      std::vector<TSNode> inits, shorts;
+      nodes_of(ts_node_child_by_field_name(lit, "body", 4), "field_initializer", inits);
+      nodes_of(ts_node_child_by_field_name(lit, "body", 4), "shorthand_field_initializer", shorts);
+      for (TSNode fi : inits) {
+        TSNode fname = ts_node_child_by_field_name(fi, "field", 5);
+        if (ts_node_is_null(fname) || crate.node_text(f.file, fname) != field) continue;
+        seen = true;
+        pp_segments(crate, f.file, ts_node_child_by_field_name(fi, "value", 5), vb, segs);
+      }
+      for (TSNode sf : shorts) {
+        if (trimmed(crate.node_text(f.file, sf)) != field) continue;
+        seen = true;
+        // The `let field = ..` statements before the literal.
+        for (TSNode l : lets) {
+          if (ts_node_start_byte(l) > ts_node_start_byte(lit)) break;
+          TSNode pat = ts_node_child_by_field_name(l, "pattern", 7);
+          std::string pt = ts_node_is_null(pat) ? "" : trimmed(crate.node_text(f.file, pat));
+          if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+          if (pt == field)
+            pp_segments(crate, f.file, ts_node_child_by_field_name(l, "value", 5), vb, segs);
+        }
+      }
+    }
+  }
+  if (!seen || segs.size() != 1 || *segs.begin() == "?") return {};
+  return *segs.begin();
+}
+
 // Evaluating it may run a call (a child's forward among them): it cannot stay inside a child's
 // scope unmoved.
 bool may_call(const std::string& text) {
@@ -340,6 +449,32 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
     }
   }
 
+  // The VarBuilder constructors of each instrumented struct.
+  std::map<std::size_t, std::vector<std::size_t>> ctors_of;
+  for (const auto& [m, owner] : owner_of) {
+    if (done.count(owner) == 0) continue;
+    const rust::Item& f = crate.items()[m];
+    if (f.self_kind != rust::SelfKind::None) continue;
+    for (const auto& p : f.params)
+      if (builder_type(crate, f.module, p.type_text)) {
+        ctors_of[owner].push_back(m);
+        break;
+      }
+  }
+  // The analysis registers a weight under the segment (`….q.weight` for `q`).
+  auto knows_segment = [&](const std::string& seg) {
+    const std::string needle = "." + seg + ".";
+    return std::any_of(ir.parameters.begin(), ir.parameters.end(), [&](const ir::Parameter& p) {
+      return ("." + p.key).find(needle) != std::string::npos;
+    });
+  };
+  // A type named `base` (its last path segment) is one of the instrumented structs.
+  auto instrumented_name = [&](const std::string& base) {
+    const std::string_view leaf = last_path_segment(base.substr(0, base.find('<')));
+    return std::any_of(done.begin(), done.end(),
+                       [&](std::size_t i) { return crate.items()[i].name == leaf; });
+  };
+
   struct Wrap {
     std::size_t file;
     std::vector<Insertion> opens, closes;  // closes innermost first
@@ -370,7 +505,21 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
     }
     if (fieldname.empty()) continue;
     auto ch = children.find({o->second, fieldname});
-    if (ch == children.end() || ch->second.scoped) continue;
+    if (ch == children.end()) {
+      // No module of the analysis in that field: a layer a local helper builds (whisper's
+      // `layer_norm`, t5's own `Linear`), whose weights the analysis does list. Its path is the
+      // segment its constructors push, when the analysis has a weight under such a segment and
+      // the field's type is not one that times itself.
+      Child fb;
+      const std::string seg = field_segment(crate, o->second, ctors_of[o->second], fieldname);
+      if (seg.empty() || !knows_segment(seg)) continue;
+      const rust::Item& pt = crate.items()[o->second];
+      for (const auto& fd : pt.fields)
+        if (fd.name == fieldname) fb.scoped = instrumented_name(fd.base_type);
+      fb.segments.insert(seg);
+      ch = children.emplace(std::make_pair(o->second, fieldname), fb).first;
+    }
+    if (ch->second.scoped) continue;
     const std::set<std::string>& segs = ch->second.segments;
     if (segs.size() == 1 && *segs.begin() == "=") continue;
     const std::string seg = segs.size() == 1 ? *segs.begin() : std::string();

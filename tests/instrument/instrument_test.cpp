@@ -563,6 +563,51 @@ TEST_F(Scratch, CallsThroughAnOptionOrArcFieldAreTimedAsThatChild) {
   expect_parses(copy);
 }
 
+// A layer a local helper builds from raw weights (whisper's `layer_norm`, t5's own `Linear`) is
+// no module of the analysis, but its weights are: the parent's call of it is timed under the
+// segment its constructor pushes (`vb.pp("attn_ln")`), read from the literal's field or the
+// `let` before it. A value that pushes no literal segment, or several, is left alone.
+TEST_F(Scratch, ALayerBuiltByALocalHelperIsTimedUnderTheSegmentItsConstructorPushes) {
+  write(dir_ / "hl/Cargo.toml",
+        "[package]\nname = \"hl\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "hl/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{LayerNorm, VarBuilder};\n\n"
+        "pub struct Lin {\n    weight: Tensor,\n}\n\n"
+        "fn lin(n: usize, vb: VarBuilder) -> Result<Lin> {\n"
+        "    Ok(Lin { weight: vb.get((n, n), \"weight\")? })\n}\n\n"
+        "impl Module for Lin {\n    fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        xs.matmul(&self.weight)\n    }\n}\n\n"
+        "fn norm(n: usize, vb: VarBuilder) -> Result<LayerNorm> {\n"
+        "    let w = vb.get(n, \"weight\")?;\n    let b = vb.get(n, \"bias\")?;\n"
+        "    Ok(LayerNorm::new(w, b, 1e-5))\n}\n\n"
+        "pub struct Block {\n    q: Lin,\n    attn_ln: LayerNorm,\n    k: Lin,\n}\n\n"
+        "impl Block {\n    pub fn new(vb: VarBuilder, i: usize) -> Result<Self> {\n"
+        "        let attn_ln = norm(4, vb.pp(\"attn_ln\"))?;\n"
+        "        Ok(Self { q: lin(4, vb.pp(\"q\"))?, attn_ln, k: lin(4, vb.pp(format!(\"k{i}\")))? "
+        "})\n"
+        "    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        let xs = self.attn_ln.forward(xs)?;\n"
+        "        let xs = self.k.forward(&xs)?;\n"
+        "        self.q.forward(&xs)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "hl").string();
+  o.root = "Block";
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Block"}));
+  const std::string open = "let _cg_child = candle_graph_profile::child_scope(&self.cg_path, ";
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"attn_ln\"); let cg_out = self.attn_ln.forward(xs);"));
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"q\"); let cg_out = self.q.forward(&xs);"));
+  // `k`'s segment is a format!: no fixed path, no scope.
+  EXPECT_THAT(r.diff, Not(HasSubstr("self.k.forward(&xs); cg_out")));
+  EXPECT_EQ(r.children, 2u);
+  fs::path copy = copy_of(dir_ / "hl", "hl_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+}
+
 // The per-layer fixture (tests/instrument/perlayer/model): module types whose forward is private
 // (`Block::forward`), `pub(crate)` under another name (`Attention::attend`, which the block calls)
 // or a private `impl Module` (`Mlp`) are all instrumented; every candle-nn layer they hold, and the
