@@ -127,7 +127,15 @@ void resolve_module_timings(const ir::ModelIr& ir, const MergePlan& plan,
   for (const auto& [path, stats] : plan.modules) {
     const auto& m = matches.at(path);
     if (!m) {
+      // Still a timed scope (a layer a local helper builds, which the analysis lists no module
+      // for): its own row, with no module, so its time is not lost from the table.
       unmatched.push_back(path);
+      ir::ModuleTiming t;
+      t.path = path;
+      t.calls = stats.total.samples();
+      t.total = to_ir(timing_record(stats.total));
+      t.self = to_ir(timing_record(stats.self));
+      s.module_timings.push_back(std::move(t));
       continue;
     }
     ir::ModuleTiming t;
@@ -164,7 +172,7 @@ void resolve_module_timings(const ir::ModelIr& ir, const MergePlan& plan,
         std::to_string(unmatched.size()) + " traced module scope paths name no module of " + where +
         (options.prefix.empty() ? "" : " under prefix `" + options.prefix + "`") +
         " (first: " + first +
-        "); their times are listed as unmatched (runtime.unmatched_module_path_examples)" +
+        "); each is listed with its time and no module (runtime.unmatched_module_path_examples)" +
         (options.prefix.empty() ? "; pass --prefix if the program pushes one before the root "
                                   "constructor"
                                 : "");

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include "runtime/aggregate.hpp"
 #include "runtime/merge_ir.hpp"
 #include "runtime/report_json.hpp"
@@ -90,8 +92,13 @@ TEST(ProfileReport, ModuleScopeRowsAndFamilies) {
   EXPECT_TRUE(r.has_module_scopes);
   // Busy: thread 0 10000 ns, thread 1 1200 ns.
   EXPECT_EQ(r.step_time_ns, 11200u);
-  ASSERT_EQ(r.module_scopes.size(), 3u);  // model, layers.0, layers.1 (layers.0.mlp: unmatched)
+  // model, layers.0, layers.1, and layers.0.mlp, which names no module: a row with no module.
+  ASSERT_EQ(r.module_scopes.size(), 4u);
   EXPECT_EQ(r.module_scopes[0].id, "model.layers.1");  // self 4200
+  const auto mlp = std::find_if(r.module_scopes.begin(), r.module_scopes.end(),
+                                [](const auto& x) { return x.id == "model.layers.0.mlp"; });
+  ASSERT_NE(mlp, r.module_scopes.end());
+  EXPECT_EQ(mlp->module, "");
   EXPECT_EQ(r.module_scopes[0].self_ns, 4200u);
   EXPECT_DOUBLE_EQ(r.module_scopes[0].share_of_step, 4200.0 / 11200.0);
   ASSERT_EQ(r.module_families.size(), 1u);
