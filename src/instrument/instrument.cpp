@@ -170,10 +170,10 @@ std::string self_field(const std::string& text) {
   return is_identifier(t) ? t : std::string();
 }
 
-// The field a value expression reads a layer from: `self.f` through `&`, `&mut`, `*`,
-// parentheses and the conversions that hand out the same layer (`.as_ref()` on an `Option` or an
-// `Arc`, `.as_deref()`, `.as_mut()`, `.deref()`, `.unwrap()`); else empty.
-std::string field_behind(const std::string& text) {
+// A value expression through `&`, `&mut`, `*`, parentheses and the conversions that hand out the
+// same layer (`.as_ref()` on an `Option` or an `Arc`, `.as_deref()`, `.as_mut()`, `.deref()`,
+// `.unwrap()`), whitespace removed; `field_behind` is the `self.f` it reads, else empty.
+std::string strip_same(const std::string& text) {
   std::string t;
   for (char c : text)
     if (std::isspace(static_cast<unsigned char>(c)) == 0) t += c;
@@ -198,7 +198,11 @@ std::string field_behind(const std::string& text) {
         changed = true;
       }
   }
-  return self_field(t);
+  return t;
+}
+
+std::string field_behind(const std::string& text) {
+  return self_field(strip_same(text));
 }
 
 // `Some(name)`, `Some(ref name)`, `Some(&name)`, `Some(mut name)` (spacing aside): binds `name` to
@@ -219,10 +223,10 @@ bool some_binds(const std::string& pattern, const std::string& name) {
   return false;
 }
 
-// The field a local `name` used at [start, end) of function `fn_item` holds a layer of: bound by an
-// enclosing `if let Some(name) = &self.f`, `while let Some(name) = ..` or a `match &self.f { ..
-// Some(name) => .. }` arm, with no `let name` shadowing it in between; else empty. This is how
-// candle code calls an `Option<Linear>` field.
+// The option a local `name` used at [start, end) of function `fn_item` is bound to the content of,
+// as written (`&self.f`): by an enclosing `if let Some(name) = &self.f`, `while let Some(name) =
+// ..` or a `match &self.f { .. Some(name) => .. }` arm, with no `let name` shadowing it in
+// between; else empty. This is how candle code calls an `Option<Linear>`.
 std::string option_binding(const rust::Crate& crate, std::size_t file, std::size_t fn_item,
                            std::uint32_t start, std::uint32_t end, const std::string& name) {
   const TSNode fn = crate.items()[fn_item].node;
@@ -257,7 +261,7 @@ std::string option_binding(const rust::Crate& crate, std::size_t file, std::size
       if (ts_node_is_null(match) || std::string(ts_node_type(match)) != "match_expression")
         return {};
       TSNode value = ts_node_child_by_field_name(match, "value", 5);
-      return ts_node_is_null(value) ? std::string() : field_behind(text(value));
+      return ts_node_is_null(value) ? std::string() : text(value);
     } else if (type == "if_expression" || type == "while_expression") {
       TSNode cond = ts_node_child_by_field_name(p, "condition", 9);
       TSNode body = ts_node_child_by_field_name(p, type == "if_expression" ? "consequence" : "body",
@@ -267,7 +271,7 @@ std::string option_binding(const rust::Crate& crate, std::size_t file, std::size
       TSNode pat = ts_node_child_by_field_name(cond, "pattern", 7);
       TSNode value = ts_node_child_by_field_name(cond, "value", 5);
       if (ts_node_is_null(pat) || ts_node_is_null(value) || !some_binds(text(pat), name)) continue;
-      return field_behind(text(value));
+      return text(value);
     } else if (type == "closure_expression" || type == "function_item") {
       return {};
     }
@@ -403,13 +407,21 @@ std::pair<std::string, unsigned long> location_key(const std::string& where) {
 // segment as the IR knows it (`q_proj`, or `attn.q` for `vb.pp("attn").pp("q")`). The scope opens
 // after the receiver and arguments are evaluated (a child called in them is not nested in it) and
 // closes when the call returns.
+// A function that builds a closure module: it takes a VarBuilder `vb` and hands a `move` closure
+// to `Func::new` / `candle_nn::func` (candle-transformers' resnet and convnext are made of them).
+struct FuncBuilder {
+  std::string vb;
+  std::uint32_t lo = 0, hi = 0;  // the closure
+};
+
 void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
                        const std::vector<rust::MethodCall>& calls,
                        const std::map<std::size_t, std::size_t>& owner_of,
                        const std::map<std::string, std::vector<std::size_t>>& items_of,
                        const std::set<std::size_t>& done,
+                       const std::map<std::size_t, FuncBuilder>& builders,
                        std::map<std::size_t, std::vector<Insertion>>& edits, Report& report) {
-  if (done.empty()) return;
+  if (done.empty() && builders.empty()) return;
   std::map<std::string, const ir::Module*> by_id;
   for (const auto& m : ir.modules)
     by_id[m.id] = &m;
@@ -481,11 +493,12 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
   };
   std::vector<Wrap> wraps;
   const std::string attr = std::string(kAttr) + " ";
-  for (const auto& c : calls) {
+  // A call in a method of an instrumented struct: the child's segment under `self.cg_path`.
+  auto struct_child = [&](const rust::MethodCall& c) -> std::string {
     auto o = owner_of.find(static_cast<std::size_t>(c.function));
-    if (o == owner_of.end() || done.count(o->second) == 0) continue;
+    if (o == owner_of.end() || done.count(o->second) == 0) return std::string();
     const rust::Item& f = crate.items()[static_cast<std::size_t>(c.function)];
-    if (f.self_kind == rust::SelfKind::None) continue;
+    if (f.self_kind == rust::SelfKind::None) return std::string();
     // The layer called: a field (`self.f`, `self.f.as_ref()` on an `Arc` or `Option`), or a local
     // bound to an `Option` field's content (`if let Some(l) = &self.f { l.forward(..) }`).
     auto layer_field = [&](const std::string& text, std::uint32_t start, std::uint32_t end) {
@@ -493,7 +506,8 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       std::string t = trimmed(text);
       if (t.starts_with("&") && !t.starts_with("&mut")) t = trimmed(t.substr(1));
       if (field.empty() && is_identifier(t))
-        field = option_binding(crate, c.file, static_cast<std::size_t>(c.function), start, end, t);
+        field = field_behind(
+            option_binding(crate, c.file, static_cast<std::size_t>(c.function), start, end, t));
       return field;
     };
     std::string fieldname;
@@ -503,7 +517,7 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       const auto& a = c.arguments.front();
       if (trimmed(a.text).starts_with("&")) fieldname = layer_field(a.text, a.start, a.end);
     }
-    if (fieldname.empty()) continue;
+    if (fieldname.empty()) return std::string();
     auto ch = children.find({o->second, fieldname});
     if (ch == children.end()) {
       // No module of the analysis in that field: a layer a local helper builds (whisper's
@@ -512,16 +526,16 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       // the field's type is not one that times itself.
       Child fb;
       const std::string seg = field_segment(crate, o->second, ctors_of[o->second], fieldname);
-      if (seg.empty() || !knows_segment(seg)) continue;
+      if (seg.empty() || !knows_segment(seg)) return std::string();
       const rust::Item& pt = crate.items()[o->second];
       for (const auto& fd : pt.fields)
         if (fd.name == fieldname) fb.scoped = instrumented_name(fd.base_type);
       fb.segments.insert(seg);
       ch = children.emplace(std::make_pair(o->second, fieldname), fb).first;
     }
-    if (ch->second.scoped) continue;
+    if (ch->second.scoped) return std::string();
     const std::set<std::string>& segs = ch->second.segments;
-    if (segs.size() == 1 && *segs.begin() == "=") continue;
+    if (segs.size() == 1 && *segs.begin() == "=") return std::string();
     const std::string seg = segs.size() == 1 ? *segs.begin() : std::string();
     if (seg.empty() || seg.find_first_of("{}\"\\=") != std::string::npos) {
       std::string why = segs.size() > 1 ? "its key is not the same under every instance and "
@@ -535,10 +549,75 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
            why +
                ": the path cannot be written as the parent's path plus a constant; its time counts "
                "in its parent"});
-      continue;
+      return std::string();
     }
+    return seg;
+  };
+  std::set<std::string> builder_names;
+  for (const auto& [fi, b] : builders)
+    builder_names.insert(crate.items()[fi].name);
+  // A call in a closure module: a layer the builder made in a local (`let conv1 = conv2d(..,
+  // vb.pp("conv1"))?;` then `xs.apply(&conv1)`), directly or through `Some(l)` over it, is its
+  // child under the one literal segment the local's value pushes. A local another builder made
+  // (`let layer1 = basic_layer(.., vb.pp("layer1"))?`) times itself.
+  auto builder_child = [&](const rust::MethodCall& c) -> std::string {
+    if (c.function < 0) return {};
+    const std::size_t fi = static_cast<std::size_t>(c.function);
+    auto b = builders.find(fi);
+    if (b == builders.end() || c.start < b->second.lo || c.end > b->second.hi) return {};
+    const rust::Item& f = crate.items()[fi];
+    std::string text;
+    std::uint32_t st = 0, en = 0;
+    if (c.method == "forward" || c.method == "forward_t") {
+      text = c.receiver;
+      st = c.receiver_start;
+      en = c.receiver_end;
+    } else if ((c.method == "apply" || c.method == "apply_t") && !c.arguments.empty()) {
+      text = c.arguments.front().text;
+      st = c.arguments.front().start;
+      en = c.arguments.front().end;
+    } else {
+      return {};
+    }
+    std::string name = strip_same(text);
+    if (!is_identifier(name)) return {};
+    const std::string scrutinee = option_binding(crate, c.file, fi, st, en, name);
+    if (!scrutinee.empty()) name = strip_same(scrutinee);
+    if (!is_identifier(name)) return {};
+    std::vector<TSNode> lets;
+    nodes_of(f.body(), "let_declaration", lets);
+    TSNode value{};
+    for (TSNode l : lets) {
+      if (ts_node_start_byte(l) >= b->second.lo) break;
+      TSNode pat = ts_node_child_by_field_name(l, "pattern", 7);
+      std::string pt = ts_node_is_null(pat) ? "" : trimmed(crate.node_text(f.file, pat));
+      if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+      if (pt == name) value = ts_node_child_by_field_name(l, "value", 5);
+    }
+    if (ts_node_is_null(value)) return {};
+    TSNode call = value;
+    if (std::string(ts_node_type(call)) == "try_expression" && ts_node_named_child_count(call) > 0)
+      call = ts_node_named_child(call, 0);
+    if (std::string(ts_node_type(call)) == "call_expression") {
+      TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+      if (!ts_node_is_null(fn) &&
+          builder_names.count(std::string(last_path_segment(crate.node_text(f.file, fn)))) > 0)
+        return {};
+    }
+    std::set<std::string> segs;
+    pp_segments(crate, f.file, value, b->second.vb, segs);
+    if (segs.size() != 1 || *segs.begin() == "?" || !knows_segment(*segs.begin())) return {};
+    return *segs.begin();
+  };
+  for (const auto& c : calls) {
+    std::string seg = struct_child(c), parent = "&self." + std::string(kFieldName);
+    if (seg.empty()) {
+      seg = builder_child(c);
+      parent = std::string("&") + kFieldName;
+    }
+    if (seg.empty()) continue;
     const std::string open_scope =
-        "candle_graph_profile::child_scope(&self." + std::string(kFieldName) + ", \"" + seg + "\")";
+        "candle_graph_profile::child_scope(" + parent + ", \"" + seg + "\")";
     Wrap w{c.file, {}, {}};
     const std::string lp = c.leftmost ? "(" : "", rp = c.leftmost ? ")" : "";
     bool simple = !may_call(c.receiver);
@@ -663,7 +742,9 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
         if (seen.insert(i).second) types.push_back(i);
       }
     // A module type of the crate that is an enum or an alias: listed, never left out silently.
+    // (A function root, `resnet18`, is a closure module's builder: handled below.)
     if (!found.empty() && items_of.count(*m.qualified_type) == 0 &&
+        crate.items()[found.front()].kind != rust::ItemKind::Function &&
         not_structs.insert(*m.qualified_type).second)
       report.skipped.push_back({crate.source(found.front()), "type `" + *m.qualified_type + "`",
                                 "not a struct (an enum or a type alias): there is no field list "
@@ -889,7 +970,77 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
     report.instrumented.push_back(t.qualified);
     done.insert(s.type_item);
   }
-  plan_child_scopes(crate, ir, calls, owner_of, items_of, done, edits, report);
+  // Closure modules: a function taking a VarBuilder that hands one `move` closure to `Func::new`
+  // or `func` is a module at `vb.prefix()` (resnet's `basic_block`, `downsample`): the path is
+  // captured at the top of the function and the closure opens a scope with it.
+  std::set<std::string> component_modules;
+  for (const auto& m : ir.modules)
+    if (m.qualified_type)
+      for (std::size_t i : crate.find(*m.qualified_type))
+        component_modules.insert(crate.items()[i].module);
+  std::map<std::size_t, FuncBuilder> builders;
+  std::map<std::size_t, std::vector<Insertion>> late;  // closes, pushed after the child scopes
+  for (std::size_t fi = 0; fi < crate.items().size(); ++fi) {
+    const rust::Item& f = crate.items()[fi];
+    if (f.kind != rust::ItemKind::Function || f.unit != 0 || component_modules.count(f.module) == 0)
+      continue;
+    std::string vb;
+    for (const auto& p : f.params)
+      if (builder_type(crate, f.module, p.type_text)) vb = p.name;
+    const TSNode body = f.body();
+    if (vb.empty() || !is_identifier(vb) || ts_node_is_null(body)) continue;
+    std::vector<TSNode> closures, modules;
+    nodes_of(body, "closure_expression", closures);
+    for (TSNode cl : closures) {
+      TSNode args = ts_node_parent(cl);
+      TSNode call = ts_node_is_null(args) ? args : ts_node_parent(args);
+      if (ts_node_is_null(call) || std::string(ts_node_type(call)) != "call_expression") continue;
+      std::string callee;
+      for (char ch : crate.node_text(f.file, ts_node_child_by_field_name(call, "function", 8)))
+        if (std::isspace(static_cast<unsigned char>(ch)) == 0) callee += ch;
+      if ((callee.ends_with("Func::new") || callee == "func" || callee.ends_with("::func")) &&
+          trimmed(crate.node_text(f.file, cl)).starts_with("move"))
+        modules.push_back(cl);
+    }
+    if (modules.empty()) continue;
+    const std::string what = "closure module `" + f.qualified + "`";
+    if (modules.size() > 1) {
+      report.skipped.push_back(
+          {crate.source(fi), what,
+           "it builds several closure modules, which would all need the one captured path; their "
+           "time counts in the module that calls them"});
+      continue;
+    }
+    if (crate.node_text(f.file, body).find(kFieldName) != std::string::npos) {
+      report.skipped.push_back(
+          {crate.source(fi), what,
+           std::string("already uses the name `") + kFieldName + "` (already instrumented?)"});
+      ++already;
+      continue;
+    }
+    const auto site = rust::body_site(crate, fi);
+    if (!site) continue;
+    const std::string& text = crate.files()[f.file]->text();
+    edits[f.file].push_back(statement_insertion(
+        text, *site, std::string("let ") + kFieldName + " = " + vb + ".prefix();"));
+    const TSNode cb = ts_node_child_by_field_name(modules.front(), "body", 4);
+    const std::string scope = std::string(kAttr) + " let " + kScopeName +
+                              " = candle_graph_profile::module_scope(&" + kFieldName + ");";
+    if (std::string(ts_node_type(cb)) == "block") {
+      edits[f.file].push_back({ts_node_start_byte(cb) + 1, " " + scope});
+    } else {
+      edits[f.file].push_back({ts_node_start_byte(cb), "{ " + scope + " "});
+      late[f.file].push_back({ts_node_end_byte(cb), " }"});
+    }
+    builders[fi] = {vb, ts_node_start_byte(modules.front()), ts_node_end_byte(modules.front())};
+    report.instrumented.push_back(f.qualified);
+    ++report.captures;
+    ++report.scopes;
+  }
+  plan_child_scopes(crate, ir, calls, owner_of, items_of, done, builders, edits, report);
+  for (auto& [fi, ins] : late)
+    for (auto& i : ins)
+      edits[fi].push_back(std::move(i));
 
   std::stable_sort(report.skipped.begin(), report.skipped.end(), [](const Skip& a, const Skip& b) {
     return location_key(a.where) < location_key(b.where);

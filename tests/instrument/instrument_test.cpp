@@ -608,6 +608,56 @@ TEST_F(Scratch, ALayerBuiltByALocalHelperIsTimedUnderTheSegmentItsConstructorPus
   expect_parses(copy);
 }
 
+// Closure modules, as candle-transformers' resnet and convnext are written: a function taking a
+// VarBuilder that hands one `move` closure to `Func::new` is a module at `vb.prefix()`. Its path is
+// captured at the top, the closure opens a scope with it, and each layer the function built in a
+// local with a literal segment is the closure's child; a local another builder made times itself.
+TEST_F(Scratch, ClosureModulesGetAScopeAndTheirLayersChildScopes) {
+  write(dir_ / "fm/Cargo.toml",
+        "[package]\nname = \"fm\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "fm/src/lib.rs",
+        "use candle::Result;\nuse candle_nn::{batch_norm, conv2d, Conv2dConfig, Func, "
+        "VarBuilder};\n\n"
+        "fn block(c: usize, vb: VarBuilder) -> Result<Func<'static>> {\n"
+        "    let conv = conv2d(c, c, 3, Conv2dConfig::default(), vb.pp(\"conv\"))?;\n"
+        "    let bn = batch_norm(c, 1e-5, vb.pp(0))?;\n"
+        "    Ok(Func::new(move |xs| xs.apply(&conv)?.apply_t(&bn, false)))\n}\n\n"
+        "pub fn net(vb: VarBuilder) -> Result<Func<'static>> {\n"
+        "    let first = block(4, vb.pp(\"first\"))?;\n"
+        "    let head = candle_nn::linear(4, 2, vb.pp(\"head\"))?;\n"
+        "    Ok(Func::new(move |xs| {\n        let ys = xs.apply(&first)?;\n"
+        "        ys.apply(&head)\n    }))\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "fm").string();
+  o.root = "net";
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"block", "net"}));
+  EXPECT_EQ(r.skipped.size(), 0u);  // the function root is no "enum or alias"
+  EXPECT_EQ(r.captures, 2u);
+  EXPECT_EQ(r.scopes, 2u);
+  EXPECT_EQ(count(r.diff, "let cg_path = vb.prefix();"), 2u);
+  // An expression body is wrapped in a block that opens the scope.
+  EXPECT_THAT(r.diff, HasSubstr("Func::new(move |xs| { #[cfg(feature = \"candle-graph-profile\")] "
+                                "let _cg_scope = candle_graph_profile::module_scope(&cg_path); "));
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&cg_path, \"conv\"); let cg_out = xs.apply(&conv);"));
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&cg_path, \"0\"); } cg_in }); cg_out } }))"));
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&cg_path, \"head\"); let cg_out = ys.apply(&head);"));
+  // `first` is another closure module: it opens its own scope, no child scope around it.
+  EXPECT_THAT(r.diff, Not(HasSubstr("child_scope(&cg_path, \"first\")")));
+  EXPECT_EQ(r.children, 3u);
+  fs::path copy = copy_of(dir_ / "fm", "fm_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+  // A second run finds the name taken: nothing to do.
+  pipeline::Options again = o;
+  again.path = copy.string();
+  Report second = instrument_crate(again);
+  EXPECT_TRUE(second.instrumented.empty());
+  EXPECT_TRUE(second.already_instrumented);
+}
+
 // The per-layer fixture (tests/instrument/perlayer/model): module types whose forward is private
 // (`Block::forward`), `pub(crate)` under another name (`Attention::attend`, which the block calls)
 // or a private `impl Module` (`Mlp`) are all instrumented; every candle-nn layer they hold, and the
