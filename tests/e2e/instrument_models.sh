@@ -35,7 +35,11 @@ root_of[bert]=models::bert::BertModel;                files_of[bert]="bert.rs"
 root_of[whisper]=models::whisper::model::Whisper;     files_of[whisper]="whisper/mod.rs whisper/model.rs"
 root_of[t5]=models::t5::T5ForConditionalGeneration;   files_of[t5]="t5.rs"
 root_of[vit]=models::vit::Model;                      files_of[vit]="vit.rs"
-models="${CG_MODELS:-llama bert t5 vit}"
+root_of[resnet]=models::resnet::resnet18;             files_of[resnet]="resnet.rs"
+# Analysis arguments besides the config (resnet has none: its root is a function).
+declare -A args_of
+args_of[resnet]="--arg num_classes=10"
+models="${CG_MODELS:-llama bert t5 vit resnet}"
 
 # A scratch crate laid out as candle-transformers is (crate::models::…, crate::utils), so the
 # copied files build unchanged.
@@ -117,7 +121,9 @@ for m in $models; do
   # last segment: t5's own `Linear` is not an IR module, its `….q.weight` still names an instance).
   # Instances the analysis calls conditional (bert's fallback `bert.encoder` built when
   # `encoder` fails to load) are alternatives of which the run builds one: reported, not required.
-  "$cg" report "$dir" --root "${root_of[$m]}" --config "$per/models/$m.json" \
+  config=(); [ -f "$per/models/$m.json" ] && config=(--config "$per/models/$m.json")
+  # shellcheck disable=SC2086 # args_of holds separate words
+  "$cg" report "$dir" --root "${root_of[$m]}" "${config[@]}" ${args_of[$m]:-} \
     >"$work/$m.ir.json" 2>"$work/$m.ir.err" || fail "$m: report exited $?: $(cat "$work/$m.ir.err")"
   "$cg" query module-timings --path "$dir" --root "${root_of[$m]}" --runtime-trace "$work/$m.trace.jsonl" --limit 100000 \
     >"$work/$m.timings.json" 2>"$work/$m.timings.err" || fail "$m: query module-timings exited $?: $(cat "$work/$m.timings.err")"

@@ -640,6 +640,18 @@ impl Tensor {
         let (l, r) = (Tensor::zeros(l, self.dtype, &Device::Cpu)?, Tensor::zeros(r, self.dtype, &Device::Cpu)?);
         Tensor::cat(&[&l, self, &r], d)
     }
+    /// Pads with copies of the edge slices (`left` before, `right` after) along `d`.
+    pub fn pad_with_same<X: Dim>(&self, d: X, left: usize, right: usize) -> Result<Tensor> {
+        let d = d.to_index(&self.shape(), "pad")?;
+        let n = self.dims[d];
+        if n == 0 {
+            return err(format!("pad_with_same of an empty dim {d} of {:?}", self.dims));
+        }
+        let mut parts = vec![self.narrow(d, 0, 1)?; left];
+        parts.push(self.clone());
+        parts.extend(vec![self.narrow(d, n - 1, 1)?; right]);
+        Tensor::cat(&parts, d)
+    }
     pub fn index_select(&self, ids: &Tensor, dim: usize) -> Result<Tensor> {
         let parts = ids
             .data
