@@ -205,30 +205,54 @@ std::string field_behind(const std::string& text) {
   return self_field(strip_same(text));
 }
 
-// `Some(name)`, `Some(ref name)`, `Some(&name)`, `Some(mut name)` (spacing aside): binds `name` to
-// the option's content.
-bool some_binds(const std::string& pattern, const std::string& name) {
-  std::string t;  // whitespace collapsed to one space, none next to `(`, `)` or `&`
+// How a `Some(..)` pattern binds `name`: -1 to the option's whole content (`Some(name)`,
+// `Some(ref name)`, `Some(&name)`, `Some(mut name)`, spacing aside), k to element k of a tuple
+// content (`Some((attn, name))`), -2 not at all.
+int some_binds(const std::string& pattern, const std::string& name) {
+  std::string t;  // whitespace collapsed to one space, none next to `(`, `)`, `,` or `&`
   for (char c : pattern) {
     const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
     if (space) {
-      if (!t.empty() && t.back() != ' ' && t.back() != '(' && t.back() != '&') t += ' ';
+      if (!t.empty() && t.back() != ' ' && t.back() != '(' && t.back() != '&' && t.back() != ',')
+        t += ' ';
       continue;
     }
-    if ((c == '(' || c == ')' || c == '&') && !t.empty() && t.back() == ' ') t.pop_back();
+    if ((c == '(' || c == ')' || c == '&' || c == ',') && !t.empty() && t.back() == ' ')
+      t.pop_back();
     t += c;
   }
-  for (const char* form : {"Some(", "Some(ref ", "Some(&", "Some(mut ", "Some(ref mut "})
-    if (t == std::string(form) + name + ")") return true;
-  return false;
+  auto binds = [&](std::string e) {
+    for (const char* pre : {"ref mut ", "ref ", "mut ", "&"})
+      if (e.starts_with(pre)) {
+        e = e.substr(std::strlen(pre));
+        break;
+      }
+    return e == name;
+  };
+  if (t.starts_with("Some((") && t.ends_with("))")) {
+    const std::string inner = t.substr(6, t.size() - 8);
+    if (inner.find_first_of("()[]{}") != std::string::npos) return -2;
+    int k = 0;
+    for (std::size_t a = 0;; ++k) {
+      const std::size_t b = inner.find(',', a);
+      if (binds(inner.substr(a, b == std::string::npos ? std::string::npos : b - a))) return k;
+      if (b == std::string::npos) return -2;
+      a = b + 1;
+    }
+  }
+  if (t.starts_with("Some(") && t.ends_with(")") && binds(t.substr(5, t.size() - 6))) return -1;
+  return -2;
 }
 
 // The option a local `name` used at [start, end) of function `fn_item` is bound to the content of,
 // as written (`&self.f`): by an enclosing `if let Some(name) = &self.f`, `while let Some(name) =
 // ..` or a `match &self.f { .. Some(name) => .. }` arm, with no `let name` shadowing it in
-// between; else empty. This is how candle code calls an `Option<Linear>`.
+// between; else empty. This is how candle code calls an `Option<Linear>`. `index`: -1, or the
+// tuple element `name` is (`Some((attn, ln))` over an `Option<(Attention, LayerNorm)>`).
 std::string option_binding(const rust::Crate& crate, std::size_t file, std::size_t fn_item,
-                           std::uint32_t start, std::uint32_t end, const std::string& name) {
+                           std::uint32_t start, std::uint32_t end, const std::string& name,
+                           int& index) {
+  index = -1;
   const TSNode fn = crate.items()[fn_item].node;
   if (ts_node_is_null(fn)) return {};
   TSNode child = ts_node_descendant_for_byte_range(fn, start, end);
@@ -255,7 +279,8 @@ std::string option_binding(const rust::Crate& crate, std::size_t file, std::size
       if (ts_node_is_null(pat) || ts_node_eq(pat, child)) return {};
       if (std::string(ts_node_type(pat)) == "match_pattern" && ts_node_named_child_count(pat) > 0)
         pat = ts_node_named_child(pat, 0);
-      if (!some_binds(text(pat), name)) continue;
+      index = some_binds(text(pat), name);
+      if (index == -2) continue;
       TSNode block = ts_node_parent(p);
       TSNode match = ts_node_is_null(block) ? block : ts_node_parent(block);
       if (ts_node_is_null(match) || std::string(ts_node_type(match)) != "match_expression")
@@ -270,7 +295,9 @@ std::string option_binding(const rust::Crate& crate, std::size_t file, std::size
       if (std::string(ts_node_type(cond)) != "let_condition") continue;
       TSNode pat = ts_node_child_by_field_name(cond, "pattern", 7);
       TSNode value = ts_node_child_by_field_name(cond, "value", 5);
-      if (ts_node_is_null(pat) || ts_node_is_null(value) || !some_binds(text(pat), name)) continue;
+      if (ts_node_is_null(pat) || ts_node_is_null(value)) continue;
+      index = some_binds(text(pat), name);
+      if (index == -2) continue;
       return text(value);
     } else if (type == "closure_expression" || type == "function_item") {
       return {};
@@ -341,7 +368,8 @@ void nodes_of(TSNode n, const char* type, std::vector<TSNode>& out) {
 // constructor; else empty. How the analysis's inventory finds a layer built by a local helper it
 // does not list as a module (whisper's `layer_norm`, t5's own `Linear`), for the path only.
 std::string field_segment(const rust::Crate& crate, std::size_t type_item,
-                          const std::vector<std::size_t>& ctors, const std::string& field) {
+                          const std::vector<std::size_t>& ctors, const std::string& field,
+                          int element = -1) {
   const rust::Item& t = crate.items()[type_item];
   std::set<std::string> segs;
   bool seen = false;
@@ -355,6 +383,31 @@ std::string field_segment(const rust::Crate& crate, std::size_t type_item,
     std::vector<TSNode> literals, lets;
     nodes_of(body, "struct_expression", literals);
     nodes_of(body, "let_declaration", lets);
+    auto let_values = [&](const std::string& local, std::uint32_t before, auto&& each) {
+      for (TSNode l : lets) {
+        if (ts_node_start_byte(l) > before) break;
+        TSNode pat = ts_node_child_by_field_name(l, "pattern", 7);
+        std::string pt = ts_node_is_null(pat) ? "" : trimmed(crate.node_text(f.file, pat));
+        if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+        if (pt == local) each(ts_node_child_by_field_name(l, "value", 5));
+      }
+    };
+    // The field's value, or element `element` of each tuple in it (`Some((attn, attn_ln))`,
+    // an element that is a local read from its `let`).
+    auto segments_of = [&](TSNode value) {
+      if (element < 0) return pp_segments(crate, f.file, value, vb, segs);
+      std::vector<TSNode> tuples;
+      nodes_of(value, "tuple_expression", tuples);
+      for (TSNode tu : tuples) {
+        if (ts_node_named_child_count(tu) <= static_cast<std::uint32_t>(element)) continue;
+        TSNode e = ts_node_named_child(tu, static_cast<std::uint32_t>(element));
+        if (std::string(ts_node_type(e)) == "identifier")
+          let_values(crate.node_text(f.file, e), ts_node_start_byte(tu),
+                     [&](TSNode v) { pp_segments(crate, f.file, v, vb, segs); });
+        else
+          pp_segments(crate, f.file, e, vb, segs);
+      }
+    };
     for (TSNode lit : literals) {
       TSNode name = ts_node_child_by_field_name(lit, "name", 4);
       const std::string ln = ts_node_is_null(name) ? "" : crate.node_text(f.file, name);
@@ -366,20 +419,13 @@ std::string field_segment(const rust::Crate& crate, std::size_t type_item,
         TSNode fname = ts_node_child_by_field_name(fi, "field", 5);
         if (ts_node_is_null(fname) || crate.node_text(f.file, fname) != field) continue;
         seen = true;
-        pp_segments(crate, f.file, ts_node_child_by_field_name(fi, "value", 5), vb, segs);
+        segments_of(ts_node_child_by_field_name(fi, "value", 5));
       }
       for (TSNode sf : shorts) {
         if (trimmed(crate.node_text(f.file, sf)) != field) continue;
         seen = true;
         // The `let field = ..` statements before the literal.
-        for (TSNode l : lets) {
-          if (ts_node_start_byte(l) > ts_node_start_byte(lit)) break;
-          TSNode pat = ts_node_child_by_field_name(l, "pattern", 7);
-          std::string pt = ts_node_is_null(pat) ? "" : trimmed(crate.node_text(f.file, pat));
-          if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
-          if (pt == field)
-            pp_segments(crate, f.file, ts_node_child_by_field_name(l, "value", 5), vb, segs);
-        }
+        let_values(field, ts_node_start_byte(lit), segments_of);
       }
     }
   }
@@ -505,9 +551,12 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       std::string field = field_behind(text);
       std::string t = trimmed(text);
       if (t.starts_with("&") && !t.starts_with("&mut")) t = trimmed(t.substr(1));
-      if (field.empty() && is_identifier(t))
+      if (field.empty() && is_identifier(t)) {
+        int k = -1;
         field = field_behind(
-            option_binding(crate, c.file, static_cast<std::size_t>(c.function), start, end, t));
+            option_binding(crate, c.file, static_cast<std::size_t>(c.function), start, end, t, k));
+        if (!field.empty() && k >= 0) field += "." + std::to_string(k);  // a tuple's element
+      }
       return field;
     };
     std::string fieldname;
@@ -518,6 +567,11 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       if (trimmed(a.text).starts_with("&")) fieldname = layer_field(a.text, a.start, a.end);
     }
     if (fieldname.empty()) return std::string();
+    // `field.k`: element k of a tuple the field holds; the analysis's child of the field is some
+    // other element, so only the constructor's value tells this one's path.
+    const std::size_t dot = fieldname.find('.');
+    const std::string base = fieldname.substr(0, dot);
+    const int element = dot == std::string::npos ? -1 : std::stoi(fieldname.substr(dot + 1));
     auto ch = children.find({o->second, fieldname});
     if (ch == children.end()) {
       // No module of the analysis in that field: a layer a local helper builds (whisper's
@@ -525,11 +579,25 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       // segment its constructors push, when the analysis has a weight under such a segment and
       // the field's type is not one that times itself.
       Child fb;
-      const std::string seg = field_segment(crate, o->second, ctors_of[o->second], fieldname);
+      const std::string seg = field_segment(crate, o->second, ctors_of[o->second], base, element);
       if (seg.empty() || !knows_segment(seg)) return std::string();
       const rust::Item& pt = crate.items()[o->second];
-      for (const auto& fd : pt.fields)
-        if (fd.name == fieldname) fb.scoped = instrumented_name(fd.base_type);
+      for (const auto& fd : pt.fields) {
+        if (fd.name != base) continue;
+        std::string ty = fd.base_type;
+        if (element >= 0) {  // `Option<(A, B)>`: element k of the tuple type
+          const std::size_t lo = fd.type_text.find('('), hi = fd.type_text.rfind(')');
+          std::string inner = lo < hi && hi != std::string::npos
+                                  ? fd.type_text.substr(lo + 1, hi - lo - 1)
+                                  : std::string();
+          for (int k = 0; k < element && !inner.empty(); ++k) {
+            const std::size_t comma = inner.find(',');
+            inner = comma == std::string::npos ? std::string() : inner.substr(comma + 1);
+          }
+          ty = trimmed(inner.substr(0, inner.find(',')));
+        }
+        fb.scoped = instrumented_name(ty);
+      }
       fb.segments.insert(seg);
       ch = children.emplace(std::make_pair(o->second, fieldname), fb).first;
     }
@@ -581,7 +649,9 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
     }
     std::string name = strip_same(text);
     if (!is_identifier(name)) return {};
-    const std::string scrutinee = option_binding(crate, c.file, fi, st, en, name);
+    int element = -1;
+    const std::string scrutinee = option_binding(crate, c.file, fi, st, en, name, element);
+    if (element >= 0) return {};
     if (!scrutinee.empty()) name = strip_same(scrutinee);
     if (!is_identifier(name)) return {};
     std::vector<TSNode> lets;

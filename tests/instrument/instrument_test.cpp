@@ -516,8 +516,9 @@ TEST_F(Scratch, AnEnumModuleIsListedAsSkipped) {
 
 // candle-transformers holds optional layers as `Option<Linear>` fields (bert's
 // `position_embeddings`, t5's `relative_attention_bias`) and calls them through a binding of the
-// option's content, and shared ones as `Arc<Embedding>`: each such call is timed as the child
-// the field holds, a binding shadowed by a `let` or bound to something else is left alone.
+// option's content (whisper a tuple of them), and shared ones as `Arc<Embedding>`: each such call
+// is timed as the child the field holds, a binding shadowed by a `let` or bound to something else
+// is left alone.
 TEST_F(Scratch, CallsThroughAnOptionOrArcFieldAreTimedAsThatChild) {
   write(dir_ / "opt/Cargo.toml",
         "[package]\nname = \"opt\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
@@ -527,13 +528,17 @@ TEST_F(Scratch, CallsThroughAnOptionOrArcFieldAreTimedAsThatChild) {
         "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n"
         "use std::sync::Arc;\n\n"
         "pub struct Model {\n    pos: Option<Linear>,\n    bias: Option<Linear>,\n"
-        "    shared: Arc<Linear>,\n    out: Linear,\n}\n\nimpl Model {\n"
+        "    shared: Arc<Linear>,\n    out: Linear,\n    cross: Option<(Linear, Linear)>,\n}\n\n"
+        "impl Model {\n"
         "    pub fn new(vb: VarBuilder, with: bool) -> Result<Self> {\n"
         "        let pos = if with { Some(linear(4, 4, vb.pp(\"position\"))?) } else { None };\n"
         "        let bias = Some(linear(4, 4, vb.pp(\"rel_bias\"))?);\n"
         "        let shared = Arc::new(linear(4, 4, vb.pp(\"shared\"))?);\n"
         "        let out = linear(4, 4, vb.pp(\"out\"))?;\n"
-        "        Ok(Self { pos, bias, shared, out })\n    }\n"
+        "        let cross = if with {\n            let a = linear(4, 4, vb.pp(\"cross_attn\"))?;\n"
+        "            let ln = linear(4, 4, vb.pp(\"cross_ln\"))?;\n            Some((a, ln))\n"
+        "        } else {\n            None\n        };\n"
+        "        Ok(Self { pos, bias, shared, out, cross })\n    }\n"
         "    pub fn forward(&self, xs: &Tensor, extra: Option<&Linear>) -> Result<Tensor> {\n"
         "        let mut xs = self.shared.as_ref().forward(xs)?;\n"
         "        if let Some(p) = &self.pos {\n            xs = p.forward(&xs)?;\n        }\n"
@@ -542,6 +547,8 @@ TEST_F(Scratch, CallsThroughAnOptionOrArcFieldAreTimedAsThatChild) {
         "        if let Some(p) = &self.pos {\n            let p = &self.out;\n"
         "            xs = p.forward(&xs)?;\n        }\n"
         "        if let Some(e) = extra {\n            xs = e.forward(&xs)?;\n        }\n"
+        "        if let Some((attn, ln)) = &self.cross {\n"
+        "            xs = attn.forward(&ln.forward(&xs)?)?;\n        }\n"
         "        self.out.forward(&xs)\n    }\n}\n");
   pipeline::Options o;
   o.path = (dir_ / "opt").string();
@@ -557,7 +564,12 @@ TEST_F(Scratch, CallsThroughAnOptionOrArcFieldAreTimedAsThatChild) {
   // `let p = &self.out;` shadows the option's binding, and `extra` is no field: not `position`.
   EXPECT_EQ(count(r.diff, "\"position\")"), 1u);
   EXPECT_THAT(r.diff, Not(HasSubstr("e.forward(&xs); cg_out")));
-  EXPECT_EQ(r.children, 4u);  // shared, position, rel_bias, out
+  // A tuple in an option (whisper's `cross_attn: Option<(MultiHeadAttention, LayerNorm)>`): each
+  // element under the segment its own `let` pushes.
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"cross_ln\"); let cg_out = ln.forward(&xs); cg_out }"));
+  EXPECT_THAT(r.diff, HasSubstr("{ _cg_child = candle_graph_profile::child_scope(&self.cg_path, "
+                                "\"cross_attn\"); } cg_in }); cg_out }"));
+  EXPECT_EQ(r.children, 6u);  // shared, position, rel_bias, cross_attn, cross_ln, out
   fs::path copy = copy_of(dir_ / "opt", "opt_patched");
   ASSERT_EQ(patch(copy, r.diff), 0);
   expect_parses(copy);
