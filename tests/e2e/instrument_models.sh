@@ -39,7 +39,7 @@ root_of[resnet]=models::resnet::resnet18;             files_of[resnet]="resnet.r
 # Analysis arguments besides the config (resnet has none: its root is a function).
 declare -A args_of
 args_of[resnet]="--arg num_classes=10"
-models="${CG_MODELS:-llama bert t5 vit resnet}"
+models="${CG_MODELS:-llama bert whisper t5 vit resnet}"
 
 # A scratch crate laid out as candle-transformers is (crate::models::…, crate::utils), so the
 # copied files build unchanged.
