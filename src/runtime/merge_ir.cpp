@@ -284,6 +284,7 @@ MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
   }
   s.host_side_timings = !plan.device_sync;
   s.thread_busy_ns = plan.thread_busy_ns;
+  s.wall_ns = plan.wall_ns;
   s.steps = plan.steps;
   resolve_module_timings(ir, plan, modules, s, ir.findings);
   ir.runtime = std::move(s);
@@ -315,6 +316,8 @@ ProfileReport profile_report(const ir::ModelIr& ir, bool by_self, std::uint64_t 
   for (auto t : threads)
     wall = wall > ~std::uint64_t{0} - t ? ~std::uint64_t{0} : wall + t;
   if (threads.empty()) wall = self_sum;
+  // The run's real span (the threads' union): the caller's, else the one merged into the IR.
+  if (span_ns == 0 && ir.runtime) span_ns = ir.runtime->wall_ns;
   if (span_ns != 0 && !threads.empty()) wall = span_ns;
   ProfileReport r = profile_report(ops, wall, steps, IrStaticModel(ir), by_self);
   r.thread_busy_ns = threads;

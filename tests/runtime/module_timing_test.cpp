@@ -96,6 +96,9 @@ TEST(ModuleTimings, PathsResolveToInstancesAndFamiliesAcrossRanks) {
   EXPECT_EQ(rt.unmatched_module_path_examples, std::vector<std::string>{"model.vision"});
   EXPECT_TRUE(rt.host_side_timings);
   EXPECT_EQ(rt.thread_busy_ns, (std::vector<std::uint64_t>{10000, 1200, 1000}));
+  // Wall time: rank 0's thread 1 (1000..1500, 2000..2700) runs inside thread 0's 1000..11000, so
+  // rank 0 spans 10000; rank 1 spans 1000 (0..900, 1000..1100): 11000, not the 12200 busy sum.
+  EXPECT_EQ(rt.wall_ns, 11000u);
   bool found = false;
   for (const auto& f : m.findings) {
     found = found || (f.rule == "runtime-unmapped" &&
