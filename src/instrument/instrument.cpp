@@ -361,6 +361,20 @@ void nodes_of(TSNode n, const char* type, std::vector<TSNode>& out) {
     nodes_of(ts_node_named_child(n, i), type, out);
 }
 
+// A `let vb = ..` (or `let mut vb`) in `body`: the builder is rebound, so a segment pushed on it
+// later is no longer relative to the path captured from the parameter.
+bool rebinds(const rust::Crate& crate, std::size_t file, TSNode body, const std::string& vb) {
+  std::vector<TSNode> lets;
+  nodes_of(body, "let_declaration", lets);
+  for (TSNode l : lets) {
+    TSNode pat = ts_node_child_by_field_name(l, "pattern", 7);
+    std::string pt = ts_node_is_null(pat) ? "" : trimmed(crate.node_text(file, pat));
+    if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+    if (pt == vb) return true;
+  }
+  return false;
+}
+
 // The key segment of the layer a struct's field holds, read from how its VarBuilder constructors
 // fill the field: `Self { q: linear(.., vb.pp("q"))? }`, or a shorthand `Self { attn_ln }` after
 // `let attn_ln = layer_norm(n, vb.pp("attn_ln"))?;`. The value (a helper's call, `Some(..)`, an
@@ -380,6 +394,7 @@ std::string field_segment(const rust::Crate& crate, std::size_t type_item,
       if (builder_type(crate, f.module, p.type_text)) vb = p.name;
     if (vb.empty() || !is_identifier(vb)) return {};
     const TSNode body = f.body();
+    if (rebinds(crate, f.file, body, vb)) return {};
     std::vector<TSNode> literals, lets;
     nodes_of(body, "struct_expression", literals);
     nodes_of(body, "let_declaration", lets);
@@ -664,11 +679,12 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
       if (pt == name) value = ts_node_child_by_field_name(l, "value", 5);
     }
-    if (ts_node_is_null(value)) return {};
-    TSNode call = value;
-    if (std::string(ts_node_type(call)) == "try_expression" && ts_node_named_child_count(call) > 0)
-      call = ts_node_named_child(call, 0);
-    if (std::string(ts_node_type(call)) == "call_expression") {
+    if (ts_node_is_null(value) || rebinds(crate, f.file, f.body(), b->second.vb)) return {};
+    // Any call of a closure-module builder in the value (`convnext_head(..)` inside a `match`):
+    // that module times itself.
+    std::vector<TSNode> inner_calls;
+    nodes_of(value, "call_expression", inner_calls);
+    for (TSNode call : inner_calls) {
       TSNode fn = ts_node_child_by_field_name(call, "function", 8);
       if (!ts_node_is_null(fn) &&
           builder_names.count(std::string(last_path_segment(crate.node_text(f.file, fn)))) > 0)

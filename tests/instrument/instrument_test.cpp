@@ -636,20 +636,34 @@ TEST_F(Scratch, ClosureModulesGetAScopeAndTheirLayersChildScopes) {
         "    let conv = conv2d(c, c, 3, Conv2dConfig::default(), vb.pp(\"conv\"))?;\n"
         "    let bn = batch_norm(c, 1e-5, vb.pp(0))?;\n"
         "    Ok(Func::new(move |xs| xs.apply(&conv)?.apply_t(&bn, false)))\n}\n\n"
-        "pub fn net(vb: VarBuilder) -> Result<Func<'static>> {\n"
+        "pub fn net(vb: VarBuilder, extra: bool) -> Result<Func<'static>> {\n"
         "    let first = block(4, vb.pp(\"first\"))?;\n"
         "    let head = candle_nn::linear(4, 2, vb.pp(\"head\"))?;\n"
+        "    let more = match extra {\n        false => None,\n"
+        "        true => Some(block(4, vb.pp(\"more\"))?),\n    };\n"
+        "    let tail = stages(vb.pp(\"tail\"))?;\n"
         "    Ok(Func::new(move |xs| {\n        let ys = xs.apply(&first)?;\n"
-        "        ys.apply(&head)\n    }))\n}\n");
+        "        let ys = match &more {\n            Some(m) => ys.apply(m)?,\n"
+        "            None => ys,\n        };\n"
+        "        ys.apply(&head)?.apply(&tail)\n    }))\n}\n\n"
+        "fn stages(vb: VarBuilder) -> Result<Func<'static>> {\n"
+        "    let vb = vb.pp(\"stages\");\n"
+        "    let proj = candle_nn::linear(2, 2, vb.pp(\"proj\"))?;\n"
+        "    Ok(Func::new(move |xs| xs.apply(&proj)))\n}\n");
   pipeline::Options o;
   o.path = (dir_ / "fm").string();
   o.root = "net";
   Report r = instrument_crate(o);
-  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"block", "net"}));
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"block", "net", "stages"}));
   EXPECT_EQ(r.skipped.size(), 0u);  // the function root is no "enum or alias"
-  EXPECT_EQ(r.captures, 2u);
-  EXPECT_EQ(r.scopes, 2u);
-  EXPECT_EQ(count(r.diff, "let cg_path = vb.prefix();"), 2u);
+  EXPECT_EQ(r.captures, 3u);
+  EXPECT_EQ(r.scopes, 3u);
+  EXPECT_EQ(count(r.diff, "let cg_path = vb.prefix();"), 3u);
+  // A closure module built inside a `match` (`Some(m)` over it) times itself: no child scope.
+  EXPECT_THAT(r.diff, Not(HasSubstr("child_scope(&cg_path, \"more\")")));
+  // `let vb = vb.pp("stages")` rebinds the builder: `proj` is at `stages.proj`, not at the
+  // captured path plus `proj`, so it is left in the closure's time rather than misnamed.
+  EXPECT_THAT(r.diff, Not(HasSubstr("child_scope(&cg_path, \"proj\")")));
   // An expression body is wrapped in a block that opens the scope.
   EXPECT_THAT(r.diff, HasSubstr("Func::new(move |xs| { #[cfg(feature = \"candle-graph-profile\")] "
                                 "let _cg_scope = candle_graph_profile::module_scope(&cg_path); "));
@@ -658,7 +672,7 @@ TEST_F(Scratch, ClosureModulesGetAScopeAndTheirLayersChildScopes) {
   EXPECT_THAT(r.diff, HasSubstr("child_scope(&cg_path, \"head\"); let cg_out = ys.apply(&head);"));
   // `first` is another closure module: it opens its own scope, no child scope around it.
   EXPECT_THAT(r.diff, Not(HasSubstr("child_scope(&cg_path, \"first\")")));
-  EXPECT_EQ(r.children, 3u);
+  EXPECT_EQ(r.children, 3u);  // conv, 0, head
   fs::path copy = copy_of(dir_ / "fm", "fm_patched");
   ASSERT_EQ(patch(copy, r.diff), 0);
   expect_parses(copy);
