@@ -141,6 +141,25 @@ impl Dim for D {
     }
 }
 
+/// Several dimensions: one (`usize`, `D`) or an array of them (`[1, 2]`).
+pub trait Dims {
+    fn to_indexes(self, shape: &Shape, op: &str) -> Result<Vec<usize>>;
+}
+impl<T: Dim> Dims for T {
+    fn to_indexes(self, shape: &Shape, op: &str) -> Result<Vec<usize>> {
+        Ok(vec![self.to_index(shape, op)?])
+    }
+}
+impl<const N: usize> Dims for [usize; N] {
+    fn to_indexes(self, shape: &Shape, op: &str) -> Result<Vec<usize>> {
+        self.iter().map(|d| d.to_index(shape, op)).collect()
+    }
+}
+
+pub mod shape {
+    pub use super::{Dim, Dims, Shape, ShapeWithOneHole, D};
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape(Vec<usize>);
 impl Shape {
@@ -255,6 +274,11 @@ impl ShapeWithOneHole for (usize, (), usize) {
 impl ShapeWithOneHole for (usize, usize, (), usize) {
     fn into_shape(self, n: usize) -> Result<Shape> {
         Ok(Shape(vec![self.0, self.1, hole(&[self.0, self.1, self.3], n)?, self.3]))
+    }
+}
+impl ShapeWithOneHole for (usize, usize, usize, ()) {
+    fn into_shape(self, n: usize) -> Result<Shape> {
+        Ok(Shape(vec![self.0, self.1, self.2, hole(&[self.0, self.1, self.2], n)?]))
     }
 }
 impl ShapeWithOneHole for (usize, (), usize, usize) {
@@ -825,14 +849,22 @@ impl Tensor {
         }
         Ok(self.like(dims, data))
     }
-    pub fn sum_keepdim<X: Dim>(&self, d: X) -> Result<Tensor> {
-        self.reduce(d, true, |c| c.iter().sum())
+    pub fn sum_keepdim<X: Dims>(&self, d: X) -> Result<Tensor> {
+        let mut t = self.clone();
+        for i in d.to_indexes(&self.shape(), "sum_keepdim")? {
+            t = t.reduce(i, true, |c| c.iter().sum())?;
+        }
+        Ok(t)
     }
     pub fn sum<X: Dim>(&self, d: X) -> Result<Tensor> {
         self.reduce(d, false, |c| c.iter().sum())
     }
-    pub fn mean_keepdim<X: Dim>(&self, d: X) -> Result<Tensor> {
-        self.reduce(d, true, |c| c.iter().sum::<f32>() / c.len().max(1) as f32)
+    pub fn mean_keepdim<X: Dims>(&self, d: X) -> Result<Tensor> {
+        let mut t = self.clone();
+        for i in d.to_indexes(&self.shape(), "mean_keepdim")? {
+            t = t.reduce(i, true, |c| c.iter().sum::<f32>() / c.len().max(1) as f32)?;
+        }
+        Ok(t)
     }
     pub fn mean<X: Dim>(&self, d: X) -> Result<Tensor> {
         self.reduce(d, false, |c| c.iter().sum::<f32>() / c.len().max(1) as f32)
