@@ -555,7 +555,11 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
   std::vector<Wrap> wraps;
   const std::string attr = std::string(kAttr) + " ";
   // A call in a method of an instrumented struct: the child's segment under `self.cg_path`.
+  // The index expression of a call on a `Vec` field's element (`self.layers[i].forward(..)`),
+  // set by struct_child for the call it returns a family segment for (`layers.{i}`).
+  std::string index_expr;
   auto struct_child = [&](const rust::MethodCall& c) -> std::string {
+    index_expr.clear();
     auto o = owner_of.find(static_cast<std::size_t>(c.function));
     if (o == owner_of.end() || done.count(o->second) == 0) return std::string();
     const rust::Item& f = crate.items()[static_cast<std::size_t>(c.function)];
@@ -574,14 +578,45 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       }
       return field;
     };
-    std::string fieldname;
+    // `self.f[IDX]`: an element of a `Vec` field, IDX a local, a field or a number (evaluated
+    // once more for the path, so nothing that could change or run code).
+    auto indexed = [&](const std::string& text, std::string& idx) {
+      const std::string t = strip_same(text);
+      const std::size_t lb = t.find('[');
+      if (lb == std::string::npos || t.back() != ']') return std::string();
+      idx = t.substr(lb + 1, t.size() - lb - 2);
+      std::string plain = idx;
+      if (plain.starts_with("self.")) plain = plain.substr(5);
+      if (!is_identifier(plain) && plain.find_first_not_of("0123456789") != std::string::npos)
+        return std::string();
+      return self_field(t.substr(0, lb));
+    };
+    std::string fieldname, idx;
     if (c.method == "forward" || c.method == "forward_t") {
       fieldname = layer_field(c.receiver, c.receiver_start, c.receiver_end);
+      if (fieldname.empty()) fieldname = indexed(c.receiver, idx);
     } else if ((c.method == "apply" || c.method == "apply_t") && !c.arguments.empty()) {
       const auto& a = c.arguments.front();
-      if (trimmed(a.text).starts_with("&")) fieldname = layer_field(a.text, a.start, a.end);
+      if (trimmed(a.text).starts_with("&")) {
+        fieldname = layer_field(a.text, a.start, a.end);
+        if (fieldname.empty()) fieldname = indexed(a.text, idx);
+      }
     }
     if (fieldname.empty()) return std::string();
+    if (!idx.empty()) {
+      // The analysis's children in the field are one family, `seg.{i}` under the parent, and
+      // not a type that times itself: the element's path is the parent's, `seg.` and the index.
+      auto ch = children.find({o->second, fieldname});
+      if (ch == children.end() || ch->second.scoped || ch->second.segments.size() != 1)
+        return std::string();
+      const std::string fam = *ch->second.segments.begin();
+      const std::size_t open = fam.find('{');
+      if (open == std::string::npos || open == 0 || fam[open - 1] != '.' || fam.back() != '}' ||
+          fam.find_first_of("{}\"\\=", open + 1) != fam.size() - 1)
+        return std::string();
+      index_expr = idx;
+      return fam.substr(0, open - 1);
+    }
     // `field.k`: element k of a tuple the field holds; the analysis's child of the field is some
     // other element, so only the constructor's value tells this one's path.
     const std::size_t dot = fieldname.find('.');
@@ -702,8 +737,15 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       parent = std::string("&") + kFieldName;
     }
     if (seg.empty()) continue;
+    // An element of a `Vec` field: its path is built per call (`model.layers.3`), interned by
+    // content, so it costs a formatting and a lookup more than a child scope.
     const std::string open_scope =
-        "candle_graph_profile::child_scope(" + parent + ", \"" + seg + "\")";
+        index_expr.empty()
+            ? "candle_graph_profile::child_scope(" + parent + ", \"" + seg + "\")"
+            : "{ let cg_p = if self." + std::string(kFieldName) + ".is_empty() { format!(\"" + seg +
+                  ".{}\", " + index_expr + ") } else { format!(\"{}." + seg + ".{}\", self." +
+                  kFieldName + ", " + index_expr +
+                  ") }; candle_graph_profile::module_scope(&cg_p) }";
     Wrap w{c.file, {}, {}};
     const std::string lp = c.leftmost ? "(" : "", rp = c.leftmost ? ")" : "";
     bool simple = !may_call(c.receiver);

@@ -575,6 +575,43 @@ TEST_F(Scratch, CallsThroughAnOptionOrArcFieldAreTimedAsThatChild) {
   expect_parses(copy);
 }
 
+// An element of a `Vec` field of library layers (`self.heads[i].forward(..)`): the analysis knows
+// the family `heads.{i}`, so the element is timed under `heads.` and the index, formatted per call.
+// An index that is an expression (it would run twice) is left alone.
+TEST_F(Scratch, AnIndexedVecElementIsTimedUnderItsIndex) {
+  write(dir_ / "vx/Cargo.toml",
+        "[package]\nname = \"vx\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "vx/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n\n"
+        "pub struct Model {\n    heads: Vec<Linear>,\n}\n\nimpl Model {\n"
+        "    pub fn new(n: usize, vb: VarBuilder) -> Result<Self> {\n"
+        "        let mut heads = Vec::new();\n        for i in 0..n {\n"
+        "            heads.push(linear(4, 4, vb.pp(\"heads\").pp(i))?);\n        }\n"
+        "        Ok(Self { heads })\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        let mut xs = xs.clone();\n"
+        "        for i in 0..self.heads.len() {\n            xs = self.heads[i].forward(&xs)?;\n   "
+        "     }\n"
+        "        xs = self.heads[0].forward(&xs)?;\n"
+        "        self.heads[xs.dims().len() - 1].forward(&xs)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "vx").string();
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Model"}));
+  EXPECT_THAT(r.diff, HasSubstr("let _cg_child = { let cg_p = if self.cg_path.is_empty() { "
+                                "format!(\"heads.{}\", i) } else { format!(\"{}.heads.{}\", "
+                                "self.cg_path, i) }; candle_graph_profile::module_scope(&cg_p) }; "
+                                "let cg_out = self.heads[i].forward(&xs); cg_out }"));
+  EXPECT_THAT(r.diff, HasSubstr("format!(\"{}.heads.{}\", self.cg_path, 0)"));
+  EXPECT_THAT(r.diff, Not(HasSubstr("xs.dims().len() - 1)")));
+  EXPECT_EQ(r.children, 2u);
+  fs::path copy = copy_of(dir_ / "vx", "vx_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+}
+
 // A layer a local helper builds from raw weights (whisper's `layer_norm`, t5's own `Linear`) is
 // no module of the analysis, but its weights are: the parent's call of it is timed under the
 // segment its constructor pushes (`vb.pp("attn_ln")`), read from the literal's field or the
