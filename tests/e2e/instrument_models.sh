@@ -8,8 +8,9 @@
 # (tests/instrument/perlayer/models/MODEL.rs). The trace must hold a timed row for at least 95% of
 # the module instances the analysis lists for the model (every block, attention, MLP, norm,
 # embedding and linear), and the rows' self times must sum to at most the run's wall time.
-# Nothing of candle is committed: the files are read from CG_CANDLE_SRC at run time.
-# Exit 77 (skipped) without CG_CANDLE_SRC or cargo. CG_MODELS="llama t5" runs a subset.
+# Nothing of candle is committed: the files are read from CG_CANDLE_SRC at run time. The models:
+# llama, bert, whisper, t5, vit and resnet18 (the conv net, made of closure modules).
+# Exit 77 (skipped) without CG_CANDLE_SRC, cargo or python3. CG_MODELS="llama t5" runs a subset.
 # Usage: instrument_models.sh <candle-graph binary> <repo root>
 set -uo pipefail
 cg="$1"; root="$2"
@@ -19,8 +20,13 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "skipped: cargo not found"; exit 77
 fi
-# CG_KEEP_WORK=DIR: work in DIR (emptied first) and keep it, to look at the crates after a failure.
-if [ -n "${CG_KEEP_WORK:-}" ]; then work="$CG_KEEP_WORK"; rm -rf "$work"; mkdir -p "$work"
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "skipped: python3 not found (it reads the analysis and the trace)"; exit 77
+fi
+# CG_KEEP_WORK=DIR: work in DIR (a new or empty directory) and keep it, to look at the crates.
+if [ -n "${CG_KEEP_WORK:-}" ]; then
+  work="$CG_KEEP_WORK"; mkdir -p "$work"
+  [ -z "$(ls -A "$work")" ] || { echo "FAIL: CG_KEEP_WORK=$work is not empty"; exit 1; }
 else work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT; fi
 fail() { echo "FAIL: $*"; exit 1; }
 export CARGO_TARGET_DIR="$work/target" CARGO_TERM_COLOR=never
