@@ -174,17 +174,23 @@ std::string self_field(const std::string& text) {
 // same layer (`.as_ref()` on an `Option` or an `Arc`, `.as_deref()`, `.as_mut()`, `.deref()`,
 // `.unwrap()`), whitespace removed; `field_behind` is the `self.f` it reads, else empty.
 std::string strip_same(const std::string& text) {
+  // `&mut x` loses its `&mut ` before the spaces go (`&mutable` is a name).
   std::string t;
-  for (char c : text)
-    if (std::isspace(static_cast<unsigned char>(c)) == 0) t += c;
+  const std::string in = trimmed(text);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in.compare(i, 4, "&mut") == 0 && i + 4 < in.size() &&
+        std::isspace(static_cast<unsigned char>(in[i + 4])) != 0) {
+      t += '&';
+      i += 4;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(in[i])) == 0) t += in[i];
+  }
   static const char* const kSame[] = {".as_ref()",       ".as_deref()", ".as_mut()",
                                       ".as_deref_mut()", ".deref()",    ".unwrap()"};
   for (bool changed = true; changed;) {
     changed = false;
-    if (t.starts_with("&mut")) {
-      t = t.substr(4);
-      changed = true;
-    } else if (t.starts_with("&") || t.starts_with("*")) {
+    if (t.starts_with("&") || t.starts_with("*")) {
       t = t.substr(1);
       changed = true;
     } else if (t.size() > 2 && t.front() == '(' && t.back() == ')' &&
