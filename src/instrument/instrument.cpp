@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -168,6 +170,290 @@ std::string self_field(const std::string& text) {
   return is_identifier(t) ? t : std::string();
 }
 
+// A value expression through `&`, `&mut`, `*`, parentheses and the conversions that hand out the
+// same layer (`.as_ref()` on an `Option` or an `Arc`, `.as_deref()`, `.as_mut()`, `.deref()`,
+// `.unwrap()`), whitespace removed; `field_behind` is the `self.f` it reads, else empty.
+std::string strip_same(const std::string& text) {
+  // `&mut x` loses its `&mut ` before the spaces go (`&mutable` is a name).
+  std::string t;
+  const std::string in = trimmed(text);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in.compare(i, 4, "&mut") == 0 && i + 4 < in.size() &&
+        std::isspace(static_cast<unsigned char>(in[i + 4])) != 0) {
+      t += '&';
+      i += 4;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(in[i])) == 0) t += in[i];
+  }
+  static const char* const kSame[] = {".as_ref()",       ".as_deref()", ".as_mut()",
+                                      ".as_deref_mut()", ".deref()",    ".unwrap()"};
+  for (bool changed = true; changed;) {
+    changed = false;
+    if (t.starts_with("&") || t.starts_with("*")) {
+      t = t.substr(1);
+      changed = true;
+    } else if (t.size() > 2 && t.front() == '(' && t.back() == ')' &&
+               t.find_first_of("(),", 1) == t.size() - 1) {
+      t = t.substr(1, t.size() - 2);
+      changed = true;
+    }
+    for (const char* s : kSame)
+      if (t.ends_with(s) && t.size() > std::strlen(s)) {
+        t.resize(t.size() - std::strlen(s));
+        changed = true;
+      }
+  }
+  return t;
+}
+
+std::string field_behind(const std::string& text) {
+  return self_field(strip_same(text));
+}
+
+// How a `Some(..)` pattern binds `name`: -1 to the option's whole content (`Some(name)`,
+// `Some(ref name)`, `Some(&name)`, `Some(mut name)`, spacing aside), k to element k of a tuple
+// content (`Some((attn, name))`), -2 not at all.
+int some_binds(const std::string& pattern, const std::string& name) {
+  std::string t;  // whitespace collapsed to one space, none next to `(`, `)`, `,` or `&`
+  for (char c : pattern) {
+    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
+    if (space) {
+      if (!t.empty() && t.back() != ' ' && t.back() != '(' && t.back() != '&' && t.back() != ',')
+        t += ' ';
+      continue;
+    }
+    if ((c == '(' || c == ')' || c == '&' || c == ',') && !t.empty() && t.back() == ' ')
+      t.pop_back();
+    t += c;
+  }
+  auto binds = [&](std::string e) {
+    for (const char* pre : {"ref mut ", "ref ", "mut ", "&"})
+      if (e.starts_with(pre)) {
+        e = e.substr(std::strlen(pre));
+        break;
+      }
+    return e == name;
+  };
+  if (t.starts_with("Some((") && t.ends_with("))")) {
+    const std::string inner = t.substr(6, t.size() - 8);
+    if (inner.find_first_of("()[]{}") != std::string::npos) return -2;
+    int k = 0;
+    for (std::size_t a = 0;; ++k) {
+      const std::size_t b = inner.find(',', a);
+      if (binds(inner.substr(a, b == std::string::npos ? std::string::npos : b - a))) return k;
+      if (b == std::string::npos) return -2;
+      a = b + 1;
+    }
+  }
+  if (t.starts_with("Some(") && t.ends_with(")") && binds(t.substr(5, t.size() - 6))) return -1;
+  return -2;
+}
+
+// The option a local `name` used at [start, end) of function `fn_item` is bound to the content of,
+// as written (`&self.f`): by an enclosing `if let Some(name) = &self.f`, `while let Some(name) =
+// ..` or a `match &self.f { .. Some(name) => .. }` arm, with no `let name` shadowing it in
+// between; else empty. This is how candle code calls an `Option<Linear>`. `index`: -1, or the
+// tuple element `name` is (`Some((attn, ln))` over an `Option<(Attention, LayerNorm)>`).
+std::string option_binding(const rust::Crate& crate, std::size_t file, std::size_t fn_item,
+                           std::uint32_t start, std::uint32_t end, const std::string& name,
+                           int& index) {
+  index = -1;
+  const TSNode fn = crate.items()[fn_item].node;
+  if (ts_node_is_null(fn)) return {};
+  TSNode child = ts_node_descendant_for_byte_range(fn, start, end);
+  auto text = [&](TSNode n) { return crate.node_text(file, n); };
+  for (TSNode p = ts_node_parent(child); !ts_node_is_null(p) && !ts_node_eq(child, fn);
+       child = p, p = ts_node_parent(p)) {
+    const std::string type = ts_node_type(p);
+    if (type == "block") {
+      // A `let name = ..` before the use, in a block around it, shadows any outer binding.
+      const std::uint32_t n = ts_node_named_child_count(p);
+      for (std::uint32_t k = 0; k < n; ++k) {
+        TSNode st = ts_node_named_child(p, k);
+        if (ts_node_start_byte(st) >= start) break;
+        if (std::string(ts_node_type(st)) != "let_declaration") continue;
+        TSNode pat = ts_node_child_by_field_name(st, "pattern", 7);
+        if (!ts_node_is_null(pat)) {
+          std::string pt = text(pat);
+          if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+          if (pt == name) return {};
+        }
+      }
+    } else if (type == "match_arm") {
+      TSNode pat = ts_node_child_by_field_name(p, "pattern", 7);
+      if (ts_node_is_null(pat) || ts_node_eq(pat, child)) return {};
+      if (std::string(ts_node_type(pat)) == "match_pattern" && ts_node_named_child_count(pat) > 0)
+        pat = ts_node_named_child(pat, 0);
+      index = some_binds(text(pat), name);
+      if (index == -2) continue;
+      TSNode block = ts_node_parent(p);
+      TSNode match = ts_node_is_null(block) ? block : ts_node_parent(block);
+      if (ts_node_is_null(match) || std::string(ts_node_type(match)) != "match_expression")
+        return {};
+      TSNode value = ts_node_child_by_field_name(match, "value", 5);
+      return ts_node_is_null(value) ? std::string() : text(value);
+    } else if (type == "if_expression" || type == "while_expression") {
+      TSNode cond = ts_node_child_by_field_name(p, "condition", 9);
+      TSNode body = ts_node_child_by_field_name(p, type == "if_expression" ? "consequence" : "body",
+                                                type == "if_expression" ? 11 : 4);
+      if (ts_node_is_null(cond) || ts_node_is_null(body) || !ts_node_eq(body, child)) continue;
+      if (std::string(ts_node_type(cond)) != "let_condition") continue;
+      TSNode pat = ts_node_child_by_field_name(cond, "pattern", 7);
+      TSNode value = ts_node_child_by_field_name(cond, "value", 5);
+      if (ts_node_is_null(pat) || ts_node_is_null(value)) continue;
+      index = some_binds(text(pat), name);
+      if (index == -2) continue;
+      return text(value);
+    } else if (type == "closure_expression" || type == "function_item") {
+      return {};
+    }
+  }
+  return {};
+}
+
+// The key segments `vb.pp(LIT)` / `vb.push_prefix(LIT)` chains rooted at the builder `vb` push
+// inside `n` (`vb.pp("attn").pp("q")` is `attn.q`); a segment that is not a literal is recorded as
+// "?" (a loop index, a format!), so the caller can tell a fixed path from a varying one.
+void pp_segments(const rust::Crate& crate, std::size_t file, TSNode n, const std::string& vb,
+                 std::set<std::string>& out) {
+  if (ts_node_is_null(n)) return;
+  // The chain of a `.pp(..)` call back to `vb`: "" when it is not rooted at `vb`.
+  auto chain = [&](auto&& self, TSNode call) -> std::optional<std::string> {
+    if (std::string(ts_node_type(call)) == "identifier") {
+      if (crate.node_text(file, call) == vb) return std::string();
+      return std::nullopt;
+    }
+    if (std::string(ts_node_type(call)) != "call_expression") return std::nullopt;
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    TSNode args = ts_node_child_by_field_name(call, "arguments", 9);
+    if (ts_node_is_null(fn) || ts_node_is_null(args) ||
+        std::string(ts_node_type(fn)) != "field_expression")
+      return std::nullopt;
+    TSNode field = ts_node_child_by_field_name(fn, "field", 5);
+    const std::string method = ts_node_is_null(field) ? "" : crate.node_text(file, field);
+    if (method != "pp" && method != "push_prefix") return std::nullopt;
+    auto inner = self(self, ts_node_child_by_field_name(fn, "value", 5));
+    if (!inner) return std::nullopt;
+    std::string seg = "?";
+    if (ts_node_named_child_count(args) == 1) {
+      TSNode a = ts_node_named_child(args, 0);
+      const std::string at = ts_node_type(a), text = crate.node_text(file, a);
+      if (at == "integer_literal" && text.find_first_not_of("0123456789") == std::string::npos)
+        seg = text;
+      else if (at == "string_literal" && text.size() >= 2 &&
+               text.find_first_of("\\{}") == std::string::npos)
+        seg = text.substr(1, text.size() - 2);
+    }
+    return inner->empty() ? seg : *inner + "." + seg;
+  };
+  if (std::string(ts_node_type(n)) == "call_expression") {
+    if (auto c = chain(chain, n)) {
+      if (!c->empty()) out.insert(c->find('?') == std::string::npos ? *c : "?");
+      return;
+    }
+  }
+  const std::uint32_t k = ts_node_named_child_count(n);
+  for (std::uint32_t i = 0; i < k; ++i)
+    pp_segments(crate, file, ts_node_named_child(n, i), vb, out);
+}
+
+// Nodes of type `type` under `n`, in source order.
+void nodes_of(TSNode n, const char* type, std::vector<TSNode>& out) {
+  if (ts_node_is_null(n)) return;
+  if (std::string(ts_node_type(n)) == type) out.push_back(n);
+  const std::uint32_t k = ts_node_named_child_count(n);
+  for (std::uint32_t i = 0; i < k; ++i)
+    nodes_of(ts_node_named_child(n, i), type, out);
+}
+
+// A `let vb = ..` (or `let mut vb`) in `body`: the builder is rebound, so a segment pushed on it
+// later is no longer relative to the path captured from the parameter.
+bool rebinds(const rust::Crate& crate, std::size_t file, TSNode body, const std::string& vb) {
+  std::vector<TSNode> lets;
+  nodes_of(body, "let_declaration", lets);
+  for (TSNode l : lets) {
+    TSNode pat = ts_node_child_by_field_name(l, "pattern", 7);
+    std::string pt = ts_node_is_null(pat) ? "" : trimmed(crate.node_text(file, pat));
+    if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+    if (pt == vb) return true;
+  }
+  return false;
+}
+
+// The key segment of the layer a struct's field holds, read from how its VarBuilder constructors
+// fill the field: `Self { q: linear(.., vb.pp("q"))? }`, or a shorthand `Self { attn_ln }` after
+// `let attn_ln = layer_norm(n, vb.pp("attn_ln"))?;`. The value (a helper's call, `Some(..)`, an
+// if/else) must push exactly one literal segment on the constructor's builder in every
+// constructor; else empty. How the analysis's inventory finds a layer built by a local helper it
+// does not list as a module (whisper's `layer_norm`, t5's own `Linear`), for the path only.
+std::string field_segment(const rust::Crate& crate, std::size_t type_item,
+                          const std::vector<std::size_t>& ctors, const std::string& field,
+                          int element = -1) {
+  const rust::Item& t = crate.items()[type_item];
+  std::set<std::string> segs;
+  bool seen = false;
+  for (std::size_t c : ctors) {
+    const rust::Item& f = crate.items()[c];
+    std::string vb;
+    for (const auto& p : f.params)
+      if (builder_type(crate, f.module, p.type_text)) vb = p.name;
+    if (vb.empty() || !is_identifier(vb)) return {};
+    const TSNode body = f.body();
+    if (rebinds(crate, f.file, body, vb)) return {};
+    std::vector<TSNode> literals, lets;
+    nodes_of(body, "struct_expression", literals);
+    nodes_of(body, "let_declaration", lets);
+    auto let_values = [&](const std::string& local, std::uint32_t before, auto&& each) {
+      for (TSNode l : lets) {
+        if (ts_node_start_byte(l) > before) break;
+        TSNode pat = ts_node_child_by_field_name(l, "pattern", 7);
+        std::string pt = ts_node_is_null(pat) ? "" : trimmed(crate.node_text(f.file, pat));
+        if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+        if (pt == local) each(ts_node_child_by_field_name(l, "value", 5));
+      }
+    };
+    // The field's value, or element `element` of each tuple in it (`Some((attn, attn_ln))`,
+    // an element that is a local read from its `let`).
+    auto segments_of = [&](TSNode value) {
+      if (element < 0) return pp_segments(crate, f.file, value, vb, segs);
+      std::vector<TSNode> tuples;
+      nodes_of(value, "tuple_expression", tuples);
+      for (TSNode tu : tuples) {
+        if (ts_node_named_child_count(tu) <= static_cast<std::uint32_t>(element)) continue;
+        TSNode e = ts_node_named_child(tu, static_cast<std::uint32_t>(element));
+        if (std::string(ts_node_type(e)) == "identifier")
+          let_values(crate.node_text(f.file, e), ts_node_start_byte(tu),
+                     [&](TSNode v) { pp_segments(crate, f.file, v, vb, segs); });
+        else
+          pp_segments(crate, f.file, e, vb, segs);
+      }
+    };
+    for (TSNode lit : literals) {
+      TSNode name = ts_node_child_by_field_name(lit, "name", 4);
+      const std::string ln = ts_node_is_null(name) ? "" : crate.node_text(f.file, name);
+      if (ln != "Self" && last_path_segment(ln) != t.name) continue;
+      std::vector<TSNode> inits, shorts;
+      nodes_of(ts_node_child_by_field_name(lit, "body", 4), "field_initializer", inits);
+      nodes_of(ts_node_child_by_field_name(lit, "body", 4), "shorthand_field_initializer", shorts);
+      for (TSNode fi : inits) {
+        TSNode fname = ts_node_child_by_field_name(fi, "field", 5);
+        if (ts_node_is_null(fname) || crate.node_text(f.file, fname) != field) continue;
+        seen = true;
+        segments_of(ts_node_child_by_field_name(fi, "value", 5));
+      }
+      for (TSNode sf : shorts) {
+        if (trimmed(crate.node_text(f.file, sf)) != field) continue;
+        seen = true;
+        // The `let field = ..` statements before the literal.
+        let_values(field, ts_node_start_byte(lit), segments_of);
+      }
+    }
+  }
+  if (!seen || segs.size() != 1 || *segs.begin() == "?") return {};
+  return *segs.begin();
+}
+
 // Evaluating it may run a call (a child's forward among them): it cannot stay inside a child's
 // scope unmoved.
 bool may_call(const std::string& text) {
@@ -188,13 +474,21 @@ std::pair<std::string, unsigned long> location_key(const std::string& where) {
 // segment as the IR knows it (`q_proj`, or `attn.q` for `vb.pp("attn").pp("q")`). The scope opens
 // after the receiver and arguments are evaluated (a child called in them is not nested in it) and
 // closes when the call returns.
+// A function that builds a closure module: it takes a VarBuilder `vb` and hands a `move` closure
+// to `Func::new` / `candle_nn::func` (candle-transformers' resnet and convnext are made of them).
+struct FuncBuilder {
+  std::string vb;
+  std::uint32_t lo = 0, hi = 0;  // the closure
+};
+
 void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
                        const std::vector<rust::MethodCall>& calls,
                        const std::map<std::size_t, std::size_t>& owner_of,
                        const std::map<std::string, std::vector<std::size_t>>& items_of,
                        const std::set<std::size_t>& done,
+                       const std::map<std::size_t, FuncBuilder>& builders,
                        std::map<std::size_t, std::vector<Insertion>>& edits, Report& report) {
-  if (done.empty()) return;
+  if (done.empty() && builders.empty()) return;
   std::map<std::string, const ir::Module*> by_id;
   for (const auto& m : ir.modules)
     by_id[m.id] = &m;
@@ -234,29 +528,138 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
     }
   }
 
+  // The VarBuilder constructors of each instrumented struct.
+  std::map<std::size_t, std::vector<std::size_t>> ctors_of;
+  for (const auto& [m, owner] : owner_of) {
+    if (done.count(owner) == 0) continue;
+    const rust::Item& f = crate.items()[m];
+    if (f.self_kind != rust::SelfKind::None) continue;
+    for (const auto& p : f.params)
+      if (builder_type(crate, f.module, p.type_text)) {
+        ctors_of[owner].push_back(m);
+        break;
+      }
+  }
+  // The analysis registers a weight under the segment (`….q.weight` for `q`).
+  auto knows_segment = [&](const std::string& seg) {
+    const std::string needle = "." + seg + ".";
+    return std::any_of(ir.parameters.begin(), ir.parameters.end(), [&](const ir::Parameter& p) {
+      return ("." + p.key).find(needle) != std::string::npos;
+    });
+  };
+  // A type named `base` (its last path segment) is one of the instrumented structs.
+  auto instrumented_name = [&](const std::string& base) {
+    const std::string_view leaf = last_path_segment(base.substr(0, base.find('<')));
+    return std::any_of(done.begin(), done.end(),
+                       [&](std::size_t i) { return crate.items()[i].name == leaf; });
+  };
+
   struct Wrap {
     std::size_t file;
     std::vector<Insertion> opens, closes;  // closes innermost first
   };
   std::vector<Wrap> wraps;
   const std::string attr = std::string(kAttr) + " ";
-  for (const auto& c : calls) {
+  // A call in a method of an instrumented struct: the child's segment under `self.cg_path`.
+  // The index expression of a call on a `Vec` field's element (`self.layers[i].forward(..)`),
+  // set by struct_child for the call it returns a family segment for (`layers.{i}`).
+  std::string index_expr;
+  auto struct_child = [&](const rust::MethodCall& c) -> std::string {
+    index_expr.clear();
     auto o = owner_of.find(static_cast<std::size_t>(c.function));
-    if (o == owner_of.end() || done.count(o->second) == 0) continue;
+    if (o == owner_of.end() || done.count(o->second) == 0) return std::string();
     const rust::Item& f = crate.items()[static_cast<std::size_t>(c.function)];
-    if (f.self_kind == rust::SelfKind::None) continue;
-    std::string fieldname;
+    if (f.self_kind == rust::SelfKind::None) return std::string();
+    // The layer called: a field (`self.f`, `self.f.as_ref()` on an `Arc` or `Option`), or a local
+    // bound to an `Option` field's content (`if let Some(l) = &self.f { l.forward(..) }`).
+    auto layer_field = [&](const std::string& text, std::uint32_t start, std::uint32_t end) {
+      std::string field = field_behind(text);
+      std::string t = trimmed(text);
+      if (t.starts_with("&") && !t.starts_with("&mut")) t = trimmed(t.substr(1));
+      if (field.empty() && is_identifier(t)) {
+        int k = -1;
+        field = field_behind(
+            option_binding(crate, c.file, static_cast<std::size_t>(c.function), start, end, t, k));
+        if (!field.empty() && k >= 0) field += "." + std::to_string(k);  // a tuple's element
+      }
+      return field;
+    };
+    // `self.f[IDX]`: an element of a `Vec` field, IDX a local, a field or a number (evaluated
+    // once more for the path, so nothing that could change or run code).
+    auto indexed = [&](const std::string& text, std::string& idx) {
+      const std::string t = strip_same(text);
+      const std::size_t lb = t.find('[');
+      if (lb == std::string::npos || t.back() != ']') return std::string();
+      idx = t.substr(lb + 1, t.size() - lb - 2);
+      std::string plain = idx;
+      if (plain.starts_with("self.")) plain = plain.substr(5);
+      if (!is_identifier(plain) && plain.find_first_not_of("0123456789") != std::string::npos)
+        return std::string();
+      return self_field(t.substr(0, lb));
+    };
+    std::string fieldname, idx;
     if (c.method == "forward" || c.method == "forward_t") {
-      fieldname = self_field(c.receiver);
+      fieldname = layer_field(c.receiver, c.receiver_start, c.receiver_end);
+      if (fieldname.empty()) fieldname = indexed(c.receiver, idx);
     } else if ((c.method == "apply" || c.method == "apply_t") && !c.arguments.empty()) {
-      const std::string a = trimmed(c.arguments.front().text);
-      if (a.starts_with("&")) fieldname = self_field(a.substr(1));
+      const auto& a = c.arguments.front();
+      if (trimmed(a.text).starts_with("&")) {
+        fieldname = layer_field(a.text, a.start, a.end);
+        if (fieldname.empty()) fieldname = indexed(a.text, idx);
+      }
     }
-    if (fieldname.empty()) continue;
+    if (fieldname.empty()) return std::string();
+    if (!idx.empty()) {
+      // The analysis's children in the field are one family, `seg.{i}` under the parent, and
+      // not a type that times itself: the element's path is the parent's, `seg.` and the index.
+      auto ch = children.find({o->second, fieldname});
+      if (ch == children.end() || ch->second.scoped || ch->second.segments.size() != 1)
+        return std::string();
+      const std::string fam = *ch->second.segments.begin();
+      const std::size_t open = fam.find('{');
+      if (open == std::string::npos || open == 0 || fam[open - 1] != '.' || fam.back() != '}' ||
+          fam.find_first_of("{}\"\\=", open + 1) != fam.size() - 1)
+        return std::string();
+      index_expr = idx;
+      return fam.substr(0, open - 1);
+    }
+    // `field.k`: element k of a tuple the field holds; the analysis's child of the field is some
+    // other element, so only the constructor's value tells this one's path.
+    const std::size_t dot = fieldname.find('.');
+    const std::string base = fieldname.substr(0, dot);
+    const int element = dot == std::string::npos ? -1 : std::stoi(fieldname.substr(dot + 1));
     auto ch = children.find({o->second, fieldname});
-    if (ch == children.end() || ch->second.scoped) continue;
+    if (ch == children.end()) {
+      // No module of the analysis in that field: a layer a local helper builds (whisper's
+      // `layer_norm`, t5's own `Linear`), whose weights the analysis does list. Its path is the
+      // segment its constructors push, when the analysis has a weight under such a segment and
+      // the field's type is not one that times itself.
+      Child fb;
+      const std::string seg = field_segment(crate, o->second, ctors_of[o->second], base, element);
+      if (seg.empty() || !knows_segment(seg)) return std::string();
+      const rust::Item& pt = crate.items()[o->second];
+      for (const auto& fd : pt.fields) {
+        if (fd.name != base) continue;
+        std::string ty = fd.base_type;
+        if (element >= 0) {  // `Option<(A, B)>`: element k of the tuple type
+          const std::size_t lo = fd.type_text.find('('), hi = fd.type_text.rfind(')');
+          std::string inner = lo < hi && hi != std::string::npos
+                                  ? fd.type_text.substr(lo + 1, hi - lo - 1)
+                                  : std::string();
+          for (int k = 0; k < element && !inner.empty(); ++k) {
+            const std::size_t comma = inner.find(',');
+            inner = comma == std::string::npos ? std::string() : inner.substr(comma + 1);
+          }
+          ty = trimmed(inner.substr(0, inner.find(',')));
+        }
+        fb.scoped = instrumented_name(ty);
+      }
+      fb.segments.insert(seg);
+      ch = children.emplace(std::make_pair(o->second, fieldname), fb).first;
+    }
+    if (ch->second.scoped) return std::string();
     const std::set<std::string>& segs = ch->second.segments;
-    if (segs.size() == 1 && *segs.begin() == "=") continue;
+    if (segs.size() == 1 && *segs.begin() == "=") return std::string();
     const std::string seg = segs.size() == 1 ? *segs.begin() : std::string();
     if (seg.empty() || seg.find_first_of("{}\"\\=") != std::string::npos) {
       std::string why = segs.size() > 1 ? "its key is not the same under every instance and "
@@ -270,10 +673,85 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
            why +
                ": the path cannot be written as the parent's path plus a constant; its time counts "
                "in its parent"});
-      continue;
+      return std::string();
     }
+    return seg;
+  };
+  std::set<std::string> builder_names;
+  for (const auto& [fi, b] : builders)
+    builder_names.insert(crate.items()[fi].name);
+  // A call in a closure module: a layer the builder made in a local (`let conv1 = conv2d(..,
+  // vb.pp("conv1"))?;` then `xs.apply(&conv1)`), directly or through `Some(l)` over it, is its
+  // child under the one literal segment the local's value pushes. A local another builder made
+  // (`let layer1 = basic_layer(.., vb.pp("layer1"))?`) times itself.
+  auto builder_child = [&](const rust::MethodCall& c) -> std::string {
+    if (c.function < 0) return {};
+    const std::size_t fi = static_cast<std::size_t>(c.function);
+    auto b = builders.find(fi);
+    if (b == builders.end() || c.start < b->second.lo || c.end > b->second.hi) return {};
+    const rust::Item& f = crate.items()[fi];
+    std::string text;
+    std::uint32_t st = 0, en = 0;
+    if (c.method == "forward" || c.method == "forward_t") {
+      text = c.receiver;
+      st = c.receiver_start;
+      en = c.receiver_end;
+    } else if ((c.method == "apply" || c.method == "apply_t") && !c.arguments.empty()) {
+      text = c.arguments.front().text;
+      st = c.arguments.front().start;
+      en = c.arguments.front().end;
+    } else {
+      return {};
+    }
+    std::string name = strip_same(text);
+    if (!is_identifier(name)) return {};
+    int element = -1;
+    const std::string scrutinee = option_binding(crate, c.file, fi, st, en, name, element);
+    if (element >= 0) return {};
+    if (!scrutinee.empty()) name = strip_same(scrutinee);
+    if (!is_identifier(name)) return {};
+    std::vector<TSNode> lets;
+    nodes_of(f.body(), "let_declaration", lets);
+    TSNode value{};
+    for (TSNode l : lets) {
+      if (ts_node_start_byte(l) >= b->second.lo) break;
+      TSNode pat = ts_node_child_by_field_name(l, "pattern", 7);
+      std::string pt = ts_node_is_null(pat) ? "" : trimmed(crate.node_text(f.file, pat));
+      if (pt.starts_with("mut ")) pt = trimmed(pt.substr(4));
+      if (pt == name) value = ts_node_child_by_field_name(l, "value", 5);
+    }
+    if (ts_node_is_null(value) || rebinds(crate, f.file, f.body(), b->second.vb)) return {};
+    // Any call of a closure-module builder in the value (`convnext_head(..)` inside a `match`):
+    // that module times itself.
+    std::vector<TSNode> inner_calls;
+    nodes_of(value, "call_expression", inner_calls);
+    for (TSNode call : inner_calls) {
+      TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+      if (!ts_node_is_null(fn) &&
+          builder_names.count(std::string(last_path_segment(crate.node_text(f.file, fn)))) > 0)
+        return {};
+    }
+    std::set<std::string> segs;
+    pp_segments(crate, f.file, value, b->second.vb, segs);
+    if (segs.size() != 1 || *segs.begin() == "?" || !knows_segment(*segs.begin())) return {};
+    return *segs.begin();
+  };
+  for (const auto& c : calls) {
+    std::string seg = struct_child(c), parent = "&self." + std::string(kFieldName);
+    if (seg.empty()) {
+      seg = builder_child(c);
+      parent = std::string("&") + kFieldName;
+    }
+    if (seg.empty()) continue;
+    // An element of a `Vec` field: its path is built per call (`model.layers.3`), interned by
+    // content, so it costs a formatting and a lookup more than a child scope.
     const std::string open_scope =
-        "candle_graph_profile::child_scope(&self." + std::string(kFieldName) + ", \"" + seg + "\")";
+        index_expr.empty()
+            ? "candle_graph_profile::child_scope(" + parent + ", \"" + seg + "\")"
+            : "{ let cg_p = if self." + std::string(kFieldName) + ".is_empty() { format!(\"" + seg +
+                  ".{}\", " + index_expr + ") } else { format!(\"{}." + seg + ".{}\", self." +
+                  kFieldName + ", " + index_expr +
+                  ") }; candle_graph_profile::module_scope(&cg_p) }";
     Wrap w{c.file, {}, {}};
     const std::string lp = c.leftmost ? "(" : "", rp = c.leftmost ? ")" : "";
     bool simple = !may_call(c.receiver);
@@ -398,7 +876,9 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
         if (seen.insert(i).second) types.push_back(i);
       }
     // A module type of the crate that is an enum or an alias: listed, never left out silently.
+    // (A function root, `resnet18`, is a closure module's builder: handled below.)
     if (!found.empty() && items_of.count(*m.qualified_type) == 0 &&
+        crate.items()[found.front()].kind != rust::ItemKind::Function &&
         not_structs.insert(*m.qualified_type).second)
       report.skipped.push_back({crate.source(found.front()), "type `" + *m.qualified_type + "`",
                                 "not a struct (an enum or a type alias): there is no field list "
@@ -624,7 +1104,77 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
     report.instrumented.push_back(t.qualified);
     done.insert(s.type_item);
   }
-  plan_child_scopes(crate, ir, calls, owner_of, items_of, done, edits, report);
+  // Closure modules: a function taking a VarBuilder that hands one `move` closure to `Func::new`
+  // or `func` is a module at `vb.prefix()` (resnet's `basic_block`, `downsample`): the path is
+  // captured at the top of the function and the closure opens a scope with it.
+  std::set<std::string> component_modules;
+  for (const auto& m : ir.modules)
+    if (m.qualified_type)
+      for (std::size_t i : crate.find(*m.qualified_type))
+        component_modules.insert(crate.items()[i].module);
+  std::map<std::size_t, FuncBuilder> builders;
+  std::map<std::size_t, std::vector<Insertion>> late;  // closes, pushed after the child scopes
+  for (std::size_t fi = 0; fi < crate.items().size(); ++fi) {
+    const rust::Item& f = crate.items()[fi];
+    if (f.kind != rust::ItemKind::Function || f.unit != 0 || component_modules.count(f.module) == 0)
+      continue;
+    std::string vb;
+    for (const auto& p : f.params)
+      if (builder_type(crate, f.module, p.type_text)) vb = p.name;
+    const TSNode body = f.body();
+    if (vb.empty() || !is_identifier(vb) || ts_node_is_null(body)) continue;
+    std::vector<TSNode> closures, modules;
+    nodes_of(body, "closure_expression", closures);
+    for (TSNode cl : closures) {
+      TSNode args = ts_node_parent(cl);
+      TSNode call = ts_node_is_null(args) ? args : ts_node_parent(args);
+      if (ts_node_is_null(call) || std::string(ts_node_type(call)) != "call_expression") continue;
+      std::string callee;
+      for (char ch : crate.node_text(f.file, ts_node_child_by_field_name(call, "function", 8)))
+        if (std::isspace(static_cast<unsigned char>(ch)) == 0) callee += ch;
+      if ((callee.ends_with("Func::new") || callee == "func" || callee.ends_with("::func")) &&
+          trimmed(crate.node_text(f.file, cl)).starts_with("move"))
+        modules.push_back(cl);
+    }
+    if (modules.empty()) continue;
+    const std::string what = "closure module `" + f.qualified + "`";
+    if (modules.size() > 1) {
+      report.skipped.push_back(
+          {crate.source(fi), what,
+           "it builds several closure modules, which would all need the one captured path; their "
+           "time counts in the module that calls them"});
+      continue;
+    }
+    if (crate.node_text(f.file, body).find(kFieldName) != std::string::npos) {
+      report.skipped.push_back(
+          {crate.source(fi), what,
+           std::string("already uses the name `") + kFieldName + "` (already instrumented?)"});
+      ++already;
+      continue;
+    }
+    const auto site = rust::body_site(crate, fi);
+    if (!site) continue;
+    const std::string& text = crate.files()[f.file]->text();
+    edits[f.file].push_back(statement_insertion(
+        text, *site, std::string("let ") + kFieldName + " = " + vb + ".prefix();"));
+    const TSNode cb = ts_node_child_by_field_name(modules.front(), "body", 4);
+    const std::string scope = std::string(kAttr) + " let " + kScopeName +
+                              " = candle_graph_profile::module_scope(&" + kFieldName + ");";
+    if (std::string(ts_node_type(cb)) == "block") {
+      edits[f.file].push_back({ts_node_start_byte(cb) + 1, " " + scope});
+    } else {
+      edits[f.file].push_back({ts_node_start_byte(cb), "{ " + scope + " "});
+      late[f.file].push_back({ts_node_end_byte(cb), " }"});
+    }
+    builders[fi] = {vb, ts_node_start_byte(modules.front()), ts_node_end_byte(modules.front())};
+    report.instrumented.push_back(f.qualified);
+    ++report.captures;
+    ++report.scopes;
+  }
+  plan_child_scopes(crate, ir, calls, owner_of, items_of, done, builders, edits, report);
+  for (auto& [fi, ins] : late)
+    for (auto& i : ins)
+      edits[fi].push_back(std::move(i));
 
   std::stable_sort(report.skipped.begin(), report.skipped.end(), [](const Skip& a, const Skip& b) {
     return location_key(a.where) < location_key(b.where);

@@ -533,6 +533,7 @@ RuntimeSummary runtime(const Reader& r, const Node& n) {
     s.unmatched_module_path_examples = r.strings(n, "unmatched_module_path_examples");
     s.host_side_timings = r.b(n, "host_side_timings");
     r.each(r.at(n, "thread_busy_ns"), [&](const Node& x) { s.thread_busy_ns.push_back(r.u64(x)); });
+    if (r.has(n, "wall_ns")) s.wall_ns = r.u(n, "wall_ns");
     s.steps = r.u(n, "steps");
   }
   return s;

@@ -445,6 +445,7 @@ void write_record(W& w, const std::optional<RuntimeSummary>& r) {
   for (auto ns : r->thread_busy_ns)
     w.value(ns);
   w.end_array();
+  w.field("wall_ns", r->wall_ns);
   w.field("steps", r->steps);
   w.end_object();
 }

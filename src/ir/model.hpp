@@ -299,6 +299,10 @@ struct RuntimeSummary {
   // Wall time: per thread (of every merged trace), the union of its outermost timed intervals;
   // and the distinct steps seen. Empty / 0 without runtime/4 timestamps.
   std::vector<std::uint64_t> thread_busy_ns;
+  // The run's real wall time: per merged trace the union of every thread's timed intervals (so
+  // two threads busy at once count once), summed over the traces; 0 without timestamps. Shares
+  // of wall time divide by it (the busy times' sum counts parallel work twice).
+  std::uint64_t wall_ns = 0;
   std::uint64_t steps = 0;
   bool operator==(const RuntimeSummary&) const = default;
 };

@@ -687,9 +687,11 @@ std::string answer_module_timings(const Analysis& a, const QueryRequest& req,
     if (x->self.total_ns != y->self.total_ns) return x->self.total_ns > y->self.total_ns;
     return natural_less(x->path, y->path);
   });
-  std::uint64_t wall = 0;
-  for (auto ns : rt.thread_busy_ns)
-    wall += ns;
+  // The run's real wall time (threads' union); IRs merged before it existed: the busy times' sum.
+  std::uint64_t wall = rt.wall_ns;
+  if (wall == 0)
+    for (auto ns : rt.thread_busy_ns)
+      wall += ns;
   auto page = paginate(rows.size(), req.offset, req.limit);
   JsonWriter w(2);
   head(w, a, "module-timings", req.selector);

@@ -606,9 +606,11 @@ void attach_timings(const ir::ModelIr& ir, SummaryModel& out) {
     else
       instances[t.module].push_back(&t);
   }
-  std::uint64_t wall = 0;
-  for (auto ns : rt.thread_busy_ns)
-    wall += ns;
+  // The run's real wall time (threads' union); IRs merged before it existed: the busy times' sum.
+  std::uint64_t wall = rt.wall_ns;
+  if (wall == 0)
+    for (auto ns : rt.thread_busy_ns)
+      wall += ns;
   if (wall > 0) out.totals.wall_ns = wall;
   out.totals.host_side = rt.host_side_timings;
   out.totals.unmatched_module_paths = rt.unmatched_module_paths;

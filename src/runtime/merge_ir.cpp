@@ -127,7 +127,15 @@ void resolve_module_timings(const ir::ModelIr& ir, const MergePlan& plan,
   for (const auto& [path, stats] : plan.modules) {
     const auto& m = matches.at(path);
     if (!m) {
+      // Still a timed scope (a layer a local helper builds, which the analysis lists no module
+      // for): its own row, with no module, so its time is not lost from the table.
       unmatched.push_back(path);
+      ir::ModuleTiming t;
+      t.path = path;
+      t.calls = stats.total.samples();
+      t.total = to_ir(timing_record(stats.total));
+      t.self = to_ir(timing_record(stats.self));
+      s.module_timings.push_back(std::move(t));
       continue;
     }
     ir::ModuleTiming t;
@@ -164,7 +172,7 @@ void resolve_module_timings(const ir::ModelIr& ir, const MergePlan& plan,
         std::to_string(unmatched.size()) + " traced module scope paths name no module of " + where +
         (options.prefix.empty() ? "" : " under prefix `" + options.prefix + "`") +
         " (first: " + first +
-        "); their times are listed as unmatched (runtime.unmatched_module_path_examples)" +
+        "); each is listed with its time and no module (runtime.unmatched_module_path_examples)" +
         (options.prefix.empty() ? "; pass --prefix if the program pushes one before the root "
                                   "constructor"
                                 : "");
@@ -276,6 +284,7 @@ MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
   }
   s.host_side_timings = !plan.device_sync;
   s.thread_busy_ns = plan.thread_busy_ns;
+  s.wall_ns = plan.wall_ns;
   s.steps = plan.steps;
   resolve_module_timings(ir, plan, modules, s, ir.findings);
   ir.runtime = std::move(s);
@@ -307,6 +316,8 @@ ProfileReport profile_report(const ir::ModelIr& ir, bool by_self, std::uint64_t 
   for (auto t : threads)
     wall = wall > ~std::uint64_t{0} - t ? ~std::uint64_t{0} : wall + t;
   if (threads.empty()) wall = self_sum;
+  // The run's real span (the threads' union): the caller's, else the one merged into the IR.
+  if (span_ns == 0 && ir.runtime) span_ns = ir.runtime->wall_ns;
   if (span_ns != 0 && !threads.empty()) wall = span_ns;
   ProfileReport r = profile_report(ops, wall, steps, IrStaticModel(ir), by_self);
   r.thread_busy_ns = threads;

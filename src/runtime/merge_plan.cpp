@@ -261,6 +261,7 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
   plan.modules = merged.modules;
   plan.device_sync = merged.traces > 0 && merged.device_sync;
   plan.thread_busy_ns = merged.thread_wall_ns();
+  plan.wall_ns = merged.span_ns();
   return plan;
 }
 

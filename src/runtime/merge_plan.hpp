@@ -122,6 +122,7 @@ struct MergePlan {
   std::map<std::string, ModuleScopeStats, std::less<>> modules;
   bool device_sync = false;                   // every merged trace was device-synchronised
   std::vector<std::uint64_t> thread_busy_ns;  // per thread of every merged trace (/4)
+  std::uint64_t wall_ns = 0;  // each merged trace's span (its threads' union), summed (/4)
 };
 
 MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& expected,

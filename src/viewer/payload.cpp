@@ -435,9 +435,11 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
         .field("non_finite_gradients", r.non_finite_gradients);
     opt_string(w, "entrypoint", r.entrypoint);
     // Module scope timings (runtime/4 `module` records) for the Architecture tree's Time column.
-    std::uint64_t wall = 0;
-    for (auto ns : r.thread_busy_ns)
-      wall += ns;
+    // The run's real wall time (threads' union), as `profile` and `query` divide by.
+    std::uint64_t wall = r.wall_ns;
+    if (wall == 0)
+      for (auto ns : r.thread_busy_ns)
+        wall += ns;
     w.field("wall_ns", wall).field("host_side", r.host_side_timings);
     w.field("unmatched_module_paths", r.unmatched_module_paths);
     w.key("module_timings").begin_array();

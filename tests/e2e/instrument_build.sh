@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..3 {
         let logits = model.forward(&ids)?;
         assert_eq!(logits.dims(), &[3, 32]);
-        sum += logits.to_vec1()?.iter().map(|v| *v as f64).sum::<f64>();
+        sum += logits.to_vec1::<f32>()?.iter().map(|v| *v as f64).sum::<f64>();
     }
     println!("logits sum {sum:.6}");
     Ok(())
@@ -93,6 +93,70 @@ for p in "${expected[@]}"; do
   grep -qE "^$(sed 's/[.()]/\\&/g' <<<"$p")  .* 3  " <<<"$rows" \
     || fail "no row for $p called 3 times: $(cat "$work/profile.txt")"
 done
+# An indexed element of a Vec of library layers (`self.heads[i].forward`): its scope's path is
+# built per call, and the generated Rust must build and time each element under its own index.
+vx="$work/perlayer/vec_heads"
+mkdir -p "$vx/src" "$vx/examples"
+cat >"$vx/Cargo.toml" <<'TOML'
+[package]
+name = "vec-heads"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+candle = { package = "candle-core", path = "../candle-core" }
+candle-nn = { path = "../candle-nn" }
+TOML
+cat >"$vx/src/lib.rs" <<'RS'
+use candle::{Module, Result, Tensor};
+use candle_nn::{linear, Linear, VarBuilder};
+
+pub struct Heads {
+    heads: Vec<Linear>,
+}
+
+impl Heads {
+    pub fn new(n: usize, vb: VarBuilder) -> Result<Self> {
+        let mut heads = Vec::new();
+        for i in 0..n {
+            heads.push(linear(4, 4, vb.pp("heads").pp(i))?);
+        }
+        Ok(Self { heads })
+    }
+    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        let mut xs = xs.clone();
+        for i in 0..self.heads.len() {
+            xs = self.heads[i].forward(&xs)?;
+        }
+        Ok(xs)
+    }
+}
+RS
+cat >"$vx/examples/run.rs" <<'RS'
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    #[cfg(feature = "candle-graph-profile")]
+    candle_graph_profile::install_global(
+        std::env::args().nth(1).unwrap(),
+        candle_graph_profile::ProfileConfig::infer("Heads::forward"),
+    )?;
+    let device = candle::Device::Cpu;
+    let m = vec_heads::Heads::new(3, candle_nn::VarBuilder::deterministic(&device))?;
+    let xs = candle::Tensor::from_vec(vec![1f32, 2., 3., 4.], (1, 4), &device)?;
+    println!("{:?}", m.forward(&xs)?.dims());
+    Ok(())
+}
+RS
+"$cg" instrument "$vx" --profile-dep "path=$root/bindings/rust/candle-graph-profile" -o "$work/vx.diff" \
+  2>"$work/vx.err" || fail "vec heads: instrument exited $?: $(cat "$work/vx.err")"
+(cd "$vx" && patch -p1 -s <"$work/vx.diff") || fail "vec heads: patch -p1 refused the diff"
+(cd "$vx" && cargo run --offline -q --features candle-graph-profile --example run -- "$work/vx.jsonl" \
+  >"$work/vx.out" 2>&1) || fail "vec heads: build or run with the feature: $(tail -30 "$work/vx.out")"
+for i in 0 1 2; do
+  [ "$(grep -c "\"path\":\"heads.$i\"" "$work/vx.jsonl")" = 1 ] \
+    || fail "vec heads: heads.$i is not timed once: $(grep -o '"path":"[^"]*"' "$work/vx.jsonl" | sort | uniq -c)"
+done
+
 # A real Candle checkout (CG_CANDLE_SRC, never committed): llama's private forwards are scoped and
 # its layers timed as children. Not compiled here: candle's own dependencies need the network.
 if [ -n "${CG_CANDLE_SRC:-}" ] && [ -d "$CG_CANDLE_SRC/candle-transformers" ]; then

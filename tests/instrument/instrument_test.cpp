@@ -514,6 +514,213 @@ TEST_F(Scratch, AnEnumModuleIsListedAsSkipped) {
   EXPECT_THAT(r.diff, HasSubstr("child_scope(&self.cg_path, \"head\")"));
 }
 
+// candle-transformers holds optional layers as `Option<Linear>` fields (bert's
+// `position_embeddings`, t5's `relative_attention_bias`) and calls them through a binding of the
+// option's content (whisper a tuple of them), and shared ones as `Arc<Embedding>`: each such call
+// is timed as the child the field holds, a binding shadowed by a `let` or bound to something else
+// is left alone.
+TEST_F(Scratch, CallsThroughAnOptionOrArcFieldAreTimedAsThatChild) {
+  write(dir_ / "opt/Cargo.toml",
+        "[package]\nname = \"opt\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "opt/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n"
+        "use std::sync::Arc;\n\n"
+        "pub struct Model {\n    pos: Option<Linear>,\n    bias: Option<Linear>,\n"
+        "    shared: Arc<Linear>,\n    out: Linear,\n    cross: Option<(Linear, Linear)>,\n}\n\n"
+        "impl Model {\n"
+        "    pub fn new(vb: VarBuilder, with: bool) -> Result<Self> {\n"
+        "        let pos = if with { Some(linear(4, 4, vb.pp(\"position\"))?) } else { None };\n"
+        "        let bias = Some(linear(4, 4, vb.pp(\"rel_bias\"))?);\n"
+        "        let shared = Arc::new(linear(4, 4, vb.pp(\"shared\"))?);\n"
+        "        let out = linear(4, 4, vb.pp(\"out\"))?;\n"
+        "        let cross = if with {\n            let a = linear(4, 4, vb.pp(\"cross_attn\"))?;\n"
+        "            let ln = linear(4, 4, vb.pp(\"cross_ln\"))?;\n            Some((a, ln))\n"
+        "        } else {\n            None\n        };\n"
+        "        Ok(Self { pos, bias, shared, out, cross })\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor, extra: Option<&Linear>) -> Result<Tensor> {\n"
+        "        let mut xs = self.shared.as_ref().forward(xs)?;\n"
+        "        if let Some(p) = &self.pos {\n            xs = p.forward(&xs)?;\n        }\n"
+        "        xs = match self.bias {\n            Some(ref b) => b.forward(&xs)?,\n"
+        "            None => xs,\n        };\n"
+        "        if let Some(p) = &self.pos {\n            let p = &self.out;\n"
+        "            xs = p.forward(&xs)?;\n        }\n"
+        "        if let Some(e) = extra {\n            xs = e.forward(&xs)?;\n        }\n"
+        "        if let Some((attn, ln)) = &self.cross {\n"
+        "            xs = attn.forward(&ln.forward(&xs)?)?;\n        }\n"
+        "        self.out.forward(&xs)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "opt").string();
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Model"}));
+  const std::string open = "let _cg_child = candle_graph_profile::child_scope(&self.cg_path, ";
+  // `.as_ref()` is a call: the scope opens in the last argument, after the receiver ran.
+  EXPECT_THAT(r.diff, HasSubstr("let cg_out = self.shared.as_ref().forward({ let cg_in = xs; "
+                                "#[cfg(feature = \"candle-graph-profile\")] { _cg_child = "
+                                "candle_graph_profile::child_scope(&self.cg_path, \"shared\"); }"));
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"position\"); let cg_out = p.forward(&xs); cg_out }"));
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"rel_bias\"); let cg_out = b.forward(&xs); cg_out }"));
+  // `let p = &self.out;` shadows the option's binding, and `extra` is no field: not `position`.
+  EXPECT_EQ(count(r.diff, "\"position\")"), 1u);
+  EXPECT_THAT(r.diff, Not(HasSubstr("e.forward(&xs); cg_out")));
+  // A tuple in an option (whisper's `cross_attn: Option<(MultiHeadAttention, LayerNorm)>`): each
+  // element under the segment its own `let` pushes.
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"cross_ln\"); let cg_out = ln.forward(&xs); cg_out }"));
+  EXPECT_THAT(r.diff, HasSubstr("{ _cg_child = candle_graph_profile::child_scope(&self.cg_path, "
+                                "\"cross_attn\"); } cg_in }); cg_out }"));
+  EXPECT_EQ(r.children, 6u);  // shared, position, rel_bias, cross_attn, cross_ln, out
+  fs::path copy = copy_of(dir_ / "opt", "opt_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+}
+
+// An element of a `Vec` field of library layers (`self.heads[i].forward(..)`): the analysis knows
+// the family `heads.{i}`, so the element is timed under `heads.` and the index, formatted per call.
+// An index that is an expression (it would run twice) is left alone.
+TEST_F(Scratch, AnIndexedVecElementIsTimedUnderItsIndex) {
+  write(dir_ / "vx/Cargo.toml",
+        "[package]\nname = \"vx\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "vx/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{linear, Linear, VarBuilder};\n\n"
+        "pub struct Model {\n    heads: Vec<Linear>,\n}\n\nimpl Model {\n"
+        "    pub fn new(n: usize, vb: VarBuilder) -> Result<Self> {\n"
+        "        let mut heads = Vec::new();\n        for i in 0..n {\n"
+        "            heads.push(linear(4, 4, vb.pp(\"heads\").pp(i))?);\n        }\n"
+        "        Ok(Self { heads })\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        let mut xs = xs.clone();\n"
+        "        for i in 0..self.heads.len() {\n            xs = self.heads[i].forward(&xs)?;\n   "
+        "     }\n"
+        "        xs = self.heads[0].forward(&xs)?;\n"
+        "        self.heads[xs.dims().len() - 1].forward(&xs)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "vx").string();
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Model"}));
+  EXPECT_THAT(r.diff, HasSubstr("let _cg_child = { let cg_p = if self.cg_path.is_empty() { "
+                                "format!(\"heads.{}\", i) } else { format!(\"{}.heads.{}\", "
+                                "self.cg_path, i) }; candle_graph_profile::module_scope(&cg_p) }; "
+                                "let cg_out = self.heads[i].forward(&xs); cg_out }"));
+  EXPECT_THAT(r.diff, HasSubstr("format!(\"{}.heads.{}\", self.cg_path, 0)"));
+  EXPECT_THAT(r.diff, Not(HasSubstr("xs.dims().len() - 1)")));
+  EXPECT_EQ(r.children, 2u);
+  fs::path copy = copy_of(dir_ / "vx", "vx_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+}
+
+// A layer a local helper builds from raw weights (whisper's `layer_norm`, t5's own `Linear`) is
+// no module of the analysis, but its weights are: the parent's call of it is timed under the
+// segment its constructor pushes (`vb.pp("attn_ln")`), read from the literal's field or the
+// `let` before it. A value that pushes no literal segment, or several, is left alone.
+TEST_F(Scratch, ALayerBuiltByALocalHelperIsTimedUnderTheSegmentItsConstructorPushes) {
+  write(dir_ / "hl/Cargo.toml",
+        "[package]\nname = \"hl\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "hl/src/lib.rs",
+        "use candle::{Module, Result, Tensor};\nuse candle_nn::{LayerNorm, VarBuilder};\n\n"
+        "pub struct Lin {\n    weight: Tensor,\n}\n\n"
+        "fn lin(n: usize, vb: VarBuilder) -> Result<Lin> {\n"
+        "    Ok(Lin { weight: vb.get((n, n), \"weight\")? })\n}\n\n"
+        "impl Module for Lin {\n    fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        xs.matmul(&self.weight)\n    }\n}\n\n"
+        "fn norm(n: usize, vb: VarBuilder) -> Result<LayerNorm> {\n"
+        "    let w = vb.get(n, \"weight\")?;\n    let b = vb.get(n, \"bias\")?;\n"
+        "    Ok(LayerNorm::new(w, b, 1e-5))\n}\n\n"
+        "pub struct Block {\n    q: Lin,\n    attn_ln: LayerNorm,\n    k: Lin,\n}\n\n"
+        "impl Block {\n    pub fn new(vb: VarBuilder, i: usize) -> Result<Self> {\n"
+        "        let attn_ln = norm(4, vb.pp(\"attn_ln\"))?;\n"
+        "        Ok(Self { q: lin(4, vb.pp(\"q\"))?, attn_ln, k: lin(4, vb.pp(format!(\"k{i}\")))? "
+        "})\n"
+        "    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        let xs = self.attn_ln.forward(xs)?;\n"
+        "        let xs = self.k.forward(&xs)?;\n"
+        "        self.q.forward(&xs)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "hl").string();
+  o.root = "Block";
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"Block"}));
+  const std::string open = "let _cg_child = candle_graph_profile::child_scope(&self.cg_path, ";
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"attn_ln\"); let cg_out = self.attn_ln.forward(xs);"));
+  EXPECT_THAT(r.diff, HasSubstr(open + "\"q\"); let cg_out = self.q.forward(&xs);"));
+  // `k`'s segment is a format!: no fixed path, no scope.
+  EXPECT_THAT(r.diff, Not(HasSubstr("self.k.forward(&xs); cg_out")));
+  EXPECT_EQ(r.children, 2u);
+  fs::path copy = copy_of(dir_ / "hl", "hl_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+}
+
+// Closure modules, as candle-transformers' resnet and convnext are written: a function taking a
+// VarBuilder that hands one `move` closure to `Func::new` is a module at `vb.prefix()`. Its path is
+// captured at the top, the closure opens a scope with it, and each layer the function built in a
+// local with a literal segment is the closure's child; a local another builder made times itself.
+TEST_F(Scratch, ClosureModulesGetAScopeAndTheirLayersChildScopes) {
+  write(dir_ / "fm/Cargo.toml",
+        "[package]\nname = \"fm\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "candle-nn = \"0.11.0\"\n");
+  write(dir_ / "fm/src/lib.rs",
+        "use candle::Result;\nuse candle_nn::{batch_norm, conv2d, Conv2dConfig, Func, "
+        "VarBuilder};\n\n"
+        "fn block(c: usize, vb: VarBuilder) -> Result<Func<'static>> {\n"
+        "    let conv = conv2d(c, c, 3, Conv2dConfig::default(), vb.pp(\"conv\"))?;\n"
+        "    let bn = batch_norm(c, 1e-5, vb.pp(0))?;\n"
+        "    Ok(Func::new(move |xs| xs.apply(&conv)?.apply_t(&bn, false)))\n}\n\n"
+        "pub fn net(vb: VarBuilder, extra: bool) -> Result<Func<'static>> {\n"
+        "    let first = block(4, vb.pp(\"first\"))?;\n"
+        "    let head = candle_nn::linear(4, 2, vb.pp(\"head\"))?;\n"
+        "    let more = match extra {\n        false => None,\n"
+        "        true => Some(block(4, vb.pp(\"more\"))?),\n    };\n"
+        "    let tail = stages(vb.pp(\"tail\"))?;\n"
+        "    Ok(Func::new(move |xs| {\n        let ys = xs.apply(&first)?;\n"
+        "        let ys = match &more {\n            Some(m) => ys.apply(m)?,\n"
+        "            None => ys,\n        };\n"
+        "        ys.apply(&head)?.apply(&tail)\n    }))\n}\n\n"
+        "fn stages(vb: VarBuilder) -> Result<Func<'static>> {\n"
+        "    let vb = vb.pp(\"stages\");\n"
+        "    let proj = candle_nn::linear(2, 2, vb.pp(\"proj\"))?;\n"
+        "    Ok(Func::new(move |xs| xs.apply(&proj)))\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "fm").string();
+  o.root = "net";
+  Report r = instrument_crate(o);
+  EXPECT_EQ(r.instrumented, (std::vector<std::string>{"block", "net", "stages"}));
+  EXPECT_EQ(r.skipped.size(), 0u);  // the function root is no "enum or alias"
+  EXPECT_EQ(r.captures, 3u);
+  EXPECT_EQ(r.scopes, 3u);
+  EXPECT_EQ(count(r.diff, "let cg_path = vb.prefix();"), 3u);
+  // A closure module built inside a `match` (`Some(m)` over it) times itself: no child scope.
+  EXPECT_THAT(r.diff, Not(HasSubstr("child_scope(&cg_path, \"more\")")));
+  // `let vb = vb.pp("stages")` rebinds the builder: `proj` is at `stages.proj`, not at the
+  // captured path plus `proj`, so it is left in the closure's time rather than misnamed.
+  EXPECT_THAT(r.diff, Not(HasSubstr("child_scope(&cg_path, \"proj\")")));
+  // An expression body is wrapped in a block that opens the scope.
+  EXPECT_THAT(r.diff, HasSubstr("Func::new(move |xs| { #[cfg(feature = \"candle-graph-profile\")] "
+                                "let _cg_scope = candle_graph_profile::module_scope(&cg_path); "));
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&cg_path, \"conv\"); let cg_out = xs.apply(&conv);"));
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&cg_path, \"0\"); } cg_in }); cg_out } }))"));
+  EXPECT_THAT(r.diff, HasSubstr("child_scope(&cg_path, \"head\"); let cg_out = ys.apply(&head);"));
+  // `first` is another closure module: it opens its own scope, no child scope around it.
+  EXPECT_THAT(r.diff, Not(HasSubstr("child_scope(&cg_path, \"first\")")));
+  EXPECT_EQ(r.children, 3u);  // conv, 0, head
+  fs::path copy = copy_of(dir_ / "fm", "fm_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+  // A second run finds the name taken: nothing to do.
+  pipeline::Options again = o;
+  again.path = copy.string();
+  Report second = instrument_crate(again);
+  EXPECT_TRUE(second.instrumented.empty());
+  EXPECT_TRUE(second.already_instrumented);
+}
+
 // The per-layer fixture (tests/instrument/perlayer/model): module types whose forward is private
 // (`Block::forward`), `pub(crate)` under another name (`Attention::attend`, which the block calls)
 // or a private `impl Module` (`Mlp`) are all instrumented; every candle-nn layer they hold, and the

@@ -104,4 +104,36 @@ TEST(ModuleTimingsView, QueryIsBoundedAndOrderedBySelfTime) {
   EXPECT_THROW((void)cg::query::answer_query(none, r), cg::InputError);
 }
 
+// Two threads busy at the same time: the run's wall time is their union (rt.wall_ns, what
+// `profile` prints), not the 11.2 µs sum of their busy times. `query module-timings`, `query
+// profile` (and the MCP tools, which answer through the same function) and the summary table all
+// divide by it: the root's 3 µs self time is 30% of a 10 µs run.
+TEST(ModuleTimingsView, SharesAreOfTheRunsRealWallTime) {
+  auto a = timed();
+  a.ir.runtime->wall_ns = 10000;  // thread 1's 1.2 µs ran inside thread 0's 10 µs
+  cg::query::QueryRequest r;
+  r.kind = "module-timings";
+  r.limit = 100;
+  std::string out = cg::query::answer_query(a, r);
+  EXPECT_NE(out.find("\"wall_ns\": 10000"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"self_share\": 0.3,"), std::string::npos) << out;
+  r.kind = "profile";
+  out = cg::query::answer_query(a, r);
+  EXPECT_NE(out.find("\"step_time_ns\": 10000"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\"step_time_ns\": 11200"), std::string::npos) << out;
+  std::string text = cg::query::render_model_summary(a, "", {.dtype = "F32"});
+  std::string root_line;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t nl = text.find('\n', at);
+    std::string line = text.substr(at, nl - at);
+    if (line.rfind("Model (Model)", 0) == 0) root_line = line;
+    at = nl + 1;
+  }
+  EXPECT_NE(root_line.find("30.0%"), std::string::npos) << root_line;
+  // An IR merged before the field existed (wall_ns 0): the busy times' sum, as before.
+  a.ir.runtime->wall_ns = 0;
+  r.kind = "module-timings";
+  EXPECT_NE(cg::query::answer_query(a, r).find("\"wall_ns\": 11200"), std::string::npos);
+}
+
 }  // namespace

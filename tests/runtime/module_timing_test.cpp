@@ -64,7 +64,7 @@ TEST(ModuleTimings, PathsResolveToInstancesAndFamiliesAcrossRanks) {
   merge_runtime(m, traces, {"model", ""});
   ASSERT_TRUE(m.runtime);
   const auto& rt = *m.runtime;
-  ASSERT_EQ(rt.module_timings.size(), 6u);
+  ASSERT_EQ(rt.module_timings.size(), 7u);             // model.vision too, with no module
   EXPECT_EQ(rt.module_timings.front().path, "model");  // sorted by path
   EXPECT_EQ(row(m, "model").module, "module:a-root");
   EXPECT_FALSE(row(m, "model").instance);
@@ -87,11 +87,18 @@ TEST(ModuleTimings, PathsResolveToInstancesAndFamiliesAcrossRanks) {
   EXPECT_EQ(family.total.p50_ns, 900u);
   EXPECT_EQ(family.total.p95_ns, 4000u);
   EXPECT_EQ(family.total.max_ns, 4000u);
-  // model.vision is in no module of the component: counted and named.
+  // model.vision is in no module of the component: counted and named, and its time kept as a
+  // row of its own with no module.
+  EXPECT_EQ(row(m, "model.vision").module, "");
+  EXPECT_EQ(row(m, "model.vision").total.total_ns, 100u);
+  EXPECT_EQ(row(m, "model.vision").calls, 1u);
   EXPECT_EQ(rt.unmatched_module_paths, 1u);
   EXPECT_EQ(rt.unmatched_module_path_examples, std::vector<std::string>{"model.vision"});
   EXPECT_TRUE(rt.host_side_timings);
   EXPECT_EQ(rt.thread_busy_ns, (std::vector<std::uint64_t>{10000, 1200, 1000}));
+  // Wall time: rank 0's thread 1 (1000..1500, 2000..2700) runs inside thread 0's 1000..11000, so
+  // rank 0 spans 10000; rank 1 spans 1000 (0..900, 1000..1100): 11000, not the 12200 busy sum.
+  EXPECT_EQ(rt.wall_ns, 11000u);
   bool found = false;
   for (const auto& f : m.findings) {
     found = found || (f.rule == "runtime-unmapped" &&
@@ -107,7 +114,10 @@ TEST(ModuleTimings, PathsResolveToInstancesAndFamiliesAcrossRanks) {
 TEST(ModuleTimings, WithoutTheCallerPrefixNothingMatchesAndTheFindingSaysWhy) {
   auto m = model_ir();
   merge_runtime(m, read_traces({testing::fixture("v4_modules.jsonl")}));
-  EXPECT_TRUE(m.runtime->module_timings.empty());
+  // Each path keeps its row and time, none resolved to a module.
+  EXPECT_EQ(m.runtime->module_timings.size(), 4u);
+  for (const auto& t : m.runtime->module_timings)
+    EXPECT_EQ(t.module, "") << t.path;
   EXPECT_EQ(m.runtime->unmatched_module_paths, 4u);
   bool hint = false;
   for (const auto& f : m.findings)

@@ -1,10 +1,14 @@
 // `profile` arithmetic on a nested two-thread trace, figures computed by hand:
 //   thread 0, step 0: forward 0..1000 containing matmul 100..400 and softmax 500..700
 //   thread 1, step 1: forward 0..600 containing matmul 100..300
-// Wall time is 1000 + 600 = 1600 ns (not the 2300 ns sum of inclusive durations); self times
-// forward 900, matmul 500, softmax 200 add up to it.
+// The threads' busy time is 1000 + 600 = 1600 ns (not the 2300 ns sum of inclusive durations);
+// self times forward 900, matmul 500, softmax 200 add up to it. The run's wall time is their union,
+// 1000 ns (WallTimeIsTheRunsSpanOverThreads); the first test divides by the busy time, as an IR
+// merged before `runtime.wall_ns` existed does.
 #include <gtest/gtest.h>
 #include <simdjson.h>
+
+#include <algorithm>
 
 #include "runtime/aggregate.hpp"
 #include "runtime/merge_ir.hpp"
@@ -33,6 +37,8 @@ ir::ModelIr block_ir() {
 TEST(ProfileReport, NestedTraceSelfTotalWallAndShares) {
   auto m = block_ir();
   merge_runtime(m, read_traces({testing::fixture("v4_nested_two_threads.jsonl")}));
+  EXPECT_EQ(m.runtime->wall_ns, 1000u);
+  m.runtime->wall_ns = 0;  // an IR without it: the busy-time fallback
   auto r = profile_report(m);
   EXPECT_EQ(r.step_time_ns, 1600u);
   EXPECT_EQ(r.steps, 2u);
@@ -86,12 +92,18 @@ TEST(ProfileReport, ModuleScopeRowsAndFamilies) {
   layers.prefix = "layers.{i}";
   m.modules = {root, layers};
   merge_runtime(m, read_traces({testing::fixture("v4_modules.jsonl")}), {"model", ""});
+  m.runtime->wall_ns = 0;  // the busy-time fallback, as an IR merged before it existed
   auto r = profile_report(m);
   EXPECT_TRUE(r.has_module_scopes);
   // Busy: thread 0 10000 ns, thread 1 1200 ns.
   EXPECT_EQ(r.step_time_ns, 11200u);
-  ASSERT_EQ(r.module_scopes.size(), 3u);  // model, layers.0, layers.1 (layers.0.mlp: unmatched)
+  // model, layers.0, layers.1, and layers.0.mlp, which names no module: a row with no module.
+  ASSERT_EQ(r.module_scopes.size(), 4u);
   EXPECT_EQ(r.module_scopes[0].id, "model.layers.1");  // self 4200
+  const auto mlp = std::find_if(r.module_scopes.begin(), r.module_scopes.end(),
+                                [](const auto& x) { return x.id == "model.layers.0.mlp"; });
+  ASSERT_NE(mlp, r.module_scopes.end());
+  EXPECT_EQ(mlp->module, "");
   EXPECT_EQ(r.module_scopes[0].self_ns, 4200u);
   EXPECT_DOUBLE_EQ(r.module_scopes[0].share_of_step, 4200.0 / 11200.0);
   ASSERT_EQ(r.module_families.size(), 1u);
@@ -112,12 +124,16 @@ TEST(ProfileReport, WallTimeIsTheRunsSpanOverThreads) {
   merge_runtime(m, traces);
   auto r = profile_report(m, true, traces[0].info.span_ns);
   EXPECT_EQ(r.step_time_ns, 1000u);
+  // `query profile` and the MCP tool pass no span: the one merged into the IR is the same.
+  EXPECT_EQ(m.runtime->wall_ns, 1000u);
+  EXPECT_EQ(profile_report(m).step_time_ns, 1000u);
   EXPECT_EQ(r.thread_busy_ns, (std::vector<std::uint64_t>{1000, 600}));  // still reported
   ASSERT_EQ(r.operations.size(), 3u);
   EXPECT_EQ(r.operations[0].self_ns, 900u);
   EXPECT_DOUBLE_EQ(r.operations[0].share_of_step, 0.9);
   EXPECT_DOUBLE_EQ(r.operations[0].total_share, 1.6);  // 1600 ns of forward in 1000 ns
-  // Without the span (an IR on its own), the busy-time sum stands in, as before.
+  // Without the span in the IR either (one merged before `wall_ns`), the busy-time sum stands in.
+  m.runtime->wall_ns = 0;
   EXPECT_EQ(profile_report(m).step_time_ns, 1600u);
 
   // v4_modules: thread 0's model scope 1000..11000 covers thread 1's 1000..1500 and 2000..2700,

@@ -799,9 +799,11 @@
     });
     // Every group's time is at most that of its top-level ancestor: those bound the heat scale.
     partition(root).kids.forEach(function (g) { if (g.ns > maxNs) maxNs = g.ns; });
-    // No operation timed but module scopes were (runtime/4 `module` records): the heat overlay
-    // colours each group by its module scope's inclusive time instead.
-    if (!root.ns && MT.length) {
+    // A group whose module instance has a scope (runtime/4 `module` records) shows that scope's
+    // inclusive time, as the Architecture tree and the Profile view do, also when operations were
+    // timed (their sum misses a layer's untimed work and time outside operations); the heat
+    // overlay colours by it.
+    if (MT.length) {
       var byPath = G.moduleNs = Object.create(null); MT.forEach(function (t) { if (!t.family) byPath[t.path] = t.total_ns; });
       G.groups.forEach(function (g) { if (byPath[g.path] != null) { g.ns = byPath[g.path]; if (g.ns > maxNs) maxNs = g.ns; } });
     }
@@ -1418,24 +1420,51 @@
       // Module scopes (runtime/4 `module` records): one row per traced path, indented as a tree,
       // with self (exclusive) and total (inclusive) time; self % is of the wall time.
       var scopes = MT.filter(function (m) { return !m.family; }), wall = P.runtime && P.runtime.wall_ns;
-      function selfShare(ns) { return wall ? (100 * ns / wall).toFixed(1) + '%' : ''; }
+      // The hierarchy: an ancestor path with no scope of its own (`model.layers` of
+      // `model.layers.0`) gets an untimed row, so every row sits under its parent.
+      var have = Object.create(null), hasRoot = false;
+      scopes.forEach(function (m) { have[m.path] = true; if (m.path === '') hasRoot = true; });
+      var tree = scopes.slice();
+      scopes.forEach(function (m) {
+        var parts = m.path ? m.path.split('.') : [];
+        for (var i = parts.length - 1; i >= 1; i--) {
+          var a = parts.slice(0, i).join('.'); if (have[a]) break;
+          have[a] = true; tree.push({ path: a, module: '', untimed: true });
+        }
+      });
+      function depthOf(m) { return m.path ? m.path.split('.').length - (hasRoot ? 0 : 1) : 0; }
+      // Tree order: by path segment, numbers as numbers (layers.2 before layers.10), a parent
+      // before its children.
+      function treeLess(a, b) {
+        var x = a.path ? a.path.split('.') : [], y = b.path ? b.path.split('.') : [];
+        for (var i = 0; i < Math.min(x.length, y.length); i++) {
+          if (x[i] === y[i]) continue;
+          var nx = /^\d+$/.test(x[i]), ny = /^\d+$/.test(y[i]);
+          if (nx && ny) return Number(x[i]) - Number(y[i]);
+          return x[i] < y[i] ? -1 : 1;
+        }
+        return x.length - y.length;
+      }
+      tree.sort(treeLess);
+      function selfShare(ns) { return wall && ns != null ? (100 * ns / wall).toFixed(1) + '%' : ''; }
       var scopeCols = [
-        { key: 'path', label: 'Module scope', flex: true, cls: 'mono', sort: function (m) { return m.path; }, render: function (m, d) { var depth = m.path ? m.path.split('.').length - 1 : 0; d.style.paddingLeft = (6 + depth * 12) + 'px'; d.textContent = m.path.split('.').pop() || '(root)'; d.title = m.path; } },
+        { key: 'path', label: 'Module scope', flex: true, cls: 'mono', sort: function (m) { return tree.indexOf(m); }, render: function (m, d) { d.style.paddingLeft = (6 + depthOf(m) * 12) + 'px'; d.textContent = m.path.split('.').pop() || '(root)'; d.title = m.path + (m.untimed ? ' (no scope of its own)' : ''); } },
         { key: 'self', label: 'Self', w: 90, num: true, sort: function (m) { return m.self_ns; }, render: txt(function (m) { return fmtNs(m.self_ns); }) },
         { key: 'selfshare', label: 'Self %', w: 70, num: true, sort: function (m) { return m.self_ns; }, render: txt(function (m) { return selfShare(m.self_ns); }) },
         { key: 'total', label: 'Total', w: 90, num: true, sort: function (m) { return m.total_ns; }, render: txt(function (m) { return fmtNs(m.total_ns); }) },
-        { key: 'calls', label: 'Calls', w: 70, num: true, sort: function (m) { return m.calls; }, render: txt(function (m) { return fmtInt(m.calls); }) },
+        { key: 'calls', label: 'Calls', w: 70, num: true, sort: function (m) { return m.calls; }, render: txt(function (m) { return m.untimed ? '—' : fmtInt(m.calls); }) },
         { key: 'p95', label: 'p95', w: 90, num: true, sort: function (m) { return m.p95_ns; }, render: txt(function (m) { return fmtNs(m.p95_ns); }) }
       ];
+      // With module scopes, the view opens on them: per module instance, in its hierarchy.
       if (scopes.length && !$('pr-mode').querySelector('option[value=scopes]')) {
         var opt = document.createElement('option'); opt.value = 'scopes'; opt.textContent = 'module scopes (self / total)';
-        $('pr-mode').appendChild(opt); if (!opsT.length) $('pr-mode').value = 'scopes';
+        $('pr-mode').insertBefore(opt, $('pr-mode').firstChild); $('pr-mode').value = 'scopes';
       }
       function show() {
         var modes = $('pr-mode').value, t;
         if (modes === 'scopes') {
           t = new VTable($('pr-table'), scopeCols, { key: function (m) { return m.path; }, click: function (m) { var mm = byId.get(m.module); if (mm) select(mm.id, { from: 'profile' }); } });
-          t.setRows(scopes.slice().sort(function (a, b) { return a.path < b.path ? -1 : a.path > b.path ? 1 : 0; }));
+          t.setRows(tree.slice());
           $('pr-stat').textContent = fmtInt(scopes.length) + ' module scopes · wall ' + fmtNs(wall) + (P.runtime.host_side ? ' · host-side timing' : '');
           return;
         }

@@ -321,7 +321,16 @@ async function main() {
       check(rx.cut.length === 0, 'timed Architecture tree expanded at 1280 px: no cut cell' + (rx.cut.length ? ': ' + rx.cut.slice(0, 5).join(' | ') : ''));
       await pt.screenshot({ path: join(out, '12-timed-architecture.png') });
       await pt.click('#tab-profile');
-      await pt.selectOption('#pr-mode', 'scopes');
+      // Issue 35: the Profile view opens on the module scopes, in their hierarchy: `model` and
+      // `model.layers`, which have no scope of their own, are untimed rows above the layers.
+      check(await pt.$eval('#pr-mode', (e) => e.value) === 'scopes', 'the Profile view opens on the module scopes');
+      const order = await pt.$$eval('#pr-table .vrow > div:first-child', (ds) => ds.map((d) => d.title));
+      const at = (p) => order.indexOf(p);
+      check(at('model.layers (no scope of its own)') >= 0 && at('model.layers (no scope of its own)') < at('model.layers.0') &&
+        at('model.layers.0') < at('model.layers.0.self_attn') && at('model.layers.0.mlp') < at('model.layers.1'),
+        'the module scopes are a tree, each row under its parent: ' + order.join(', '));
+      const parent = await pt.locator('#pr-table .vrow').filter({ has: pt.locator('div[title="model.layers (no scope of its own)"]') }).textContent();
+      check(/—/.test(parent) && !/µs/.test(parent), 'an ancestor with no scope shows no time: ' + parent);
       const attn = await pt.locator('#pr-table .vrow', { hasText: 'self_attn' }).textContent();
       check(/400\.0 µs/.test(attn), 'the Profile view lists module scopes with self and total time: ' + attn);
       // model.layers.0: 900 µs total, 200 µs self (less self_attn and mlp).
