@@ -125,7 +125,8 @@ struct Sized {
 };
 
 Sized size_of(const ir::StateStore::Stored& t, const std::map<std::string, std::uint64_t>& bind,
-              std::uint64_t context, std::uint64_t elem_bytes) {
+              std::uint64_t context, std::uint64_t elem_bytes,
+              std::optional<std::uint64_t> batch_first) {
   Sized s;
   std::optional<std::uint64_t> n = t.shape.rank ? std::optional<std::uint64_t>(1) : std::nullopt;
   s.shape = "[";
@@ -137,6 +138,11 @@ Sized size_of(const ir::StateStore::Stored& t, const std::map<std::string, std::
     } else if (!d) {
       auto b = bind.find(e);
       if (b != bind.end()) d = b->second;
+      // A name the root's input does not give (its batch is `_`): Candle's tensors are batch
+      // first, so a state tensor's dimension 0 is the batch.
+      if (!d && i == 0 && batch_first && e != "?" &&
+          e.find_first_of(" +-*/()") == std::string::npos)
+        d = batch_first;
     }
     s.shape += (i ? ", " : "") + (d ? std::to_string(*d) : e);
     n = mul(n, d);
@@ -303,7 +309,9 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
     for (const auto& t : s.tensors) {
       const std::uint64_t eb =
           t.dtype != "Unknown" && dtype_bytes(t.dtype) ? dtype_bytes(t.dtype) : elem;
-      Sized z = size_of(t, bind, r.context, eb);
+      Sized z =
+          size_of(t, bind, r.context, eb,
+                  r.batch_name.empty() ? std::optional<std::uint64_t>(r.batch) : std::nullopt);
       m.shapes.push_back(z.shape);
       per.bytes = add(per.bytes, z.bytes);
       if (!z.bytes) per.bound = Bound::unknown;
@@ -401,6 +409,26 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
         r.max_batch = 0;
       }
     }
+  }
+  // A config that names a window the code does not apply: said, since the paper's formula (and
+  // other estimators) would count the window.
+  if (!config_path.empty()) {
+    auto values = analysis::read_config_values(config_path);
+    const auto* w = values.find("sliding_window");
+    const bool trims = std::any_of(r.states.begin(), r.states.end(), [](const MemoryState& s) {
+      return !s.library.empty() && s.library.find("Rotating") != std::string::npos;
+    });
+    if (w && w->kind == analysis::SymValue::Kind::integer && w->integer > 0 && !trims &&
+        r.kv_cache.bound == Bound::exact && static_cast<std::uint64_t>(w->integer) < r.context)
+      r.notes.push_back("config.json names a sliding_window of " +
+                        group(static_cast<std::uint64_t>(w->integer)) +
+                        ", but the code's cache keeps every position (it concatenates and never "
+                        "trims): the KV cache is counted at the full context.");
+    else if (w && w->kind == analysis::SymValue::Kind::integer && w->integer > 0 && !trims &&
+             r.kv_cache.bound == Bound::exact)
+      r.notes.push_back("config.json names a sliding_window of " +
+                        group(static_cast<std::uint64_t>(w->integer)) +
+                        "; the code's cache does not trim to it (it concatenates every position).");
   }
   if (r.states.empty())
     r.notes.push_back(

@@ -240,22 +240,31 @@ void TensorDomain::record_store(Eng& eng, NodeId at, const std::vector<const Val
       t.shape = it->shape;
     t.dtype = v->dtype;
     t.dtype_param = v->dtype_param;
-    // Back through the operations that keep the positions, to a `cat`: a cache appending.
-    std::string tid = v->tid;
-    for (int hops = 0; hops < 16; ++hops) {
-      if (auto c = cat_of_.find(tid); c != cat_of_.end()) {
-        t.appends_along = c->second.dim;
-        t.shape = c->second.known;
-        break;
+    // Back through the operations that keep the positions, to a `cat`: a cache appending. A
+    // value joined from branches (no cache yet: the new tensor; else the concatenation) may be
+    // any of them.
+    std::vector<std::string> starts{v->tid};
+    if (v->alt_tids) starts.insert(starts.end(), v->alt_tids->begin(), v->alt_tids->end());
+    for (const auto& start : starts) {
+      std::string tid = start;
+      std::optional<std::string> narrowed;
+      for (int hops = 0; hops < 16; ++hops) {
+        if (auto c = cat_of_.find(tid); c != cat_of_.end()) {
+          t.appends_along = c->second.dim;
+          t.shape = c->second.known;
+          t.narrowed_at = narrowed;
+          break;
+        }
+        auto o = op_of_output_.find(tid);
+        if (o == op_of_output_.end()) break;
+        const ir::Operation& op = ir_.operations[o->second];
+        static const std::set<std::string> keep = {"contiguous", "clone",  "to_dtype", "copy",
+                                                   "detach",     "narrow", "to_device"};
+        if (!keep.count(op.name) || op.inputs.empty()) break;
+        if (op.name == "narrow" && !narrowed) narrowed = op.source;
+        tid = op.inputs.front();
       }
-      auto o = op_of_output_.find(tid);
-      if (o == op_of_output_.end()) break;
-      const ir::Operation& op = ir_.operations[o->second];
-      static const std::set<std::string> keep = {"contiguous", "clone",  "to_dtype", "copy",
-                                                 "detach",     "narrow", "to_device"};
-      if (!keep.count(op.name) || op.inputs.empty()) break;
-      if (op.name == "narrow" && !t.narrowed_at) t.narrowed_at = op.source;
-      tid = op.inputs.front();
+      if (t.appends_along) break;
     }
     s.tensors.push_back(std::move(t));
   }

@@ -498,6 +498,7 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
           total += *k;
         else
           numeric = false;
+        if (e == "?" || e == "()") numeric = all = false;
         sum += (sum.empty() ? "" : " + ") + e;
       }
       out.dimensions[*d] = {std::nullopt, !all ? "?" : numeric ? std::to_string(total) : sum};

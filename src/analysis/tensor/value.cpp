@@ -78,6 +78,21 @@ Val join(const std::vector<Val>& vs) {
         o.shape == out.shape || (o.shape && out.shape && o.shape->rank && *o.shape == *out.shape);
     if (!same || (o.tid != out.tid && !o.shape)) out.shape.reset();
   }
+  // Every tensor the join may be, when the branches made different ones.
+  std::vector<std::string> alts;
+  for (const Val* v : live) {
+    if (!v->tensor || v->tid.empty()) continue;
+    if (v->tid != out.tid && std::find(alts.begin(), alts.end(), v->tid) == alts.end())
+      alts.push_back(v->tid);
+    if (v->alt_tids)
+      for (const auto& t : *v->alt_tids)
+        if (t != out.tid && std::find(alts.begin(), alts.end(), t) == alts.end() && alts.size() < 8)
+          alts.push_back(t);
+  }
+  if (!alts.empty())
+    out.alt_tids = std::make_shared<const std::vector<std::string>>(std::move(alts));
+  else if (live.size() > 1)
+    out.alt_tids.reset();
   return out;
 }
 

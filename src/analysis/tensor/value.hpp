@@ -84,6 +84,9 @@ struct Val {
   // A struct literal's field values (`Ok(Output { logits, hidden })`, a constructor's `Self {
   // blocks }`): reading a field gives what was written there.
   std::shared_ptr<const std::map<std::string, Val>> fields;
+  // The other tensors a join of branches may be (`match &self.kv_cache { None => k, Some(p) =>
+  // Tensor::cat(&[p, &k], 2)? }`): `tid` is the first; a state store looks at every one.
+  std::shared_ptr<const std::vector<std::string>> alt_tids;
 };
 
 inline Grad join_grad(Grad a, Grad b) {
