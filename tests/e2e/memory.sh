@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `candle-graph memory` on the bundled example (issue #38): every figure against hand arithmetic
+# (docs/memory.md, "The bundled example"), the fit answers, JSON fields, and bad flags refused.
+# Usage: memory.sh <candle-graph binary> <repo root>
+set -uo pipefail
+cg="$1"; root="$2"
+crate="$root/examples/tiny-llama"
+fail() { echo "FAIL: $*"; exit 1; }
+mem() { "$cg" memory "$crate" --config "$crate/config.json" --format json "$@" 2>/dev/null; }
+field() { node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  const v = process.argv[1].split(".").reduce((o, k) => o == null ? o : o[k], j);
+  console.log(v === null ? "null" : typeof v === "object" ? JSON.stringify(v) : String(v))' "$1"; }
+
+# tiny-llama: vocab 4096, hidden 256, 4 layers, 8 heads of 32, 4 kv heads, tied embeddings.
+# Parameters 1,048,576 + 4 x 725,504 + 256 = 3,950,848; at F32 15,803,392 bytes.
+# KV cache: k and v, [batch, 4 kv heads, context, 32] F32 per layer: 2 x 4 x B x 4 x N x 32 x 4.
+j="$(mem --context 2048 --batch 2)" || fail "memory exited $?"
+[ "$(field weights_bytes.bytes <<<"$j")" = 15803392 ] || fail "weights: $(field weights_bytes <<<"$j")"
+[ "$(field weights_bytes.bound <<<"$j")" = exact ] || fail "weights bound: $j"
+[ "$(field kv_cache_bytes.bytes <<<"$j")" = 16777216 ] || fail "KV cache at 2048 x 2: $(field kv_cache_bytes <<<"$j")"
+[ "$(field kv_cache_bytes.bound <<<"$j")" = exact ] || fail "KV bound: $j"
+[ "$(field state_bytes.bytes <<<"$j")" = 0 ] || fail "other state: $(field state_bytes <<<"$j")"
+[ "$(field layers.0.instances <<<"$j")" = 4 ] || fail "one store per layer, 4 layers: $(field layers <<<"$j")"
+[ "$(field layers.0.shapes.0 <<<"$j")" = "[2, 4, 2048, 32]" ] || fail "stored shape: $(field layers <<<"$j")"
+# Activations of unknown size leave the totals at least weights + state, never a final number.
+[ "$(field inference_total_bytes.bound <<<"$j")" = lower_bound ] || fail "inference bound: $(field inference_total_bytes <<<"$j")"
+[ "$(field inference_total_bytes.bytes <<<"$j")" = $((15803392 + 16777216)) ] || fail "inference: $j"
+[ "$(field training_total_bytes.bytes <<<"$j")" = $((4 * 15803392)) ] || fail "training: $j"
+# BF16 halves both; the default context is config.json's max_position_embeddings (1024).
+j="$(mem --dtype BF16)" || fail "memory --dtype BF16 exited $?"
+[ "$(field context <<<"$j")" = 1024 ] && [ "$(field context_source <<<"$j")" = max_position_embeddings ] \
+  || fail "default context: $(field context <<<"$j") from $(field context_source <<<"$j")"
+[ "$(field weights_bytes.bytes <<<"$j")" = 7901696 ] || fail "BF16 weights: $j"
+[ "$(field kv_cache_bytes.bytes <<<"$j")" = $((2 * 4 * 1 * 4 * 1024 * 32 * 2)) ] || fail "BF16 KV at 1024: $j"
+# Fit on 64 MiB at batch 2: room 67,108,864 - 15,803,392 = 51,305,472 bytes; 8,192 bytes per
+# position (all layers, k and v, batch 2) -> 6,262 positions; 8,388,608 per sequence at 2048 -> 6.
+j="$(mem --context 2048 --batch 2 --device-memory 64MiB)" || fail "memory --device-memory exited $?"
+[ "$(field fit.max_context <<<"$j")" = 6262 ] || fail "largest context: $(field fit <<<"$j")"
+[ "$(field fit.max_batch <<<"$j")" = 6 ] || fail "largest batch: $(field fit <<<"$j")"
+[ "$(field fit.fits <<<"$j")" = unknown ] || fail "activations unknown: fit must be unknown: $(field fit <<<"$j")"
+j="$(mem --context 2048 --device-memory 10MiB)" || fail "memory 10MiB exited $?"
+[ "$(field fit.fits <<<"$j")" = no ] || fail "15 MiB of weights on 10 MiB: $(field fit <<<"$j")"
+# The text report labels binary units and says what is not known.
+t="$("$cg" memory "$crate" --config "$crate/config.json" --context 2048 --batch 2 2>/dev/null)"
+grep -q '^  KV cache              16.00 MiB (16,777,216 bytes)' <<<"$t" || fail "text KV line: $t"
+grep -q 'Sizes in binary units' <<<"$t" || fail "units not labelled: $t"
+grep -q 'Activations (peak)    ?' <<<"$t" || fail "unknown activations must read ?: $t"
+
+# Bad flags: input errors (exit 2) naming the flag, before any analysis.
+for bad in "--context -5" "--context 0" "--context lots" "--batch 1.5" "--device-memory lots" \
+  "--device-memory -3GiB" "--device-memory 24XB" "--dtype F12"; do
+  # shellcheck disable=SC2086
+  err="$("$cg" memory "$crate" --config "$crate/config.json" $bad 2>&1 >/dev/null)"; rc=$?
+  [ "$rc" = 2 ] || fail "$bad: exit $rc, expected 2: $err"
+  flag="${bad%% *}"
+  grep -q -- "$flag" <<<"$err" || fail "$bad: the error does not name $flag: $err"
+done
+echo "ok: memory on tiny-llama equals the hand arithmetic; bad flags refused"

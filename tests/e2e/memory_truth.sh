@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `candle-graph memory` against hand arithmetic on candle-transformers models (docs/memory.md):
+# weights and KV cache exact, per architecture. Needs CG_CANDLE_SRC; skipped (77) without it.
+# Usage: memory_truth.sh <candle-graph binary> <repo root>
+set -uo pipefail
+cg="$1"; root="$2"
+[ -n "${CG_CANDLE_SRC:-}" ] || { echo "CG_CANDLE_SRC not set: skipped"; exit 77; }
+ct="$CG_CANDLE_SRC/candle-transformers"
+# name | root | config | context | weights bytes | KV cache bytes
+rows=(
+  "Llama-2-7b (multi-head)|models::llama::Llama|llama-2-7b.json|4096|13476831232|2147483648"
+  "TinyLlama-1.1B (grouped-query)|models::llama::Llama|tinyllama-1.1b.json|4096|2200096768|92274688"
+  "gemma-2b (multi-query)|models::gemma::Model|gemma-2b.json|4096|5012344832|75497472"
+  "Mistral-7B (sliding_window 4096 in config, not in the code)|models::mistral::Model|mistral-7b-v0.1.json|8192|14483464192|1073741824"
+  "Qwen3-0.6B (candle-nn ConcatKvCache)|models::qwen3::ModelForCausalLM|qwen3-0.6b.json|4096|1192099840|469762048"
+  "Phi-3-mini-4k (fused qkv)|models::phi3::Model|phi-3-mini-4k.json|4096|7642159104|1610612736"
+  "starcoder2-3b (2 kv heads)|models::starcoder2::Model|starcoder2-3b.json|4096|6060742656|125829120"
+  "OLMo-1B (F32)|models::olmo::Model|olmo-1b.json|4096|4707057664|1073741824"
+  "falcon-7b (multi-query, [b*kv, t, d] cache)|models::falcon::Falcon|falcon-7b.json|4096|28868759040|67108864"
+  "gemma-2-2b (F32, 4 kv heads of 256)|models::gemma2::Model|gemma-2-2b.json|4096|10457367552|872415232"
+)
+bad=0
+for r in "${rows[@]}"; do
+  IFS='|' read -r name model config ctx wexp kvexp <<<"$r"
+  j="$("$cg" memory "$ct" --root "$model" --config "$root/tools/published/$config" --context "$ctx" \
+    --format json 2>/dev/null)" || { echo "FAIL $name: memory exited $?"; bad=1; continue; }
+  got="$(node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    console.log([j.weights_bytes.bytes, j.weights_bytes.bound, j.kv_cache_bytes.bytes, j.kv_cache_bytes.bound].join(" "))' <<<"$j")"
+  if [ "$got" != "$wexp exact $kvexp exact" ]; then
+    echo "FAIL $name: memory says '$got', by hand '$wexp exact $kvexp exact'"; bad=1
+  else
+    echo "ok   $name: weights $wexp, KV cache $kvexp at context $ctx"
+  fi
+done
+exit "$bad"
