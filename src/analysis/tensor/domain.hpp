@@ -247,6 +247,8 @@ class TensorDomain {
   };
   void note_context_shape(const std::string& tid, const ir::TensorShape& s);
   // `library`: the candle-nn cache type an `append` call grows ("" for an assignment).
+  std::optional<double> const_number(std::size_t item, const std::string& path);
+  std::unordered_map<std::string, std::optional<double>> const_nums_;
   void record_store(Eng& eng, NodeId at, const std::vector<const Val*>& stored,
                     const std::string& library = "");
   // A `cat`'s first operand of known shape in its context and the dimension it joins along: a

@@ -152,6 +152,43 @@ std::optional<OpRule> TensorDomain::activation_rule(Eng& eng, NodeId layer, cons
 
 // A dimension expression's value without side effects: literals, locals holding numbers,
 // `self.f` bound through the constructor, and + - * / of those. Non-negative integers only.
+// A crate-local `const D_STATE: usize = 16;` named from `item`: its value when its expression is
+// numbers and other such consts (symbolic evaluation, bounded); nullopt otherwise.
+std::optional<double> TensorDomain::const_number(std::size_t item, const std::string& path) {
+  const std::string key = std::to_string(item) + '\0' + path;
+  if (auto it = const_nums_.find(key); it != const_nums_.end()) return it->second;
+  const_nums_[key] = std::nullopt;  // a const naming itself stays unknown
+  std::optional<double> r;
+  const auto cands = crate_.resolve_in(item, path);
+  if (cands.size() == 1 && cands[0].kind == rust::Candidate::Kind::Item &&
+      crate_.items()[cands[0].item].kind == rust::ItemKind::Const) {
+    const rust::Body& body = crate_.lowered(cands[0].item);
+    struct Consts : EvalContext {
+      TensorDomain& dom;
+      std::size_t at;
+      Consts(TensorDomain& d, std::size_t i) : dom(d), at(i) {}
+      std::optional<SymValue> lookup(std::string_view name) override {
+        auto v = dom.const_number(at, std::string(name));
+        if (!v) return std::nullopt;
+        return SymValue::of_int(static_cast<std::int64_t>(*v));
+      }
+      std::optional<SymValue> field(const rust::Body&, NodeId, std::string_view) override {
+        return std::nullopt;
+      }
+      std::optional<SymValue> method(const rust::Body&, NodeId, std::string_view,
+                                     const std::vector<SymValue>&) override {
+        return std::nullopt;
+      }
+    } ctx(*this, cands[0].item);
+    if (body.root != rust::kNone) {
+      SymValue v = evaluate(body, body.root, ctx);
+      if (v.kind == SymValue::Kind::integer && v.integer >= 0) r = static_cast<double>(v.integer);
+    }
+  }
+  const_nums_[key] = r;
+  return r;
+}
+
 std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
   if (n == rust::kNone || depth > 16) return std::nullopt;
   const rust::Body& b = eng.body();
@@ -161,9 +198,12 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
     std::string s(nd.str);
     s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
     r = std::strtod(s.c_str(), nullptr);
-  } else if (nd.kind == Kind::Path && nd.syntax == "identifier") {
+  } else if (nd.kind == Kind::Path && nd.syntax == "identifier" &&
+             eng.lookup(std::string(nd.str))) {
     const Val* v = eng.lookup(std::string(nd.str));
-    if (v && !v->tensor) r = v->num;
+    if (!v->tensor) r = v->num;
+  } else if (nd.kind == Kind::Path) {
+    r = const_number(eng.item(), std::string(nd.str));
   } else if (nd.kind == Kind::Field) {
     const rust::Node& base = b[nd.a];
     if (base.kind == Kind::Path && (base.syntax == "self" || base.syntax == "identifier")) {
