@@ -145,14 +145,22 @@ std::string read_arguments(simdjson::dom::object params, QueryRequest& req) {
   if (params["arguments"].get_object().get(args) != simdjson::SUCCESS) return {};
   for (auto field : args) {
     std::string_view key = field.key;
-    if (key == "select" || key == "to" || key == "root" || key == "config") {
+    if (key == "select" || key == "to" || key == "root" || key == "config" || key == "dtype" ||
+        key == "device_memory") {
       std::string_view v;
       if (field.value.get_string().get(v) != simdjson::SUCCESS)
         return std::string(key) + " must be a string";
-      (key == "select" ? req.selector
-       : key == "to"   ? req.to
-       : key == "root" ? req.root
-                       : req.config) = std::string(v);
+      (key == "select"   ? req.selector
+       : key == "to"     ? req.to
+       : key == "root"   ? req.root
+       : key == "dtype"  ? req.dtype
+       : key == "config" ? req.config
+                         : req.device_memory) = std::string(v);
+    } else if (key == "context" || key == "batch") {
+      std::uint64_t v = 0;
+      if (field.value.get_uint64().get(v) != simdjson::SUCCESS || v == 0)
+        return std::string(key) + " must be a positive integer";
+      (key == "context" ? req.context : req.batch) = v;
     } else if (key == "weights" || key == "all_columns") {
       bool v = false;
       if (field.value.get_bool().get(v) != simdjson::SUCCESS)
@@ -240,6 +248,20 @@ std::string McpServer::tools_list_result() const {
       w.key("all_columns").begin_object().field("type", "boolean");
       w.field("description", "add Mult-Adds and Trainable even where every row is unknown");
       w.field("default", false).end_object();
+    }
+    if (t.kind == "memory") {
+      w.key("context").begin_object().field("type", "integer").field("minimum", 1);
+      w.field("description",
+              "positions the KV cache holds (default: config.json's max_position_embeddings)");
+      w.end_object();
+      w.key("batch").begin_object().field("type", "integer").field("minimum", 1);
+      w.field("default", 1).end_object();
+      w.key("dtype").begin_object().field("type", "string");
+      w.field("description", "F32, F16, BF16 … (default: config.json's torch_dtype, else F32)");
+      w.end_object();
+      w.key("device_memory").begin_object().field("type", "string");
+      w.field("description", "a device size to fit, e.g. \"24GiB\", \"80GB\"");
+      w.end_object();
     }
     if (t.paginated) {
       w.key("limit").begin_object().field("type", "integer").field("minimum", 1);

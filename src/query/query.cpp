@@ -9,6 +9,7 @@
 
 #include "ir/enums.hpp"
 #include "ir/record_json.hpp"
+#include "query/memory.hpp"
 #include "query/selector.hpp"
 #include "query/summary_rows.hpp"
 #include "runtime/merge_ir.hpp"
@@ -658,6 +659,14 @@ void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
     w.raw(ctx.checkpoint_report);
   } else if (kind == "summary-table") {
     w.begin_object().field("text", summary_table_text(a, req, ctx)).end_object();
+  } else if (kind == "memory") {
+    MemoryOptions m;
+    m.dtype = req.dtype;
+    if (req.context > 0) m.context = req.context;
+    if (req.batch == 0) throw InputError("query memory", "batch must be at least 1");
+    m.batch = req.batch;
+    if (!req.device_memory.empty()) m.device_bytes = parse_memory_size(req.device_memory);
+    w.raw(render_memory_json(build_memory(a, ctx.config_path, m)));
   }
   w.end_array().end_object();
 }
@@ -776,6 +785,10 @@ const std::vector<ToolSpec>& query_kinds() {
       {"checkpoint", "The checkpoint verification report (needs --checkpoint)", false, false, false,
        false},
       {"summary-table", "The torchinfo-style table as text", false, false, false, false},
+      {"memory",
+       "Memory the model needs: weights, KV cache and state, activations, training, and whether "
+       "it fits a device",
+       false, false, false, false},
   };
   return kinds;
 }
@@ -880,6 +893,15 @@ std::vector<ToolSpec> mcp_tools() {
        "the table and its totals as text; \"weights\": true adds a row per weight with its shape, "
        "\"all_columns\": true adds columns unknown on every row; long answers continue at "
        "\"text_offset\""},
+      {"memory",
+       "Will it fit? The memory the model's code allocates: weights at its dtype, the KV cache "
+       "and other state its forward keeps at a context and batch, an upper bound on activations, "
+       "AdamW training, and with device_memory whether it fits and the largest context and "
+       "batch that can.",
+       R"({"root": "models::llama::Llama", "config": "/path/to/config.json", "context": 4096, "device_memory": "24GiB"})",
+       "bytes per figure (weights_bytes, kv_cache_bytes, state_bytes, activations_peak_bytes, "
+       "inference_total_bytes, training_total_bytes), each with its bound (exact, lower_bound, "
+       "upper_bound, unknown); the per-layer state; fit"},
   };
   std::vector<ToolSpec> out = query_kinds();
   for (auto& t : out)

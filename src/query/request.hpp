@@ -17,6 +17,10 @@ struct QueryRequest {
   std::size_t text_offset = 0;
   // `summary-table`: a row per weight, and the columns unknown on every row.
   bool weights = false, all_columns = false;
+  // `memory`: the context (0: config.json's max_position_embeddings), batch, dtype ("": the
+  // config's) and a device size to fit ("24GiB"; "": no fit).
+  std::uint64_t context = 0, batch = 1;
+  std::string dtype, device_memory;
 };
 
 }  // namespace cg::query

@@ -55,4 +55,18 @@ for bad in "--context -5" "--context 0" "--context lots" "--batch 1.5" "--device
   flag="${bad%% *}"
   grep -q -- "$flag" <<<"$err" || fail "$bad: the error does not name $flag: $err"
 done
+# The same figures from the MCP tool an agent calls, and a bad size as a tool error.
+out="$(printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"query_memory","arguments":{"context":2048,"batch":2,"device_memory":"64MiB","config":"'"$crate"'/config.json"}}}' \
+  '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"query_memory","arguments":{"device_memory":"lots"}}}' \
+  | "$cg" mcp --path "$crate" 2>/dev/null)"
+node -e 'const lines = require("fs").readFileSync(0, "utf8").trim().split("\n").map(JSON.parse);
+  const ok = lines.find((l) => l.id === 2), bad = lines.find((l) => l.id === 3);
+  const item = JSON.parse(ok.result.content[0].text).items[0];
+  if (ok.result.isError || item.kv_cache_bytes.bytes !== 16777216 || item.fit.max_context !== 6262)
+    { console.error("query_memory: " + ok.result.content[0].text.slice(0, 400)); process.exit(1); }
+  if (!bad.result.isError || !/device-memory|not a size/.test(bad.result.content[0].text))
+    { console.error("a bad device_memory is not a tool error: " + JSON.stringify(bad)); process.exit(1); }' <<<"$out" \
+  || fail "MCP query_memory"
 echo "ok: memory on tiny-llama equals the hand arithmetic; bad flags refused"
