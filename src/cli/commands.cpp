@@ -431,7 +431,8 @@ void memory_flags(CLI::App& cmd, Args& args) {
                  "Say whether it fits a device of this size (24GiB, 80GB, 16000MiB) and the "
                  "largest context and batch that can");
   cmd.add_option("--input-shape", args.input_shape,
-                 "Sizes of other input dimensions, e.g. h=224,w=224");
+                 "Sizes of other input dimensions (h=224,w=224), or an input's whole shape "
+                 "(xa=1x1500x384: an encoder output a decoder caches)");
   args.out.format = "text";
   cmd.add_option("--format", args.out.format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
@@ -456,6 +457,7 @@ int run_memory(Args& args) {
   opts.batch = positive_count("--batch", args.memory_batch);
   if (!args.memory_device.empty()) opts.device_bytes = query::parse_memory_size(args.memory_device);
   opts.dims = query::parse_input_shape(args.input_shape);
+  args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
   const query::MemoryReport r = query::build_memory(a, args.crate.config, opts);
   write_or_print(args.out.output, args.out.format == "json" ? query::render_memory_json(r)
