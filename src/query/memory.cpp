@@ -278,7 +278,14 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
   if (!r.context_name.empty()) bind[r.context_name] = r.context;
 
   // Weights: the summary's count at the dtype (shared weights once).
-  SummaryModel sm = build_summary(ir, r.dtype, -1, InputDims(bind.begin(), bind.end()));
+  // (The summary refuses a dimension its figures are not written in: then the activations stay
+  // symbolic, and unknown here.)
+  SummaryModel sm;
+  try {
+    sm = build_summary(ir, r.dtype, -1, InputDims(bind.begin(), bind.end()));
+  } catch (const InputError&) {
+    sm = build_summary(ir, r.dtype, -1, opts.dims);
+  }
   r.parameters = sm.totals.total;
   r.weights.bytes = sm.totals.bytes;
   r.weights.bound = Bound::exact;
