@@ -38,6 +38,11 @@ export CG_BIG_HTML="$out/big-tiny-llama.html"
 "$1" view "$crate" --config "$crate/config.json" \
   --runtime-trace "$root/tests/runtime/fixtures/tiny_llama_modules.jsonl" -o "$out/timed-tiny-llama.html"
 export CG_TIMED_HTML="$out/timed-tiny-llama.html"
+# Issue 35: module scopes and operation timings of the same instances (as make demo's trace has):
+# q_proj of layers 0 and 1 timed by scope and by its matmul; every view shows the scope's time.
+"$1" view "$crate" --config "$crate/config.json" \
+  --runtime-trace "$root/tests/runtime/fixtures/tiny_llama_scoped_ops.jsonl" -o "$out/scoped-tiny-llama.html"
+export CG_SCOPED_HTML="$out/scoped-tiny-llama.html"
 # A real-shaped unrolled model of our own (issue 18): tests/fixtures/crates/gpt_24, a GPT-2-medium
 # shaped decoder whose 24 blocks come from its config's serde default; `query module` of one block
 # is what the inspector must show for that instance.
