@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "cli/app.hpp"
 #include "pipeline/pipeline.hpp"
 #include "tracing_trace.hpp"
 
@@ -142,6 +145,41 @@ TEST(TracingFixture, NestedSpanOfTheSameModuleIsNotCountedTwice) {
   ASSERT_NE(inner, nullptr);
   EXPECT_EQ(inner->count, 12u);  // 2 per attention, 2 layers, 3 steps
   EXPECT_THAT(inner->message, HasSubstr("`attn-rot` span(s) opened inside a `attn` span"));
+}
+
+// What a user reads: `candle-graph profile --format table` on the trace, one row per instance.
+// The memory attention's k_proj ran on the first step only (1 call), its o_proj on all three;
+// self_attn is 3 × 13 µs with 3 × 9 µs of it its own (attn-rot is inside, not a row).
+TEST(TracingFixture, ProfileTableHasARowPerInstance) {
+  auto trace = decode_trace().write("cg-traced-decoder-cli.tracing.json");
+  auto out = fs::temp_directory_path() / "cg-traced-decoder-profile.txt";
+  ASSERT_EQ(
+      cg::cli::run({"profile", kCrate, "--root", kRoot, "--config", kConfig, "--runtime-trace",
+                    trace.string(), "--format", "table", "--limit", "0", "-o", out.string()}),
+      0);
+  std::ifstream in(out);
+  std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto row = [&](const std::string& path) {
+    auto at = t.find("\n" + path + " ");
+    return at == std::string::npos ? std::string()
+                                   : t.substr(at + 1, t.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_THAT(row("model.layers.1.memory_attn.k_proj"), ::testing::MatchesRegex(".* 1 +1 µs +1 µs"))
+      << t;
+  EXPECT_THAT(row("model.layers.1.memory_attn.o_proj"), ::testing::MatchesRegex(".* 3 +1 µs +1 µs"))
+      << t;
+  EXPECT_THAT(
+      row("model.layers.0.self_attn"),
+      ::testing::MatchesRegex("model.layers.0.self_attn +27 µs .* 39 µs .* 3 +13 µs +13 µs"))
+      << t;
+  EXPECT_EQ(t.find("attn-rot"), std::string::npos) << t;
+  // 2 layers × 17 instances (block, 2 norms, 3 modules, 11 linears) + embed_tokens, norm,
+  // lm_head: every one has its row.
+  std::size_t rows = 0;
+  for (std::size_t at = t.find("\nmodel."); at != std::string::npos;
+       at = t.find("\nmodel.", at + 1))
+    ++rows;
+  EXPECT_EQ(rows + (row("lm_head").empty() ? 0 : 1), 2u * 17 + 3) << t;
 }
 
 // Spans that cannot be placed get no record and a warning per name with the reason: a name no
