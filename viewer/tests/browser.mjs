@@ -82,32 +82,35 @@ export async function labelOverlaps(page) {
 // in the Architecture tree (expanded, scrolled to the row), its row's Total in the Profile view's
 // module scopes, `total time` in the Dataflow inspector with the instance's box selected, and
 // the time the heat overlay colours that box by (with its colour: null is grey).
+// The time shown in a virtualised table's row for `path` (scrolled to it; null: no such row): the
+// Architecture tree's Time cell (`tree`), the Profile module scopes' Total cell (`profile`).
+async function rowText(page, host, path, kind) {
+  return page.evaluate(async ([sel, p, k]) => {
+    const scroller = document.querySelector(sel);
+    scroller.scrollTop = 0;
+    for (let i = 0; i < 1000; i++) {
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      for (const row of scroller.querySelectorAll('.vrow')) {
+        if (k === 'tree' && [...row.children].some((d) => d.textContent === p)) {
+          const bar = row.querySelector('.bar.heat');
+          return bar ? bar.parentElement.textContent : '';
+        }
+        if (k === 'profile' && row.firstElementChild && row.firstElementChild.title === p) return row.children[3].textContent;
+      }
+      if (scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - 1) break;
+      scroller.scrollTop += Math.max(50, scroller.clientHeight - 40);
+    }
+    return null;
+  }, [host, path, kind]);
+}
+
 export async function timeEverywhere(page, path) {
   await page.click('#tab-architecture');
   await page.waitForSelector('#arch-tree .vrow');
   await page.click('#arch-expand');
-  const arch = await page.evaluate(async (p) => {
-    const host = document.querySelector('#arch-tree .vtable') || document.querySelector('#arch-tree');
-    const scroller = [host, ...host.querySelectorAll('*')].find((e) => e.scrollHeight > e.clientHeight + 1 && /auto|scroll/.test(getComputedStyle(e).overflowY)) || host;
-    scroller.scrollTop = 0;
-    for (let i = 0; i < 400; i++) {
-      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-      for (const row of document.querySelectorAll('#arch-tree .vrow')) {
-        if (![...row.children].some((d) => d.textContent === p)) continue;
-        const bar = row.querySelector('.bar.heat');
-        return bar ? bar.parentElement.textContent : '';
-      }
-      if (scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight) break;
-      scroller.scrollTop += Math.max(50, scroller.clientHeight - 40);
-    }
-    return null;
-  }, path);
+  const arch = await rowText(page, '#arch-tree', path, 'tree');
   await page.click('#tab-profile');
-  const profile = await page.evaluate((p) => {
-    for (const row of document.querySelectorAll('#pr-table .vrow'))
-      if (row.firstElementChild && row.firstElementChild.title === p) return row.children[3].textContent;
-    return null;
-  }, path);
+  const profile = await rowText(page, '#pr-table', path, 'profile');
   const id = 'g:' + path;
   await page.evaluate((i) => { location.hash = '#view=dataflow&sel=' + encodeURIComponent(i); }, id);
   await page.waitForFunction((i) => cg.state.sel === i && cg.node(i) && cg.node(i).drawn && !cg.pending(), id, { timeout: 20000 });
@@ -454,6 +457,19 @@ async function main() {
       }
       if (env === 'CG_SCOPED_HTML') await ps.screenshot({ path: join(out, '19-scoped-heat.png') });
       await ps.close();
+    }
+    // make demo's own report (CG_DEMO_RUN_HTML, where the build has profile-demo): its figures
+    // vary from run to run, so each instance must only agree with itself across the views.
+    if (process.env.CG_DEMO_RUN_HTML) {
+      const pd = await browser.newPage({ viewport: { width: 1280, height: 900 } }); watchNetwork(pd, bad);
+      await pd.goto('file://' + process.env.CG_DEMO_RUN_HTML);
+      await pd.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined, null, { timeout: 20000 });
+      for (const path of ['model.layers.0.self_attn.q_proj', 'model.layers.0.mlp.down_proj', 'model.layers.0', 'model.embed_tokens', 'model.norm']) {
+        const t = await timeEverywhere(pd, path);
+        check(t.arch && t.arch === t.profile && t.arch === t.dataflow && t.heat && t.heat.ns > 0 && !!t.heat.fill,
+          `make demo's report: ${path} shows one time in the Architecture tree, the Profile view, the Dataflow inspector and the heat overlay: ` + JSON.stringify(t));
+      }
+      await pd.close();
     }
     // Issue 18 on a real-shaped unrolled model of our own: tests/fixtures/crates/gpt_24 (a GPT-2
     // medium shaped decoder, 24 blocks from its config's serde default), written by
