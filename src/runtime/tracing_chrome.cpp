@@ -151,6 +151,15 @@ class Resolver {
                "with that run",
            n});
     }
+    for (const auto& [name, n] : guessed_) {
+      out_.findings.push_back(
+          {"runtime-span-skipped", true,
+           std::to_string(n) + " `" + name +
+               "` span(s) ran fewer spans inside them than they hold instances, and no run of "
+               "theirs in the trace ran them all: the last of each name was put on the last "
+               "instance (assuming the skipped calls lie between the first and the last)",
+           n});
+    }
     for (const auto& [key, n] : inner_) {
       out_.findings.push_back(
           {"runtime-span-inner", false,
@@ -183,7 +192,7 @@ class Resolver {
     // For an occurrence that ran fewer spans than its type's longest run: the position in that
     // run of each span directly inside it (empty when it ran them all, or does not align).
     std::optional<std::vector<std::size_t>> aligned;
-    bool counted_skip = false;  // counted in `runtime-span-skipped`
+    bool counted_skip = false;  // counted in a `runtime-span-skipped` finding
   };
 
   // The span each one nests in directly (by time, as `thread` opens them) and its rank there.
@@ -205,21 +214,24 @@ class Resolver {
       }
       st.push_back(i);
     }
+    // The longest run of each span name, over the whole thread (and the threads before it), so
+    // a trace that starts with cached runs is aligned with a full run that comes later.
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      std::vector<std::string>& longest = longest_[spans[i].name];
+      if (kids_[i].size() > longest.size()) longest = kids_[i];
+    }
   }
 
   // Positional mapping by nesting. A module that skips calls on some runs (whisper's cross
   // attention computes its key/value on the first call only) runs fewer spans inside its span:
-  // those spans are aligned, in order, with the longest run seen of the same type — each on the
+  // those spans are aligned, in order, with the longest run of the same span name — each on the
   // first position of its name from there, the last one on the last such position (a skipped
   // call lies between the first and the last: q_proj, [k_proj, v_proj], out_proj).
   void align(Frame& enc) {
     enc.aligned.emplace();
     const std::vector<std::string>& seq = kids_[enc.interval];
-    std::vector<std::string>& longest = longest_[c_.modules[*enc.module].type];
-    if (seq.size() >= longest.size()) {
-      if (seq.size() > longest.size()) longest = seq;
-      return;
-    }
+    const std::vector<std::string>& longest = longest_[enc.name];
+    if (seq.size() >= longest.size()) return;
     std::vector<std::size_t> at;
     std::size_t from = 0;
     for (std::size_t i = 0; i < seq.size(); ++i) {
@@ -398,7 +410,7 @@ class Resolver {
         return std::any_of(segs.begin(), segs.end(), is_placeholder);
       });
       if (!enc->aligned->empty() && concrete_slots && here < picked.size()) {
-        const auto& longest = longest_[c_.modules[*enc->module].type];
+        const auto& longest = longest_[enc->name];
         std::size_t j = (*enc->aligned)[rank_[index]];
         std::uint64_t at = 0;
         for (std::size_t k = 0; k < j; ++k)
@@ -406,6 +418,16 @@ class Resolver {
         if (at < picked.size()) {
           n = at;
           if (!enc->counted_skip) ++skipped_[enc->name];
+          enc->counted_skip = true;
+        }
+      } else if (concrete_slots && here < picked.size() && here > 1) {
+        // No full run in the trace to align with (tracing began after the cache was filled):
+        // the last span of the name goes on the last instance, as the alignment would put it.
+        auto before = static_cast<std::size_t>(std::count(
+            kids.begin(), kids.begin() + static_cast<std::ptrdiff_t>(rank_[index]), s.name));
+        if (before + 1 == here) {
+          n = picked.size() - 1;
+          if (!enc->counted_skip) ++guessed_[enc->name];
           enc->counted_skip = true;
         }
       }
@@ -474,8 +496,9 @@ class Resolver {
   // the names of the spans directly inside it.
   std::vector<std::size_t> parent_, rank_;
   std::vector<std::vector<std::string>> kids_;
-  std::map<std::string, std::vector<std::string>> longest_;  // type → longest run's span names
+  std::map<std::string, std::vector<std::string>> longest_;  // span name → its longest run's
   std::map<std::string, std::uint64_t> skipped_;             // span name → runs aligned
+  std::map<std::string, std::uint64_t> guessed_;  // span name → runs with no full run to align
 };
 
 // Reads the events: the array form object by object (so a cut trace keeps its complete events),

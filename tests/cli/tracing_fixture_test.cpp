@@ -116,6 +116,35 @@ TEST(TracingFixture, CachedMemoryAttentionMapsByPosition) {
   }
 }
 
+// Tracing began after the first step: every run of the memory attention has 2 linears of 4 and
+// none ran them all. The last goes on o_proj (the skipped calls lie between the first and the
+// last), and a warning says the placement is assumed, not aligned with a full run.
+TEST(TracingFixture, CachedFromTheStartIsPlacedAndSaidSo) {
+  for (const std::string& config : {std::string(), kConfig}) {
+    TraceWriter w;
+    step(w, 2, true);
+    step(w, 2, true);
+    tracing_test::check(kCrate, kRoot, config, w, "cg-traced-decoder-cached.tracing.json",
+                        {"4 `mem-attn` span(s) ran fewer spans inside them than they hold "
+                         "instances, and no run of theirs in the trace ran them all"});
+  }
+}
+
+// Tracing began after a first clip's prompt, then a second clip flushed the cache: its first
+// step runs all four linears, later in the trace. The cached steps before it align with it.
+TEST(TracingFixture, CachedRunsBeforeAFullOneAlignWithIt) {
+  TraceWriter w;
+  step(w, 2, true);
+  step(w, 2, false);
+  step(w, 2, true);
+  auto [imp, r] =
+      tracing_test::check(kCrate, kRoot, kConfig, w, "cg-traced-decoder-late.tracing.json");
+  const auto* skipped = note(imp, "runtime-span-skipped");
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_FALSE(skipped->warning);
+  EXPECT_EQ(skipped->count, 4u);
+}
+
 // `attn-rot` is the attention's own span, entered inside `attn`: time inside self_attn, never a
 // second record of it. What `profile` shows: self_attn's total is its 3 `attn` spans (13 µs each:
 // 6 spans inside), its self time that less its 4 linears (1 µs each).
