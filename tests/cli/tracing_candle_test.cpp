@@ -136,7 +136,7 @@ TEST(TracingCandle, BertWithConfigEverySpanOnItsInstance) {
 // (`text-decoder` → blocks with self and cross attention) each followed by `text-decoder-final`
 // (entered by `final_linear`, outside `text-decoder`). The cross attention computes its key and
 // value on the first step only (its kv_cache): later steps run only its q_proj and out_proj.
-TraceWriter whisper_trace(int layers) {
+TraceWriter whisper_trace(int layers, bool cached_from_start = false) {
   TraceWriter w;
   auto leaf = [](const std::string& n, const std::string& p) { return Span{n, p, {}}; };
   auto mha = [&](const std::string& a, bool cached = false) {
@@ -164,10 +164,11 @@ TraceWriter whisper_trace(int layers) {
     Span dec{"text-decoder", "model.decoder", {}};
     for (int i = 0; i < layers; ++i) {
       std::string l = "model.decoder.layers." + std::to_string(i);
-      dec.kids.push_back({"residual-attn",
-                          l,
-                          {mha(l + ".self_attn"), mha(l + ".encoder_attn", step > 0),
-                           leaf("linear", l + ".fc1"), leaf("linear", l + ".fc2")}});
+      dec.kids.push_back(
+          {"residual-attn",
+           l,
+           {mha(l + ".self_attn"), mha(l + ".encoder_attn", cached_from_start || step > 0),
+            leaf("linear", l + ".fc1"), leaf("linear", l + ".fc2")}});
     }
     w.add(dec);
     w.add({"text-decoder-final", "model.decoder", {}});
@@ -190,6 +191,15 @@ TEST(TracingCandle, WhisperWithConfigEverySpanOnItsInstance) {
                         R"("max_target_positions":448,"decoder_attention_heads":4,)"
                         R"("decoder_layers":2,"suppress_tokens":[]})");
   check("models::whisper::model::Whisper", cfg, w, "cg-whisper-cfg.tracing-chrome.json");
+}
+
+// Tracing switched on after the first decoder step: every cross attention run is cached. Its
+// spans align with the self attention's full runs (the same `multi-head-attn` span), so the
+// second `linear` is still out_proj, with no warning.
+TEST(TracingCandle, WhisperCachedFromTheStartEverySpanOnItsInstance) {
+  if (!candle_src()) GTEST_SKIP() << "CG_CANDLE_SRC is not set (a huggingface/candle checkout)";
+  auto w = whisper_trace(2, true);
+  check("models::whisper::model::Whisper", "", w, "cg-whisper-late.tracing-chrome.json");
 }
 
 }  // namespace
