@@ -104,7 +104,9 @@ class Resolver {
     });
     stack_.clear();
     top_ = Frame{};
-    for (const Interval& s : spans) {
+    nest(spans);
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      const Interval& s = spans[i];
       while (!stack_.empty() && stack_.back().end_ns <= s.start_ns)
         close_top(key);
       // Partial overlap (X events that do not nest): the earlier one cannot enclose this one.
@@ -112,7 +114,7 @@ class Resolver {
         ++overlaps_;
         close_top(key);
       }
-      open(s);
+      open(s, i);
     }
     while (!stack_.empty())
       close_top(key);
@@ -139,6 +141,24 @@ class Resolver {
                                std::to_string(n) + " `" + key.first +
                                    "` span(s) not attributed to a module: " + key.second,
                                n});
+    }
+    for (const auto& [name, n] : skipped_) {
+      out_.findings.push_back(
+          {"runtime-span-skipped", false,
+           std::to_string(n) + " `" + name +
+               "` span(s) ran fewer spans inside them than their module's longest run (a cache "
+               "or a branch skipped some calls): the spans inside were placed by aligning them "
+               "with that run",
+           n});
+    }
+    for (const auto& [name, n] : guessed_) {
+      out_.findings.push_back(
+          {"runtime-span-skipped", true,
+           std::to_string(n) + " `" + name +
+               "` span(s) ran fewer spans inside them than they hold instances, and no run of "
+               "theirs in the trace ran them all: the last of each name was put on the last "
+               "instance (assuming the skipped calls lie between the first and the last)",
+           n});
     }
     for (const auto& [key, n] : inner_) {
       out_.findings.push_back(
@@ -168,7 +188,70 @@ class Resolver {
     std::map<std::string, std::uint64_t> seen;  // span name → occurrences inside this one
     std::set<std::size_t> matched;              // modules matched inside this one
     std::size_t last = static_cast<std::size_t>(-1);
+    std::size_t interval = static_cast<std::size_t>(-1);  // index in the thread's sorted spans
+    // For an occurrence that ran fewer spans than its type's longest run: the position in that
+    // run of each span directly inside it (empty when it ran them all, or does not align).
+    std::optional<std::vector<std::size_t>> aligned;
+    bool counted_skip = false;  // counted in a `runtime-span-skipped` finding
   };
+
+  // The span each one nests in directly (by time, as `thread` opens them) and its rank there.
+  void nest(const std::vector<Interval>& spans) {
+    constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+    parent_.assign(spans.size(), kNone);
+    rank_.assign(spans.size(), 0);
+    kids_.assign(spans.size(), {});
+    std::vector<std::size_t> st;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      while (!st.empty() && spans[st.back()].end_ns <= spans[i].start_ns)
+        st.pop_back();
+      while (!st.empty() && spans[st.back()].end_ns < spans[i].end_ns)
+        st.pop_back();
+      if (!st.empty()) {
+        parent_[i] = st.back();
+        rank_[i] = kids_[st.back()].size();
+        kids_[st.back()].push_back(spans[i].name);
+      }
+      st.push_back(i);
+    }
+    // The longest run of each span name, over the whole thread (and the threads before it), so
+    // a trace that starts with cached runs is aligned with a full run that comes later.
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      std::vector<std::string>& longest = longest_[spans[i].name];
+      if (kids_[i].size() > longest.size()) longest = kids_[i];
+    }
+  }
+
+  // Positional mapping by nesting. A module that skips calls on some runs (whisper's cross
+  // attention computes its key/value on the first call only) runs fewer spans inside its span:
+  // those spans are aligned, in order, with the longest run of the same span name — each on the
+  // first position of its name from there, the last one on the last such position (a skipped
+  // call lies between the first and the last: q_proj, [k_proj, v_proj], out_proj).
+  void align(Frame& enc) {
+    enc.aligned.emplace();
+    const std::vector<std::string>& seq = kids_[enc.interval];
+    const std::vector<std::string>& longest = longest_[enc.name];
+    if (seq.size() >= longest.size()) return;
+    std::vector<std::size_t> at;
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      std::size_t j = from;
+      if (i + 1 == seq.size()) {
+        for (std::size_t k = longest.size(); k-- > from;)
+          if (longest[k] == seq[i]) {
+            j = k;
+            break;
+          }
+      } else {
+        while (j < longest.size() && longest[j] != seq[i])
+          ++j;
+      }
+      if (j >= longest.size() || longest[j] != seq[i]) return;  // not a run with calls skipped
+      at.push_back(j);
+      from = j + 1;
+    }
+    enc.aligned = std::move(at);
+  }
 
   // Whether module `m` lies below module `e` (or is `e`'s descendant through unspanned modules
   // when `direct`: its nearest spanned ancestor is `e`).
@@ -247,8 +330,9 @@ class Resolver {
     return std::nullopt;
   }
 
-  void open(const Interval& s) {
+  void open(const Interval& s, std::size_t index) {
     Frame f;
+    f.interval = index;
     f.start_ns = s.start_ns;
     f.end_ns = s.end_ns;
     f.name = s.name;
@@ -314,6 +398,40 @@ class Resolver {
     }
     Frame& level = enc ? *enc : top_;
     std::uint64_t n = level.seen[s.name];
+    if (enc && parent_[index] == enc->interval) {
+      if (!enc->aligned) align(*enc);
+      // Only where this run has fewer spans of the name than instances to put them on: a module
+      // type whose instances hold different numbers of children (stages of 3 and 2 blocks) runs
+      // them all.
+      const auto& kids = kids_[enc->interval];
+      auto here = static_cast<std::size_t>(std::count(kids.begin(), kids.end(), s.name));
+      bool concrete_slots = std::none_of(picked.begin(), picked.end(), [&](std::size_t m) {
+        auto segs = concrete(m, enc);
+        return std::any_of(segs.begin(), segs.end(), is_placeholder);
+      });
+      if (!enc->aligned->empty() && concrete_slots && here < picked.size()) {
+        const auto& longest = longest_[enc->name];
+        std::size_t j = (*enc->aligned)[rank_[index]];
+        std::uint64_t at = 0;
+        for (std::size_t k = 0; k < j; ++k)
+          if (longest[k] == s.name) ++at;
+        if (at < picked.size()) {
+          n = at;
+          if (!enc->counted_skip) ++skipped_[enc->name];
+          enc->counted_skip = true;
+        }
+      } else if (concrete_slots && here < picked.size() && here > 1) {
+        // No full run in the trace to align with (tracing began after the cache was filled):
+        // the last span of the name goes on the last instance, as the alignment would put it.
+        auto before = static_cast<std::size_t>(std::count(
+            kids.begin(), kids.begin() + static_cast<std::ptrdiff_t>(rank_[index]), s.name));
+        if (before + 1 == here) {
+          n = picked.size() - 1;
+          if (!enc->counted_skip) ++guessed_[enc->name];
+          enc->counted_skip = true;
+        }
+      }
+    }
     auto pick = slot(picked, enc, n);
     // At the top of a thread, a new decoding step starts the count again: the slots ran out, or a
     // repeated instance comes back after other top-level spans (`block`s after `lm_head`).
@@ -374,6 +492,13 @@ class Resolver {
   std::map<std::pair<std::string, std::string>, std::uint64_t> type_level_;
   std::uint64_t overlaps_ = 0;
   std::uint64_t next_id_ = 0;
+  // Per sorted span of the current thread: the span it nests in directly, its rank there, and
+  // the names of the spans directly inside it.
+  std::vector<std::size_t> parent_, rank_;
+  std::vector<std::vector<std::string>> kids_;
+  std::map<std::string, std::vector<std::string>> longest_;  // span name → its longest run's
+  std::map<std::string, std::uint64_t> skipped_;             // span name → runs aligned
+  std::map<std::string, std::uint64_t> guessed_;  // span name → runs with no full run to align
 };
 
 // Reads the events: the array form object by object (so a cut trace keeps its complete events),

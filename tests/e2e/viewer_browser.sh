@@ -38,6 +38,22 @@ export CG_BIG_HTML="$out/big-tiny-llama.html"
 "$1" view "$crate" --config "$crate/config.json" \
   --runtime-trace "$root/tests/runtime/fixtures/tiny_llama_modules.jsonl" -o "$out/timed-tiny-llama.html"
 export CG_TIMED_HTML="$out/timed-tiny-llama.html"
+# Issue 35: module scopes and operation timings of the same instances (as make demo's trace has):
+# q_proj of layers 0 and 1 timed by scope and by its matmul; every view shows the scope's time.
+"$1" view "$crate" --config "$crate/config.json" \
+  --runtime-trace "$root/tests/runtime/fixtures/tiny_llama_scoped_ops.jsonl" -o "$out/scoped-tiny-llama.html"
+export CG_SCOPED_HTML="$out/scoped-tiny-llama.html"
+# make demo's report itself, where the build has the profile-demo program beside candle-graph: its
+# stand-in run times operations and module scopes (scripts/demo.sh, without the instrument step).
+demo_run="$(dirname "$1")/examples/profile-demo/profile-demo"
+if [ -x "$demo_run" ]; then
+  mkdir -p "$out/demo-run"
+  "$1" check "$crate" --config "$crate/config.json" -o "$out/demo-run/ir.json" 2>/dev/null
+  "$demo_run" "$out/demo-run/ir.json" "$crate/config.json" "$out/demo-run/profile-demo.jsonl" >/dev/null
+  "$1" audit "$out/demo-run" "$crate" --config "$crate/config.json" \
+    --runtime-trace "$out/demo-run/profile-demo.jsonl" >/dev/null 2>&1 || true
+  [ -f "$out/demo-run/model.html" ] && export CG_DEMO_RUN_HTML="$out/demo-run/model.html"
+fi
 # A real-shaped unrolled model of our own (issue 18): tests/fixtures/crates/gpt_24, a GPT-2-medium
 # shaped decoder whose 24 blocks come from its config's serde default; `query module` of one block
 # is what the inspector must show for that instance.

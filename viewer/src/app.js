@@ -562,7 +562,10 @@
     // A family of module instances (`model.layers` holding `layers.0 … layers.31`) reads folded.
     var fam = G.fams && G.fams[path];
     if (fam) { g.fam = fam; g.name = base + '.{i} × ' + fam; }
-    if (G.moduleNs && G.moduleNs[path] != null) g.ns = G.moduleNs[path];
+    // A module instance with a scope of its own shows that scope's time, as the Architecture tree
+    // and the Profile view do; its operations' times are not added to it (they are keyed by the
+    // static op, summed over every instance, and lie inside the scope anyway).
+    if (G.moduleNs && G.moduleNs[path] != null) { g.ns = G.moduleNs[path]; g.scoped = true; }
     G.groups.set(path, g); byId.set(g.id, g);
     return g;
   }
@@ -579,7 +582,7 @@
       var j = m.indexOf('.', L), seg = j < 0 ? m.slice(L) : m.slice(L, j);
       c = km.get(seg);
       if (!c) { c = mkGroup(pre + seg, g); km.set(seg, c); kids.push(c); }
-      c.all.push(o); c.nOps++; c.ns += opNs(o);
+      c.all.push(o); c.nOps++; if (!c.scoped) c.ns += opNs(o);
     });
     g.kids = kids; g.ops = direct; g.kidMap = km; g.edges = null;
     return g;
@@ -804,7 +807,8 @@
     // timed (their sum misses a layer's untimed work and time outside operations); the heat
     // overlay colours by it.
     if (MT.length) {
-      var byPath = G.moduleNs = Object.create(null); MT.forEach(function (t) { if (!t.family) byPath[t.path] = t.total_ns; });
+      // The slowest scope bounds the heat scale too: instance groups are made when first opened.
+      var byPath = G.moduleNs = Object.create(null); MT.forEach(function (t) { if (!t.family) { byPath[t.path] = t.total_ns; if (t.total_ns > maxNs) maxNs = t.total_ns; } });
       G.groups.forEach(function (g) { if (byPath[g.path] != null) { g.ns = byPath[g.path]; if (g.ns > maxNs) maxNs = g.ns; } });
     }
     G.maxNs = maxNs; G.totalNs = root.ns;
@@ -938,6 +942,10 @@
   var dpr = window.devicePixelRatio || 1;
   function resize() { var r = wrap.getBoundingClientRect(), cw = Math.max(1, Math.floor(r.width * dpr)), ch = Math.max(1, Math.floor(r.height * dpr)); if (cv.width !== cw) cv.width = cw; if (cv.height !== ch) cv.height = ch;  /* assigning a canvas' size reallocates it, even when unchanged */ cv.style.width = r.width + 'px'; cv.style.height = r.height + 'px'; draw(); }
   window.addEventListener('resize', function () { if (st.view === 'dataflow') resize(); });
+  // What the heat overlay colours a box by: a group's time (its module scope's when it has one), an
+  // operation's own; null when untimed (drawn grey).
+  function heatNs(n) { var ns = n._kind === 'group' ? n.ns : n.timing ? n.timing.total_ns : 0; return ns || null; }
+  function heatFill(n) { var ns = heatNs(n); return ns ? heatColor(Math.sqrt(ns / (G.maxNs || 1))) : null; }
   function heatColor(f) { f = Math.max(0, Math.min(1, f)); var h = 220 - 220 * f, l = document.documentElement.dataset.theme === 'dark' ? 38 : 62; return 'hsl(' + h + ',85%,' + l + '%)'; }
   var hover = null, matchSet = Object.create(null);
   function roundRect(x, y, w, h, r) { ctx.beginPath(); ctx.moveTo(x + r, y); ctx.arcTo(x + w, y, x + w, y + h, r); ctx.arcTo(x + w, y + h, x, y + h, r); ctx.arcTo(x, y + h, x, y, r); ctx.arcTo(x, y, x + w, y, r); ctx.closePath(); }
@@ -1133,7 +1141,7 @@
       var n = v.n, isG = n._kind === 'group', selected = st.sel === n.id;
       roundRect(v.x, v.y, v.w, v.h, isG ? 8 : 6);
       var fill = isG ? C.grpfill : C.opfill;
-      if (heat) { var ns = isG ? n.ns : (n.timing ? n.timing.total_ns : 0); fill = ns ? heatColor(Math.sqrt(ns / (G.maxNs || 1))) : C.panel2; }
+      if (heat) fill = heatFill(n) || C.panel2;
       ctx.fillStyle = fill; ctx.fill();
       if (matchSet[n.id] || n.static && matchSet[n.static]) { ctx.lineWidth = 4 / Math.min(k, 1); ctx.strokeStyle = C.hit; ctx.stroke(); }
       ctx.lineWidth = (selected ? 3 : hover === v ? 2 : 1.3) / Math.min(k, 1); ctx.strokeStyle = selected ? C.sel : isG ? C.grp : C.op; ctx.stroke();
@@ -1174,8 +1182,7 @@
     bctx.setTransform(mScale * dpr, 0, 0, mScale * dpr, mOff[0] * dpr, mOff[1] * dpr);
     vis.forEach(function (v) {
       if (v.open) { bctx.strokeStyle = C.grp; bctx.lineWidth = 1 / mScale; bctx.strokeRect(v.x, v.y, v.w, v.h); return; }
-      var ns = heat ? (v.n._kind === 'group' ? v.n.ns : v.n.timing ? v.n.timing.total_ns : 0) : 0;
-      bctx.fillStyle = ns ? heatColor(Math.sqrt(ns / (G.maxNs || 1))) : v.n._kind === 'group' ? C.grp : C.op;
+      bctx.fillStyle = (heat && heatFill(v.n)) || (v.n._kind === 'group' ? C.grp : C.op);
       bctx.fillRect(v.x, v.y, Math.max(v.w, 2 / mScale), Math.max(v.h, 2 / mScale));
     });
   }
@@ -1670,6 +1677,8 @@
     },
     // The Architecture tree's rows as listed (all of them, not only those on screen): kind and name.
     treeRows: function () { return archTable ? archTable.rows.map(function (r) { return r.kind + ' ' + nameOf(r); }) : []; },
+    // The heat overlay's view of a box: the time it colours by and the colour (null: grey).
+    heat: function (id) { var n = lookup(id); return n ? { on: heat, ns: heatNs(n), fill: heatFill(n) } : null; },
     isExpanded: function (id) { return !!expanded[id] && !!lay[id]; }, pending: function () { return pending; }, groups: function () { return G ? Array.from(G.groups.values(), function (g) { return g.id; }) : []; }, visible: function () { return vis.length; } };
   }
   }

@@ -78,6 +78,48 @@ export async function labelOverlaps(page) {
   return { labelled: r.all.labelled, placed: L.length, drawn: r.drawn, bad };
 }
 
+// Issue 35: the time one module instance shows in each view, as a user reads it: its row's Time
+// in the Architecture tree (expanded, scrolled to the row), its row's Total in the Profile view's
+// module scopes, `total time` in the Dataflow inspector with the instance's box selected, and
+// the time the heat overlay colours that box by (with its colour: null is grey).
+// The time shown in a virtualised table's row for `path` (scrolled to it; null: no such row): the
+// Architecture tree's Time cell (`tree`), the Profile module scopes' Total cell (`profile`).
+async function rowText(page, host, path, kind) {
+  return page.evaluate(async ([sel, p, k]) => {
+    const scroller = document.querySelector(sel);
+    scroller.scrollTop = 0;
+    for (let i = 0; i < 1000; i++) {
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      for (const row of scroller.querySelectorAll('.vrow')) {
+        if (k === 'tree' && [...row.children].some((d) => d.textContent === p)) {
+          const bar = row.querySelector('.bar.heat');
+          return bar ? bar.parentElement.textContent : '';
+        }
+        if (k === 'profile' && row.firstElementChild && row.firstElementChild.title === p) return row.children[3].textContent;
+      }
+      if (scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - 1) break;
+      scroller.scrollTop += Math.max(50, scroller.clientHeight - 40);
+    }
+    return null;
+  }, [host, path, kind]);
+}
+
+export async function timeEverywhere(page, path) {
+  await page.click('#tab-architecture');
+  await page.waitForSelector('#arch-tree .vrow');
+  await page.click('#arch-expand');
+  const arch = await rowText(page, '#arch-tree', path, 'tree');
+  await page.click('#tab-profile');
+  const profile = await rowText(page, '#pr-table', path, 'profile');
+  const id = 'g:' + path;
+  await page.evaluate((i) => { location.hash = '#view=dataflow&sel=' + encodeURIComponent(i); }, id);
+  await page.waitForFunction((i) => cg.state.sel === i && cg.node(i) && cg.node(i).drawn && !cg.pending(), id, { timeout: 20000 });
+  const m = /total.time([0-9.,]+ [µmn]?s)/.exec(await page.textContent('#insp-body'));
+  if (await page.getAttribute('#df-heat', 'aria-pressed') !== 'true') await page.click('#df-heat');
+  const heat = await page.evaluate((i) => cg.heat(i), id);
+  return { arch, profile, dataflow: m ? m[1] : null, heat };
+}
+
 async function main() {
   const out = process.argv[2] || 'viewer-screenshots';
   mkdirSync(out, { recursive: true });
@@ -387,6 +429,47 @@ async function main() {
       const bySid = await pi.evaluate(() => cg.node(cg.state.sel));
       check(bySid.static === qop.static && bySid.drawn, 'a deep link to the static op id selects a drawn instance of it: ' + bySid.id);
       await pi.close();
+    }
+    // Issue 35: one module instance shows one time in every view. CG_TIMED_HTML: module scopes
+    // only; CG_SCOPED_HTML: module scopes and operation timings of the same instances (as the
+    // demo's profile-demo trace has): q_proj's matmul timing (30 + 40 µs over its two instances)
+    // lies inside the scopes and must not be added to either instance's time.
+    // The Architecture tree lists a folded family's first instance (layers.0) with its submodules,
+    // the others in the family's sum: layers.1 has no row of its own there. The heat overlay
+    // scales by the slowest scope (model.layers.1, 1 ms): a slower box is a warmer colour.
+    for (const [env, want] of [['CG_TIMED_HTML', [['model.layers.0.self_attn', '400.0 µs', 400000], ['model.layers.0', '900.0 µs', 900000]]],
+      ['CG_SCOPED_HTML', [['model.layers.0.self_attn.q_proj', '50.0 µs', 50000], ['model.layers.0.self_attn', '400.0 µs', 400000],
+        ['model.layers.1.self_attn.q_proj', '70.0 µs', 70000, 'no row'], ['model.layers.1.self_attn', '500.0 µs', 500000, 'no row']]]]) {
+      if (!process.env[env]) continue;
+      const ps = await browser.newPage({ viewport: { width: 1280, height: 900 } }); watchNetwork(ps, bad);
+      await ps.goto('file://' + process.env[env]);
+      await ps.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined, null, { timeout: 20000 });
+      const hue = {};
+      for (const [path, text, ns, noRow] of want) {
+        const t = await timeEverywhere(ps, path);
+        hue[path] = t.heat && t.heat.fill ? Number(/hsl\(([0-9.]+)/.exec(t.heat.fill)[1]) : null;
+        check((noRow ? t.arch === null : t.arch === text) && t.profile === text && t.dataflow === text && t.heat && t.heat.on && t.heat.ns === ns && hue[path] !== null,
+          `${env}: ${path} shows ${text} in ${noRow ? '' : 'the Architecture tree, '}the Profile view, the Dataflow inspector and the heat overlay: ` + JSON.stringify(t));
+      }
+      if (env === 'CG_SCOPED_HTML') {
+        check(hue['model.layers.0.self_attn.q_proj'] > hue['model.layers.1.self_attn.q_proj'] && hue['model.layers.1.self_attn.q_proj'] > hue['model.layers.0.self_attn'] &&
+          hue['model.layers.0.self_attn'] > hue['model.layers.1.self_attn'], 'the heat overlay grades the instances by their times (hue falls as time grows): ' + JSON.stringify(hue));
+      }
+      if (env === 'CG_SCOPED_HTML') await ps.screenshot({ path: join(out, '19-scoped-heat.png') });
+      await ps.close();
+    }
+    // make demo's own report (CG_DEMO_RUN_HTML, where the build has profile-demo): its figures
+    // vary from run to run, so each instance must only agree with itself across the views.
+    if (process.env.CG_DEMO_RUN_HTML) {
+      const pd = await browser.newPage({ viewport: { width: 1280, height: 900 } }); watchNetwork(pd, bad);
+      await pd.goto('file://' + process.env.CG_DEMO_RUN_HTML);
+      await pd.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined, null, { timeout: 20000 });
+      for (const path of ['model.layers.0.self_attn.q_proj', 'model.layers.0.mlp.down_proj', 'model.layers.0', 'model.embed_tokens', 'model.norm']) {
+        const t = await timeEverywhere(pd, path);
+        check(t.arch && t.arch === t.profile && t.arch === t.dataflow && t.heat && t.heat.ns > 0 && !!t.heat.fill,
+          `make demo's report: ${path} shows one time in the Architecture tree, the Profile view, the Dataflow inspector and the heat overlay: ` + JSON.stringify(t));
+      }
+      await pd.close();
     }
     // Issue 18 on a real-shaped unrolled model of our own: tests/fixtures/crates/gpt_24 (a GPT-2
     // medium shaped decoder, 24 blocks from its config's serde default), written by
