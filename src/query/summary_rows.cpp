@@ -10,6 +10,7 @@
 #include "analysis/config_values.hpp"
 #include "analysis/inventory.hpp"
 #include "pipeline/config_check.hpp"
+#include "query/memory.hpp"
 #include "query/selector.hpp"
 #include "query/summary_instances.hpp"
 #include "util/error.hpp"
@@ -1010,6 +1011,21 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
       out += std::to_string(m.totals.unknown_leaves) +
              " parameters keep a symbolic shape with the config bound: a constructor argument "
              "(--arg name=value) or a value the binding does not evaluate.\n";
+  }
+  // The state a forward keeps across calls, per position: what `memory` multiplies by a context.
+  if (a.ir.components.size() == 1 && !a.ir.state_stores.empty()) {
+    try {
+      MemoryOptions mo;
+      mo.dtype = dtype;
+      mo.context = 1;
+      const MemoryReport r = build_memory(a, config_path, mo);
+      if (r.kv_cache.bound == Bound::exact && r.kv_cache.bytes && *r.kv_cache.bytes > 0)
+        out += "KV cache: " + group_thousands(*r.kv_cache.bytes) +
+               " bytes per position at batch 1, " + dtype +
+               ", all layers (`candle-graph memory` sizes a context).\n";
+    } catch (const InputError&) {
+      // No single forward to size it from: `memory` says why.
+    }
   }
   out +=
       "Trainable: unknown (\"?\") — trainability is decided where the VarBuilder is made (VarMap "
