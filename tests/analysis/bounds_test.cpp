@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analysis/config_values.hpp"
+#include "scratch.hpp"
 #include "util/error.hpp"
 
 using ::testing::HasSubstr;
@@ -24,7 +25,7 @@ TEST(ConfigBounds, ConfigOver16MiBIsRefusedNamingTheFile) {
     EXPECT_THAT(e.what(), HasSubstr("big/config.json"));
     EXPECT_THAT(e.what(), HasSubstr("16 MiB"));
   }
-  auto path = std::filesystem::temp_directory_path() / "cg-bounds-config.json";
+  auto path = cg_test::scratch_path("cg-bounds-config.json");
   { std::ofstream(path, std::ios::binary) << big; }
   EXPECT_THROW((void)cg::analysis::read_config_values(path), cg::InputError);
   std::filesystem::remove(path);

@@ -16,6 +16,7 @@
 
 #include "cli/app.hpp"
 #include "pipeline/pipeline.hpp"
+#include "scratch.hpp"
 #include "tracing_trace.hpp"
 
 namespace cg {
@@ -181,7 +182,7 @@ TEST(TracingFixture, NestedSpanOfTheSameModuleIsNotCountedTwice) {
 // self_attn is 3 × 13 µs with 3 × 9 µs of it its own (attn-rot is inside, not a row).
 TEST(TracingFixture, ProfileTableHasARowPerInstance) {
   auto trace = decode_trace().write("cg-traced-decoder-cli.tracing.json");
-  auto out = fs::temp_directory_path() / "cg-traced-decoder-profile.txt";
+  auto out = cg_test::scratch_path("cg-traced-decoder-profile.txt");
   ASSERT_EQ(
       cg::cli::run({"profile", kCrate, "--root", kRoot, "--config", kConfig, "--runtime-trace",
                     trace.string(), "--format", "table", "--limit", "0", "-o", out.string()}),

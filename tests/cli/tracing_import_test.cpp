@@ -12,6 +12,7 @@
 #include "runtime/tracing_chrome.hpp"
 #include "rust/crate.hpp"
 #include "rust/span_sites.hpp"
+#include "scratch.hpp"
 #include "util/error.hpp"
 
 namespace cg {
@@ -83,7 +84,7 @@ TEST(TracingImport, ProfileAcceptsTheChromeTraceAndRefusesOtherText) {
   EXPECT_EQ(self["model.layers.3"], 360'500u - 126'000u - 100'000u);  // less attention and MLP
   EXPECT_EQ(total["model.layers.0.mlp"], 100'000u);
 
-  auto bad = fs::temp_directory_path() / "cg-tracing-import-bad.txt";
+  auto bad = cg_test::scratch_path("cg-tracing-import-bad.txt");
   { std::ofstream(bad) << "hello\n"; }
   o.runtime_traces = {bad.string()};
   try {

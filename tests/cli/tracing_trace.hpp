@@ -15,6 +15,7 @@
 #include "pipeline/pipeline.hpp"
 #include "runtime/tracing_chrome.hpp"
 #include "rust/crate.hpp"
+#include "scratch.hpp"
 
 namespace cg::tracing_test {
 
@@ -51,7 +52,7 @@ class TraceWriter {
     event("E", s.name, ts_++);
   }
   fs::path write(const std::string& file) const {
-    fs::path p = fs::temp_directory_path() / file;
+    fs::path p = cg_test::scratch_path(file);
     std::ofstream out(p);
     out << "[\n" << text_ << "\n]\n";
     return p;
@@ -71,7 +72,7 @@ class TraceWriter {
 };
 
 inline std::string write_json(const std::string& file, const std::string& text) {
-  fs::path p = fs::temp_directory_path() / file;
+  fs::path p = cg_test::scratch_path(file);
   std::ofstream(p) << text;
   return p.string();
 }

@@ -4,6 +4,7 @@
 
 #include "ir/model.hpp"
 #include "ir/sample_model.hpp"
+#include "scratch.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
 
@@ -165,7 +166,7 @@ TEST(ModelJson, DeepNestingIsRefusedNotCrashed) {
 }
 
 TEST(ModelJson, ReadsFileAndNamesMissingFile) {
-  const auto dir = std::filesystem::temp_directory_path() / "cg_ir_json_test";
+  const auto dir = cg_test::scratch_path("cg_ir_json_test");
   std::filesystem::create_directories(dir);
   const ModelIr ir = testing::sample_model();
   write_file_atomic(dir / "model.json", write_model_ir(ir));

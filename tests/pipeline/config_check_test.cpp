@@ -10,6 +10,7 @@
 #include <string>
 
 #include "pipeline/pipeline.hpp"
+#include "scratch.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -29,7 +30,7 @@ std::string config_with(const std::string& field, const std::string& value) {
   auto at = json.find("\"" + field + "\": ");
   auto start = at + field.size() + 4;
   json.replace(start, json.find_first_of(",}", start) - start, value);
-  fs::path dir = fs::temp_directory_path() / "cg-config-check-test";
+  fs::path dir = cg_test::scratch_path("cg-config-check-test");
   fs::create_directories(dir);
   fs::path p = dir / (field + "_" + std::to_string(value.size()) + ".json");
   std::ofstream(p) << json;
@@ -137,7 +138,7 @@ std::string refusal_error(const std::string& field, const std::string& value) {
   auto at = json.find("\"" + field + "\": ");
   auto start = at + field.size() + 4;
   json.replace(start, json.find_first_of(",}", start) - start, value);
-  fs::path dir = fs::temp_directory_path() / "cg-config-refusals-test";
+  fs::path dir = cg_test::scratch_path("cg-config-refusals-test");
   fs::create_directories(dir);
   fs::path p = dir / (field + ".json");
   std::ofstream(p) << json;

@@ -11,6 +11,7 @@
 
 #include "pipeline/config_check.hpp"
 #include "pipeline/pipeline.hpp"
+#include "scratch.hpp"
 
 namespace {
 
@@ -18,7 +19,7 @@ using namespace cg;
 namespace fs = std::filesystem;
 
 pipeline::Analysis run_with(const std::string& proj_json) {
-  fs::path dir = fs::temp_directory_path() / "cg-config-deserializer-test";
+  fs::path dir = cg_test::scratch_path("cg-config-deserializer-test");
   fs::create_directories(dir);
   fs::path p = dir / ("c" + std::to_string(std::hash<std::string>{}(proj_json)) + ".json");
   std::ofstream(p) << R"({"d_model": 4, "d_ff": 8, "feed_forward_proj": )" << proj_json << "}";

@@ -10,6 +10,7 @@
 
 #include "pipeline/config_check.hpp"
 #include "pipeline/pipeline.hpp"
+#include "scratch.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -21,7 +22,7 @@ const char* kFields =
     R"({"vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 2, "proj_size": "4"})";
 
 std::string write_config(const std::string& name, const std::string& json) {
-  fs::path dir = fs::temp_directory_path() / "cg-config-key-test";
+  fs::path dir = cg_test::scratch_path("cg-config-key-test");
   fs::create_directories(dir);
   fs::path p = dir / name;
   std::ofstream(p) << json;
