@@ -75,6 +75,11 @@ typedef struct cgp_open_options {
    * CGP_ERR_INVALID_ARGUMENT, a module scope records nothing, and every refusal is counted in the
    * `end` record's `errors` (docs/runtime-4.md, "Bound"). Ids interned before keep working. */
   uint32_t max_distinct_ids;
+  /* Tensor statistics schedule (cgp_session_stats_due; docs/runtime-4.md, "Additions: tensor
+   * statistics"): every stats_every steps (0: never on schedule), and whenever a tensor holds a
+   * non-finite value when stats_on_non_finite is not 0. Since candle-graph-profile 0.3.0. */
+  uint64_t stats_every;
+  uint32_t stats_on_non_finite;
 } cgp_open_options;
 
 /* The largest max_distinct_ids (4,194,304) and its default. */
@@ -128,6 +133,45 @@ void cgp_module_end(cgp_session* session, cgp_module_scope scope);
  * pass the same buffers each time (a module's path field and a string literal). */
 cgp_status cgp_module_begin_child(cgp_session* session, cgp_str parent, cgp_str child,
                                   cgp_module_scope* out);
+
+/* Tensor statistics (docs/runtime-4.md, "Additions: tensor statistics"): a few scalars about a
+ * module's output or a parameter's gradient that the program computed on the tensor's device.
+ * Size-prefixed like cgp_open_options: fill with cgp_tensor_stats_init. */
+typedef enum cgp_stats_of { CGP_STATS_OUTPUT = 0, CGP_STATS_GRAD = 1 } cgp_stats_of;
+typedef enum cgp_stats_reason {
+  CGP_STATS_SAMPLED = 0,   /* the schedule asked for it */
+  CGP_STATS_NON_FINITE = 1 /* the tensor held a NaN or +-Inf */
+} cgp_stats_reason;
+typedef enum cgp_stats_due {
+  CGP_STATS_DUE_NONE = 0,            /* compute nothing */
+  CGP_STATS_DUE_NON_FINITE_ONLY = 1, /* count non-finite elements; record only when some */
+  CGP_STATS_DUE_FULL = 2             /* compute and record everything */
+} cgp_stats_due;
+typedef struct cgp_tensor_stats {
+  size_t struct_size;
+  uint32_t of;     /* cgp_stats_of */
+  uint32_t reason; /* cgp_stats_reason */
+  uint64_t index;  /* which of a module's outputs (0: the only or first) */
+  cgp_str dtype;   /* Candle's name, lower case: "f32", "bf16", "u32" */
+  const uint64_t* shape;
+  size_t rank;
+  uint64_t nan, pos_inf, neg_inf, zeros;
+  /* Over the finite elements; read only when has_finite is not 0 (some element is finite). */
+  uint32_t has_finite;
+  double min, max, mean, rms, abs_max;
+} cgp_tensor_stats;
+
+void cgp_tensor_stats_init(cgp_tensor_stats* stats);
+/* What to compute now: FULL when stats_every > 0 divides the session step, else NON_FINITE_ONLY
+ * with stats_on_non_finite, else NONE (also for runtime/3 sessions, after finish, and NULL). */
+cgp_stats_due cgp_session_stats_due(const cgp_session* session);
+/* One `stats` line for `path` (a module path; for a gradient the parameter's VarBuilder key).
+ * CGP_ERR_INVALID_ARGUMENT, naming the field, for an inconsistent record (counted in the end
+ * record's `errors`, never written); CGP_OK and nothing written in runtime/3 sessions. */
+cgp_status cgp_record_stats(cgp_session* session, cgp_str path, const cgp_tensor_stats* stats);
+/* The same for the child `child` of the module at `parent` (path `parent.child`). */
+cgp_status cgp_record_child_stats(cgp_session* session, cgp_str parent, cgp_str child,
+                                  const cgp_tensor_stats* stats);
 
 /* The seed's string API. The event id is written to id_buf (NUL-terminated; CGP_EVENT_ID_MAX
  * bytes always suffice) and its length to *id_len. Bytes of id_buf past the terminator (within

@@ -146,6 +146,34 @@ class EventId {
   std::uint64_t counter_ = 0;
 };
 
+// Tensor statistics (docs/runtime-4.md, "Additions: tensor statistics"): a few scalars about a
+// module's output or a parameter's gradient, computed by the program on the tensor's device.
+enum class StatsOf : std::uint8_t { output, grad };
+enum class StatsReason : std::uint8_t { sampled, non_finite };
+// What the program should compute now (ProfileSession::stats_due): nothing; only the count of
+// non-finite elements (and the full statistics when there are some); everything.
+enum class StatsDue : std::uint8_t { none, non_finite_only, full };
+// Over the finite elements only.
+struct FiniteStats {
+  double min = 0;
+  double max = 0;
+  double mean = 0;
+  double rms = 0;  // root of the mean square
+  double abs_max = 0;
+};
+struct TensorStats {
+  StatsOf of = StatsOf::output;
+  std::uint64_t index = 0;  // which of a module's outputs
+  StatsReason reason = StatsReason::sampled;
+  std::string dtype;  // as Candle names it, lower case: "f32", "bf16", "u32", ...
+  std::vector<std::uint64_t> shape;
+  std::uint64_t nan = 0;
+  std::uint64_t pos_inf = 0;
+  std::uint64_t neg_inf = 0;
+  std::uint64_t zeros = 0;
+  std::optional<FiniteStats> finite;  // present iff some element is finite
+};
+
 struct ProfileConfig {
   std::string entrypoint;
   Phase phase = Phase::train;
@@ -172,6 +200,11 @@ struct ProfileConfig {
   // and `meta` has no such field. Called on the thread that opens or closes the scope; it must
   // not throw. Operations (handles, string API) never call it.
   std::function<void()> device_synchronize;
+  // Tensor statistics schedule (stats_due): every `stats_every` steps (0: never on schedule),
+  // and whenever a tensor holds a non-finite value when `stats_on_non_finite`. Written to `meta`
+  // when set.
+  std::uint64_t stats_every = 0;
+  bool stats_on_non_finite = false;
 
   static ProfileConfig train(std::string entrypoint);
   static ProfileConfig infer(std::string entrypoint);
@@ -319,6 +352,20 @@ class ProfileSession {
     ModuleScope scope = module_scope(path);
     return std::forward<F>(f)();
   }
+
+  // What the program should compute for tensor statistics at the current step: `full` when
+  // stats_every > 0 divides the step, else `non_finite_only` with stats_on_non_finite, else
+  // `none` (also in runtime/3 sessions and after finish). One load and a division.
+  StatsDue stats_due() const noexcept;
+  // Writes one `stats` line for the tensor at `path` (a module path for outputs, a parameter's
+  // VarBuilder key for gradients) whatever stats_due says. An inconsistent record (counts above
+  // the elements, finite numbers present with no finite element or absent with one, min > max,
+  // ...) is refused with invalid_argument and counted in `end.errors`. In runtime/3 sessions it
+  // does nothing and returns OK.
+  Status record_stats(std::string_view path, const TensorStats& stats);
+  // The same for the child `child` of the module at `parent` (path `parent.child`).
+  Status record_child_stats(std::string_view parent, std::string_view child,
+                            const TensorStats& stats);
 
   // Waits until every record pushed before this call is written to the file.
   Status flush();

@@ -149,6 +149,34 @@ cgp_status guarded(F&& body) noexcept {
   });
 }
 
+// The C record as the C++ one; nullopt (with last_error set) when it cannot be read.
+std::optional<cgx::TensorStats> tensor_stats(const cgp_tensor_stats* in, const char* caller) {
+  if (in == nullptr || in->struct_size < sizeof(cgp_tensor_stats)) {
+    last_error = std::string(caller) +
+                 ": stats is NULL or its struct_size is too small (fill it with "
+                 "cgp_tensor_stats_init)";
+    return std::nullopt;
+  }
+  if (in->rank != 0 && in->shape == nullptr) {
+    last_error = std::string(caller) + ": shape is NULL with a rank above 0";
+    return std::nullopt;
+  }
+  cgx::TensorStats out;
+  out.of = in->of == CGP_STATS_GRAD ? cgx::StatsOf::grad : cgx::StatsOf::output;
+  out.reason =
+      in->reason == CGP_STATS_NON_FINITE ? cgx::StatsReason::non_finite : cgx::StatsReason::sampled;
+  out.index = in->index;
+  out.dtype = std::string(view(in->dtype));
+  out.shape.assign(in->shape, in->shape + in->rank);
+  out.nan = in->nan;
+  out.pos_inf = in->pos_inf;
+  out.neg_inf = in->neg_inf;
+  out.zeros = in->zeros;
+  if (in->has_finite != 0)
+    out.finite = cgx::FiniteStats{in->min, in->max, in->mean, in->rms, in->abs_max};
+  return out;
+}
+
 }  // namespace
 
 extern "C" {
@@ -209,6 +237,10 @@ cgp_status cgp_session_open_with(cgp_str path, const cgp_config* config,
     if (has(offsetof(cgp_open_options, max_distinct_ids) + sizeof options->max_distinct_ids) &&
         options->max_distinct_ids != 0)
       cfg.max_distinct_ids = options->max_distinct_ids;
+    if (has(offsetof(cgp_open_options, stats_every) + sizeof options->stats_every))
+      cfg.stats_every = options->stats_every;
+    if (has(offsetof(cgp_open_options, stats_on_non_finite) + sizeof options->stats_on_non_finite))
+      cfg.stats_on_non_finite = options->stats_on_non_finite != 0;
     auto session = cgx::ProfileSession::open(std::string(view(path)), std::move(cfg));
     if (!session) return report(session.status());
     *out = new cgp_session{std::move(session).value(), {}, false, CGP_OK, {}, nullptr};
@@ -324,6 +356,44 @@ cgp_status cgp_record_edge_timing(cgp_session* session, cgp_str from_static_id,
   return guarded([&] {
     return report(
         session->session.record_edge_timing(view(from_static_id), view(to_static_id), duration_ns));
+  });
+}
+
+void cgp_tensor_stats_init(cgp_tensor_stats* stats) {
+  if (stats == nullptr) return;
+  *stats = cgp_tensor_stats{};
+  stats->struct_size = sizeof(cgp_tensor_stats);
+}
+
+cgp_stats_due cgp_session_stats_due(const cgp_session* session) {
+  if (session == nullptr) return CGP_STATS_DUE_NONE;
+  switch (session->session.stats_due()) {
+    case cgx::StatsDue::full:
+      return CGP_STATS_DUE_FULL;
+    case cgx::StatsDue::non_finite_only:
+      return CGP_STATS_DUE_NON_FINITE_ONLY;
+    case cgx::StatsDue::none:
+      break;
+  }
+  return CGP_STATS_DUE_NONE;
+}
+
+cgp_status cgp_record_stats(cgp_session* session, cgp_str path, const cgp_tensor_stats* stats) {
+  if (session == nullptr) return invalid("cgp_record_stats: NULL session");
+  return guarded([&] {
+    auto st = tensor_stats(stats, "cgp_record_stats");
+    if (!st) return CGP_ERR_INVALID_ARGUMENT;
+    return report(session->session.record_stats(view(path), *st));
+  });
+}
+
+cgp_status cgp_record_child_stats(cgp_session* session, cgp_str parent, cgp_str child,
+                                  const cgp_tensor_stats* stats) {
+  if (session == nullptr) return invalid("cgp_record_child_stats: NULL session");
+  return guarded([&] {
+    auto st = tensor_stats(stats, "cgp_record_child_stats");
+    if (!st) return CGP_ERR_INVALID_ARGUMENT;
+    return report(session->session.record_child_stats(view(parent), view(child), *st));
   });
 }
 

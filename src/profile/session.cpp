@@ -3,8 +3,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <iterator>
@@ -169,9 +171,14 @@ Status SessionState::write_meta() {
     append_u64(line, ring_capacity_);
     line += ",\"counter_block\":";
     append_u64(line, kCounterBlock);
-    line += ",\"writer\":\"candle-graph-profile/0.2.0\"";
+    line += ",\"writer\":\"candle-graph-profile/0.3.0\"";
     // Module durations include the device's work only with a synchronisation callback.
     if (device_sync_) line += ",\"device_sync\":true";
+    if (config.stats_every != 0) {
+      line += ",\"stats_every\":";
+      append_u64(line, config.stats_every);
+    }
+    if (config.stats_on_non_finite) line += ",\"stats_on_non_finite\":true";
   }
   line += "}\n";
   out_append(line);
@@ -445,6 +452,84 @@ Status SessionState::edge(std::string_view from, std::string_view to, std::uint6
   return {};
 }
 
+namespace {
+
+// The consistency rules of docs/runtime-4.md ("Additions: tensor statistics"), checked before a
+// record is written: what a reader would refuse is refused here, naming the field.
+std::optional<std::string> stats_problem(std::string_view path, const TensorStats& s) {
+  if (path.empty()) return "a stats record needs a path";
+  if (s.dtype.empty() || s.dtype.size() > 16) return "dtype must be 1 to 16 characters";
+  for (char c : s.dtype)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+      return "dtype must be lower-case letters, digits or '_' (Candle's names: f32, bf16, u32)";
+  if (s.shape.size() > 64) return "shape has more than 64 dimensions";
+  std::uint64_t elements = 1;
+  for (std::uint64_t d : s.shape) {
+    if (d != 0 && elements > UINT64_MAX / d) return "the product of shape exceeds 2^64";
+    elements *= d;
+  }
+  if (s.nan > elements || s.pos_inf > elements - s.nan || s.neg_inf > elements - s.nan - s.pos_inf)
+    return "nan + pos_inf + neg_inf exceeds the elements of shape";
+  const std::uint64_t finite = elements - s.nan - s.pos_inf - s.neg_inf;
+  if (s.zeros > finite) return "zeros exceeds the finite elements";
+  if (finite == 0) {
+    if (s.finite) return "min/max/mean/rms/abs_max given but no element is finite";
+    return std::nullopt;
+  }
+  if (!s.finite) return "min/max/mean/rms/abs_max missing though some element is finite";
+  const FiniteStats& f = *s.finite;
+  for (double v : {f.min, f.max, f.mean, f.rms, f.abs_max})
+    if (!std::isfinite(v)) return "min/max/mean/rms/abs_max must be finite numbers";
+  const double scale = std::max(std::abs(f.min), std::abs(f.max));
+  const double tol = 1e-3 * scale;
+  if (f.min > f.max) return "min exceeds max";
+  if (f.mean < f.min - tol || f.mean > f.max + tol) return "mean lies outside [min, max]";
+  if (std::abs(f.abs_max - scale) > tol) return "abs_max is not max(|min|, |max|)";
+  if (f.rms < std::abs(f.mean) - tol || f.rms > f.abs_max + tol)
+    return "rms lies outside [|mean|, abs_max]";
+  return std::nullopt;
+}
+
+}  // namespace
+
+StatsDue SessionState::stats_due() const noexcept {
+  if (!v4_ || finished.load(std::memory_order_relaxed)) return StatsDue::none;
+  const std::uint64_t every = config.stats_every;
+  if (every != 0 && step.load(std::memory_order_relaxed) % every == 0) return StatsDue::full;
+  return config.stats_on_non_finite ? StatsDue::non_finite_only : StatsDue::none;
+}
+
+Status SessionState::stats(std::string_view module_path, const TensorStats& s) {
+  if (!v4_) return {};  // runtime/3 is the seed's format: no statistics
+  if (finished.load(std::memory_order_acquire))
+    return Status(Errc::finished, "profile session is already finished");
+  if (auto problem = stats_problem(module_path, s)) {
+    count_error();
+    return Status(Errc::invalid_argument,
+                  "stats record for \"" + std::string(module_path) + "\" refused: " + *problem);
+  }
+  auto handle = intern_module(module_path);
+  if (!handle) {
+    count_error();  // past max_distinct_ids or kMaxIdBytes: counted in `end.errors`
+    return handle.status();
+  }
+  ThreadState* tsp = thread_state();
+  if (tsp == nullptr) {
+    count_error();
+    return Status(Errc::io_error, "out of memory for this thread's profiling buffer");
+  }
+  ThreadState& ts = *tsp;
+  const std::uint64_t counter = take_counter(ts);
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.emplace(counter, s);
+  }
+  const std::uint64_t at_step = step.load(std::memory_order_relaxed);
+  push(ts, Record{counter, at_step, at_step, timer.now(), 0, 0, 0, handle.value(), ts.index,
+                  RecordKind::stats, 0});
+  return {};
+}
+
 Status SessionState::flush() {
   if (finished.load(std::memory_order_acquire))
     return Status(Errc::finished, "profile session is already finished");
@@ -693,6 +778,23 @@ Result<OpHandle> ProfileSession::op(std::string_view static_id, std::string_view
 OpHandle ProfileSession::handle(std::uint32_t index) const noexcept {
   if (!state_->handles_.is_op(index)) return OpHandle();
   return OpHandle(state_.get(), index);
+}
+
+StatsDue ProfileSession::stats_due() const noexcept {
+  return state_->stats_due();
+}
+Status ProfileSession::record_stats(std::string_view path, const TensorStats& stats) {
+  return guarded<Status>([&] { return state_->stats(path, stats); });
+}
+Status ProfileSession::record_child_stats(std::string_view parent, std::string_view child,
+                                          const TensorStats& stats) {
+  return guarded<Status>([&] {
+    if (parent.empty()) return state_->stats(child, stats);
+    std::string path;
+    path.reserve(parent.size() + 1 + child.size());
+    path.append(parent).append(".").append(child);
+    return state_->stats(path, stats);
+  });
 }
 
 Status ProfileSession::flush() {

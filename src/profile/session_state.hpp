@@ -31,6 +31,8 @@ enum class RecordKind : std::uint8_t {
   operation_ns_with_output,  // as operation_ns; the output id waits in SessionState::outputs_
   module,  // a module scope: `handle` names its path, `end` is a raw timer reading and the
            // parent fields name the enclosing module scope
+  stats,   // tensor statistics: `handle` names the path, `start` is a raw timer reading, the
+           // numbers wait in SessionState::stats_ (rare, so kept out of the 64-byte record)
 };
 
 // One finished event exactly as the caller stores it: raw numbers, no text. One cache line, so
@@ -337,6 +339,9 @@ class SessionState {
                                        const std::string_view* output,
                                        const std::string_view& text_for_errors);
   Status edge(std::string_view from, std::string_view to, std::uint64_t duration_ns);
+  // Tensor statistics (session.cpp): the schedule, and one `stats` record for `path`.
+  StatsDue stats_due() const noexcept;
+  Status stats(std::string_view module_path, const TensorStats& stats);
 
   // The string API's hit path (hot_path.cpp): the id is in the thread's cache (by address and
   // length, confirmed by its text; or by a hash of its text, confirmed the same way), its id slot
@@ -461,6 +466,9 @@ class SessionState {
   void write_out();
   void write_end_record(std::uint64_t open_operations, std::uint64_t open_modules);
   void format_module(const Record& r);
+  // runtime/4 `stats` and compact `st` lines (docs/runtime-4.md, "Additions: tensor statistics").
+  void format_stats(const Record& r);
+  std::string stats_fields(const Record& r, bool position);
   void refresh_threads(std::vector<ThreadState*>& threads);
   void recycle_retired(const std::vector<ThreadState*>& threads);
 
@@ -492,6 +500,9 @@ class SessionState {
   // Output ids of string-API operations, by counter: rare, so kept out of the 64-byte record.
   std::mutex outputs_mu_;
   std::unordered_map<std::uint64_t, std::string> outputs_;
+  // Tensor statistics waiting for the writer, by counter.
+  std::mutex stats_mu_;
+  std::unordered_map<std::uint64_t, TensorStats> stats_;
 
   std::mutex error_mu_;
   Status first_sticky_;
@@ -529,6 +540,7 @@ class SessionState {
   std::uint64_t operations_written_ = 0;
   std::uint64_t edges_written_ = 0;
   std::uint64_t modules_written_ = 0;
+  std::uint64_t stats_written_ = 0;
   std::string mod_prefix_;  // {"kind":"module","event_id":"train-mod-
 };
 

@@ -190,7 +190,119 @@ void SessionState::format_module(const Record& r) {
   ++modules_written_;
 }
 
+// The fields of a `stats` line from `of` on (runtime/4 and compact alike; `position`: with `step`,
+// `at_ns` and `thread`); takes the numbers the recording thread left in stats_.
+std::string SessionState::stats_fields(const Record& r, bool position) {
+  TensorStats st;
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    auto it = stats_.find(r.counter);
+    if (it != stats_.end()) {
+      st = std::move(it->second);
+      stats_.erase(it);
+    }
+  }
+  auto number = [](std::string& out, double v) {
+    char buf[32];
+    auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
+    out.append(buf, res.ptr);
+  };
+  std::string out = st.of == StatsOf::grad ? ",\"of\":\"grad\"" : ",\"of\":\"output\"";
+  if (st.index != 0) {
+    out += ",\"index\":";
+    append_u64(out, st.index);
+  }
+  out += st.reason == StatsReason::non_finite ? ",\"reason\":\"non_finite\""
+                                              : ",\"reason\":\"sampled\"";
+  if (position) {
+    out += ",\"step\":";
+    append_u64(out, r.step);
+    out += ",\"at_ns\":";
+    append_u64(out, timer.since_origin_ns(r.start));
+    out += ",\"thread\":";
+    append_u64(out, r.thread);
+  }
+  out += ",\"dtype\":";
+  append_json_string(out, st.dtype);
+  out += ",\"shape\":[";
+  std::uint64_t elements = 1;
+  for (std::size_t i = 0; i < st.shape.size(); ++i) {
+    if (i != 0) out += ',';
+    append_u64(out, st.shape[i]);
+    elements *= st.shape[i];
+  }
+  out += "],\"elements\":";
+  append_u64(out, elements);
+  out += ",\"nan\":";
+  append_u64(out, st.nan);
+  out += ",\"pos_inf\":";
+  append_u64(out, st.pos_inf);
+  out += ",\"neg_inf\":";
+  append_u64(out, st.neg_inf);
+  out += ",\"zeros\":";
+  append_u64(out, st.zeros);
+  if (st.finite) {
+    out += ",\"min\":";
+    number(out, st.finite->min);
+    out += ",\"max\":";
+    number(out, st.finite->max);
+    out += ",\"mean\":";
+    number(out, st.finite->mean);
+    out += ",\"rms\":";
+    number(out, st.finite->rms);
+    out += ",\"abs_max\":";
+    number(out, st.finite->abs_max);
+  }
+  return out;
+}
+
+// runtime/4 `stats`; compact `st` (every field explicit: a stats line implies nothing about its
+// thread's neighbours and changes nothing they imply).
+void SessionState::format_stats(const Record& r) {
+  const HandleInfo& h = handles_[r.handle];
+  std::string line;
+  if (compact_) {
+    line = "{\"kind\":\"st\",\"h\":";
+    append_u64(line, r.handle);
+    line += ",\"th\":";
+    append_u64(line, r.thread);
+    line += ",\"c\":";
+    append_u64(line, r.counter);
+    line += ",\"s\":";
+    append_u64(line, r.id_step);
+    line += ",\"t\":";
+    append_u64(line, timer.since_origin_ns(r.start));
+    line += stats_fields(r, false);  // `step`, `at_ns`, `thread` are `s`, `t`, `th` here
+  } else {
+    line = "{\"kind\":\"stats\",\"event_id\":\"";
+    line += phase_name(config.phase);
+    line += "-stats-";
+    append_u64(line, r.id_step);
+    line += '-';
+    append_u64(line, r.counter);
+    line += '"';
+    line += h.body;
+    line += stats_fields(r, true);
+  }
+  line += "}\n";
+  out_append(line);
+  ++stats_written_;
+}
+
 void SessionState::format(const Record& r) {
+  if (r.kind == RecordKind::stats) {
+    if (compact_ && (r.handle >= defined_.size() || !defined_[r.handle])) {
+      if (r.handle >= defined_.size()) defined_.resize(std::max<std::size_t>(r.handle + 1, 1024));
+      defined_[r.handle] = true;
+      std::string def = "{\"kind\":\"def\",\"h\":";
+      append_u64(def, r.handle);
+      def += handles_[r.handle].body;
+      def += "}\n";
+      out_append(def);
+    }
+    format_stats(r);
+    return;
+  }
   if (compact_) {
     format_compact(r, take_output(r));
     return;
@@ -395,6 +507,10 @@ void SessionState::write_end_record(std::uint64_t open_operations, std::uint64_t
   if (timer.uses_tsc()) {
     line += ",\"clock_error_ns\":";
     append_u64(line, timer.error_at_finish_ns());
+  }
+  if (stats_written_ != 0) {
+    line += ",\"stats\":";
+    append_u64(line, stats_written_);
   }
   line += "}\n";
   out_append(line);
