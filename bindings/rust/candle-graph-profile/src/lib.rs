@@ -94,6 +94,29 @@ mod ffi {
     pub struct OpenOptions {
         pub struct_size: usize,
         pub max_distinct_ids: u32,
+        pub stats_every: u64,
+        pub stats_on_non_finite: u32,
+    }
+
+    #[repr(C)]
+    pub struct TensorStats {
+        pub struct_size: usize,
+        pub of: u32,
+        pub reason: u32,
+        pub index: u64,
+        pub dtype: Str,
+        pub shape: *const u64,
+        pub rank: usize,
+        pub nan: u64,
+        pub pos_inf: u64,
+        pub neg_inf: u64,
+        pub zeros: u64,
+        pub has_finite: u32,
+        pub min: f64,
+        pub max: f64,
+        pub mean: f64,
+        pub rms: f64,
+        pub abs_max: f64,
     }
 
     #[repr(C)]
@@ -139,6 +162,18 @@ mod ffi {
             duration_ns: *mut u64,
         ) -> c_int;
         pub fn cgp_record_edge_timing(session: *mut Session, from: Str, to: Str, ns: u64) -> c_int;
+        pub fn cgp_session_stats_due(session: *const Session) -> c_int;
+        pub fn cgp_record_stats(
+            session: *mut Session,
+            path: Str,
+            stats: *const TensorStats,
+        ) -> c_int;
+        pub fn cgp_record_child_stats(
+            session: *mut Session,
+            parent: Str,
+            child: Str,
+            stats: *const TensorStats,
+        ) -> c_int;
         pub fn cgp_session_flush(session: *mut Session) -> c_int;
         pub fn cgp_session_close(session: *mut Session) -> c_int;
         pub fn cgp_module_begin(session: *mut Session, path: Str, out: *mut u64) -> c_int;
@@ -232,6 +267,14 @@ pub struct ProfileConfig {
     /// the library's limit and default, 4,194,304. Past it a new id is refused
     /// ([`ErrorKind::InvalidArgument`]) and counted in the `end` record's `errors`.
     pub max_distinct_ids: u32,
+    /// Tensor statistics schedule ([`ProfileSession::stats_due`]): every `stats_every` steps (0:
+    /// never on schedule). Written to `meta` when set. [`install_global`] lets the environment
+    /// override it: `CANDLE_GRAPH_STATS_EVERY=N`.
+    pub stats_every: u64,
+    /// Also record a tensor's statistics whenever it holds a NaN or ±Inf (the program counts the
+    /// non-finite elements on every call: one reduction). Override:
+    /// `CANDLE_GRAPH_STATS_ON_NON_FINITE=1`.
+    pub stats_on_non_finite: bool,
 }
 
 impl ProfileConfig {
@@ -248,6 +291,8 @@ impl ProfileConfig {
             buffer_records_per_thread: 0,
             device_synchronize: None,
             max_distinct_ids: 0,
+            stats_every: 0,
+            stats_on_non_finite: false,
         }
     }
 
@@ -417,6 +462,8 @@ impl ProfileSession {
         let options = ffi::OpenOptions {
             struct_size: std::mem::size_of::<ffi::OpenOptions>(),
             max_distinct_ids: config.max_distinct_ids,
+            stats_every: config.stats_every,
+            stats_on_non_finite: u32::from(config.stats_on_non_finite),
         };
         check(unsafe {
             ffi::cgp_session_open_with(ffi::Str::of(&path_text), &raw_config, &options, &mut raw)
@@ -613,6 +660,130 @@ impl ProfileSession {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// What to compute for tensor statistics now: [`StatsDue::Full`] when
+    /// [`ProfileConfig::stats_every`] divides the step, else [`StatsDue::NonFiniteOnly`] with
+    /// [`ProfileConfig::stats_on_non_finite`], else [`StatsDue::None`] (also for runtime/3
+    /// sessions and after finish).
+    #[inline]
+    pub fn stats_due(&self) -> StatsDue {
+        // SAFETY: raw is a live session until finish/drop.
+        match unsafe { ffi::cgp_session_stats_due(self.raw) } {
+            2 => StatsDue::Full,
+            1 => StatsDue::NonFiniteOnly,
+            _ => StatsDue::None,
+        }
+    }
+
+    /// Writes one `stats` line for the tensor at `path` (a module path for outputs, a parameter's
+    /// VarBuilder key for gradients). An inconsistent record is refused
+    /// ([`ErrorKind::InvalidArgument`], naming the field) and counted in `end.errors`.
+    pub fn record_stats(&self, path: &str, stats: &TensorStats) -> Result<()> {
+        let raw = stats.raw();
+        // SAFETY: raw borrows `stats`, which outlives the call.
+        check(unsafe { ffi::cgp_record_stats(self.raw, ffi::Str::of(path), &raw) })
+    }
+
+    /// The same for the child `child` of the module at `parent` (path `parent.child`).
+    pub fn record_child_stats(&self, parent: &str, child: &str, stats: &TensorStats) -> Result<()> {
+        let raw = stats.raw();
+        // SAFETY: as above.
+        check(unsafe {
+            ffi::cgp_record_child_stats(self.raw, ffi::Str::of(parent), ffi::Str::of(child), &raw)
+        })
+    }
+}
+
+/// What a tensor's statistics describe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatsOf {
+    /// A module's output (after its forward); the path is the module's.
+    #[default]
+    Output,
+    /// A parameter's gradient (after backward); the path is the parameter's VarBuilder key.
+    Grad,
+}
+
+/// Why a record was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatsReason {
+    /// The schedule asked for it ([`StatsDue::Full`]).
+    #[default]
+    Sampled,
+    /// The tensor held a NaN or ±Inf ([`StatsDue::NonFiniteOnly`] found some).
+    NonFinite,
+}
+
+/// What the program should compute now ([`ProfileSession::stats_due`], [`stats_due`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsDue {
+    /// Nothing.
+    None,
+    /// Count the non-finite elements; compute and record everything only when there are some.
+    NonFiniteOnly,
+    /// Compute and record everything.
+    Full,
+}
+
+/// Over a tensor's finite elements.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FiniteStats {
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// Root of the mean square.
+    pub rms: f64,
+    pub abs_max: f64,
+}
+
+/// A few scalars about one tensor, computed by the program on the tensor's device
+/// (docs/runtime-4.md, "Additions: tensor statistics").
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TensorStats {
+    pub of: StatsOf,
+    /// Which of a module's outputs (a tuple's position, a `Vec`'s index).
+    pub index: u64,
+    pub reason: StatsReason,
+    /// Candle's name for the dtype, lower case: `f32`, `bf16`, `u32`.
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub nan: u64,
+    pub pos_inf: u64,
+    pub neg_inf: u64,
+    pub zeros: u64,
+    /// `Some` iff some element is finite.
+    pub finite: Option<FiniteStats>,
+}
+
+impl TensorStats {
+    fn raw(&self) -> ffi::TensorStats {
+        let f = self.finite.unwrap_or_default();
+        ffi::TensorStats {
+            struct_size: std::mem::size_of::<ffi::TensorStats>(),
+            of: match self.of {
+                StatsOf::Output => 0,
+                StatsOf::Grad => 1,
+            },
+            reason: match self.reason {
+                StatsReason::Sampled => 0,
+                StatsReason::NonFinite => 1,
+            },
+            index: self.index,
+            dtype: ffi::Str::of(&self.dtype),
+            shape: self.shape.as_ptr(),
+            rank: self.shape.len(),
+            nan: self.nan,
+            pos_inf: self.pos_inf,
+            neg_inf: self.neg_inf,
+            zeros: self.zeros,
+            has_finite: u32::from(self.finite.is_some()),
+            min: f.min,
+            max: f.max,
+            mean: f.mean,
+            rms: f.rms,
+            abs_max: f.abs_max,
+        }
+    }
 }
 
 impl Drop for ProfileSession {
@@ -710,6 +881,13 @@ pub fn install_global(
             message: "a global profile session is already installed".into(),
         });
     }
+    let mut config = config;
+    if let Some(every) = env_override("CANDLE_GRAPH_STATS_EVERY")? {
+        config.stats_every = every;
+    }
+    if let Some(on) = env_override("CANDLE_GRAPH_STATS_ON_NON_FINITE")? {
+        config.stats_on_non_finite = on != 0;
+    }
     let session = ProfileSession::open(path, config)?;
     let session = GLOBAL.get_or_init(|| session);
     // SAFETY: registers a plain extern "C" function; it only reads the static.
@@ -720,6 +898,22 @@ pub fn install_global(
         });
     }
     Ok(session)
+}
+
+// A number from the environment; a value that is not one is an error naming the variable (a typo
+// must not silently switch statistics off).
+fn env_override(name: &str) -> Result<Option<u64>> {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(text) => text.trim().parse::<u64>().map(Some).map_err(|_| Error {
+            kind: ErrorKind::InvalidArgument,
+            message: format!("{name}={text:?} is not a non-negative integer"),
+        }),
+        Err(std::env::VarError::NotUnicode(_)) => Err(Error {
+            kind: ErrorKind::InvalidArgument,
+            message: format!("{name} is not valid UTF-8"),
+        }),
+    }
 }
 
 /// The session [`install_global`] opened, if any.
@@ -752,7 +946,33 @@ pub fn module_scope(path: &str) -> Option<ModuleScope<'static>> {
 /// Without a global session it returns `None` at the cost of one atomic load.
 #[inline]
 pub fn child_scope(parent: &str, child: &'static str) -> Option<ModuleScope<'static>> {
-    GLOBAL.get().map(|session| session.child_scope(parent, child))
+    GLOBAL
+        .get()
+        .map(|session| session.child_scope(parent, child))
+}
+
+/// [`ProfileSession::stats_due`] on the global session; [`StatsDue::None`] without one (one
+/// atomic load).
+#[inline]
+pub fn stats_due() -> StatsDue {
+    GLOBAL
+        .get()
+        .map_or(StatsDue::None, ProfileSession::stats_due)
+}
+
+/// [`ProfileSession::record_stats`] on the global session; nothing without one. A refused record
+/// is counted in the trace's `end.errors` (the program goes on).
+pub fn record_stats(path: &str, stats: &TensorStats) {
+    if let Some(session) = GLOBAL.get() {
+        let _ = session.record_stats(path, stats);
+    }
+}
+
+/// [`ProfileSession::record_child_stats`] on the global session; nothing without one.
+pub fn record_child_stats(parent: &str, child: &str, stats: &TensorStats) {
+    if let Some(session) = GLOBAL.get() {
+        let _ = session.record_child_stats(parent, child, stats);
+    }
 }
 
 /// Convenience RAII guard for [`ProfileSession::begin_operation`] /

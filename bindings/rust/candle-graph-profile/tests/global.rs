@@ -70,6 +70,27 @@ fn child_program() {
         t.join().unwrap();
     }
     let session = candle_graph_profile::global().expect("global session");
+    // The parent set CANDLE_GRAPH_STATS_EVERY=5: step 0 is due, step 3 is not.
+    assert_eq!(
+        candle_graph_profile::stats_due(),
+        candle_graph_profile::StatsDue::Full
+    );
+    candle_graph_profile::record_child_stats(
+        "model.layers.0",
+        "mlp",
+        &candle_graph_profile::TensorStats {
+            dtype: "f32".into(),
+            shape: vec![1],
+            zeros: 1,
+            finite: Some(candle_graph_profile::FiniteStats::default()),
+            ..Default::default()
+        },
+    );
+    session.set_step(3);
+    assert_eq!(
+        candle_graph_profile::stats_due(),
+        candle_graph_profile::StatsDue::None
+    );
     let value = session.time_module("model.norm", || 42u32);
     assert_eq!(value, 42);
     // Left open at exit: counted in end.open_modules, and the exit hook still writes `end`.
@@ -82,8 +103,12 @@ fn global_session_survives_process_exit() {
     if std::env::var(CHILD_ENV).is_ok() {
         return;
     }
-    // No global session in this process: the free function is a no-op.
+    // No global session in this process: the free functions are no-ops.
     assert!(candle_graph_profile::module_scope("model").is_none());
+    assert_eq!(
+        candle_graph_profile::stats_due(),
+        candle_graph_profile::StatsDue::None
+    );
     assert!(candle_graph_profile::child_scope("model", "lm_head").is_none());
     assert!(candle_graph_profile::global().is_none());
 
@@ -98,6 +123,7 @@ fn global_session_survives_process_exit() {
             "--nocapture",
         ])
         .env(CHILD_ENV, &trace)
+        .env("CANDLE_GRAPH_STATS_EVERY", "5")
         .stdout(std::process::Stdio::null())
         .status()
         .expect("run the child program");
@@ -115,6 +141,14 @@ fn global_session_survives_process_exit() {
     assert_eq!(field(end, "modules").as_deref(), Some("271"));
     assert_eq!(field(end, "open_modules").as_deref(), Some("1"));
     assert_eq!(field(end, "errors").as_deref(), Some("0"));
+    // The environment's schedule reached meta, and the one statistics record was written.
+    assert_eq!(field(lines[0], "stats_every").as_deref(), Some("5"));
+    assert_eq!(field(end, "stats").as_deref(), Some("1"));
+    let stats = lines
+        .iter()
+        .find(|l| l.starts_with(r#"{"kind":"stats""#))
+        .expect("a stats line");
+    assert_eq!(field(stats, "path").as_deref(), Some("model.layers.0.mlp"));
     let attn: Vec<&&&str> = modules
         .iter()
         .filter(|l| field(l, "path").as_deref() == Some("model.layers.2.self_attn"))

@@ -295,3 +295,65 @@ fn module_scopes_time_module_and_idempotent_finish() {
     assert_eq!(field(&l[2], "event_id").as_deref(), Some("infer-mod-0-1"));
     assert_eq!(field(l.last().unwrap(), "modules").as_deref(), Some("2"));
 }
+
+#[test]
+fn tensor_statistics_are_written_and_an_inconsistent_record_is_refused() {
+    use candle_graph_profile::{FiniteStats, StatsDue, StatsOf, StatsReason, TensorStats};
+    let path = scratch("stats.jsonl");
+    let mut config = ProfileConfig::train("model::train_step");
+    config.stats_every = 4;
+    config.stats_on_non_finite = true;
+    let session = ProfileSession::open(&path, config).unwrap();
+    session.set_step(8);
+    assert_eq!(session.stats_due(), StatsDue::Full);
+    session.set_step(9);
+    assert_eq!(session.stats_due(), StatsDue::NonFiniteOnly);
+    // A gradient [2, 2] holding 1.0, -2.0, 0.0 and a NaN.
+    let grad = TensorStats {
+        of: StatsOf::Grad,
+        reason: StatsReason::NonFinite,
+        dtype: "f32".into(),
+        shape: vec![2, 2],
+        nan: 1,
+        zeros: 1,
+        finite: Some(FiniteStats {
+            min: -2.0,
+            max: 1.0,
+            mean: -1.0 / 3.0,
+            rms: (5.0f64 / 3.0).sqrt(),
+            abs_max: 2.0,
+        }),
+        ..TensorStats::default()
+    };
+    session
+        .record_stats("model.layers.0.mlp.up_proj.weight", &grad)
+        .unwrap();
+    let bad = TensorStats {
+        zeros: 9,
+        ..grad.clone()
+    };
+    let err = session.record_stats("model.norm.weight", &bad).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.message().contains("zeros"), "{}", err.message());
+    session.finish().unwrap();
+
+    let lines = lines(&path);
+    let stats: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("{\"kind\":\"stats\""))
+        .collect();
+    assert_eq!(stats.len(), 1);
+    assert_eq!(
+        field(stats[0], "path").as_deref(),
+        Some("model.layers.0.mlp.up_proj.weight")
+    );
+    assert_eq!(field(stats[0], "of").as_deref(), Some("grad"));
+    assert_eq!(field(stats[0], "reason").as_deref(), Some("non_finite"));
+    assert_eq!(field(stats[0], "elements").as_deref(), Some("4"));
+    let rms: f64 = field(stats[0], "rms").unwrap().parse().unwrap();
+    assert_eq!(rms, (5.0f64 / 3.0).sqrt());
+    let end = lines.last().unwrap();
+    assert_eq!(field(end, "stats").as_deref(), Some("1"));
+    assert_eq!(field(end, "errors").as_deref(), Some("1"));
+    assert_eq!(field(&lines[0], "stats_every").as_deref(), Some("4"));
+}
