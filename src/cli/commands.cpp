@@ -606,7 +606,12 @@ void instrument_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--profile-dep", args.profile_dep,
                  "Source of the added candle-graph-profile dependency: path=DIR, git=URL or "
                  "version=REQ (default: path= this installation's bindings/rust/"
-                 "candle-graph-profile when found, else version=0.2)");
+                 "candle-graph-profile when found, else version=0.3)");
+  cmd.add_flag("--stats", args.stats,
+               "Also record the statistics of each instrumented module's output (min, max, mean, "
+               "RMS, abs-max, NaN/Inf/zero counts), computed on its device, behind the feature "
+               "candle-graph-stats; schedule with CANDLE_GRAPH_STATS_EVERY=N / "
+               "CANDLE_GRAPH_STATS_ON_NON_FINITE=1 (docs/instrument.md)");
 }
 
 // The diff to stdout (or -o), what was skipped and why to stderr. Nothing instrumented is an
@@ -614,7 +619,8 @@ void instrument_flags(CLI::App& cmd, Args& args) {
 int run_instrument(Args& args) {
   refuse_overwriting_inputs(args.out.output, inputs_of(args));
   const instrument::Report r = instrument::instrument_crate(
-      args.crate, args.profile_dep.empty() ? instrument::default_profile_dep() : args.profile_dep);
+      args.crate, args.profile_dep.empty() ? instrument::default_profile_dep() : args.profile_dep,
+      args.stats);
   for (const auto& n : r.notes)
     std::cerr << "note: " << n << "\n";
   for (const auto& s : r.skipped)
@@ -638,6 +644,11 @@ int run_instrument(Args& args) {
             << " constructor captures, " << r.scopes << " forward scopes, " << r.children
             << " child scopes in " << r.files.size()
             << " files, behind feature `candle-graph-profile`\n";
+  if (args.stats)
+    std::cerr << "statistics: " << r.stats_outputs << " forward outputs and " << r.stats_children
+              << " child outputs, behind feature `candle-graph-stats` (a module `cg_stats` at the "
+                 "end of the crate root; gradients: call cg_stats::grads(&varmap, &grads) after "
+                 "backward)\n";
   if (!args.out.output.empty()) {
     const std::string abs = fs::absolute(args.out.output).lexically_normal().string();
     std::cerr << "wrote " << args.out.output

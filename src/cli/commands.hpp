@@ -31,6 +31,7 @@ struct Args {
   std::string profile_sort = "self";    // profile: self | total
   std::string profile_format = "json";  // profile: json | table
   std::string profile_dep;              // instrument --profile-dep
+  bool stats = false;                   // instrument --stats
   std::size_t profile_limit = 50;
   std::string memory_context, memory_batch = "1", memory_device;  // memory: validated by run
 };

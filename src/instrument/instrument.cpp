@@ -15,6 +15,7 @@
 
 #include "analysis/inventory.hpp"
 #include "instrument/manifest.hpp"
+#include "instrument/stats_code.hpp"
 #include "instrument/unified_diff.hpp"
 #include "ir/model.hpp"
 #include "ir/stable_id.hpp"
@@ -90,6 +91,28 @@ Insertion statement_insertion(const std::string& t, const rust::BodySite& s,
     return {line_begin(t, s.first_start), ind + kAttr + eol + ind + stmt + eol};
   }
   return {s.after_inner, std::string(" ") + kAttr + " " + stmt + (s.has_first ? "" : " ")};
+}
+
+// `--stats`: the body runs in a closure called at once, `let cg_out = (|| -> R { BODY })();`, so
+// that every way out of it (the tail, `return`, `?`) hands its value to the recording statement
+// after it; then `cg_out` is returned. `close` is the byte of the body's `}`.
+void wrap_body_for_stats(const std::string& t, const rust::BodySite& s, std::uint32_t close,
+                         const std::string& ret, std::vector<Insertion>& out) {
+  const std::string eol = eol_of(t);
+  const std::string open = "let cg_out = (|| -> " + ret + " {";
+  const std::string record =
+      stats_record_call(kScopeName, "&self." + std::string(kFieldName), "\"\"");
+  const std::uint32_t close_line = line_begin(t, close);
+  const bool close_alone =
+      t.find_first_not_of(" \t", close_line) == static_cast<std::size_t>(close);
+  if (s.has_first && newline_between(t, s.after_inner, s.first_start) && close_alone) {
+    const std::string ind = indent_at(t, s.first_start);
+    out.push_back({line_begin(t, s.first_start), ind + open + eol});
+    out.push_back({close_line, ind + "})();" + eol + ind + record + eol + ind + "cg_out" + eol});
+    return;
+  }
+  out.push_back({s.after_inner, " " + open});
+  out.push_back({close, " })(); " + record + " cg_out "});
 }
 
 // ---- what the crate says --------------------------------------------------------------------
@@ -487,7 +510,8 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
                        const std::map<std::string, std::vector<std::size_t>>& items_of,
                        const std::set<std::size_t>& done,
                        const std::map<std::size_t, FuncBuilder>& builders,
-                       std::map<std::size_t, std::vector<Insertion>>& edits, Report& report) {
+                       std::map<std::size_t, std::vector<Insertion>>& edits, Report& report,
+                       bool stats) {
   if (done.empty() && builders.empty()) return;
   std::map<std::string, const ir::Module*> by_id;
   for (const auto& m : ir.modules)
@@ -772,7 +796,16 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
       w.opens.push_back({at, "{ let cg_in = "});
       w.closes.push_back({last.end, "; " + attr + "{ _cg_child = " + open_scope + "; } cg_in }"});
     }
-    w.closes.push_back({c.end, "; cg_out }" + rp});
+    // --stats: the child's output is recorded under the same path, after its scope closed.
+    std::string record;
+    if (stats) {
+      const std::string child = index_expr.empty()
+                                    ? "\"" + seg + "\""
+                                    : "&format!(\"" + seg + ".{}\", " + index_expr + ")";
+      record = stats_record_call("_cg_child", parent, child) + " ";
+      ++report.stats_children;
+    }
+    w.closes.push_back({c.end, "; " + record + "cg_out }" + rp});
     wraps.push_back(std::move(w));
     ++report.children;
   }
@@ -800,9 +833,9 @@ std::string default_profile_dep() {
   return {};
 }
 
-Report instrument_crate(const pipeline::Options& opts, const std::string& profile_dep) {
+Report instrument_crate(const pipeline::Options& opts, const std::string& profile_dep, bool stats) {
   const std::string dep_source =
-      profile_dep.empty() ? std::string("version = \"0.2\"") : dependency_source(profile_dep);
+      profile_dep.empty() ? std::string("version = \"0.3\"") : dependency_source(profile_dep);
   cargo::Selection sel;
   sel.features = opts.features;
   sel.all_features = opts.all_features;
@@ -1094,11 +1127,24 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
     }
     for (std::size_t m : forwards) {
       const rust::Item& f = crate.items()[m];
+      const std::string& text = crate.files()[f.file]->text();
+      const rust::BodySite site = *rust::body_site(crate, m);
       edits[f.file].push_back(statement_insertion(
-          crate.files()[f.file]->text(), *rust::body_site(crate, m),
+          text, site,
           std::string("let ") + kScopeName + " = candle_graph_profile::module_scope(&self." +
               kFieldName + ");"));
       ++report.scopes;
+      if (!stats) continue;
+      std::optional<std::string> problem = stats_return_problem(f.return_type);
+      if (!problem && f.self_kind == rust::SelfKind::Value)
+        problem = "it takes `self` by value, so `self.cg_path` is gone when it returns";
+      if (problem) {
+        report.skipped.push_back({crate.source(m), "statistics of forward `" + f.qualified + "`",
+                                  *problem + "; its time is still measured"});
+        continue;
+      }
+      wrap_body_for_stats(text, site, ts_node_end_byte(f.body()) - 1, f.return_type, edits[f.file]);
+      ++report.stats_outputs;
     }
     report.skipped.insert(report.skipped.end(), forward_skips.begin(), forward_skips.end());
     report.instrumented.push_back(t.qualified);
@@ -1171,7 +1217,7 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
     ++report.captures;
     ++report.scopes;
   }
-  plan_child_scopes(crate, ir, calls, owner_of, items_of, done, builders, edits, report);
+  plan_child_scopes(crate, ir, calls, owner_of, items_of, done, builders, edits, report, stats);
   for (auto& [fi, ins] : late)
     for (auto& i : ins)
       edits[fi].push_back(std::move(i));
@@ -1182,6 +1228,39 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
   if (report.instrumented.empty()) {
     report.already_instrumented = already > 0;
     return report;
+  }
+
+  // --stats: the module that computes the statistics, at the end of the crate root.
+  if (stats) {
+    const cargo::CargoContext& cc = *loaded.cargo;
+    std::string candle, candle_nn;
+    for (const auto& d : cc.dependencies) {
+      if (!d.active) continue;
+      if (d.package == "candle-core" && candle.empty()) candle = d.alias;
+      if (d.package == "candle-nn" && candle_nn.empty()) candle_nn = d.alias;
+    }
+    if (candle.empty())
+      throw InputError(fs::relative(cc.manifest_path, cc.package_dir).generic_string(),
+                       "--stats computes the statistics with the crate's own candle-core, and "
+                       "the crate has no active candle-core dependency (name it in "
+                       "[dependencies], or instrument without --stats)");
+    const std::string root_rel = fs::path(cc.selected.src_path).lexically_normal().generic_string();
+    std::optional<std::size_t> root_file;
+    for (std::size_t i = 0; i < crate.files().size(); ++i)
+      if (fs::path(crate.files()[i]->path()).lexically_normal().generic_string() == root_rel)
+        root_file = i;
+    if (!root_file)
+      throw std::logic_error("instrument --stats: the crate root " + root_rel + " is not loaded");
+    const std::string& text = crate.files()[*root_file]->text();
+    if (text.find("mod cg_stats") != std::string::npos)
+      throw InputError(root_rel,
+                       "already declares a module `cg_stats` (instrumented with --stats before?); "
+                       "nothing was written");
+    const std::string eol = eol_of(text);
+    const bool ends_with_newline = text.empty() || text.back() == '\n';
+    edits[*root_file].push_back(
+        {static_cast<std::uint32_t>(text.size()),
+         (ends_with_newline ? "" : eol) + stats_module_source(candle, candle_nn, eol)});
   }
 
   // The files, by crate-relative path: sources, then the manifest.
@@ -1218,7 +1297,7 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
   }
   const std::string manifest_rel = fs::relative(c.manifest_path, c.package_dir).generic_string();
   const std::string manifest_text = read_text(c.manifest_path);
-  ManifestEdit me = manifest_insertions(manifest_text, manifest_rel, dep_source);
+  ManifestEdit me = manifest_insertions(manifest_text, manifest_rel, dep_source, stats);
   report.notes = me.notes;
   if (!me.insertions.empty()) {
     try {

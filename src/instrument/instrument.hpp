@@ -29,6 +29,8 @@ struct Report {
   std::vector<std::string> files;         // changed files, crate-relative, sorted
   std::size_t fields = 0, literals = 0, scopes = 0, captures = 0;
   std::size_t children = 0;  // calls of a library layer timed as the caller's child
+  // --stats: forwards whose output is recorded, and child calls whose output is.
+  std::size_t stats_outputs = 0, stats_children = 0;
   // Nothing was instrumented and some module type already has its `cg_path` field: the crate
   // was instrumented before (the others are skipped for their own reasons).
   bool already_instrumented = false;
@@ -38,8 +40,12 @@ struct Report {
 // cg::InputError for a crate without Cargo.toml, a source file that does not parse, no module to
 // instrument, or a bad --root.
 // `profile_dep` is the `--profile-dep` flag (`path=DIR`, `git=URL`, `version=REQ`): the source of
-// the added `candle-graph-profile` dependency; empty: `version = "0.2"`.
-Report instrument_crate(const pipeline::Options& opts, const std::string& profile_dep = {});
+// the added `candle-graph-profile` dependency; empty: `version = "0.3"`. `stats` (`--stats`)
+// also records the statistics of each instrumented forward's and child call's output behind the
+// feature `candle-graph-stats` (docs/instrument.md, "Numeric health"); it throws cg::InputError
+// for a crate without a candle-core dependency (the statistics are computed with it).
+Report instrument_crate(const pipeline::Options& opts, const std::string& profile_dep = {},
+                        bool stats = false);
 
 // The `--profile-dep` to use when the flag is absent: `path=` the Rust binding of the
 // candle-graph checkout this executable was built in or installed from

@@ -100,7 +100,7 @@ std::string dependency_source(const std::string& spec) {
 }
 
 ManifestEdit manifest_insertions(const std::string& text, const std::string& origin,
-                                 const std::string& source) {
+                                 const std::string& source, bool stats) {
   toml::table doc;
   try {
     doc = toml::parse(text, origin);
@@ -120,24 +120,34 @@ ManifestEdit manifest_insertions(const std::string& text, const std::string& ori
   if (dep != nullptr)
     if (const toml::table* t = dep->as_table()) dep_optional = (*t)["optional"].value_or(false);
   const bool has_feature = doc["features"][kFeature].node() != nullptr;
+  const bool has_stats_feature = doc["features"][kStatsFeature].node() != nullptr;
 
   // The feature: `dep:` needs an optional dependency; next to a required one it is just a name.
+  std::string features;
   if (has_feature) {
     out.notes.push_back(origin + ": feature `" + std::string(kFeature) +
                         "` is already declared; left as it is");
   } else {
-    std::string line =
+    features =
         std::string(kFeature) + " = " +
         (dep != nullptr && !dep_optional ? "[]" : "[\"dep:" + std::string(kFeature) + "\"]") + eol;
+  }
+  if (stats && has_stats_feature) {
+    out.notes.push_back(origin + ": feature `" + std::string(kStatsFeature) +
+                        "` is already declared; left as it is");
+  } else if (stats) {
+    features += std::string(kStatsFeature) + " = [\"" + kFeature + "\"]" + eol;
+  }
+  if (!features.empty()) {
     if (auto at = end_of_table(lines, "features")) {
       std::string prefix = (*at == text.size() && !ends_with_newline) ? eol : "";
-      out.insertions.push_back({static_cast<std::uint32_t>(*at), prefix + line});
+      out.insertions.push_back({static_cast<std::uint32_t>(*at), prefix + features});
     } else if (inline_table(doc, "features")) {
       throw InputError(origin, "[features] is not written as a `[features]` table; add `" +
                                    std::string(kFeature) + " = [\"dep:" + kFeature +
                                    "\"]` to it by hand");
     } else {
-      appended += eol + "[features]" + eol + line;
+      appended += eol + "[features]" + eol + features;
     }
   }
 

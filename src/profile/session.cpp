@@ -456,8 +456,7 @@ namespace {
 
 // The consistency rules of docs/runtime-4.md ("Additions: tensor statistics"), checked before a
 // record is written: what a reader would refuse is refused here, naming the field.
-std::optional<std::string> stats_problem(std::string_view path, const TensorStats& s) {
-  if (path.empty()) return "a stats record needs a path";
+std::optional<std::string> stats_problem(const TensorStats& s) {
   if (s.dtype.empty() || s.dtype.size() > 16) return "dtype must be 1 to 16 characters";
   for (char c : s.dtype)
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
@@ -503,7 +502,7 @@ Status SessionState::stats(std::string_view module_path, const TensorStats& s) {
   if (!v4_) return {};  // runtime/3 is the seed's format: no statistics
   if (finished.load(std::memory_order_acquire))
     return Status(Errc::finished, "profile session is already finished");
-  if (auto problem = stats_problem(module_path, s)) {
+  if (auto problem = stats_problem(s)) {
     count_error();
     return Status(Errc::invalid_argument,
                   "stats record for \"" + std::string(module_path) + "\" refused: " + *problem);

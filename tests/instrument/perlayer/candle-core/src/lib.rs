@@ -60,6 +60,17 @@ impl DType {
     pub fn is_float(&self) -> bool {
         matches!(self, DType::BF16 | DType::F16 | DType::F32 | DType::F64)
     }
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DType::U8 => "u8",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+            DType::BF16 => "bf16",
+            DType::F16 => "f16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
 }
 
 /// An element type a tensor can be built from or read into (stored as f32 here).
@@ -773,9 +784,11 @@ impl Tensor {
         Ok(self.zip(&o.to_tensor(self)?, "ne", |a, b| (a != b) as u8 as f32)?.to_dtype(DType::U8)?)
     }
     pub fn where_cond(&self, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor> {
-        let t = self.zip(on_true, "where_cond", |c, t| if c != 0.0 { t } else { f32::NAN })?;
-        let out = t.zip(on_false, "where_cond", |t, f| if t.is_nan() { f } else { t })?;
-        Ok(out.to_dtype(on_true.dtype)?)
+        let out = broadcast_shape(&self.dims, &on_true.dims, "where_cond")?;
+        let out = broadcast_shape(&out, &on_false.dims, "where_cond")?;
+        let (c, t, f) = (self.broadcast_to(&out)?, on_true.broadcast_to(&out)?, on_false.broadcast_to(&out)?);
+        let data = c.data.iter().zip(t.data.iter().zip(f.data.iter())).map(|(&c, (&t, &f))| if c != 0.0 { t } else { f }).collect();
+        Ok(Tensor::make(out, data, on_true.dtype))
     }
     pub fn affine(&self, mul: f64, add: f64) -> Result<Tensor> {
         self.map(|v| v * mul as f32 + add as f32)
@@ -874,6 +887,9 @@ impl Tensor {
     }
     pub fn max<X: Dim>(&self, d: X) -> Result<Tensor> {
         self.reduce(d, false, |c| c.iter().cloned().fold(f32::NEG_INFINITY, f32::max))
+    }
+    pub fn min<X: Dim>(&self, d: X) -> Result<Tensor> {
+        self.reduce(d, false, |c| c.iter().cloned().fold(f32::INFINITY, f32::min))
     }
     pub fn min_keepdim<X: Dim>(&self, d: X) -> Result<Tensor> {
         self.reduce(d, true, |c| c.iter().cloned().fold(f32::INFINITY, f32::min))
@@ -1334,6 +1350,42 @@ impl<M: Module> Module for Option<&M> {
         match self {
             None => Ok(xs.clone()),
             Some(m) => m.forward(xs),
+        }
+    }
+}
+
+/// A trainable tensor (candle's `Var`): here a tensor whose identity is its buffer.
+#[derive(Clone, Debug)]
+pub struct Var(Tensor);
+impl Var {
+    pub fn from_tensor(t: &Tensor) -> Result<Self> {
+        Ok(Var(Tensor::make(t.dims.clone(), t.data.to_vec(), t.dtype)))
+    }
+    pub fn as_tensor(&self) -> &Tensor {
+        &self.0
+    }
+}
+impl std::ops::Deref for Var {
+    type Target = Tensor;
+    fn deref(&self) -> &Tensor {
+        &self.0
+    }
+}
+
+/// Gradients by tensor, as candle's `GradStore` (its `Default`, `get` and `insert`); a tensor's
+/// identity is its buffer. There is no autograd here: a program inserts the gradients it wants.
+pub mod backprop {
+    use super::Tensor;
+    #[derive(Default, Debug)]
+    pub struct GradStore(Vec<(Tensor, Tensor)>);
+    impl GradStore {
+        pub fn get(&self, t: &Tensor) -> Option<&Tensor> {
+            self.0.iter().find(|(k, _)| std::sync::Arc::ptr_eq(&k.data, &t.data)).map(|(_, g)| g)
+        }
+        pub fn insert(&mut self, t: &Tensor, grad: Tensor) -> Option<Tensor> {
+            let old = self.0.iter().position(|(k, _)| std::sync::Arc::ptr_eq(&k.data, &t.data)).map(|i| self.0.remove(i).1);
+            self.0.push((t.clone(), grad));
+            old
         }
     }
 }

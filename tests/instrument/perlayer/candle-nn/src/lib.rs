@@ -11,13 +11,36 @@ pub struct VarBuilder<'a> {
     path: Vec<String>,
     device: Device,
     dtype: DType,
+    varmap: Option<VarMap>,
     _life: std::marker::PhantomData<&'a ()>,
+}
+
+/// The trainable variables by key (candle-nn's `VarMap`): a builder made with
+/// `VarBuilder::from_varmap` creates each weight once, as a `Var`, and keeps it here.
+#[derive(Clone, Default)]
+pub struct VarMap {
+    data: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, candle::Var>>>,
+}
+impl VarMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn data(&self) -> &std::sync::Mutex<std::collections::HashMap<String, candle::Var>> {
+        &self.data
+    }
+    pub fn all_vars(&self) -> Vec<candle::Var> {
+        self.data.lock().unwrap().values().cloned().collect()
+    }
 }
 
 impl<'a> VarBuilder<'a> {
     /// Weights computed from each key: `0.1 * sin(hash(key) + i)`.
     pub fn deterministic(device: &Device) -> Self {
-        Self { path: vec![], device: device.clone(), dtype: DType::F32, _life: std::marker::PhantomData }
+        Self { path: vec![], device: device.clone(), dtype: DType::F32, varmap: None, _life: std::marker::PhantomData }
+    }
+    /// Weights as `deterministic` makes them, each created once as a `Var` of `varmap`.
+    pub fn from_varmap(varmap: &VarMap, dtype: DType, device: &Device) -> Self {
+        Self { path: vec![], device: device.clone(), dtype, varmap: Some(varmap.clone()), _life: std::marker::PhantomData }
     }
     pub fn pp<S: ToString>(&self, s: S) -> Self {
         self.push_prefix(s)
@@ -55,7 +78,15 @@ impl<'a> VarBuilder<'a> {
         let seed = key.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32)) % 1000;
         let n: usize = dims.iter().product();
         let data: Vec<f32> = (0..n).map(|i| 0.1 * ((seed as usize + i) as f32).sin()).collect();
-        Tensor::from_vec(data, dims, &self.device)?.to_dtype(self.dtype)
+        let t = Tensor::from_vec(data, dims, &self.device)?.to_dtype(self.dtype)?;
+        match &self.varmap {
+            None => Ok(t),
+            Some(map) => {
+                let mut vars = map.data.lock().unwrap();
+                let var = vars.entry(key).or_insert(candle::Var::from_tensor(&t)?);
+                Ok(var.as_tensor().clone())
+            }
+        }
     }
     pub fn get_with_hints<S: Into<Shape>>(&self, s: S, name: &str, _hints: Init) -> Result<Tensor> {
         self.get(s, name)
