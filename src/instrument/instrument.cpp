@@ -1206,12 +1206,21 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
     const TSNode cb = ts_node_child_by_field_name(modules.front(), "body", 4);
     const std::string scope = std::string(kAttr) + " let " + kScopeName +
                               " = candle_graph_profile::module_scope(&" + kFieldName + ");";
+    // --stats: the closure's value is recorded under its path. A block body runs in a closure
+    // called at once (its `return`s and `?`s then hand their value on too); an expression body is
+    // bound as it is.
+    const std::string record =
+        stats ? " " + stats_record_call(kScopeName, "&" + std::string(kFieldName), "\"\"") : "";
     if (std::string(ts_node_type(cb)) == "block") {
-      edits[f.file].push_back({ts_node_start_byte(cb) + 1, " " + scope});
+      edits[f.file].push_back({ts_node_start_byte(cb) + 1,
+                               " " + scope + (stats ? " let cg_out = (|| {" : "")});
+      if (stats) late[f.file].push_back({ts_node_end_byte(cb) - 1, "})();" + record + " cg_out "});
     } else {
-      edits[f.file].push_back({ts_node_start_byte(cb), "{ " + scope + " "});
-      late[f.file].push_back({ts_node_end_byte(cb), " }"});
+      edits[f.file].push_back(
+          {ts_node_start_byte(cb), "{ " + scope + (stats ? " let cg_out = " : " ")});
+      late[f.file].push_back({ts_node_end_byte(cb), stats ? ";" + record + " cg_out }" : " }"});
     }
+    if (stats) ++report.stats_outputs;
     builders[fi] = {vb, ts_node_start_byte(modules.front()), ts_node_end_byte(modules.front())};
     report.instrumented.push_back(f.qualified);
     ++report.captures;

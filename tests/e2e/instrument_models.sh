@@ -9,7 +9,10 @@
 # the module instances the analysis lists for the model (every block, attention, MLP, norm,
 # embedding and linear), and the rows' self times must sum to at most the run's wall time.
 # Nothing of candle is committed: the files are read from CG_CANDLE_SRC at run time. The models:
-# llama, bert, whisper, t5, vit and resnet18 (the conv net, made of closure modules).
+# llama, bert, whisper, t5, vit and resnet18 (the conv net, made of closure modules). Each is also
+# instrumented with --stats on a fresh copy, built with and without `candle-graph-stats`, and run
+# with statistics on every step: the output is unchanged and the scoped paths have consistent
+# `stats` lines (closure modules too).
 # Exit 77 (skipped) without CG_CANDLE_SRC, cargo or python3. CG_MODELS="llama t5" runs a subset.
 # Usage: instrument_models.sh <candle-graph binary> <repo root>
 set -uo pipefail
@@ -49,8 +52,8 @@ models="${CG_MODELS:-llama bert whisper t5 vit resnet}"
 
 # A scratch crate laid out as candle-transformers is (crate::models::…, crate::utils), so the
 # copied files build unchanged.
-make_crate() {
-  local m="$1" dir="$work/$1" f
+make_crate() {  # make_crate MODEL [DIR]
+  local m="$1" dir="${2:-$work/$1}" f
   mkdir -p "$dir/src/models" "$dir/examples"
   cat >"$dir/Cargo.toml" <<EOF
 [package]
@@ -180,6 +183,67 @@ if self_sum > wall:
     sys.exit(f"{m}: self times sum to {self_sum} ns, more than the wall time {wall} ns")
 if share < 0.95:
     sys.exit(f"{m}: only {n - len(missing)} of {n} module instances timed; untimed: {missing}")
+PY
+)" || fail "$line"
+  summary+="$line"$'\n'
+  echo "$line"
+
+  # Numeric health (instrument --stats) on a fresh copy: builds without a feature and with
+  # candle-graph-stats (no new warning), gives the same output, and with CANDLE_GRAPH_STATS_EVERY=1
+  # records a consistent `stats` line for every module path the timed run scoped, except the
+  # forwards --stats says it skipped (printed).
+  sdir="$work/$m-stats"
+  make_crate "$m" "$sdir" || fail "$m: could not copy its files again"
+  "$cg" instrument "$sdir" --stats --root "${root_of[$m]}" --profile-dep "path=$root/bindings/rust/candle-graph-profile" \
+    -o "$work/$m.stats.diff" 2>"$work/$m.stats.err" || fail "$m --stats: instrument exited $?: $(cat "$work/$m.stats.err")"
+  (cd "$sdir" && patch -p1 -s <"$work/$m.stats.diff") || fail "$m --stats: patch -p1 refused the diff"
+  (cd "$sdir" && cargo build --offline --example run 2>"$work/$m.sbuild1.err") \
+    || fail "$m --stats, no feature: $(grep -A12 '^error' "$work/$m.sbuild1.err" | head -60)"
+  [ "$(warnings "$work/$m.sbuild1.err")" = "$(warnings "$work/$m.build0.err")" ] \
+    || fail "$m --stats: the patch adds warnings (no feature): $(diff <(warnings "$work/$m.build0.err") <(warnings "$work/$m.sbuild1.err"))"
+  (cd "$sdir" && cargo run --offline -q --example run >"$work/$m.soff.out" 2>&1) || fail "$m --stats, no feature, run: $(cat "$work/$m.soff.out")"
+  cmp -s "$work/$m.off0.out" "$work/$m.soff.out" || fail "$m --stats: the patch changes the output"
+  (cd "$sdir" && cargo build --offline --features candle-graph-stats --example run 2>"$work/$m.sbuild2.err") \
+    || fail "$m --stats, candle-graph-stats: $(grep -A14 '^error' "$work/$m.sbuild2.err" | head -80)"
+  [ "$(warnings "$work/$m.sbuild2.err" | grep -v candle-graph-profile)" = "$(warnings "$work/$m.build0.err")" ] \
+    || fail "$m --stats: the patch adds warnings (candle-graph-stats): $(grep -A8 '^warning' "$work/$m.sbuild2.err" | head -60)"
+  (cd "$sdir" && CANDLE_GRAPH_STATS_EVERY=1 cargo run --offline -q --features candle-graph-stats --example run -- \
+    "$work/$m.stats.jsonl" >"$work/$m.son.out" 2>&1) || fail "$m --stats, run: $(cat "$work/$m.son.out")"
+  cmp -s "$work/$m.off0.out" "$work/$m.son.out" || fail "$m --stats: the output differs with statistics on: $(cat "$work/$m.son.out")"
+  line="$(python3 - "$m" "$work/$m.trace.jsonl" "$work/$m.stats.jsonl" "$work/$m.stats.err" 2>&1 <<'PY'
+import json, sys
+m, timed_trace, stats_trace, instrument_err = sys.argv[1:]
+scoped = {r["path"] for r in map(json.loads, open(timed_trace)) if r.get("kind") == "module"}
+recs = [json.loads(l) for l in open(stats_trace)]
+end = recs[-1]
+if end.get("kind") != "end" or end["errors"] != 0:
+    sys.exit(f"{m}: the stats run's trace ends with {end}")
+stats = [r for r in recs if r["kind"] == "stats"]
+if end.get("stats") != len(stats):
+    sys.exit(f"{m}: end.stats {end.get('stats')} but {len(stats)} stats lines")
+skipped = [l for l in open(instrument_err) if l.startswith("skipped") and "statistics of forward" in l]
+for r in stats:  # the documented consistency rules, each number within 1e-3 of its bound
+    n = 1
+    for d in r["shape"]:
+        n *= d
+    finite = n - r["nan"] - r["pos_inf"] - r["neg_inf"]
+    if r["elements"] != n or finite < 0 or r["zeros"] > finite or ("min" in r) != (finite > 0):
+        sys.exit(f"{m}: inconsistent counts {r}")
+    if finite:
+        tol = 1e-3 * max(abs(r["min"]), abs(r["max"]), 1e-30)
+        ok = (r["min"] <= r["mean"] + tol and r["mean"] <= r["max"] + tol
+              and abs(r["abs_max"] - max(abs(r["min"]), abs(r["max"]))) <= tol
+              and abs(r["mean"]) <= r["rms"] + tol and r["rms"] <= r["abs_max"] + tol)
+        if not ok:
+            sys.exit(f"{m}: inconsistent numbers {r}")
+with_stats = {r["path"] for r in stats}
+missing = sorted(scoped - with_stats)
+share = (len(scoped) - len(missing)) / max(1, len(scoped))
+print(f"{m} --stats: {len(scoped) - len(missing)}/{len(scoped)} scoped paths have output statistics "
+      f"({100 * share:.1f}%), {len(stats)} records, {len(skipped)} forwards skipped for statistics"
+      + (f"; without: {' '.join(p or '(root)' for p in missing[:12])}" if missing else ""))
+if share < 0.95:
+    sys.exit(f"{m}: only {len(scoped) - len(missing)} of {len(scoped)} scoped paths have statistics")
 PY
 )" || fail "$line"
   summary+="$line"$'\n'
