@@ -102,7 +102,7 @@ TEST(Manifest, ExistingFeatureTableIsExtendedNotRepeated) {
                              "[\"dep:candle-graph-profile\"]\n\n# deps\n"));
   EXPECT_THAT(out, HasSubstr("serde = \"1\"\n# Added by `candle-graph instrument`; point it at a "
                              "path or git source as you prefer.\ncandle-graph-profile = { version "
-                             "= \"0.2\", optional = true }\n"));
+                             "= \"0.3\", optional = true }\n"));
 }
 
 TEST(Manifest, MissingTablesAreAppended) {
@@ -791,6 +791,102 @@ TEST(Manifest, DependencySourceFlag) {
                                              dependency_source("path=../p"));
   EXPECT_THAT(apply_insertions("[package]\nname = \"m\"\n", e.insertions),
               HasSubstr("candle-graph-profile = { path = \"../p\", optional = true }\n"));
+}
+
+TEST(Manifest, StatsDeclaresItsFeatureOnTopOfTheProfilersOnce) {
+  const std::string text = "[package]\nname = \"m\"\n\n[features]\ndefault = []\n";
+  const std::string out =
+      apply_insertions(text, manifest_insertions(text, "Cargo.toml", "version = \"0.3\"", true)
+                                 .insertions);
+  EXPECT_THAT(out, HasSubstr("default = []\ncandle-graph-profile = [\"dep:candle-graph-profile\"]\n"
+                             "candle-graph-stats = [\"candle-graph-profile\"]\n"));
+  // A second run on the instrumented manifest adds neither feature and says so.
+  const ManifestEdit again = manifest_insertions(out, "Cargo.toml", "version = \"0.3\"", true);
+  EXPECT_TRUE(again.insertions.empty());
+  EXPECT_THAT(again.notes, ::testing::Contains(HasSubstr("`candle-graph-stats` is already")));
+}
+
+// --stats: every forward whose value can pass through a closure is wrapped so that all its return
+// paths reach the recording statement; one that borrows its result or consumes `self` keeps its
+// scope and is listed; the statistics module lands at the end of the crate root, written with the
+// crate's own names for candle-core and candle-nn.
+TEST_F(Scratch, StatsWrapsEachForwardAndListsWhatItCannotRecord) {
+  write(dir_ / "st/Cargo.toml",
+        "[package]\nname = \"st\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle_core = { package = \"candle-core\", version = \"0.11.0\" }\n"
+        "nn = { package = \"candle-nn\", version = \"0.11.0\" }\n");
+  write(dir_ / "st/src/lib.rs",
+        "use candle_core::{Module, Result, Tensor};\nuse nn::{linear, Linear, VarBuilder};\n\n"
+        "pub struct Block {\n    proj: Linear,\n}\n\nimpl Block {\n"
+        "    pub fn new(vb: VarBuilder) -> Result<Self> {\n"
+        "        Ok(Self { proj: linear(4, 4, vb.pp(\"proj\"))? })\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        if xs.dims().is_empty() {\n            return Ok(xs.clone());\n        }\n"
+        "        self.proj.forward(xs)\n    }\n"
+        "    pub fn weights(&self, xs: &Tensor) -> Result<&Tensor> {\n"
+        "        let _ = xs;\n        Ok(self.proj.weight())\n    }\n"
+        "    pub fn into_out(self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        self.proj.forward(xs)\n    }\n}\n\n"
+        "pub struct Model {\n    block: Block,\n}\n\nimpl Model {\n"
+        "    pub fn new(vb: VarBuilder) -> Result<Self> {\n"
+        "        Ok(Self { block: Block::new(vb.pp(\"block\"))? })\n    }\n"
+        "    pub fn forward(&self, xs: &Tensor) -> Result<Tensor> {\n"
+        "        let w = self.block.weights(xs)?;\n"
+        "        self.block.forward(&xs.broadcast_mul(w)?)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "st").string();
+  const Report r = instrument_crate(o, "", true);
+  EXPECT_THAT(r.instrumented, ::testing::UnorderedElementsAre("Block", "Model"));
+  // Block::forward (two ways out) and Model::forward are wrapped; the child call of `proj` too.
+  EXPECT_EQ(count(r.diff, "+        let cg_out = (|| -> Result<Tensor> {\n"), 2u) << r.diff;
+  EXPECT_EQ(r.stats_outputs, 2u);
+  EXPECT_THAT(r.diff, HasSubstr("(&&crate::cg_stats::Probe(&cg_out)).cg_record(&self.cg_path, "
+                                "\"proj\"); }"));
+  EXPECT_THAT(r.diff, HasSubstr("drop(_cg_scope);"));
+  ASSERT_NE(skipped(r, "statistics of forward `Block::weights`"), nullptr) << r.diff;
+  EXPECT_THAT(skipped(r, "statistics of forward `Block::weights`")->why, HasSubstr("borrows"));
+  ASSERT_NE(skipped(r, "statistics of forward `Block::into_out`"), nullptr);
+  EXPECT_THAT(skipped(r, "statistics of forward `Block::into_out`")->why,
+              HasSubstr("`self` by value"));
+  // The module, with the crate's names, and the feature.
+  EXPECT_THAT(r.diff, HasSubstr("+pub mod cg_stats {\n+    use candle_core::Tensor;\n"));
+  EXPECT_THAT(r.diff, HasSubstr("pub fn grads(varmap: &nn::VarMap, grads: "
+                                "&candle_core::backprop::GradStore)"));
+  EXPECT_THAT(r.diff, HasSubstr("+candle-graph-stats = [\"candle-graph-profile\"]"));
+  fs::path copy = copy_of(dir_ / "st", "st_patched");
+  ASSERT_EQ(patch(copy, r.diff), 0);
+  expect_parses(copy);
+  EXPECT_EQ(inventory_of(analyze(copy)), inventory_of(analyze(dir_ / "st")));
+  // A second run on the patched copy finds it instrumented and writes nothing.
+  pipeline::Options again;
+  again.path = copy.string();
+  const Report second = instrument_crate(again, "", true);
+  EXPECT_TRUE(second.already_instrumented);
+  EXPECT_TRUE(second.diff.empty());
+}
+
+TEST_F(Scratch, StatsNeedsTheCratesCandleCore) {
+  write(dir_ / "nc/Cargo.toml",
+        "[package]\nname = \"nc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+        "[dependencies]\ncandle-nn = \"0.11.0\"\n");
+  write(dir_ / "nc/src/lib.rs",
+        "use candle_nn::{linear, Linear, Module, VarBuilder};\n\n"
+        "pub struct M {\n    proj: Linear,\n}\n\nimpl M {\n"
+        "    pub fn new(vb: VarBuilder) -> candle_nn::candle::Result<Self> {\n"
+        "        Ok(Self { proj: linear(4, 4, vb.pp(\"proj\"))? })\n    }\n"
+        "    pub fn forward(&self, xs: &candle_nn::candle::Tensor) -> "
+        "candle_nn::candle::Result<candle_nn::candle::Tensor> {\n"
+        "        self.proj.forward(xs)\n    }\n}\n");
+  pipeline::Options o;
+  o.path = (dir_ / "nc").string();
+  try {
+    (void)instrument_crate(o, "", true);
+    FAIL() << "--stats without candle-core was accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("Cargo.toml"), HasSubstr("candle-core")));
+  }
+  // Without --stats the same crate is instrumented for time.
+  EXPECT_FALSE(instrument_crate(o).instrumented.empty());
 }
 
 }  // namespace
