@@ -2,7 +2,8 @@
 // entrypoint and writes a candle-graph/runtime/4 trace that `candle-graph audit --runtime-trace`
 // merges into the report and the HTML.
 //
-//   profile-demo IR_JSON CONFIG_JSON TRACE_OUT [STEPS]
+//   profile-demo IR_JSON CONFIG_JSON TRACE_OUT [STEPS [FORMAT]] [--stats-every N]
+//                [--stats-on-non-finite] [--inject-nan PATH@STEP]
 //
 // IR_JSON is the output of `candle-graph check CRATE --config CONFIG_JSON --output IR_JSON`; the
 // program times every operation whose `execution_phase` is "infer" (the operations of the
@@ -18,6 +19,13 @@
 // `cfg.NAME`, read from CONFIG_JSON (a bound that cannot be resolved leaves that family untimed,
 // said on stdout). Leaf modules do stand-in work by type (Linear: a matmul; others: elementwise).
 //
+// Numeric health (docs/runtime-4.md, "Additions: tensor statistics"): with --stats-every N (and/or
+// --stats-on-non-finite) each module scope is followed, when the session's schedule asks, by a
+// `stats` record of the stand-in's output at that point (the activation buffer, computed on the
+// host). --inject-nan PATH@STEP writes a NaN into that buffer when module PATH finishes at step
+// STEP: it then spreads through every later module, as a real NaN does, and the first non-finite
+// output is PATH's at STEP.
+//
 // Exit status: 0 when the trace was written, and also when the IR holds no inference operations
 // (nothing to time: the message says so and no trace is written); 2 on bad arguments or input
 // (unreadable or malformed JSON, a missing field); 1 when the profiler fails.
@@ -29,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -357,23 +366,114 @@ struct Workload {
   std::vector<float> x, wq, wkv, wup, wdown, lm_head, q, k, v, scores, attn, up, out;
 };
 
+// The statistics of the activation buffer [seq, hidden], computed here on the host.
+cg::TensorStats activation_stats(const Workload& work, cg::StatsDue due) {
+  cg::TensorStats st;
+  st.dtype = "f32";
+  st.shape = {work.s.seq, work.x.size() / std::max<std::size_t>(work.s.seq, 1)};
+  if (work.x.size() != st.shape[0] * st.shape[1]) st.shape = {work.x.size()};
+  double lo = 0, hi = 0, sum = 0, squares = 0;
+  std::uint64_t finite = 0;
+  for (float value : work.x) {
+    if (std::isnan(value)) {
+      ++st.nan;
+    } else if (std::isinf(value)) {
+      ++(value > 0 ? st.pos_inf : st.neg_inf);
+    } else {
+      const double v = value;
+      if (v == 0) ++st.zeros;
+      lo = finite == 0 ? v : std::min(lo, v);
+      hi = finite == 0 ? v : std::max(hi, v);
+      sum += v;
+      squares += v * v;
+      ++finite;
+    }
+  }
+  st.reason = due == cg::StatsDue::full ? cg::StatsReason::sampled : cg::StatsReason::non_finite;
+  if (finite != 0) {
+    const double n = static_cast<double>(finite);
+    const double abs_max = std::max(std::abs(lo), std::abs(hi));
+    st.finite =
+        cg::FiniteStats{lo, hi, sum / n, std::min(abs_max, std::sqrt(squares / n)), abs_max};
+  }
+  return st;
+}
+
+struct Health {
+  std::string inject_path;  // --inject-nan PATH@STEP
+  std::size_t inject_step = 0;
+  bool inject = false;
+  std::size_t step = 0;
+  std::size_t records = 0;
+};
+
 // Times `node` and everything under it as the program's forward pass would: a scope per module.
 void run_module(cg::ProfileSession& session, Workload& work, const std::vector<ModuleNode>& nodes,
-                std::size_t index, std::size_t& timed) {
+                std::size_t index, std::size_t& timed, Health& health) {
   const ModuleNode& node = nodes[index];
-  cg::ModuleScope scope = session.module_scope(node.path);
-  ++timed;
-  if (node.children.empty()) work.module_leaf(node.type_name);
-  for (std::size_t child : node.children)
-    run_module(session, work, nodes, child, timed);
+  {
+    cg::ModuleScope scope = session.module_scope(node.path);
+    ++timed;
+    if (node.children.empty()) work.module_leaf(node.type_name);
+    for (std::size_t child : node.children)
+      run_module(session, work, nodes, child, timed, health);
+  }
+  if (health.inject && health.step == health.inject_step && node.path == health.inject_path &&
+      !work.x.empty())
+    work.x[work.x.size() / 2] = std::numeric_limits<float>::quiet_NaN();
+  // The module's output, after its scope closed (the statistics are not its time).
+  const cg::StatsDue due = session.stats_due();
+  if (due == cg::StatsDue::none) return;
+  cg::TensorStats st = activation_stats(work, due);
+  if (due == cg::StatsDue::non_finite_only && st.nan + st.pos_inf + st.neg_inf == 0) return;
+  if (session.record_stats(node.path, st).ok()) ++health.records;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int raw_argc, char** raw_argv) {
+  // Flags anywhere; the rest are the positional arguments.
+  std::vector<char*> positional{raw_argv[0]};
+  std::uint64_t stats_every = 0;
+  bool stats_on_non_finite = false;
+  Health health;
+  for (int i = 1; i < raw_argc; ++i) {
+    const std::string_view a = raw_argv[i];
+    if (a == "--stats-on-non-finite") {
+      stats_on_non_finite = true;
+    } else if (a == "--stats-every" || a == "--inject-nan") {
+      if (i + 1 == raw_argc) fail_input(std::string(a), "expected a value after it");
+      const std::string_view v = raw_argv[++i];
+      if (a == "--stats-every") {
+        auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), stats_every);
+        if (ec != std::errc() || ptr != v.data() + v.size())
+          fail_input("--stats-every", "expected a step count, got `" + std::string(v) + "`");
+      } else {
+        const std::size_t at = v.rfind('@');
+        auto [ptr, ec] =
+            at == std::string_view::npos
+                ? std::from_chars_result{v.data(), std::errc::invalid_argument}
+                : std::from_chars(v.data() + at + 1, v.data() + v.size(), health.inject_step);
+        if (ec != std::errc() || ptr != v.data() + v.size())
+          fail_input("--inject-nan",
+                     "expected PATH@STEP (model.layers.1.mlp@12), got `" + std::string(v) + "`");
+        health.inject_path = std::string(v.substr(0, at));
+        health.inject = true;
+      }
+    } else if (a.starts_with("--")) {
+      fail_input(std::string(a),
+                 "unknown flag (--stats-every N, --stats-on-non-finite, "
+                 "--inject-nan PATH@STEP)");
+    } else {
+      positional.push_back(raw_argv[i]);
+    }
+  }
+  const int argc = static_cast<int>(positional.size());
+  char** argv = positional.data();
   if (argc < 4 || argc > 6) {
     std::fprintf(stderr,
-                 "usage: profile-demo IR_JSON CONFIG_JSON TRACE_OUT [STEPS [FORMAT]]\n"
+                 "usage: profile-demo IR_JSON CONFIG_JSON TRACE_OUT [STEPS [FORMAT]] "
+                 "[--stats-every N] [--stats-on-non-finite] [--inject-nan PATH@STEP]\n"
                  "  FORMAT: runtime/4 (default), runtime/4-compact/1 or runtime/3\n");
     return 2;
   }
@@ -409,6 +509,8 @@ int main(int argc, char** argv) {
 
   cg::ProfileConfig config = cg::ProfileConfig::infer(entrypoint);
   config.format = format;
+  config.stats_every = stats_every;
+  config.stats_on_non_finite = stats_on_non_finite;
   if (!analysis_id.empty()) config.analysis_id = analysis_id;
   auto session = cg::ProfileSession::open(argv[3], config);
   if (!session) {
@@ -430,11 +532,24 @@ int main(int argc, char** argv) {
   const std::vector<ModuleNode> modules = module_tree(argv[1], argv[2], notes);
   for (const std::string& note : notes)
     std::printf("profile-demo: module family not timed: %s\n", note.c_str());
+  if (health.inject) {
+    const bool known = std::any_of(modules.begin(), modules.end(), [&](const ModuleNode& m) {
+      return m.path == health.inject_path && !m.path.empty();
+    });
+    if (!known)
+      fail_input("--inject-nan", "no module instance `" + health.inject_path +
+                                     "` in the IR's module tree (use a path such as "
+                                     "model.layers.0.mlp)");
+    if (health.inject_step >= steps)
+      fail_input("--inject-nan", "step " + std::to_string(health.inject_step) +
+                                     " is past the run's last step " + std::to_string(steps - 1));
+  }
 
   Workload work(shapes);
   std::size_t module_scopes = 0;
   for (std::size_t step = 0; step < steps; ++step) {
     session.value().set_step(step);
+    health.step = step;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       cg::ScopedOperation timed(handles[i]);
       work.run(ops[i].name);
@@ -442,7 +557,7 @@ int main(int argc, char** argv) {
     // The module tree's forward pass, one scope per module instance under its VarBuilder path.
     if (!modules.empty()) {
       for (std::size_t root : modules.back().children)
-        run_module(session.value(), work, modules, root, module_scopes);
+        run_module(session.value(), work, modules, root, module_scopes, health);
     }
   }
   auto path = session.value().finish();
@@ -459,5 +574,11 @@ int main(int argc, char** argv) {
       ops.size(), entrypoint.c_str(), steps, module_scopes,
       modules.empty() ? std::size_t{0} : modules.size() - 1, path.value().c_str(), shapes.hidden,
       shapes.intermediate, shapes.heads, shapes.kv_heads, shapes.vocab, shapes.seq);
+  if (stats_every != 0 || stats_on_non_finite)
+    std::printf("profile-demo: %zu stats records of the stand-in's activations%s\n", health.records,
+                health.inject ? (" (a NaN injected after " + health.inject_path + " at step " +
+                                 std::to_string(health.inject_step) + ")")
+                                    .c_str()
+                              : "");
   return 0;
 }

@@ -79,4 +79,30 @@ set -e
 [[ ! -e "$tmp/f.jsonl" ]] || fail "a trace was written for a bad FORMAT"
 "$demo" "$tmp/ir.json" "$config" "$tmp/c.jsonl" 2 runtime/4-compact/1 >"$tmp/stdout"
 grep -q '"schema":"candle-graph/runtime/4-compact/1"' "$tmp/c.jsonl" || fail "FORMAT not applied"
+# Numeric health: with --stats-every 2 each module's output is recorded after its scope on steps
+# 0 and 2; --inject-nan puts a NaN into model.layers.1.self_attn's output at step 1, and with
+# --stats-on-non-finite the first non-finite record (in the file's order: the order of execution
+# on its one thread) is that module's at that step, every later one non-finite too.
+"$demo" "$tmp/ir.json" "$config" "$tmp/s.jsonl" 3 --stats-every 2 --stats-on-non-finite \
+  --inject-nan model.layers.1.self_attn@1 >"$tmp/stdout"
+python3 - "$tmp/s.jsonl" <<'PY' || fail "stats records"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+stats = [r for r in recs if r["kind"] == "stats"]
+assert recs[0]["stats_every"] == 2 and recs[0]["stats_on_non_finite"] is True, recs[0]
+assert recs[-1]["stats"] == len(stats) and recs[-1]["errors"] == 0, recs[-1]
+sampled0 = {r["path"] for r in stats if r["step"] == 0}
+assert len(sampled0) == 13 and all(r["nan"] == 0 for r in stats if r["step"] == 0), sampled0
+first = next(r for r in stats if r["nan"])
+assert (first["path"], first["step"], first["reason"]) == ("model.layers.1.self_attn", 1, "non_finite"), first
+later = stats[stats.index(first):]
+assert all(r["nan"] for r in later), [r["path"] for r in later if not r["nan"]]
+assert all(r["reason"] == "sampled" for r in later if r["step"] == 2)
+PY
+grep -q '(a NaN injected after model.layers.1.self_attn at step 1)' "$tmp/stdout" || fail "injection not said"
+set +e
+"$demo" "$tmp/ir.json" "$config" "$tmp/n.jsonl" 3 --inject-nan model.layers.9.mlp@1 2>"$tmp/stderr"
+rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q "no module instance \`model.layers.9.mlp\`" "$tmp/stderr" || fail "unknown --inject-nan path: exit $rc"
 echo "profile-demo: ok"
