@@ -478,6 +478,46 @@
   Object.keys(modTime).forEach(function (k) { maxTime = Math.max(maxTime, modTime[k].total_ns); });
   Object.keys(famTime).forEach(function (k) { maxTime = Math.max(maxTime, famTime[k].total_ns); });
   function timeTitle(t) { var w = P.runtime.wall_ns; return fmtNs(t.total_ns) + ' total, ' + fmtNs(t.self_ns) + ' self over ' + fmtInt(t.calls) + ' calls' + (w ? ' · self ' + (100 * t.self_ns / w).toFixed(1) + '% of wall time ' + fmtNs(w) : '') + (P.runtime.host_side ? ' · host-side timing' : ''); }
+  // Numeric health (runtime/4 `stats` records merged by path, like the timings): an instance row
+  // shows its own outputs' worst figures, a family the worst over its members. Red: a NaN or Inf
+  // was recorded (the first module to go non-finite is flagged); amber: named by a runtime
+  // finding on activation growth; green: finite on every sample.
+  var MS = (P.runtime && P.runtime.module_stats) || [], modHealth = Object.create(null);
+  var firstNF = (P.runtime && P.runtime.first_non_finite) || null, growth = Object.create(null);
+  ((P.runtime && P.runtime.activation_growth) || []).forEach(function (m) { growth[m] = true; });
+  MS.forEach(function (h) {
+    if (h.family) return;
+    var cur = modHealth[h.module] || (modHealth[h.module] = { samples: 0, non_finite: 0, abs_max: null, rms: null, first: null });
+    cur.samples += h.samples; cur.non_finite += h.non_finite;
+    if (h.max_abs_max != null) cur.abs_max = Math.max(cur.abs_max == null ? 0 : cur.abs_max, h.max_abs_max);
+    if (h.max_rms != null) cur.rms = Math.max(cur.rms == null ? 0 : cur.rms, h.max_rms);
+    if (h.first_non_finite_step != null && (cur.first == null || h.first_non_finite_step < cur.first)) cur.first = h.first_non_finite_step;
+  });
+  function healthOf(r) {
+    if (!MS.length) return null;
+    var ids = r.kind === 'family' ? r.o.members.map(function (m) { return m.id; }) : r.kind === 'module' ? [r.o.id] : [];
+    var out = null;
+    ids.forEach(function (id) {
+      var h = modHealth[id]; if (!h) return;
+      if (!out) out = { samples: 0, non_finite: 0, abs_max: null, rms: null, first: null, growth: false, firstNF: false };
+      out.samples += h.samples; out.non_finite += h.non_finite;
+      if (h.abs_max != null) out.abs_max = Math.max(out.abs_max == null ? 0 : out.abs_max, h.abs_max);
+      if (h.rms != null) out.rms = Math.max(out.rms == null ? 0 : out.rms, h.rms);
+      if (h.first != null && (out.first == null || h.first < out.first)) out.first = h.first;
+      if (growth[id]) out.growth = true;
+      if (firstNF && firstNF.module === id) out.firstNF = true;
+    });
+    return out;
+  }
+  function fmtNum(v) { if (v == null) return '?'; var a = Math.abs(v); return a !== 0 && (a >= 1e5 || a < 1e-3) ? v.toExponential(2) : String(+v.toPrecision(4)); }
+  function healthText(h) { return h.non_finite ? 'NaN/Inf @' + h.first : '|x|≤' + fmtNum(h.abs_max); }
+  function healthClass(h) { return h.non_finite ? 'bad' : h.growth ? 'warn' : 'ok'; }
+  function healthTitle(h) {
+    return (h.firstNF ? 'the first module whose output went non-finite (step ' + firstNF.step + ') · ' : '') +
+      (h.non_finite ? fmtInt(h.non_finite) + ' non-finite values recorded, first at step ' + h.first + ' · ' : 'finite on every sample · ') +
+      'abs-max ' + fmtNum(h.abs_max) + ', RMS ' + fmtNum(h.rms) + ' (worst over ' + fmtInt(h.samples) + ' samples)' +
+      (h.growth ? ' · named by an activation-growth finding' : '');
+  }
   function shareText(r) { var n = rowParams(r); if (n == null || !TOTAL) return ''; var f = n / TOTAL; return f >= 0.9995 ? '100%' : (f * 100).toFixed(f < 0.01 ? 2 : 1) + '%'; }
   function INIT_ARCH() {
     archTable = new VTable($('arch-tree'), [
@@ -502,6 +542,8 @@
         render: function (r, d) { var t = shareText(r); if (!t) return; var b = el('span', 'bar'); b.style.width = Math.max(1, Math.round(rowParams(r) / TOTAL * SHARE_BAR)) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode(t)); d.title = t + ' of ' + fmtInt(TOTAL) + ' parameters'; } },
       MT.length ? { key: 'time', label: 'Time', w: 130, measure: function (r, M) { var t = timeOf(r); return t ? SHARE_BAR + 6 + M(fmtNs(t.total_ns)) : 0; },
         render: function (r, d) { var t = timeOf(r); if (!t) return; var b = el('span', 'bar heat'); b.style.width = Math.max(1, Math.min(SHARE_BAR, Math.round(t.total_ns / (maxTime || 1) * SHARE_BAR))) + 'px'; d.appendChild(b); d.appendChild(document.createTextNode(fmtNs(t.total_ns))); d.title = timeTitle(t); } } : null,
+      MS.length ? { key: 'health', label: 'Health', w: 130, measure: function (r, M) { var h = healthOf(r); return h ? 14 + M(healthText(h)) + (h.firstNF ? M('first non-finite', 'flag') + 16 : 0) : 0; },
+        render: function (r, d) { var h = healthOf(r); if (!h) return; d.appendChild(el('span', 'dot ' + healthClass(h))); d.appendChild(document.createTextNode(healthText(h))); if (h.firstNF) d.appendChild(el('span', 'flag', 'first non-finite')); d.title = healthTitle(h); } } : null,
       { key: 'type', label: 'Type', w: 160, render: txt(function (r) { return r.kind === 'parameter' ? (r.o.dtype || '') : r.o.type || ''; }) , cls: 'mono' },
       { key: 'prefix', label: 'Prefix / key', w: 220, cls: 'mono', render: txt(function (r) { return r.kind === 'parameter' ? r.o.key : r.o.prefix || ''; }) }
     ].filter(Boolean), { key: function (r) { return r.o.id; }, noSort: true, role: 'treeitem', click: function (r, ev) {
