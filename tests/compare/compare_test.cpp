@@ -281,6 +281,28 @@ TEST(CompareInput, ABadLineIsAnErrorNamingFileAndLine) {
   } catch (const cg::InputError& e) {
     EXPECT_NE(std::string(e.what()).find(cp.string() + ":2"), std::string::npos) << e.what();
   }
+  // --lenient compares the rest and says what it skipped.
+  Options lenient;
+  lenient.lenient = true;
+  const Report r = cg::compare::compare_traces({bp}, {cp}, lenient);
+  EXPECT_EQ(r.candidate_runs[0].skipped_lines, 1u);
+  EXPECT_EQ(r.rows.front().candidate->observations, 200u);
+  EXPECT_NE(cg::compare::render_text(r, 0).find(cp.string() + ": 1 bad line skipped"),
+            std::string::npos);
+}
+
+// The compact encoding reads as the runtime/4 records it stands for: a trace compared with its
+// compact twin differs in nothing.
+TEST(CompareInput, ACompactTraceComparesEqualToItsRuntime4Twin) {
+  const fs::path dir = fs::path(CG_SOURCE_DIR) / "tests/runtime/fixtures";
+  const Report r = cg::compare::compare_traces({dir / "v4_modules.jsonl"},
+                                               {dir / "v4c_modules.jsonl"}, Options{});
+  ASSERT_FALSE(r.rows.empty());
+  for (const auto& row : r.rows) {
+    ASSERT_TRUE(row.ratio.has_value()) << row.id;
+    EXPECT_EQ(*row.ratio, 1.0) << row.id;
+    EXPECT_EQ(row.base->observations, row.candidate->observations) << row.id;
+  }
 }
 
 TEST(CompareReport, RowsOnOneSideOnlyAreListedNeverDropped) {
