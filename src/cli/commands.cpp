@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -658,6 +659,74 @@ int run_instrument(Args& args) {
   return kExitOk;
 }
 
+// ---- compare --------------------------------------------------------------------------------
+
+void compare_flags(CLI::App& cmd, Args& args) {
+  CompareArgs& c = args.compare;
+  cmd.add_option("--base", c.base, "Base trace(s): one file, or several runs of the base")
+      ->required()
+      ->expected(1, -1);
+  cmd.add_option("--candidate", c.candidate,
+                 "Candidate trace(s): one file, or several runs of the candidate")
+      ->required()
+      ->expected(1, -1);
+  cmd.add_option("--confidence", c.options.confidence,
+                 "Two-sided confidence of the interval, 0.5 to 0.9999 (default 0.95)")
+      ->check(CLI::Range(0.5, 0.9999));
+  cmd.add_option("--resamples", c.options.resamples, "Bootstrap resamples (default 2000)")
+      ->check(CLI::Range(std::uint64_t{100}, std::uint64_t{1000000}));
+  cmd.add_option("--seed", c.options.seed,
+                 "Bootstrap seed (default " + std::to_string(compare::kDefaultSeed) + ")");
+  cmd.add_option("--min-change", c.options.min_change_pct,
+                 "Smallest change in percent that counts as slower/faster (default 1)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd.add_option("--fail-on-regression", c.fail_on_regression,
+                 "Exit 1 when a row is slower by more than PCT percent")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd.add_option("--format", c.format, "text (default), json or markdown")
+      ->check(CLI::IsMember({"text", "json", "markdown"}));
+  cmd.add_option("--limit", c.limit, "Rows to list (0 = all; default 50)");
+  cmd.add_option("--output,-o", args.out.output, "Write the report here (atomically)");
+  cmd.add_flag("--lenient", c.options.lenient,
+               "Read damaged or truncated traces (skipped lines are counted and stated)");
+  cmd.add_flag("--allow-mismatch", c.options.allow_mismatch,
+               "Compare traces whose meta (analysis_id, entrypoint, phase, schema) differ");
+}
+
+int run_compare(Args& args) {
+  const CompareArgs& c = args.compare;
+  std::vector<NamedInput> inputs;
+  std::vector<fs::path> base, candidate;
+  for (const auto& p : c.base) {
+    inputs.push_back({"--base", p});
+    base.emplace_back(p);
+  }
+  for (const auto& p : c.candidate) {
+    inputs.push_back({"--candidate", p});
+    candidate.emplace_back(p);
+  }
+  refuse_overwriting_inputs(args.out.output, inputs);
+  const compare::Report report = compare::compare_traces(base, candidate, c.options);
+  const std::string text = c.format == "json"       ? compare::render_json(report, c.limit)
+                           : c.format == "markdown" ? compare::render_markdown(report, c.limit)
+                                                    : compare::render_text(report, c.limit);
+  write_or_print(args.out.output, text);
+  if (!args.out.output.empty()) std::cerr << "wrote " << args.out.output << "\n";
+  if (c.fail_on_regression < 0) return kExitOk;
+  const auto slower = compare::regressions(report, c.fail_on_regression);
+  auto pct = [](double ratio) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%+.1f%%", (ratio - 1.0) * 100.0);
+    return std::string(buf);
+  };
+  for (const compare::Row* r : slower)
+    std::cerr << "regression: " << compare::row_kind_name(r->kind) << " " << shown_text(r->id, 200)
+              << " is " << pct(*r->ratio) << " slower (interval " << pct(*r->ci_low) << " to "
+              << pct(*r->ci_high) << "), above --fail-on-regression " << c.fail_on_regression
+              << "%\n";
+  return slower.empty() ? kExitOk : kExitGate;
+}
+
 }  // namespace
 
 const std::vector<Command>& commands() {
@@ -704,6 +773,11 @@ const std::vector<Command>& commands() {
       {"export", "Export a runtime/4 trace as Chrome Trace Event JSON (opens in Perfetto)",
        "candle-graph export --chrome trace.json --runtime-trace run.jsonl", export_flags,
        run_export},
+      {"compare",
+       "Compare base and candidate traces per module path and operation: median time change with "
+       "a bootstrap interval and a verdict",
+       "candle-graph compare --base main.jsonl --candidate pr.jsonl --fail-on-regression 5",
+       compare_flags, run_compare},
   };
   return table;
 }

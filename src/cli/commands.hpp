@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "compare/compare.hpp"
 #include "query/request.hpp"
 
 namespace CLI {
@@ -13,6 +14,15 @@ class App;
 }
 
 namespace cg::cli {
+
+// `compare`'s flags (docs/compare.md).
+struct CompareArgs {
+  std::vector<std::string> base, candidate;
+  compare::Options options;
+  std::string format = "text";  // text | json | markdown
+  std::size_t limit = 50;
+  double fail_on_regression = -1;  // < 0: not set
+};
 
 // Everything any command's flags can set.
 struct Args {
@@ -34,6 +44,7 @@ struct Args {
   bool stats = false;                   // instrument --stats
   std::size_t profile_limit = 50;
   std::string memory_context, memory_batch = "1", memory_device;  // memory: validated by run
+  CompareArgs compare;
 };
 
 struct Command {
