@@ -19,7 +19,8 @@ namespace cg::cli {
 namespace {
 
 constexpr const char* kFooter =
-    "Exit codes: 0 ok, 1 a --strict/--deny gate failed, 2 usage or input error, 70 internal "
+    "Exit codes: 0 ok, 1 a gate failed (check's proven error, --strict/--deny, compare "
+    "--fail-on-regression), 2 usage or input error, 70 internal "
     "error (a bug: please report it).\n"
     "Example: candle-graph audit out/ examples/tiny-llama --config "
     "examples/tiny-llama/config.json";
