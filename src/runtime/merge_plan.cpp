@@ -262,6 +262,10 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
   plan.device_sync = merged.traces > 0 && merged.device_sync;
   plan.thread_busy_ns = merged.thread_wall_ns();
   plan.wall_ns = merged.span_ns();
+  plan.stats_records = merged.stats_records;
+  plan.output_stats = merged.output_stats;
+  plan.grad_stats = merged.grad_stats;
+  plan.first_output_in_step = merged.first_output_in_step;
   return plan;
 }
 
