@@ -251,6 +251,23 @@ std::string list_examples(const std::vector<std::string>& v) {
   return first;
 }
 
+// `path` with its last segment that is exactly `index` written as `{i}` ("model.layers.3" →
+// "model.layers.{i}").
+std::string template_of(const std::string& path, std::uint64_t index) {
+  const std::string digits = std::to_string(index);
+  std::size_t end = path.size();
+  while (end > 0) {
+    std::size_t dot = path.rfind('.', end - 1);
+    std::size_t begin = dot == std::string::npos ? 0 : dot + 1;
+    if (path.compare(begin, end - begin, digits) == 0) {
+      return path.substr(0, begin) + "{i}" + path.substr(end);
+    }
+    if (dot == std::string::npos) break;
+    end = dot;
+  }
+  return path;
+}
+
 // runtime-activation-growth over one family's members (instance → last recorded output RMS).
 void activation_growth(const std::string& family, std::uint64_t index,
                        const std::map<std::uint64_t, double>& rms,
@@ -301,6 +318,9 @@ void resolve_tensor_stats(const MergePlan& plan, const ModulePathResolver& resol
     std::map<std::uint64_t, double> rms;  // member instance → last recorded RMS
   };
   std::map<std::pair<std::string, std::uint64_t>, Family> families;
+  std::map<std::pair<std::string, std::uint64_t>,
+           std::pair<std::string, std::map<std::uint64_t, double>>>
+      expanded;
   std::set<std::string> unmatched;
   const std::pair<std::string, std::uint64_t>* first_key = nullptr;
   const StatsSeries* first = nullptr;
@@ -316,6 +336,12 @@ void resolve_tensor_stats(const MergePlan& plan, const ModulePathResolver& resol
         f.module = m.module;
         f.series.merge(series);
         if (m.instance && series.last.finite) f.rms[*m.instance] = series.last.finite->rms;
+      } else if (m.instance && series.last.finite) {
+        // A member of a family the config expanded (its own module, no `{i}` row): grouped by
+        // its path with the index made `{i}` again, for the growth rule only.
+        auto& g = expanded[{template_of(key.first, *m.instance), key.second}];
+        if (g.first.empty()) g.first = m.module;
+        g.second[*m.instance] = series.last.finite->rms;
       }
     } else {
       unmatched.insert(key.first);
@@ -332,6 +358,10 @@ void resolve_tensor_stats(const MergePlan& plan, const ModulePathResolver& resol
     row.module = f.module;
     s.module_stats.push_back(std::move(row));
     activation_growth(key.first, key.second, f.rms, options, f.module, findings);
+  }
+  for (const auto& [key, g] : expanded) {
+    if (families.count(key)) continue;
+    activation_growth(key.first, key.second, g.second, options, g.first, findings);
   }
   s.unmatched_stats_paths = unmatched.size();
   for (const auto& p : unmatched) {

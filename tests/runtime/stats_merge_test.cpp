@@ -293,6 +293,36 @@ TEST(StatsMerge, ActivationGrowthAlongAFamilyNamesFactorAndLayers) {
   EXPECT_TRUE(findings(longer, "runtime-activation-growth").empty());
 }
 
+// With a config the family is expanded: each layer its own module, no `{i}` row. The growth rule
+// still walks the layers in order.
+TEST(StatsMerge, ActivationGrowthAlsoAlongAnExpandedFamily) {
+  ir::ModelIr m;
+  ir::Component c;
+  c.id = "component:Model";
+  c.name = "Model";
+  m.components.push_back(c);
+  for (int i = 0; i < 4; ++i) {
+    ir::Module mod;
+    mod.id = "module:layer" + std::to_string(i);
+    mod.component = c.id;
+    mod.prefix = "layers." + std::to_string(i);
+    mod.repeat = "i in 0..4";
+    m.modules.push_back(mod);
+  }
+  Trace t;
+  // RMS 1, 2.5, 6.25, 15.625: x2.5 per layer over 3 layers.
+  double a = 1;
+  for (int i = 0; i < 4; ++i, a *= 2.5)
+    t.add(layer(i), "output", 0, 10 + static_cast<std::uint64_t>(i), {a, -a});
+  merge_runtime(m, read_traces({t.write_to("stats-expanded.jsonl")}), {"model", ""});
+  EXPECT_EQ(row(m, layer(3)).module, "module:layer3");
+  EXPECT_EQ(row(m, layer(3)).instance, 3u);
+  const auto growth = findings(m, "runtime-activation-growth");
+  ASSERT_EQ(growth.size(), 1u);
+  EXPECT_THAT(growth[0]->message, HasSubstr("`model.layers.{i}` grows more than 2x per layer over "
+                                            "3 consecutive layers, 0 to 3 (RMS 1 -> 15.6"));
+}
+
 TEST(StatsMerge, ATraceWithoutStatsAddsNoRowsAndOldIrJsonStillReads) {
   auto m = model_ir();
   Trace t;
