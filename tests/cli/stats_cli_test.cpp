@@ -105,6 +105,10 @@ TEST(StatsCli, QueryAndCheckNameTheFirstNonFiniteModule) {
                              "-o", cg_test::scratch_path("cli-stats-model.json").string()});
   EXPECT_NE(check.err.find("runtime-first-non-finite"), std::string::npos) << check.err;
   EXPECT_NE(check.err.find("`model.layers.1.mlp` at step 0"), std::string::npos) << check.err;
+  // The report's summary says what the trace held.
+  const Outcome tree = run({"report", kCrate, "--runtime-trace", trace, "--format", "tree"});
+  EXPECT_NE(tree.out.find(": 0 operations, 0 edge timings, 4 stats records"), std::string::npos)
+      << tree.out;
 }
 
 }  // namespace
