@@ -162,6 +162,10 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
           v.path + ": the end record counts " +
               std::to_string(t.info.end ? t.info.end->operations : 0) +
               " operations but the trace has " + std::to_string(t.info.operations) +
+              (t.info.end && t.info.end->stats != t.info.stats
+                   ? "; it counts " + std::to_string(t.info.end->stats) +
+                         " stats records, the trace has " + std::to_string(t.info.stats)
+                   : std::string()) +
               " (the file was damaged; --lenient); timings cover what was read");
     }
     plan.traces.push_back(std::move(v));

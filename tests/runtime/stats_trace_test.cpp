@@ -53,6 +53,18 @@ std::string log_of(const std::filesystem::path& p, ReadOptions options = {}) {
 
 const std::vector<double> kOutput = {0.5, -2.0, 0.0, 1.5};
 
+// A static model that knows nothing (the findings about the trace itself do not need one).
+struct NoModel : StaticModel {
+  bool has_operation(std::string_view) const override { return false; }
+  bool has_tensor(std::string_view) const override { return false; }
+  std::vector<std::string> parameters_for(std::string_view, std::string_view) const override {
+    return {};
+  }
+  std::optional<std::string> module_of_operation(std::string_view) const override {
+    return std::nullopt;
+  }
+};
+
 TEST(StatsTrace, ReadsStatsLinesAndCountsThemAgainstEnd) {
   const auto p =
       write("stats-read.jsonl",
@@ -263,6 +275,14 @@ TEST(StatsTrace, LenientSkipsABadStatsLineAndKeepsTheRest) {
   EXPECT_EQ(info.stats, 2u);
   EXPECT_TRUE(info.end_counts_disagree);  // end says 3: one line was lost
   EXPECT_EQ(loaded.front().aggregate.stats_records, 2u);
+  // The merge's finding says which count disagrees.
+  const MergePlan plan = plan_merge(loaded, Identity{}, NoModel{});
+  bool said = false;
+  for (const auto& f : plan.findings)
+    said =
+        said || (f.rule == "runtime-truncated" &&
+                 f.message.find("it counts 3 stats records, the trace has 2") != std::string::npos);
+  EXPECT_TRUE(said);
 }
 
 TEST(StatsTrace, StatsOutsideRuntime4AndBadCompactRefsAreErrors) {
