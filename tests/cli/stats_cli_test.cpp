@@ -111,4 +111,31 @@ TEST(StatsCli, QueryAndCheckNameTheFirstNonFiniteModule) {
       << tree.out;
 }
 
+// Layer outputs tripling from layer to layer: check raises runtime-activation-growth at the
+// default factor (2) and not with --activation-growth 4.
+TEST(StatsCli, ActivationGrowthFactorIsAFlag) {
+  std::string t =
+      R"({"kind":"meta","schema":"candle-graph/runtime/4","entrypoint":"forward","profile":"release","cargo_features":[],"cfg":[],"phase":"infer","stats_every":1})"
+      "\n";
+  double a = 1;
+  for (int i = 0; i < 4; ++i, a *= 3)
+    t += line(i + 1, "model.layers." + std::to_string(i), 0, 10 * (i + 1), a, false);
+  t +=
+      R"({"kind":"end","operations":0,"edge_timings":0,"dropped":0,"errors":0,"open_operations":0,"threads":1,"duration_ns":100,"stats":4})"
+      "\n";
+  const auto path = cg_test::scratch_path("cli-growth.jsonl");
+  std::ofstream(path, std::ios::binary) << t;
+  const std::string out = cg_test::scratch_path("cli-growth-model.json").string();
+  const Outcome fired = run({"check", kCrate, "--runtime-trace", path.string(), "-o", out});
+  EXPECT_NE(fired.err.find("runtime-activation-growth"), std::string::npos) << fired.err;
+  EXPECT_NE(fired.err.find("grows more than 2x per layer over 3 consecutive layers, 0 to 3"),
+            std::string::npos)
+      << fired.err;
+  const Outcome quiet = run(
+      {"check", kCrate, "--runtime-trace", path.string(), "--activation-growth", "4", "-o", out});
+  EXPECT_EQ(quiet.err.find("runtime-activation-growth"), std::string::npos) << quiet.err;
+  const Outcome refused = run({"check", kCrate, "--activation-growth", "0.5"});
+  EXPECT_EQ(refused.code, 2) << refused.err;
+}
+
 }  // namespace
