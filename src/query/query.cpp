@@ -819,6 +819,16 @@ std::string answer_first_non_finite(const Analysis& a, const QueryRequest& req,
     w.end_object();
   }
   w.end_array();
+  // The merge's finding about it says more (whether its inputs were observed).
+  const ir::Finding* finding = nullptr;
+  for (const auto& f : ir.findings)
+    if (f.rule == "runtime-first-non-finite") finding = &f;
+  w.key("finding");
+  if (finding) {
+    w.begin_object().field("id", finding->id).field("message", finding->message).end_object();
+  } else {
+    w.null();
+  }
   w.key("first_non_finite_gradient");
   if (grad) {
     const auto& f = *grad->first_non_finite;

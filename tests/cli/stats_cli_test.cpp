@@ -101,6 +101,9 @@ TEST(StatsCli, QueryAndCheckNameTheFirstNonFiniteModule) {
   // layers.1.mlp (at 30) before layers.1 (at 40), which holds the same NaN later.
   EXPECT_NE(q.out.find("\"path\": \"model.layers.1.mlp\""), std::string::npos) << q.out;
   EXPECT_NE(q.out.find("\"nan\": 1"), std::string::npos) << q.out;
+  // With the merge's finding: layers.0's outputs came before it in step 0, all finite.
+  EXPECT_NE(q.out.find("every module output recorded before it was finite"), std::string::npos)
+      << q.out;
   const Outcome check = run({"check", kCrate, "--runtime-trace", trace, "--message-format", "json",
                              "-o", cg_test::scratch_path("cli-stats-model.json").string()});
   EXPECT_NE(check.err.find("runtime-first-non-finite"), std::string::npos) << check.err;
