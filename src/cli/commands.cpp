@@ -405,6 +405,9 @@ void summary_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--width", args.summary_width,
                  "Wrap long names, shapes and notes to this many columns (default 120; 0: no "
                  "limit)");
+  cmd.add_flag("--stats", args.summary_stats,
+               "With --runtime-trace: add Abs max, RMS and Non-finite columns from the trace's "
+               "runtime/4 stats records (module outputs)");
   cmd.add_option("--output,-o", args.out.output, "Write the table here instead of stdout");
 }
 
@@ -413,7 +416,8 @@ int run_summary(Args& args) {
   query::SummaryOptions opts{
       args.summary_dtype,   args.summary_depth,       query::parse_input_shape(args.input_shape),
       args.summary_weights, args.summary_all_columns, args.summary_width,
-      "--weights",          "--all-columns",          "pass --config config.json"};
+      "--weights",          "--all-columns",          "pass --config config.json",
+      args.summary_stats};
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
   write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));

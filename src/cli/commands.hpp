@@ -35,6 +35,7 @@ struct Args {
   bool summary_weights = false;      // summary --weights
   bool summary_all_columns = false;  // summary --all-columns
   std::size_t summary_width = 120;   // summary --width
+  bool summary_stats = false;        // summary --stats
   std::string input_shape;           // summary --input-shape b=1,t=2048
   query::QueryRequest query;
   std::string chrome_out;

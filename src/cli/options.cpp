@@ -36,6 +36,10 @@ void add_evidence_options(CLI::App& cmd, CrateOptions& crate, EvidenceOptions& o
   cmd.add_option("--runtime-trace", crate.runtime_traces,
                  "Runtime trace to merge (runtime/1-4; repeat for several runs or ranks)");
   cmd.add_flag("--lenient", crate.lenient, "Skip bad trace lines and report how many were skipped");
+  cmd.add_option("--activation-growth", crate.activation_growth,
+                 "Output RMS growth per layer, sustained over 3 layers of a family, that raises "
+                 "runtime-activation-growth (runtime/4 stats records; default 2)")
+      ->check(CLI::Range(1.0, 1.0e6));
   cmd.add_option("--checkpoint", o.checkpoint,
                  "safetensors file, *.index.json or checkpoint directory to verify");
   cmd.add_option("--prefix", o.prefix,

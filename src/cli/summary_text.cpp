@@ -64,6 +64,7 @@ std::string render_summary(const pipeline::Analysis& a) {
   for (const auto& t : a.traces) {
     out += "trace:        " + t.path + ": " + std::to_string(t.operations) + " operations, " +
            std::to_string(t.edge_timings) + " edge timings";
+    if (t.stats > 0) out += ", " + std::to_string(t.stats) + " stats records";
     if (t.skipped_lines > 0) out += ", " + std::to_string(t.skipped_lines) + " bad lines skipped";
     if (t.truncated) out += ", TRUNCATED (no end record)";
     for (const auto& rejected : a.rejected_traces)

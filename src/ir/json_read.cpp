@@ -154,6 +154,16 @@ class Reader {
     if (n.e.is_null()) return std::nullopt;
     return u64(n);
   }
+  double number(const Node& n) const {
+    double v = 0;
+    if (n.e.get_double().get(v)) expected(n, "number");
+    return v;
+  }
+  std::optional<double> od(const Node& o, std::string_view k) const {
+    Node n = at(o, k);
+    if (n.e.is_null()) return std::nullopt;
+    return number(n);
+  }
   std::optional<bool> ob(const Node& o, std::string_view k) const {
     Node n = at(o, k);
     if (n.e.is_null()) return std::nullopt;
@@ -495,6 +505,82 @@ Finding finding(const Reader& r, const Node& n) {
   return f;
 }
 
+TensorStatsValues tensor_stats_values(const Reader& r, const Node& n) {
+  TensorStatsValues v;
+  v.step = r.u(n, "step");
+  v.at_ns = r.u(n, "at_ns");
+  v.elements = r.u(n, "elements");
+  v.nan = r.u(n, "nan");
+  v.pos_inf = r.u(n, "pos_inf");
+  v.neg_inf = r.u(n, "neg_inf");
+  v.zeros = r.u(n, "zeros");
+  v.min = r.od(n, "min");
+  v.max = r.od(n, "max");
+  v.mean = r.od(n, "mean");
+  v.rms = r.od(n, "rms");
+  v.abs_max = r.od(n, "abs_max");
+  return v;
+}
+
+std::optional<FirstNonFinite> first_non_finite(const Reader& r, const Node& o) {
+  Node n = r.at(o, "first_non_finite");
+  if (n.e.is_null()) return std::nullopt;
+  FirstNonFinite f;
+  f.step = r.u(n, "step");
+  f.at_ns = r.u(n, "at_ns");
+  f.thread = r.u(n, "thread");
+  f.reason = r.s(n, "reason");
+  f.nan = r.u(n, "nan");
+  f.pos_inf = r.u(n, "pos_inf");
+  f.neg_inf = r.u(n, "neg_inf");
+  return f;
+}
+
+// Tensor statistics came later (issue #39): an IR written before has none of these fields.
+void tensor_stats(const Reader& r, const Node& n, RuntimeSummary& s) {
+  if (!r.has(n, "module_stats")) return;
+  s.stats_records = r.u(n, "stats_records");
+  s.module_stats = r.list<ModuleStats>(n, "module_stats", [&](const Node& m) {
+    ModuleStats t;
+    t.path = r.s(m, "path");
+    t.module = r.s(m, "module");
+    t.instance = r.ou(m, "instance");
+    t.index = r.u(m, "index");
+    t.samples = r.u(m, "samples");
+    t.steps = r.u(m, "steps");
+    t.last = tensor_stats_values(r, r.at(m, "last"));
+    t.max_abs_max = r.od(m, "max_abs_max");
+    t.max_rms = r.od(m, "max_rms");
+    t.nan = r.u(m, "nan");
+    t.pos_inf = r.u(m, "pos_inf");
+    t.neg_inf = r.u(m, "neg_inf");
+    t.max_zeros_fraction = r.number(r.at(m, "max_zeros_fraction"));
+    t.first_non_finite = first_non_finite(r, m);
+    return t;
+  });
+  s.grad_stats = r.list<GradStats>(n, "grad_stats", [&](const Node& g) {
+    GradStats t;
+    t.key = r.s(g, "key");
+    t.parameters = r.strings(g, "parameters");
+    t.samples = r.u(g, "samples");
+    t.steps = r.u(g, "steps");
+    t.norm_last = r.od(g, "norm_last");
+    t.norm_min = r.od(g, "norm_min");
+    t.norm_max = r.od(g, "norm_max");
+    t.max_abs_max = r.od(g, "max_abs_max");
+    t.nan = r.u(g, "nan");
+    t.pos_inf = r.u(g, "pos_inf");
+    t.neg_inf = r.u(g, "neg_inf");
+    t.all_zero = r.b(g, "all_zero");
+    t.first_non_finite = first_non_finite(r, g);
+    return t;
+  });
+  s.unmatched_stats_paths = r.u(n, "unmatched_stats_paths");
+  s.unmatched_stats_path_examples = r.strings(n, "unmatched_stats_path_examples");
+  s.unmatched_grad_keys = r.u(n, "unmatched_grad_keys");
+  s.unmatched_grad_key_examples = r.strings(n, "unmatched_grad_key_examples");
+}
+
 RuntimeSummary runtime(const Reader& r, const Node& n) {
   RuntimeSummary s;
   s.trace_schema = r.s(n, "trace_schema");
@@ -536,6 +622,7 @@ RuntimeSummary runtime(const Reader& r, const Node& n) {
     if (r.has(n, "wall_ns")) s.wall_ns = r.u(n, "wall_ns");
     s.steps = r.u(n, "steps");
   }
+  tensor_stats(r, n, s);
   return s;
 }
 

@@ -395,6 +395,91 @@ void write_record(W& w, const Finding& f) {
   w.end_object();
 }
 
+void opt_number(W& w, std::string_view k, const std::optional<double>& v) {
+  w.key(k);
+  if (v) {
+    w.value(*v);
+  } else {
+    w.null();
+  }
+}
+
+void tensor_stats_values(W& w, const TensorStatsValues& v) {
+  w.begin_object()
+      .field("step", v.step)
+      .field("at_ns", v.at_ns)
+      .field("elements", v.elements)
+      .field("nan", v.nan)
+      .field("pos_inf", v.pos_inf)
+      .field("neg_inf", v.neg_inf)
+      .field("zeros", v.zeros);
+  opt_number(w, "min", v.min);
+  opt_number(w, "max", v.max);
+  opt_number(w, "mean", v.mean);
+  opt_number(w, "rms", v.rms);
+  opt_number(w, "abs_max", v.abs_max);
+  w.end_object();
+}
+
+void first_non_finite(W& w, const std::optional<FirstNonFinite>& f) {
+  w.key("first_non_finite");
+  if (!f) {
+    w.null();
+    return;
+  }
+  w.begin_object()
+      .field("step", f->step)
+      .field("at_ns", f->at_ns)
+      .field("thread", f->thread)
+      .field("reason", f->reason)
+      .field("nan", f->nan)
+      .field("pos_inf", f->pos_inf)
+      .field("neg_inf", f->neg_inf)
+      .end_object();
+}
+
+void write_tensor_stats(W& w, const RuntimeSummary& r) {
+  w.field("stats_records", r.stats_records);
+  w.key("module_stats").begin_array();
+  for (const ModuleStats& m : r.module_stats) {
+    w.begin_object().field("path", m.path).field("module", m.module);
+    opt(w, "instance", m.instance);
+    w.field("index", m.index).field("samples", m.samples).field("steps", m.steps);
+    w.key("last");
+    tensor_stats_values(w, m.last);
+    opt_number(w, "max_abs_max", m.max_abs_max);
+    opt_number(w, "max_rms", m.max_rms);
+    w.field("nan", m.nan)
+        .field("pos_inf", m.pos_inf)
+        .field("neg_inf", m.neg_inf)
+        .field("max_zeros_fraction", m.max_zeros_fraction);
+    first_non_finite(w, m.first_non_finite);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("grad_stats").begin_array();
+  for (const GradStats& g : r.grad_stats) {
+    w.begin_object().field("key", g.key);
+    strings(w, "parameters", g.parameters);
+    w.field("samples", g.samples).field("steps", g.steps);
+    opt_number(w, "norm_last", g.norm_last);
+    opt_number(w, "norm_min", g.norm_min);
+    opt_number(w, "norm_max", g.norm_max);
+    opt_number(w, "max_abs_max", g.max_abs_max);
+    w.field("nan", g.nan)
+        .field("pos_inf", g.pos_inf)
+        .field("neg_inf", g.neg_inf)
+        .field("all_zero", g.all_zero);
+    first_non_finite(w, g.first_non_finite);
+    w.end_object();
+  }
+  w.end_array();
+  w.field("unmatched_stats_paths", r.unmatched_stats_paths);
+  strings(w, "unmatched_stats_path_examples", r.unmatched_stats_path_examples);
+  w.field("unmatched_grad_keys", r.unmatched_grad_keys);
+  strings(w, "unmatched_grad_key_examples", r.unmatched_grad_key_examples);
+}
+
 void write_record(W& w, const std::optional<RuntimeSummary>& r) {
   if (!r) {
     w.null();
@@ -447,6 +532,7 @@ void write_record(W& w, const std::optional<RuntimeSummary>& r) {
   w.end_array();
   w.field("wall_ns", r->wall_ns);
   w.field("steps", r->steps);
+  write_tensor_stats(w, *r);
   w.end_object();
 }
 

@@ -278,6 +278,52 @@ struct ModuleTiming {
   bool operator==(const ModuleTiming&) const = default;
 };
 
+// Tensor statistics (runtime/4 `stats` records, docs/runtime-4.md): the values of one recorded
+// tensor. The five numbers are over its finite elements and null when it had none.
+struct TensorStatsValues {
+  std::uint64_t step = 0, at_ns = 0;
+  std::uint64_t elements = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+  std::optional<double> min, max, mean, rms, abs_max;
+  bool operator==(const TensorStatsValues&) const = default;
+};
+
+// The first recorded sample holding a NaN or ±Inf (order: step, then at_ns, then thread).
+struct FirstNonFinite {
+  std::uint64_t step = 0, at_ns = 0, thread = 0;
+  std::string reason;  // "sampled" or "non_finite" (the record's `reason`)
+  std::uint64_t nan = 0, pos_inf = 0, neg_inf = 0;
+  bool operator==(const FirstNonFinite&) const = default;
+};
+
+// Output statistics of one module path (`of: "output"`), resolved as module_timings are: an
+// instance, a family member, or (`module` empty) a path naming no module. A family row (`path`
+// with `{i}`, no instance) folds its members' samples.
+struct ModuleStats {
+  std::string path;
+  std::string module;  // IR module id; empty when the path resolves to none
+  std::optional<std::uint64_t> instance;
+  std::uint64_t index = 0;  // which of the module's outputs
+  std::uint64_t samples = 0, steps = 0;
+  TensorStatsValues last;  // the latest sample (step, at_ns, thread)
+  std::optional<double> max_abs_max, max_rms;
+  std::uint64_t nan = 0, pos_inf = 0, neg_inf = 0;  // totals over the samples
+  double max_zeros_fraction = 0;                    // worst zeros / elements
+  std::optional<FirstNonFinite> first_non_finite;
+  bool operator==(const ModuleStats&) const = default;
+};
+
+// Gradient statistics of one parameter key (`of: "grad"`). norm = rms * sqrt(finite elements).
+struct GradStats {
+  std::string key;                      // VarBuilder key as recorded
+  std::vector<std::string> parameters;  // IR parameter ids it resolves to (empty: none)
+  std::uint64_t samples = 0, steps = 0;
+  std::optional<double> norm_last, norm_min, norm_max, max_abs_max;
+  std::uint64_t nan = 0, pos_inf = 0, neg_inf = 0;
+  bool all_zero = false;  // every sample's abs_max was 0
+  std::optional<FirstNonFinite> first_non_finite;
+  bool operator==(const GradStats&) const = default;
+};
+
 struct RuntimeSummary {
   std::string trace_schema;
   std::optional<std::string> entrypoint, profile;
@@ -304,6 +350,13 @@ struct RuntimeSummary {
   // of wall time divide by it (the busy times' sum counts parallel work twice).
   std::uint64_t wall_ns = 0;
   std::uint64_t steps = 0;
+  // Tensor statistics (sorted by path and index / by key). Paths naming no module instance and
+  // keys naming no parameter are counted (distinct), the first 100 listed, and still get rows.
+  std::uint64_t stats_records = 0;
+  std::vector<ModuleStats> module_stats;
+  std::vector<GradStats> grad_stats;
+  std::uint64_t unmatched_stats_paths = 0, unmatched_grad_keys = 0;
+  std::vector<std::string> unmatched_stats_path_examples, unmatched_grad_key_examples;
   bool operator==(const RuntimeSummary&) const = default;
 };
 

@@ -1,6 +1,7 @@
 // normalize(): one canonical form per model so writers, baselines and diffs see identical bytes
 // for identical facts regardless of the order analyses emitted them.
 #include <algorithm>
+#include <tuple>
 
 #include "ir/model.hpp"
 
@@ -126,6 +127,17 @@ void normalize(ModelIr& ir) {
                     [](const ModuleTiming& a, const ModuleTiming& b) { return a.path == b.path; }),
         m.end());
     sort_unique(ir.runtime->unmatched_module_path_examples);
+    auto& ms = ir.runtime->module_stats;
+    std::sort(ms.begin(), ms.end(), [](const ModuleStats& a, const ModuleStats& b) {
+      return std::tie(a.path, a.index) < std::tie(b.path, b.index);
+    });
+    auto& gs = ir.runtime->grad_stats;
+    std::sort(gs.begin(), gs.end(),
+              [](const GradStats& a, const GradStats& b) { return a.key < b.key; });
+    for (GradStats& g : gs)
+      sort_unique(g.parameters);
+    sort_unique(ir.runtime->unmatched_stats_path_examples);
+    sort_unique(ir.runtime->unmatched_grad_key_examples);
   }
   ir.coverage = compute_coverage(ir);
 }

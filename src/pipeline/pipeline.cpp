@@ -305,8 +305,9 @@ void merge_traces(const Options& opts, const rust::Crate& crate, Analysis& a) {
       traces.push_back(std::move(one.front()));
     }
   }
-  for (const auto& verdict :
-       runtime::merge_runtime(a.ir, traces, {opts.module_prefix, opts.root}).traces)
+  for (const auto& verdict : runtime::merge_runtime(a.ir, traces, {opts.module_prefix, opts.root},
+                                                    {opts.activation_growth, 3})
+                                 .traces)
     if (!verdict.merged) a.rejected_traces.push_back(verdict.path);
   for (const auto& f : import_findings) {
     a.ir.findings.push_back(

@@ -50,6 +50,8 @@ struct Options {
   // Prefix the traced program pushes before the root constructor (`--prefix`): module scope
   // paths resolve to IR modules under it.
   std::string module_prefix;
+  // runtime-activation-growth: output RMS growth per layer that raises it (`--activation-growth`).
+  double activation_growth = 2.0;
 };
 
 struct Analysis {

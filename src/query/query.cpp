@@ -6,6 +6,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "ir/enums.hpp"
 #include "ir/record_json.hpp"
@@ -741,6 +742,112 @@ std::string answer_module_timings(const Analysis& a, const QueryRequest& req,
   return w.take() + "\n";
 }
 
+// `first-non-finite`: which module output went non-finite first (step, then at_ns, then thread),
+// from runtime.module_stats; `found` is false when stats were recorded and all were finite, null
+// when no stats were recorded at all (nothing is known).
+std::string answer_first_non_finite(const Analysis& a, const QueryRequest& req,
+                                    const QueryContext& ctx) {
+  const ir::ModelIr& ir = a.ir;
+  if (!ir.runtime) {
+    throw InputError("query first-non-finite",
+                     "no runtime trace merged: pass --runtime-trace FILE (runtime/4 with stats "
+                     "records)");
+  }
+  const auto& rt = *ir.runtime;
+  const ir::ModuleStats* first = nullptr;
+  auto order = [](const ir::FirstNonFinite& f) { return std::tie(f.step, f.at_ns, f.thread); };
+  for (const auto& s : rt.module_stats) {
+    if (s.path.find('{') != std::string::npos || !s.first_non_finite) continue;
+    if (!first || order(*s.first_non_finite) < order(*first->first_non_finite)) first = &s;
+  }
+  const ir::GradStats* grad = nullptr;
+  for (const auto& g : rt.grad_stats) {
+    if (!g.first_non_finite) continue;
+    if (!grad || order(*g.first_non_finite) < order(*grad->first_non_finite)) grad = &g;
+  }
+  JsonWriter w(2);
+  head(w, a, "first-non-finite", req.selector);
+  w.field("total", static_cast<std::uint64_t>(first ? 1 : 0))
+      .field("offset", std::uint64_t{0})
+      .field("returned", static_cast<std::uint64_t>(first ? 1 : 0))
+      .field("truncated", false);
+  w.field("stats_records", rt.stats_records);
+  std::uint64_t outputs = 0;
+  for (const auto& s : rt.module_stats)
+    if (s.path.find('{') == std::string::npos) outputs += s.samples;
+  w.field("output_samples", outputs);
+  w.key("found");
+  std::string answer;
+  if (rt.stats_records == 0) {
+    w.null();
+    answer =
+        "? no stats records in the merged traces: numeric health was not recorded (set "
+        "stats_every or stats_on_non_finite in the program's profiler)";
+  } else if (!first) {
+    w.value(false);
+    answer = "no non-finite value recorded in " + std::to_string(outputs) +
+             " module output stats records (" + std::to_string(rt.stats_records) +
+             " stats records in all)";
+  } else {
+    w.value(true);
+    const auto& f = *first->first_non_finite;
+    answer = "`" + first->path + "`" +
+             (first->index ? " (output " + std::to_string(first->index) + ")" : "") + " at step " +
+             std::to_string(f.step) + ": " + std::to_string(f.nan) + " NaN, " +
+             std::to_string(f.pos_inf) + " +Inf, " + std::to_string(f.neg_inf) + " -Inf";
+  }
+  w.field("answer", answer);
+  w.key("items").begin_array();
+  if (first) {
+    const auto& f = *first->first_non_finite;
+    w.begin_object().field("path", first->path).field("module", first->module);
+    w.key("instance");
+    if (first->instance) {
+      w.value(*first->instance);
+    } else {
+      w.null();
+    }
+    w.field("index", first->index)
+        .field("step", f.step)
+        .field("at_ns", f.at_ns)
+        .field("thread", f.thread)
+        .field("reason", f.reason)
+        .field("nan", f.nan)
+        .field("pos_inf", f.pos_inf)
+        .field("neg_inf", f.neg_inf);
+    if (!first->module.empty()) drill_down(w, ctx, req, "module", first->module);
+    w.end_object();
+  }
+  w.end_array();
+  // The merge's finding about it says more (whether its inputs were observed).
+  const ir::Finding* finding = nullptr;
+  for (const auto& f : ir.findings)
+    if (f.rule == "runtime-first-non-finite") finding = &f;
+  w.key("finding");
+  if (finding) {
+    w.begin_object().field("id", finding->id).field("message", finding->message).end_object();
+  } else {
+    w.null();
+  }
+  w.key("first_non_finite_gradient");
+  if (grad) {
+    const auto& f = *grad->first_non_finite;
+    w.begin_object().field("key", grad->key);
+    w.key("parameters").begin_array();
+    for (const auto& p : grad->parameters)
+      w.value(p);
+    w.end_array();
+    w.field("step", f.step)
+        .field("nan", f.nan)
+        .field("pos_inf", f.pos_inf)
+        .field("neg_inf", f.neg_inf)
+        .end_object();
+  } else {
+    w.null();
+  }
+  w.end_object();
+  return w.take() + "\n";
+}
 }  // namespace
 
 const std::vector<ToolSpec>& query_kinds() {
@@ -782,6 +889,10 @@ const std::vector<ToolSpec>& query_kinds() {
        "Module scope timings (runtime/4 module records): per instance and {i} family, total and "
        "self time, calls, p50/p95, by self time (selector: a path or part of one)",
        true},
+      {"first-non-finite",
+       "Which module output went non-finite first (runtime/4 stats records): path, step, NaN/Inf "
+       "counts; found false when every recorded value was finite, null when none was recorded",
+       false, false, false, false},
       {"checkpoint", "The checkpoint verification report (needs --checkpoint)", false, false, false,
        false},
       {"summary-table", "The torchinfo-style table as text", false, false, false, false},
@@ -883,6 +994,11 @@ std::vector<ToolSpec> mcp_tools() {
       {"module-timings", "Per-module timings (module scopes of a runtime/4 trace).",
        R"({"select": "self_attn"})",
        "per module instance and {i} family: total and self time, calls, p50/p95, by self time"},
+      {"first-non-finite",
+       "Which module's output held a NaN or Inf first in the run (runtime/4 stats records).",
+       R"({})",
+       "found (true, false: all recorded values finite, null: nothing recorded), answer, the "
+       "module's path, step, thread and NaN/+Inf/-Inf counts, and the first non-finite gradient"},
       {"checkpoint",
        "Whether a safetensors checkpoint loads into this model (when the server has one).", R"({})",
        "the verification report: missing, unexpected and mis-shaped keys, the verdict"},
@@ -934,6 +1050,7 @@ std::string answer_query(const Analysis& a, const QueryRequest& req, const Query
     throw InputError("query " + kind, "takes no selector");
   if (kind == "path") return answer_path(a, req, ctx);
   if (kind == "module-timings") return answer_module_timings(a, req, ctx);
+  if (kind == "first-non-finite") return answer_first_non_finite(a, req, ctx);
   JsonWriter w(2);
   head(w, a, kind, req.selector);
   const std::string section = section_of(kind);

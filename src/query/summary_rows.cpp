@@ -647,6 +647,38 @@ void attach_timings(const ir::ModelIr& ir, SummaryModel& out) {
   }
 }
 
+// Output statistics (runtime.module_stats) onto the module rows (`summary --stats`): a family
+// row's figures where the runtime has one, else the instances' folded (largest abs_max and RMS,
+// non-finite elements summed).
+void attach_stats(const ir::ModelIr& ir, SummaryModel& out) {
+  out.totals.stats_records = ir.runtime ? ir.runtime->stats_records : 0;
+  if (!ir.runtime || ir.runtime->module_stats.empty()) return;
+  std::map<std::string, std::vector<const ir::ModuleStats*>> instances, families;
+  for (const auto& s : ir.runtime->module_stats) {
+    if (s.module.empty()) continue;
+    (s.path.find('{') != std::string::npos ? families : instances)[s.module].push_back(&s);
+  }
+  for (auto& r : out.rows) {
+    if (r.module_id.empty()) continue;
+    auto fam = families.find(r.module_id);
+    auto in = instances.find(r.module_id);
+    const std::vector<const ir::ModuleStats*>* from = nullptr;
+    if (fam != families.end())
+      from = &fam->second;
+    else if (in != instances.end())
+      from = &in->second;
+    if (!from) continue;
+    std::uint64_t non_finite = 0;
+    for (const auto* s : *from) {
+      non_finite += s->nan + s->pos_inf + s->neg_inf;
+      if (s->max_abs_max)
+        r.stats_abs_max = std::max(r.stats_abs_max.value_or(*s->max_abs_max), *s->max_abs_max);
+      if (s->max_rms) r.stats_rms = std::max(r.stats_rms.value_or(*s->max_rms), *s->max_rms);
+    }
+    r.stats_non_finite = non_finite;
+  }
+}
+
 }  // namespace
 
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth,
@@ -988,6 +1020,7 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
                                  const SummaryOptions& opts) {
   const std::string dtype = summary_dtype(opts.dtype, config_path);
   SummaryModel m = build_summary(a.ir, dtype, opts.max_depth, opts.input_dims);
+  if (opts.stats) attach_stats(a.ir, m);
   std::string title = a.package_id;
   for (const auto& c : a.ir.components)
     title += "  ·  " + c.qualified_name;

@@ -46,6 +46,7 @@ struct SummaryOptions {
   std::string weights_flag = "--weights";  // how the reader asks for what is hidden
   std::string columns_flag = "--all-columns";
   std::string config_hint = "pass --config config.json";  // how to bind shapes left symbolic
+  bool stats = false;  // Abs max, RMS and Non-finite columns from runtime stats (`--stats`)
 };
 
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth = -1,

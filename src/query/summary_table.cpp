@@ -77,6 +77,18 @@ std::vector<std::string> time_cells(const SummaryRow& r) {
           r.calls ? group_thousands(*r.calls) : ""};
 }
 
+// The statistics cells of a row: Abs max, RMS, Non-finite (`summary --stats`).
+std::vector<std::string> stats_cells(const SummaryRow& r) {
+  auto number = [](const std::optional<double>& d) {
+    if (!d) return std::string();
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", *d);
+    return std::string(buf);
+  };
+  if (!r.stats_non_finite) return {"", "", ""};
+  return {number(r.stats_abs_max), number(r.stats_rms), group_thousands(*r.stats_non_finite)};
+}
+
 // torchinfo's "(MB)": 10^6 bytes, so that a figure reads the same as torchinfo's for the same model
 // (ResNet-18 at F32: 46.76).
 std::string megabytes(std::uint64_t bytes) {
@@ -267,6 +279,21 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   }
   for (auto& c : time_cols)
     shown.push_back(&c);
+  // Statistics columns appear only with `summary --stats` and some row recorded.
+  std::vector<Column> stats_cols;
+  if (std::any_of(rows.begin(), rows.end(),
+                  [](const SummaryRow& r) { return r.stats_non_finite.has_value(); })) {
+    const std::vector<std::string> stats_header = {"Abs max", "RMS", "Non-finite"};
+    for (std::size_t i = 0; i < stats_header.size(); ++i)
+      stats_cols.push_back({stats_header[i], {}, true, false, 0});
+    for (const auto& r : rows) {
+      auto cells = stats_cells(r);
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        stats_cols[i].cells.push_back(cells[i]);
+    }
+  }
+  for (auto& c : stats_cols)
+    shown.push_back(&c);
   if (layout.all_columns || !unknown_everywhere(train.cells))
     shown.push_back(&train);
   else if (!rows.empty())
@@ -395,6 +422,18 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
     out += "\n";
     if (totals.host_side) {
       out += "timings are host-side (the trace has no device_sync): GPU work is timed at launch\n";
+    }
+  }
+  if (totals.stats_records) {
+    if (*totals.stats_records == 0) {
+      out +=
+          "--stats: the trace has no stats records (the program records none unless "
+          "stats_every or stats_on_non_finite is set)\n";
+    } else {
+      out +=
+          "Abs max, RMS: the largest over the recorded output samples (finite elements); "
+          "Non-finite: NaN and Inf elements summed over them (" +
+          group_thousands(*totals.stats_records) + " stats records)\n";
     }
   }
   if (totals.unmatched_module_paths > 0) {

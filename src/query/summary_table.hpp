@@ -28,6 +28,10 @@ struct SummaryRow {
   // One call's output in the main forward pass ("[b, t, 256]"); "" when not known or not reached.
   std::string output_shape{};
   bool mult_adds_lower_bound = false;  // `mult_adds` leaves out operations without a rule
+  // Output statistics (`summary --stats`, runtime/4 `stats` records): the largest abs_max and RMS
+  // over the recorded samples (finite elements) and the non-finite elements summed over them.
+  std::optional<double> stats_abs_max{}, stats_rms{};
+  std::optional<std::uint64_t> stats_non_finite{};
 };
 
 struct SummaryTotals {
@@ -64,6 +68,8 @@ struct SummaryTotals {
   std::optional<std::uint64_t> wall_ns{};
   bool host_side = true;
   std::uint64_t unmatched_module_paths = 0;
+  // `summary --stats`: the stats records merged (nullopt: not asked for).
+  std::optional<std::uint64_t> stats_records{};
 };
 
 // What the table shows. The defaults show everything at its natural width; `summary` hides

@@ -1,6 +1,7 @@
 #include "runtime/aggregate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <stdexcept>
 
@@ -207,6 +208,91 @@ void TraceAggregate::module_scope(const ModuleScopeRecord& r) {
   }
 }
 
+std::optional<double> gradient_norm(const StatsSample& s) {
+  if (!s.finite) return std::nullopt;
+  return s.finite->rms * std::sqrt(static_cast<double>(s.elements - s.non_finite()));
+}
+
+void StatsSeries::add(const StatsSample& s) {
+  ++samples;
+  steps.insert(s.at.step);
+  if (samples == 1 || last.at <= s.at) last = s;
+  if (s.finite) {
+    max_abs_max = std::max(max_abs_max.value_or(s.finite->abs_max), s.finite->abs_max);
+    max_rms = std::max(max_rms.value_or(s.finite->rms), s.finite->rms);
+    const double norm = *gradient_norm(s);
+    norm_min = std::min(norm_min.value_or(norm), norm);
+    norm_max = std::max(norm_max.value_or(norm), norm);
+    if (s.finite->abs_max != 0) all_zero = false;
+  } else {
+    all_zero = false;
+  }
+  nan += s.nan;
+  pos_inf += s.pos_inf;
+  neg_inf += s.neg_inf;
+  if (s.elements > 0) {
+    max_zeros_fraction = std::max(max_zeros_fraction,
+                                  static_cast<double>(s.zeros) / static_cast<double>(s.elements));
+  }
+  if (s.non_finite() > 0 && (!first_non_finite || s.at < first_non_finite->at)) {
+    first_non_finite = s;
+  }
+}
+
+void StatsSeries::merge(const StatsSeries& o) {
+  if (o.samples == 0) return;
+  if (samples == 0 || last.at <= o.last.at) last = o.last;
+  samples += o.samples;
+  steps.insert(o.steps);
+  auto hi = [](std::optional<double>& a, const std::optional<double>& b) {
+    if (b) a = std::max(a.value_or(*b), *b);
+  };
+  hi(max_abs_max, o.max_abs_max);
+  hi(max_rms, o.max_rms);
+  hi(norm_max, o.norm_max);
+  if (o.norm_min) norm_min = std::min(norm_min.value_or(*o.norm_min), *o.norm_min);
+  nan += o.nan;
+  pos_inf += o.pos_inf;
+  neg_inf += o.neg_inf;
+  max_zeros_fraction = std::max(max_zeros_fraction, o.max_zeros_fraction);
+  if (o.first_non_finite && (!first_non_finite || o.first_non_finite->at < first_non_finite->at)) {
+    first_non_finite = o.first_non_finite;
+  }
+  all_zero = all_zero && o.all_zero;
+}
+
+void TraceAggregate::stats(const StatsRecord& r) {
+  ++stats_records;
+  StatsSample s;
+  s.at = {r.step, r.at_ns, r.thread};
+  s.reason = r.reason;
+  s.elements = r.elements;
+  s.nan = r.nan;
+  s.pos_inf = r.pos_inf;
+  s.neg_inf = r.neg_inf;
+  s.zeros = r.zeros;
+  s.finite = r.finite;
+  if (r.of == StatsOf::grad) {
+    auto it = grad_stats.find(r.path);
+    if (it == grad_stats.end()) it = grad_stats.emplace(std::string(r.path), StatsSeries{}).first;
+    it->second.add(s);
+    return;
+  }
+  auto key = std::make_pair(std::string(r.path), r.index);
+  output_stats[std::move(key)].add(s);
+  if (s.non_finite() > 0 && (!first_non_finite_output || s.at < *first_non_finite_output)) {
+    first_non_finite_output = s.at;
+    first_output_in_step.erase(first_output_in_step.upper_bound(s.at.step),
+                               first_output_in_step.end());
+  }
+  if (first_non_finite_output && s.at.step > first_non_finite_output->step) return;
+  auto [it, fresh] = first_output_in_step.emplace(s.at.step, s.at);
+  if (!fresh && s.at < it->second) it->second = s.at;
+  if (first_output_in_step.size() > kMaxStepFirsts) {
+    first_output_in_step.erase(first_output_in_step.begin());
+  }
+}
+
 void TraceAggregate::operation(const OperationRecord& r) {
   std::optional<std::uint64_t> self;
   if (r.duration_ns) {
@@ -365,6 +451,19 @@ void TraceAggregate::merge(const TraceAggregate& other) {
   const std::uint64_t span = other.span_ns();
   merged_span_ns_ =
       merged_span_ns_ > ~std::uint64_t{0} - span ? ~std::uint64_t{0} : merged_span_ns_ + span;
+  for (const auto& [k, series] : other.output_stats)
+    output_stats[k].merge(series);
+  for (const auto& [k, series] : other.grad_stats)
+    grad_stats[k].merge(series);
+  stats_records += other.stats_records;
+  if (other.first_non_finite_output &&
+      (!first_non_finite_output || *other.first_non_finite_output < *first_non_finite_output)) {
+    first_non_finite_output = other.first_non_finite_output;
+  }
+  for (const auto& [step, at] : other.first_output_in_step) {
+    auto [it, fresh] = first_output_in_step.emplace(step, at);
+    if (!fresh && at < it->second) it->second = at;
+  }
   if (other.first_non_finite_value_step) {
     first_non_finite_value_step =
         std::min(first_non_finite_value_step.value_or(*other.first_non_finite_value_step),

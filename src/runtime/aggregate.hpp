@@ -136,6 +136,39 @@ class SpanUnion {
   std::uint64_t open_ns_ = 0, settled_ns_ = 0, settled_end_ = 0;
 };
 
+// Where a stats record lies in execution order: step, then at_ns, then thread.
+struct StatsOrder {
+  std::uint64_t step = 0, at_ns = 0, thread = 0;
+  auto operator<=>(const StatsOrder&) const = default;
+};
+
+// One stats record, what the aggregate keeps of it.
+struct StatsSample {
+  StatsOrder at;
+  StatsReason reason = StatsReason::sampled;
+  std::uint64_t elements = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+  std::optional<FiniteStats> finite;
+  std::uint64_t non_finite() const { return nan + pos_inf + neg_inf; }
+};
+
+// Every stats record of one module output (path, index) or one gradient key, folded as it streams.
+struct StatsSeries {
+  std::uint64_t samples = 0;
+  StepSet steps;
+  StatsSample last;  // the latest in execution order
+  std::optional<double> max_abs_max, max_rms;
+  std::uint64_t nan = 0, pos_inf = 0, neg_inf = 0;
+  double max_zeros_fraction = 0;
+  std::optional<StatsSample> first_non_finite;
+  // Gradients: norm = rms * sqrt(finite elements), over samples with a finite element.
+  std::optional<double> norm_min, norm_max;
+  bool all_zero = true;  // every sample's abs_max is 0 (a sample without finite elements is not)
+  void add(const StatsSample& s);
+  void merge(const StatsSeries& other);
+};
+
+std::optional<double> gradient_norm(const StatsSample& s);
+
 class TraceAggregate : public RecordSink {
  public:
   void meta(const RunMeta& m) override;
@@ -145,6 +178,7 @@ class TraceAggregate : public RecordSink {
   void value(const ValueRecord& r) override;
   void edge_timing(const EdgeTimingRecord& r) override;
   void module_scope(const ModuleScopeRecord& r) override;
+  void stats(const StatsRecord& r) override;
 
   // Adds another trace's aggregate (another run or rank) into this one.
   void merge(const TraceAggregate& other);
@@ -182,6 +216,16 @@ class TraceAggregate : public RecordSink {
   // over the traces merged in (their clocks are not comparable). 0 without runtime/4 timestamps.
   std::uint64_t span_ns() const;
   std::optional<std::uint64_t> first_non_finite_value_step;
+  // runtime/4 `stats`: module outputs by (path, index), gradients by key.
+  std::map<std::pair<std::string, std::uint64_t>, StatsSeries, std::less<>> output_stats;
+  std::map<std::string, StatsSeries, std::less<>> grad_stats;
+  std::uint64_t stats_records = 0;
+  // The earliest output record of each step (to tell whether a module's record was the first of
+  // its step, i.e. its inputs were not observed); only steps up to the earliest non-finite output
+  // are kept, and at most kMaxStepFirsts of them.
+  static constexpr std::size_t kMaxStepFirsts = std::size_t{1} << 16;
+  std::map<std::uint64_t, StatsOrder> first_output_in_step;
+  std::optional<StatsOrder> first_non_finite_output;
 
  private:
   std::optional<std::string> phase_;

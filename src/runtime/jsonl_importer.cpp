@@ -396,7 +396,9 @@ enum class Kind {
   compact_def,
   compact_op,
   compact_edge,
-  compact_module
+  compact_module,
+  stats,
+  compact_stats
 };
 
 constexpr std::string_view kCompactSchema = "candle-graph/runtime/4-compact/1";
@@ -409,6 +411,7 @@ Kind parse_kind(std::string_view k, bool compact) {
     if (k == "def") return Kind::compact_def;
     if (k == "e") return Kind::compact_edge;
     if (k == "m") return Kind::compact_module;
+    if (k == "st") return Kind::compact_stats;
   }
   if (k == "operation") return Kind::operation;
   if (k == "edge_timing") return Kind::edge_timing;
@@ -418,14 +421,15 @@ Kind parse_kind(std::string_view k, bool compact) {
   if (k == "value") return Kind::value;
   if (k == "end") return Kind::end;
   if (k == "module") return Kind::module_scope;
+  if (k == "stats") return Kind::stats;
   if (compact) {
     throw UnknownKindError(
         "unknown record kind `" + std::string(k) +
-        "` (expected def, o, e, m, meta, operation, edge_timing, module or end)");
+        "` (expected def, o, e, m, st, meta, operation, edge_timing, module, stats or end)");
   }
   throw UnknownKindError(
       "unknown record kind `" + std::string(k) +
-      "` (expected meta, tensor, operation, gradient, value, edge_timing, module or end)");
+      "` (expected meta, tensor, operation, gradient, value, edge_timing, module, stats or end)");
 }
 
 std::string json_error(simdjson::error_code e) {
@@ -730,6 +734,155 @@ void JsonlImporter::module_scope(Obj& obj, TraceValidator& validator, Done&& don
 }
 
 template <typename Obj, typename Done>
+void JsonlImporter::stats(Obj& obj, TraceValidator& validator, bool compact, Done&& done) {
+  const char* kind = compact ? "st" : "stats";
+  StatsRecord r;
+  std::optional<std::string_view> event_id, path, of, reason, dtype;
+  std::optional<std::uint64_t> h, step, at, thread, counter, elements, nan, pos_inf, neg_inf, zeros;
+  std::optional<double> numbers[5];
+  static constexpr const char* kNumbers[5] = {"min", "max", "mean", "rms", "abs_max"};
+  bool have_shape = false;
+  shape_.clear();
+  each_field(obj, event_id, [&](std::string_view name, auto& val) {
+    if (compact && is(name, "h")) {
+      h = u64(val, name);
+    } else if (compact && is(name, "th")) {
+      thread = u64(val, name);
+    } else if (compact && is(name, "c")) {
+      counter = u64(val, name);
+    } else if (compact && is(name, "s")) {
+      step = u64(val, name);
+    } else if (compact && is(name, "t")) {
+      at = u64(val, name);
+    } else if (!compact && is(name, "path")) {
+      path = str(val, name);
+    } else if (!compact && is(name, "step")) {
+      step = u64(val, name);
+    } else if (!compact && is(name, "at_ns")) {
+      at = u64(val, name);
+    } else if (!compact && is(name, "thread")) {
+      thread = u64(val, name);
+    } else if (is(name, "of")) {
+      of = str(val, name);
+    } else if (is(name, "index")) {
+      r.index = u64(val, name);
+    } else if (is(name, "reason")) {
+      reason = str(val, name);
+    } else if (is(name, "dtype")) {
+      dtype = str(val, name);
+    } else if (is(name, "shape")) {
+      shape_.clear();  // a repeated key: the last one counts
+      each_in_array(val, name, "an array of unsigned integers",
+                    [&](auto& e) { shape_.push_back(u64(e, name)); });
+      have_shape = true;
+    } else if (is(name, "elements")) {
+      elements = u64(val, name);
+    } else if (is(name, "nan")) {
+      nan = u64(val, name);
+    } else if (is(name, "pos_inf")) {
+      pos_inf = u64(val, name);
+    } else if (is(name, "neg_inf")) {
+      neg_inf = u64(val, name);
+    } else if (is(name, "zeros")) {
+      zeros = u64(val, name);
+    } else {
+      for (int i = 0; i < 5; ++i) {
+        if (name == kNumbers[i]) numbers[i] = f64(val, name);
+      }
+    }
+  });
+  done();
+  if (compact) {
+    if (!h) missing(kind, "h", "unsigned integer");
+    if (!thread) missing(kind, "th", "unsigned integer");
+    if (!counter) missing(kind, "c", "unsigned integer");
+    if (!step) missing(kind, "s", "unsigned integer");
+    if (!at) missing(kind, "t", "unsigned integer");
+  } else {
+    r.event_id = need_id(event_id, kind);
+    if (!path) missing(kind, "path", "string");
+    if (!step) missing(kind, "step", "unsigned integer");
+    if (!at) missing(kind, "at_ns", "unsigned integer");
+    if (!thread) missing(kind, "thread", "unsigned integer");
+  }
+  if (!of) missing(kind, "of", "\"output\" or \"grad\"");
+  if (!reason) missing(kind, "reason", "\"sampled\" or \"non_finite\"");
+  if (!dtype) missing(kind, "dtype", "string");
+  if (!have_shape) missing(kind, "shape", "array of unsigned integers");
+  if (!elements) missing(kind, "elements", "unsigned integer");
+  if (!nan) missing(kind, "nan", "unsigned integer");
+  if (!pos_inf) missing(kind, "pos_inf", "unsigned integer");
+  if (!neg_inf) missing(kind, "neg_inf", "unsigned integer");
+  if (!zeros) missing(kind, "zeros", "unsigned integer");
+  if (*of == "output") {
+    r.of = StatsOf::output;
+  } else if (*of == "grad") {
+    r.of = StatsOf::grad;
+  } else {
+    throw RecordError(std::string(kind) + " `of` is `" + std::string(*of) +
+                      "` (expected \"output\" or \"grad\")");
+  }
+  if (*reason == "sampled") {
+    r.reason = StatsReason::sampled;
+  } else if (*reason == "non_finite") {
+    r.reason = StatsReason::non_finite;
+  } else {
+    throw RecordError(std::string(kind) + " `reason` is `" + std::string(*reason) +
+                      "` (expected \"sampled\" or \"non_finite\")");
+  }
+  int present = 0;
+  for (const auto& n : numbers)
+    present += n ? 1 : 0;
+  if (present != 0 && present != 5) {
+    for (int i = 0; i < 5; ++i) {
+      if (!numbers[i]) {
+        throw RecordError(std::string(kind) + " record is missing field `" + kNumbers[i] +
+                          "` (number): min, max, mean, rms and abs_max come together");
+      }
+    }
+  }
+  if (present == 5) {
+    r.finite = FiniteStats{*numbers[0], *numbers[1], *numbers[2], *numbers[3], *numbers[4]};
+  }
+  if (compact) {
+    auto def = defs_.find(*h);
+    if (def == defs_.end()) {
+      throw RecordError("`st` record refers to `h` " + std::to_string(*h) +
+                        ", which no earlier def record defines");
+    }
+    if (def->second.kind != CompactKind::module) {
+      throw RecordError("`st` record refers to `h` " + std::to_string(*h) +
+                        ", which is defined as " +
+                        (def->second.kind == CompactKind::edge ? "an edge" : "an operation") +
+                        " (expected a path)");
+    }
+    if (*counter == 0) throw RecordError("`st` record has counter 0");
+    // Everything explicit: a stats line changes no thread's implied counter or step.
+    compact_id_.assign(phase_);
+    compact_id_ += "-stats-";
+    compact_id_ += std::to_string(*step);
+    compact_id_.push_back('-');
+    compact_id_ += std::to_string(*counter);
+    r.event_id = compact_id_;
+    r.path = def->second.path;
+  } else {
+    r.path = *path;
+  }
+  r.step = *step;
+  r.at_ns = *at;
+  r.thread = *thread;
+  r.dtype = *dtype;
+  r.shape = shape_;
+  r.elements = *elements;
+  r.nan = *nan;
+  r.pos_inf = *pos_inf;
+  r.neg_inf = *neg_inf;
+  r.zeros = *zeros;
+  committing_ = true;
+  validator.stats(r);
+}
+
+template <typename Obj, typename Done>
 void JsonlImporter::operation(Obj& obj, TraceValidator& validator, Done&& done) {
   OperationRecord o;
   std::optional<std::string_view> event_id, op;
@@ -924,7 +1077,8 @@ void JsonlImporter::end(Obj& obj, TraceValidator& validator, Done&& done) {
       {"threads", &EndRecord::threads},
       {"duration_ns", &EndRecord::duration_ns},
       {"modules", &EndRecord::modules},
-      {"open_modules", &EndRecord::open_modules}};
+      {"open_modules", &EndRecord::open_modules},
+      {"stats", &EndRecord::stats}};
   EndRecord end;
   unsigned end_fields = 0;
   std::optional<std::string_view> event_id;
@@ -1014,6 +1168,10 @@ void JsonlImporter::dispatch(Obj& obj, std::string_view kind, TraceValidator& va
       return compact_event(obj, validator, CompactKind::edge, done);
     case Kind::compact_module:
       return compact_event(obj, validator, CompactKind::module, done);
+    case Kind::stats:
+      return stats(obj, validator, false, done);
+    case Kind::compact_stats:
+      return stats(obj, validator, true, done);
   }
 }
 

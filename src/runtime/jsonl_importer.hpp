@@ -67,11 +67,14 @@ class JsonlImporter {
   void value(Obj& obj, TraceValidator& validator, Done&& done);
   template <typename Obj, typename Done>
   void module_scope(Obj& obj, TraceValidator& validator, Done&& done);
+  // runtime/4 `stats`, and its compact form `st` (`compact` true), expanded into the same record.
+  template <typename Obj, typename Done>
+  void stats(Obj& obj, TraceValidator& validator, bool compact, Done&& done);
   template <typename Obj, typename Done>
   void end(Obj& obj, TraceValidator& validator, Done&& done);
-  // runtime/4-compact/1 (docs/runtime-4.md): `def`, then `o` / `e` / `m` records that refer to
-  // it, expanded here into the same operation, edge_timing and module records a runtime/4 line
-  // gives.
+  // runtime/4-compact/1 (docs/runtime-4.md): `def`, then `o` / `e` / `m` / `st` records that
+  // refer to it, expanded here into the same operation, edge_timing, module and stats records a
+  // runtime/4 line gives.
   enum class CompactKind : std::uint8_t { operation, edge, module };
   template <typename Obj, typename Done>
   void compact_def(Obj& obj, Done&& done);

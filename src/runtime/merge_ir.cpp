@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <set>
 
 #include "ir/stable_id.hpp"
 
@@ -109,15 +111,13 @@ namespace {
 
 // Module scope paths → IR module instances and families (module_paths.hpp); unmatched paths are
 // counted and listed (the first 100) in the summary and a finding.
+using PathMatches = std::map<std::string, std::optional<ModulePathMatch>>;
+constexpr std::size_t kExamples = 100;
+
 void resolve_module_timings(const ir::ModelIr& ir, const MergePlan& plan,
-                            const ModulePathOptions& options, ir::RuntimeSummary& s,
+                            const ModulePathOptions& options, const ModulePathResolver& resolver,
+                            const PathMatches& matches, ir::RuntimeSummary& s,
                             std::vector<ir::Finding>& findings) {
-  constexpr std::size_t kExamples = 100;
-  std::vector<std::string> paths;
-  for (const auto& [path, stats] : plan.modules)
-    paths.push_back(path);
-  ModulePathResolver resolver(ir, options);
-  auto matches = resolver.resolve(paths);
   struct Family {
     std::string module;
     TimingStats total, self;
@@ -181,10 +181,285 @@ void resolve_module_timings(const ir::ModelIr& ir, const MergePlan& plan,
   }
 }
 
+std::string format_number(double d) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.4g", d);
+  return buf;
+}
+
+std::string reason_name(StatsReason r) {
+  return r == StatsReason::sampled ? "sampled" : "non_finite";
+}
+
+std::string non_finite_counts(std::uint64_t nan, std::uint64_t pos_inf, std::uint64_t neg_inf) {
+  return std::to_string(nan) + " NaN, " + std::to_string(pos_inf) + " +Inf, " +
+         std::to_string(neg_inf) + " -Inf";
+}
+
+ir::TensorStatsValues to_ir(const StatsSample& x) {
+  ir::TensorStatsValues v;
+  v.step = x.at.step;
+  v.at_ns = x.at.at_ns;
+  v.elements = x.elements;
+  v.nan = x.nan;
+  v.pos_inf = x.pos_inf;
+  v.neg_inf = x.neg_inf;
+  v.zeros = x.zeros;
+  if (x.finite) {
+    v.min = x.finite->min;
+    v.max = x.finite->max;
+    v.mean = x.finite->mean;
+    v.rms = x.finite->rms;
+    v.abs_max = x.finite->abs_max;
+  }
+  return v;
+}
+
+std::optional<ir::FirstNonFinite> first_non_finite(const StatsSeries& s) {
+  if (!s.first_non_finite) return std::nullopt;
+  const StatsSample& f = *s.first_non_finite;
+  return ir::FirstNonFinite{f.at.step, f.at.at_ns, f.at.thread, reason_name(f.reason),
+                            f.nan,     f.pos_inf,  f.neg_inf};
+}
+
+ir::ModuleStats module_stats_row(const std::string& path, std::uint64_t index,
+                                 const StatsSeries& s) {
+  ir::ModuleStats m;
+  m.path = path;
+  m.index = index;
+  m.samples = s.samples;
+  m.steps = s.steps.size();
+  m.last = to_ir(s.last);
+  m.max_abs_max = s.max_abs_max;
+  m.max_rms = s.max_rms;
+  m.nan = s.nan;
+  m.pos_inf = s.pos_inf;
+  m.neg_inf = s.neg_inf;
+  m.max_zeros_fraction = s.max_zeros_fraction;
+  m.first_non_finite = first_non_finite(s);
+  return m;
+}
+
+std::string output_name(const std::string& path, std::uint64_t index) {
+  return "`" + path + "`" + (index ? " (output " + std::to_string(index) + ")" : "");
+}
+
+std::string list_examples(const std::vector<std::string>& v) {
+  std::string first;
+  for (std::size_t i = 0; i < v.size() && i < 3; ++i)
+    first += (i ? ", " : "") + v[i];
+  return first;
+}
+
+// `path` with its last segment that is exactly `index` written as `{i}` ("model.layers.3" →
+// "model.layers.{i}").
+std::string template_of(const std::string& path, std::uint64_t index) {
+  const std::string digits = std::to_string(index);
+  std::size_t end = path.size();
+  while (end > 0) {
+    std::size_t dot = path.rfind('.', end - 1);
+    std::size_t begin = dot == std::string::npos ? 0 : dot + 1;
+    if (path.compare(begin, end - begin, digits) == 0) {
+      return path.substr(0, begin) + "{i}" + path.substr(end);
+    }
+    if (dot == std::string::npos) break;
+    end = dot;
+  }
+  return path;
+}
+
+// runtime-activation-growth over one family's members (instance → last recorded output RMS).
+void activation_growth(const std::string& family, std::uint64_t index,
+                       const std::map<std::uint64_t, double>& rms,
+                       const StatsFindingOptions& options, const std::string& module,
+                       std::vector<ir::Finding>& findings) {
+  if (options.growth_layers == 0) return;
+  std::vector<std::pair<std::uint64_t, double>> run;  // consecutive members, each > factor x
+  auto flush = [&] {
+    if (run.size() < options.growth_layers + 1) return;
+    std::string ratios;
+    for (std::size_t i = 1; i < run.size(); ++i)
+      ratios += (i > 1 ? ", " : "") + format_number(run[i].second / run[i - 1].second) + "x";
+    findings.push_back(ir::make_finding(
+        "runtime-activation-growth", ir::Severity::warning, ir::Confidence::heuristic,
+        "output RMS of " + output_name(family, index) + " grows more than " +
+            format_number(options.growth_factor) + "x per layer over " +
+            std::to_string(run.size() - 1) + " consecutive layers, " +
+            std::to_string(run.front().first) + " to " + std::to_string(run.back().first) +
+            " (RMS " + format_number(run.front().second) + " -> " +
+            format_number(run.back().second) + "; " + ratios +
+            "; each member's last recorded sample; the rule fires at " +
+            format_number(options.growth_factor) + "x sustained over " +
+            std::to_string(options.growth_layers) + " layers)",
+        "", module.empty() ? std::vector<std::string>{} : std::vector<std::string>{module}));
+  };
+  for (const auto& [instance, value] : rms) {
+    const bool continues = !run.empty() && run.back().first + 1 == instance &&
+                           run.back().second > 0 &&
+                           value > options.growth_factor * run.back().second;
+    if (!continues) {
+      flush();
+      run.clear();
+    }
+    run.emplace_back(instance, value);
+  }
+  flush();
+}
+
+// Stats records → module_stats (by path, as module timings resolve), grad_stats (by parameter key)
+// and the findings of docs/diagnostics.md; unmatched paths and keys keep their rows.
+void resolve_tensor_stats(const MergePlan& plan, const ModulePathResolver& resolver,
+                          const PathMatches& matches, const StatsFindingOptions& options,
+                          ir::RuntimeSummary& s, std::vector<ir::Finding>& findings) {
+  s.stats_records = plan.stats_records;
+  struct Family {
+    std::string module;
+    StatsSeries series;
+    std::map<std::uint64_t, double> rms;  // member instance → last recorded RMS
+  };
+  std::map<std::pair<std::string, std::uint64_t>, Family> families;
+  std::map<std::pair<std::string, std::uint64_t>,
+           std::pair<std::string, std::map<std::uint64_t, double>>>
+      expanded;
+  std::set<std::string> unmatched;
+  const std::pair<std::string, std::uint64_t>* first_key = nullptr;
+  const StatsSeries* first = nullptr;
+  for (const auto& [key, series] : plan.output_stats) {
+    ir::ModuleStats row = module_stats_row(key.first, key.second, series);
+    auto it = matches.find(key.first);
+    if (it != matches.end() && it->second) {
+      const ModulePathMatch& m = *it->second;
+      row.module = m.module;
+      row.instance = m.instance;
+      if (m.family) {
+        Family& f = families[{m.family_path, key.second}];
+        f.module = m.module;
+        f.series.merge(series);
+        if (m.instance && series.last.finite) f.rms[*m.instance] = series.last.finite->rms;
+      } else if (m.instance && series.last.finite) {
+        // A member of a family the config expanded (its own module, no `{i}` row): grouped by
+        // its path with the index made `{i}` again, for the growth rule only.
+        auto& g = expanded[{template_of(key.first, *m.instance), key.second}];
+        if (g.first.empty()) g.first = m.module;
+        g.second[*m.instance] = series.last.finite->rms;
+      }
+    } else {
+      unmatched.insert(key.first);
+    }
+    s.module_stats.push_back(std::move(row));
+    if (series.first_non_finite &&
+        (!first || series.first_non_finite->at < first->first_non_finite->at)) {
+      first = &series;
+      first_key = &key;
+    }
+  }
+  for (const auto& [key, f] : families) {
+    ir::ModuleStats row = module_stats_row(key.first, key.second, f.series);
+    row.module = f.module;
+    s.module_stats.push_back(std::move(row));
+    activation_growth(key.first, key.second, f.rms, options, f.module, findings);
+  }
+  for (const auto& [key, g] : expanded) {
+    if (families.count(key)) continue;
+    activation_growth(key.first, key.second, g.second, options, g.first, findings);
+  }
+  s.unmatched_stats_paths = unmatched.size();
+  for (const auto& p : unmatched) {
+    if (s.unmatched_stats_path_examples.size() == kExamples) break;
+    s.unmatched_stats_path_examples.push_back(p);
+  }
+  if (!unmatched.empty()) {
+    findings.push_back(ir::make_finding(
+        "runtime-unmapped", ir::Severity::information, ir::Confidence::unknown,
+        std::to_string(unmatched.size()) +
+            " stats paths (module outputs) name no module instance (first: " +
+            list_examples(s.unmatched_stats_path_examples) +
+            "); each keeps its row with no module (runtime.unmatched_stats_path_examples)",
+        ""));
+  }
+
+  if (first) {
+    const StatsSample& f = *first->first_non_finite;
+    auto in_step = plan.first_output_in_step.find(f.at.step);
+    const bool first_of_step =
+        in_step != plan.first_output_in_step.end() && in_step->second == f.at;
+    std::vector<std::string> related;
+    auto it = matches.find(first_key->first);
+    if (it != matches.end() && it->second) related.push_back(it->second->module);
+    findings.push_back(ir::make_finding(
+        "runtime-first-non-finite", ir::Severity::error, ir::Confidence::conditional,
+        "first non-finite module output in execution order: " +
+            output_name(first_key->first, first_key->second) + " at step " +
+            std::to_string(f.at.step) + " (at_ns " + std::to_string(f.at.at_ns) + ", thread " +
+            std::to_string(f.at.thread) + "): " + non_finite_counts(f.nan, f.pos_inf, f.neg_inf) +
+            " of " + std::to_string(f.elements) + " elements (recorded as " +
+            reason_name(f.reason) + ")" +
+            (first_of_step
+                 ? "; it is the first module output recorded in step " + std::to_string(f.at.step) +
+                       ", so its inputs were not observed: the non-finite values may "
+                       "come from the step's input data"
+                 : "; every module output recorded before it was finite"),
+        "", related));
+  }
+
+  std::set<std::string> unmatched_keys;
+  for (const auto& [key, series] : plan.grad_stats) {
+    ir::GradStats g;
+    g.key = key;
+    g.parameters = resolver.parameters_for_key(key);
+    if (g.parameters.empty()) unmatched_keys.insert(key);
+    g.samples = series.samples;
+    g.steps = series.steps.size();
+    g.norm_last = gradient_norm(series.last);
+    g.norm_min = series.norm_min;
+    g.norm_max = series.norm_max;
+    g.max_abs_max = series.max_abs_max;
+    g.nan = series.nan;
+    g.pos_inf = series.pos_inf;
+    g.neg_inf = series.neg_inf;
+    g.all_zero = series.samples > 0 && series.all_zero;
+    g.first_non_finite = first_non_finite(series);
+    if (g.all_zero) {
+      findings.push_back(ir::make_finding(
+          "runtime-dead-gradient", ir::Severity::warning, ir::Confidence::conditional,
+          "gradient of `" + key + "` was all zero in every one of its " +
+              std::to_string(series.samples) + " recorded samples (" + std::to_string(g.steps) +
+              " steps, last at step " + std::to_string(series.last.at.step) + ")",
+          "", g.parameters));
+    }
+    if (g.first_non_finite) {
+      const auto& f = *g.first_non_finite;
+      findings.push_back(ir::make_finding(
+          "runtime-non-finite-gradient", ir::Severity::error, ir::Confidence::conditional,
+          "gradient of `" + key + "` held non-finite values, first at step " +
+              std::to_string(f.step) + ": " + non_finite_counts(f.nan, f.pos_inf, f.neg_inf) +
+              " (over all " + std::to_string(series.samples) +
+              " samples: " + non_finite_counts(series.nan, series.pos_inf, series.neg_inf) + ")",
+          "", g.parameters));
+    }
+    s.grad_stats.push_back(std::move(g));
+  }
+  s.unmatched_grad_keys = unmatched_keys.size();
+  for (const auto& k : unmatched_keys) {
+    if (s.unmatched_grad_key_examples.size() == kExamples) break;
+    s.unmatched_grad_key_examples.push_back(k);
+  }
+  if (!unmatched_keys.empty()) {
+    findings.push_back(ir::make_finding(
+        "runtime-unmapped", ir::Severity::information, ir::Confidence::unknown,
+        std::to_string(unmatched_keys.size()) +
+            " gradient stats keys name no parameter of this analysis (first: " +
+            list_examples(s.unmatched_grad_key_examples) +
+            "); each keeps its row with no parameter (runtime.unmatched_grad_key_examples)",
+        ""));
+  }
+}
+
 }  // namespace
 
 MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
-                        const ModulePathOptions& modules) {
+                        const ModulePathOptions& modules,
+                        const StatsFindingOptions& stats_options) {
   IrStaticModel model(ir);
   MergePlan plan = plan_merge(traces, expected_identity(ir), model);
 
@@ -286,7 +561,16 @@ MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
   s.thread_busy_ns = plan.thread_busy_ns;
   s.wall_ns = plan.wall_ns;
   s.steps = plan.steps;
-  resolve_module_timings(ir, plan, modules, s, ir.findings);
+  // Scope paths and stats paths resolve together, so both pick the same component.
+  std::vector<std::string> paths;
+  for (const auto& [path, stats] : plan.modules)
+    paths.push_back(path);
+  for (const auto& [key, series] : plan.output_stats)
+    paths.push_back(key.first);
+  ModulePathResolver resolver(ir, modules);
+  const PathMatches matches = resolver.resolve(paths);
+  resolve_module_timings(ir, plan, modules, resolver, matches, s, ir.findings);
+  resolve_tensor_stats(plan, resolver, matches, stats_options, s, ir.findings);
   ir.runtime = std::move(s);
   ir::normalize(ir);
   return plan;

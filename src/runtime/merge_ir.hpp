@@ -28,10 +28,20 @@ class IrStaticModel : public StaticModel {
 // analysis_id of the IR and the cargo build id when there is a cargo context (§2.1).
 Identity expected_identity(const ir::ModelIr& ir);
 
+// Thresholds of the findings drawn from tensor statistics (docs/diagnostics.md).
+struct StatsFindingOptions {
+  // runtime-activation-growth: a family member's output RMS above `growth_factor` times the
+  // previous member's, for `growth_layers` consecutive layers.
+  double growth_factor = 2.0;
+  std::uint64_t growth_layers = 3;
+};
+
 // Merges `traces` into `ir` (then normalizes it) and returns the plan that was applied.
-// Module scope paths resolve under `modules` (caller prefix, component root).
+// Module scope paths (and stats paths and gradient keys) resolve under `modules` (caller prefix,
+// component root).
 MergePlan merge_runtime(ir::ModelIr& ir, const std::vector<LoadedTrace>& traces,
-                        const ModulePathOptions& modules = {});
+                        const ModulePathOptions& modules = {},
+                        const StatsFindingOptions& stats_options = {});
 
 // `query profile` data from an IR that already carries timings.
 // Rows sorted by self time (by_self) or by total time.

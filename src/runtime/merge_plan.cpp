@@ -162,6 +162,10 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
           v.path + ": the end record counts " +
               std::to_string(t.info.end ? t.info.end->operations : 0) +
               " operations but the trace has " + std::to_string(t.info.operations) +
+              (t.info.end && t.info.end->stats != t.info.stats
+                   ? "; it counts " + std::to_string(t.info.end->stats) +
+                         " stats records, the trace has " + std::to_string(t.info.stats)
+                   : std::string()) +
               " (the file was damaged; --lenient); timings cover what was read");
     }
     plan.traces.push_back(std::move(v));
@@ -262,6 +266,10 @@ MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& exp
   plan.device_sync = merged.traces > 0 && merged.device_sync;
   plan.thread_busy_ns = merged.thread_wall_ns();
   plan.wall_ns = merged.span_ns();
+  plan.stats_records = merged.stats_records;
+  plan.output_stats = merged.output_stats;
+  plan.grad_stats = merged.grad_stats;
+  plan.first_output_in_step = merged.first_output_in_step;
   return plan;
 }
 

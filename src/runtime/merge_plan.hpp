@@ -123,6 +123,11 @@ struct MergePlan {
   bool device_sync = false;                   // every merged trace was device-synchronised
   std::vector<std::uint64_t> thread_busy_ns;  // per thread of every merged trace (/4)
   std::uint64_t wall_ns = 0;  // each merged trace's span (its threads' union), summed (/4)
+  // runtime/4 `stats` of the merged traces (resolved against the IR by merge_runtime).
+  std::uint64_t stats_records = 0;
+  std::map<std::pair<std::string, std::uint64_t>, StatsSeries, std::less<>> output_stats;
+  std::map<std::string, StatsSeries, std::less<>> grad_stats;
+  std::map<std::uint64_t, StatsOrder> first_output_in_step;
 };
 
 MergePlan plan_merge(const std::vector<LoadedTrace>& traces, const Identity& expected,

@@ -68,8 +68,7 @@ bool match_segment(std::string_view pattern, std::string_view text,
 ModulePathResolver::ModulePathResolver(const ir::ModelIr& ir, ModulePathOptions options)
     : ir_(ir), options_(std::move(options)) {}
 
-std::optional<ModulePathMatch> ModulePathResolver::match(const std::string& component,
-                                                         const std::string& path) const {
+std::optional<std::string_view> ModulePathResolver::relative(const std::string& path) const {
   std::string_view rel = path;
   if (!options_.prefix.empty()) {
     if (rel == options_.prefix) {
@@ -82,6 +81,37 @@ std::optional<ModulePathMatch> ModulePathResolver::match(const std::string& comp
       return std::nullopt;
     }
   }
+  return rel;
+}
+
+std::vector<std::string> ModulePathResolver::parameters_for_key(const std::string& key) const {
+  std::vector<std::string> out;
+  const auto rel = relative(key);
+  if (!rel) return out;
+  const auto segments = split(*rel);
+  for (const ir::Parameter& p : ir_.parameters) {
+    if (!component_.empty() && p.component != component_) continue;
+    if (p.key == *rel) {
+      out.push_back(p.id);
+      continue;
+    }
+    if (p.key.find('{') == std::string::npos) continue;
+    const auto pattern = split(p.key);
+    if (pattern.size() != segments.size()) continue;
+    std::optional<std::uint64_t> index;
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < pattern.size(); ++i)
+      ok = match_segment(pattern[i], segments[i], index);
+    if (ok) out.push_back(p.id);
+  }
+  return out;
+}
+
+std::optional<ModulePathMatch> ModulePathResolver::match(const std::string& component,
+                                                         const std::string& path) const {
+  const auto relative_path = relative(path);
+  if (!relative_path) return std::nullopt;
+  const std::string_view rel = *relative_path;
   const auto segments = split(rel);
   std::optional<ModulePathMatch> family;
   for (const ir::Module& m : ir_.modules) {  // sorted by id: the first match is deterministic

@@ -35,8 +35,13 @@ class ModulePathResolver {
       const std::vector<std::string>& paths) const;
   // The component chosen by the last resolve ("" when none matched).
   const std::string& component() const { return component_; }
+  // IR parameter ids whose VarBuilder key (a template's `{…}` matching digits) is `key` less the
+  // caller's prefix; parameters of the chosen component when one was chosen, else of any.
+  std::vector<std::string> parameters_for_key(const std::string& key) const;
 
  private:
+  // `path` less the caller's prefix; nullopt when it does not start with it.
+  std::optional<std::string_view> relative(const std::string& path) const;
   std::optional<ModulePathMatch> match(const std::string& component, const std::string& path) const;
   const ir::ModelIr& ir_;
   ModulePathOptions options_;

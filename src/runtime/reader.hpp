@@ -65,6 +65,7 @@ struct TraceInfo {
   std::uint64_t values = 0;
   std::uint64_t edge_timings = 0;
   std::uint64_t modules = 0;  // runtime/4 `module` lines (closed module scopes)
+  std::uint64_t stats = 0;    // runtime/4 `stats` lines (tensor statistics)
   // runtime/4: the run's wall time, the union over its threads of their outermost timed
   // intervals (idle gaps excluded, overlapping threads once); 0 without timestamps.
   std::uint64_t span_ns = 0;

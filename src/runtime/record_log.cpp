@@ -145,6 +145,35 @@ void RecordLog::module_scope(const ModuleScopeRecord& m) {
   text_ += '\n';
 }
 
+void RecordLog::stats(const StatsRecord& s) {
+  text_ += "stats";
+  put(text_, "event_id", s.event_id);
+  put(text_, "path", s.path);
+  put(text_, "of", std::string_view(s.of == StatsOf::output ? "output" : "grad"));
+  put(text_, "index", s.index);
+  put(text_, "reason",
+      std::string_view(s.reason == StatsReason::sampled ? "sampled" : "non_finite"));
+  put(text_, "step", s.step);
+  put(text_, "at_ns", s.at_ns);
+  put(text_, "thread", s.thread);
+  put(text_, "dtype", s.dtype);
+  for (auto d : s.shape)
+    put(text_, "dim", d);
+  put(text_, "elements", s.elements);
+  put(text_, "nan", s.nan);
+  put(text_, "pos_inf", s.pos_inf);
+  put(text_, "neg_inf", s.neg_inf);
+  put(text_, "zeros", s.zeros);
+  if (s.finite) {
+    put(text_, "min", s.finite->min);
+    put(text_, "max", s.finite->max);
+    put(text_, "mean", s.finite->mean);
+    put(text_, "rms", s.finite->rms);
+    put(text_, "abs_max", s.finite->abs_max);
+  }
+  text_ += '\n';
+}
+
 void RecordLog::end(const EndRecord& e) {
   text_ += "end";
   put(text_, "operations", e.operations);
@@ -156,6 +185,7 @@ void RecordLog::end(const EndRecord& e) {
   put(text_, "duration_ns", e.duration_ns);
   put(text_, "modules", e.modules);
   put(text_, "open_modules", e.open_modules);
+  put(text_, "stats", e.stats);
   text_ += '\n';
 }
 

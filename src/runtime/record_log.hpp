@@ -18,6 +18,7 @@ class RecordLog : public RecordSink {
   void value(const ValueRecord& v) override;
   void edge_timing(const EdgeTimingRecord& e) override;
   void module_scope(const ModuleScopeRecord& m) override;
+  void stats(const StatsRecord& s) override;
   void end(const EndRecord& e) override;
 
   const std::string& text() const { return text_; }

@@ -113,6 +113,33 @@ struct ModuleScopeRecord {
   std::optional<std::string_view> parent;  // event_id of the enclosing module scope, same thread
 };
 
+// runtime/4 `stats` (docs/runtime-4.md, "Additions: tensor statistics"): a few scalars about one
+// tensor, a module's output or a parameter's gradient, as the program computed them. The five
+// numbers are over the finite elements only and present iff some element is finite.
+enum class StatsOf : std::uint8_t { output, grad };
+enum class StatsReason : std::uint8_t { sampled, non_finite };
+
+struct FiniteStats {
+  double min = 0, max = 0, mean = 0, rms = 0, abs_max = 0;
+};
+
+struct StatsRecord {
+  std::string_view event_id;
+  std::string_view path;  // module path (output) or parameter VarBuilder key (grad)
+  StatsOf of = StatsOf::output;
+  std::uint64_t index = 0;  // which of a module's outputs
+  StatsReason reason = StatsReason::sampled;
+  std::uint64_t step = 0;
+  std::uint64_t at_ns = 0;
+  std::uint64_t thread = 0;
+  std::string_view dtype;
+  std::span<const std::uint64_t> shape;
+  std::uint64_t elements = 0;
+  std::uint64_t nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+  std::optional<FiniteStats> finite;
+  std::uint64_t non_finite() const { return nan + pos_inf + neg_inf; }
+};
+
 // runtime/4 `end`: counts the writer claims; the reader checks them against what it read.
 struct EndRecord {
   std::uint64_t operations = 0;
@@ -125,6 +152,8 @@ struct EndRecord {
   // Present only when the session began a module scope (absent reads as 0).
   std::uint64_t modules = 0;
   std::uint64_t open_modules = 0;
+  // Present only when the session wrote a `stats` line (absent reads as 0).
+  std::uint64_t stats = 0;
 };
 
 // Receives validated records in file order. `meta` may arrive after other records in /1–/3 JSONL
@@ -139,6 +168,7 @@ class RecordSink {
   virtual void value(const ValueRecord&) {}
   virtual void edge_timing(const EdgeTimingRecord&) {}
   virtual void module_scope(const ModuleScopeRecord&) {}
+  virtual void stats(const StatsRecord&) {}
   virtual void end(const EndRecord&) {}
 };
 

@@ -2,10 +2,85 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace cg::runtime {
 namespace {
+
+// Relative tolerance of the stats consistency rules (docs/runtime-4.md): the program computes the
+// numbers in f32, so two that should agree may differ in their last bits.
+constexpr double kStatsTolerance = 1e-3;
+
+bool beyond(double a, double b) {  // a > b by more than the tolerance
+  return a - b > kStatsTolerance * std::max({std::fabs(a), std::fabs(b), 1e-30});
+}
+
+std::string number(double d) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", d);
+  return buf;
+}
+
+// The inconsistencies docs/runtime-4.md lists, each an error naming what disagrees.
+void check_stats(const StatsRecord& r) {
+  std::uint64_t product = 1;
+  bool overflow = false;
+  for (auto d : r.shape)
+    overflow = overflow || __builtin_mul_overflow(product, d, &product);
+  if (overflow || product != r.elements) {
+    std::string dims;
+    for (auto d : r.shape)
+      dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    throw RecordError("stats `elements` " + std::to_string(r.elements) +
+                      " is not the product of `shape` [" + dims + "]");
+  }
+  std::uint64_t non_finite = 0;
+  if (__builtin_add_overflow(r.nan, r.pos_inf, &non_finite) ||
+      __builtin_add_overflow(non_finite, r.neg_inf, &non_finite) || non_finite > r.elements) {
+    throw RecordError("stats `nan` + `pos_inf` + `neg_inf` (" + std::to_string(r.nan) + " + " +
+                      std::to_string(r.pos_inf) + " + " + std::to_string(r.neg_inf) +
+                      ") exceeds `elements` " + std::to_string(r.elements));
+  }
+  const std::uint64_t finite = r.elements - non_finite;
+  if (r.zeros > finite) {
+    throw RecordError("stats `zeros` " + std::to_string(r.zeros) + " exceeds the " +
+                      std::to_string(finite) + " finite elements");
+  }
+  if (!r.finite) {
+    if (finite > 0) {
+      throw RecordError("stats record has " + std::to_string(finite) +
+                        " finite elements but no `min`, `max`, `mean`, `rms`, `abs_max` (expected "
+                        "them whenever some element is finite)");
+    }
+    return;
+  }
+  if (finite == 0) {
+    throw RecordError(
+        "stats record has `min`, `max`, `mean`, `rms`, `abs_max` but no finite element (expected "
+        "none of them then)");
+  }
+  const FiniteStats& f = *r.finite;
+  for (double v : {f.min, f.max, f.mean, f.rms, f.abs_max}) {
+    if (!std::isfinite(v)) throw RecordError("stats numbers must be finite");
+  }
+  if (beyond(f.min, f.max)) {
+    throw RecordError("stats `min` " + number(f.min) + " is greater than `max` " + number(f.max));
+  }
+  if (beyond(f.min, f.mean) || beyond(f.mean, f.max)) {
+    throw RecordError("stats `mean` " + number(f.mean) + " lies outside [`min`, `max`] = [" +
+                      number(f.min) + ", " + number(f.max) + "]");
+  }
+  const double abs_max = std::max(std::fabs(f.min), std::fabs(f.max));
+  if (beyond(f.abs_max, abs_max) || beyond(abs_max, f.abs_max)) {
+    throw RecordError("stats `abs_max` " + number(f.abs_max) +
+                      " differs from max(|min|, |max|) = " + number(abs_max));
+  }
+  if (beyond(std::fabs(f.mean), f.rms) || beyond(f.rms, f.abs_max)) {
+    throw RecordError("stats `rms` " + number(f.rms) + " lies outside [|mean|, abs_max] = [" +
+                      number(std::fabs(f.mean)) + ", " + number(f.abs_max) + "]");
+  }
+}
 
 void sort_unique(std::vector<std::string>& v) {
   std::sort(v.begin(), v.end());
@@ -191,6 +266,20 @@ void TraceValidator::module_scope(const ModuleScopeRecord& r) {
   sink_.module_scope(r);
 }
 
+void TraceValidator::stats(const StatsRecord& r) {
+  if (!is_v4()) {
+    throw RecordError(
+        "unknown record kind `stats` (it exists only in runtime/4; this trace's meta is not /4)");
+  }
+  check_thread("stats", r.thread);
+  check_stats(r);
+  before_record();
+  check_id(r.event_id);
+  if (second_) return;
+  ++info_.stats;
+  sink_.stats(r);
+}
+
 void TraceValidator::end(const EndRecord& r) {
   if (!is_v4()) {
     throw RecordError(
@@ -201,13 +290,15 @@ void TraceValidator::end(const EndRecord& r) {
   if (second_) return;
   info_.end = r;
   if (r.operations != info_.operations || r.edge_timings != info_.edge_timings ||
-      r.modules != info_.modules) {
+      r.modules != info_.modules || r.stats != info_.stats) {
     std::string what = "end record counts " + std::to_string(r.operations) + " operations and " +
                        std::to_string(r.edge_timings) + " edge_timings";
     if (r.modules || info_.modules) what += " and " + std::to_string(r.modules) + " modules";
+    if (r.stats || info_.stats) what += " and " + std::to_string(r.stats) + " stats";
     what += " but the trace has " + std::to_string(info_.operations) + " and " +
             std::to_string(info_.edge_timings);
     if (r.modules || info_.modules) what += " and " + std::to_string(info_.modules);
+    if (r.stats || info_.stats) what += " and " + std::to_string(info_.stats);
     what += " (the file was damaged)";
     if (!options_.lenient) throw RecordError(what);
     info_.end_counts_disagree = true;

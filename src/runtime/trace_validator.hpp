@@ -55,6 +55,7 @@ class TraceValidator {
   void value(const ValueRecord& r);
   void edge_timing(const EdgeTimingRecord& r);
   void module_scope(const ModuleScopeRecord& r);
+  void stats(const StatsRecord& r);
   void end(const EndRecord& r);
   // Whole-trace rules: meta present, /4 complete. Throws RecordError (no line applies).
   void finish();

@@ -240,6 +240,34 @@ inline ModelIr sample_model() {
   r.host_side_timings = false;
   r.thread_busy_ns = {10, 20};
   r.steps = 2;
+  // Tensor statistics: doubles at the ends of the f32 range and below it, a null number (no finite
+  // element), a first non-finite record, a gradient key that matched no parameter.
+  r.stats_records = 9;
+  ModuleStats ms;
+  ms.path = "model.layers.3.mlp";
+  ms.module = ir.modules.empty() ? "m" : ir.modules[0].id;
+  ms.instance = 3;
+  ms.index = 1;
+  ms.samples = 5;
+  ms.steps = 4;
+  ms.last = {12, 345, 6, 1, 1, 0, 2, -0.1, 3.4e38, 1e-30, 0.30000000000000004, 3.4e38};
+  ms.max_abs_max = 3.4e38;
+  ms.max_rms = 1.5;
+  ms.nan = 1;
+  ms.pos_inf = 2;
+  ms.max_zeros_fraction = 1.0 / 3.0;
+  ms.first_non_finite = FirstNonFinite{12, 345, 1, "non_finite", 1, 1, 0};
+  r.module_stats = {ms};
+  GradStats gs;
+  gs.key = "model.gone.weight";
+  gs.samples = 2;
+  gs.steps = 2;
+  gs.norm_last = 0.0;
+  gs.max_abs_max = 0.0;
+  gs.all_zero = true;
+  r.grad_stats = {gs};
+  r.unmatched_grad_keys = 1;
+  r.unmatched_grad_key_examples = {"model.gone.weight"};
   ir.runtime = r;
 
   normalize(ir);
