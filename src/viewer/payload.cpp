@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -457,6 +458,57 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
       w.field("p95_ns", t.total.p95_ns);
       w.end_object();
     }
+    w.end_array();
+    // Numeric health (runtime/4 `stats` records) for the Architecture tree's Health column: per
+    // module output its worst figures, the first module to go non-finite, and the modules named
+    // by an activation-growth finding.
+    w.key("module_stats").begin_array();
+    const ir::ModuleStats* first = nullptr;
+    for (const auto& m : r.module_stats) {
+      const bool family = m.path.find('{') != std::string::npos;
+      w.begin_object().field("path", m.path).field("module", m.module);
+      w.field("family", family).field("index", m.index).field("samples", m.samples);
+      w.key("max_abs_max");
+      if (m.max_abs_max) {
+        w.value(*m.max_abs_max);
+      } else {
+        w.null();
+      }
+      w.key("max_rms");
+      if (m.max_rms) {
+        w.value(*m.max_rms);
+      } else {
+        w.null();
+      }
+      w.field("non_finite", m.nan + m.pos_inf + m.neg_inf);
+      w.key("first_non_finite_step");
+      if (m.first_non_finite) {
+        w.value(m.first_non_finite->step);
+      } else {
+        w.null();
+      }
+      w.end_object();
+      if (!family && m.first_non_finite &&
+          (first == nullptr ||
+           std::tie(m.first_non_finite->step, m.first_non_finite->at_ns,
+                    m.first_non_finite->thread) < std::tie(first->first_non_finite->step,
+                                                           first->first_non_finite->at_ns,
+                                                           first->first_non_finite->thread)))
+        first = &m;
+    }
+    w.end_array();
+    w.key("first_non_finite");
+    if (first != nullptr) {
+      w.begin_object().field("path", first->path).field("module", first->module);
+      w.field("step", first->first_non_finite->step).end_object();
+    } else {
+      w.null();
+    }
+    w.key("activation_growth").begin_array();
+    for (const auto& f : ir.findings)
+      if (f.rule == "runtime-activation-growth")
+        for (const auto& id : f.related)
+          w.value(id);
     w.end_array();
     w.end_object();
   } else {

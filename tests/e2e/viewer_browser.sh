@@ -53,6 +53,13 @@ if [ -x "$demo_run" ]; then
   "$1" audit "$out/demo-run" "$crate" --config "$crate/config.json" \
     --runtime-trace "$out/demo-run/profile-demo.jsonl" >/dev/null 2>&1 || true
   [ -f "$out/demo-run/model.html" ] && export CG_DEMO_RUN_HTML="$out/demo-run/model.html"
+  # Issue 39: numeric health. The stand-in run with statistics on every step and a NaN injected
+  # into model.layers.2.mlp's output at step 1: the Health column names it the first non-finite.
+  "$demo_run" "$out/demo-run/ir.json" "$crate/config.json" "$out/demo-run/health.jsonl" 3 \
+    --stats-every 1 --inject-nan model.layers.2.mlp@1 >/dev/null
+  "$1" view "$crate" --config "$crate/config.json" --runtime-trace "$out/demo-run/health.jsonl" \
+    -o "$out/health-tiny-llama.html"
+  export CG_HEALTH_HTML="$out/health-tiny-llama.html"
 fi
 # A real-shaped unrolled model of our own (issue 18): tests/fixtures/crates/gpt_24, a GPT-2-medium
 # shaped decoder whose 24 blocks come from its config's serde default; `query module` of one block

@@ -386,6 +386,38 @@ async function main() {
       const rp = await cutCells(pt, 'profile');
       check(rp.cut.length === 0, 'timed Profile view at 1280 px: no cut cell' + (rp.cut.length ? ': ' + rp.cut.slice(0, 5).join(' | ') : ''));
     }
+    // Issue 39: numeric health in the Architecture tree. A NaN injected after model.layers.2.mlp
+    // at step 1 spreads to every later module: the folded family is red from step 1; opened, layer
+    // 2's MLP carries the "first non-finite" flag, layers 0 and 1 (before it) stay green.
+    if (process.env.CG_HEALTH_HTML) {
+      const ph = await browser.newPage({ viewport: { width: 1280, height: 900 } }); watchNetwork(ph, bad);
+      await ph.goto('file://' + process.env.CG_HEALTH_HTML);
+      await ph.waitForFunction(() => window.cg && window.__cgDataflowReady !== undefined, null, { timeout: 20000 });
+      await ph.click('#tab-architecture');
+      await ph.waitForSelector('#arch-tree .vrow');
+      const head = await ph.$$eval('#arch-tree .vhead > div', (ds) => ds.map((d) => d.textContent));
+      check(head.includes('Health'), 'a report with statistics has a Health column: ' + head.join(', '));
+      const fam = await ph.locator('#arch-tree .vrow', { hasText: '× 4' }).textContent();
+      check(/NaN\/Inf @1/.test(fam), 'the folded layer family shows the non-finite output from step 1: ' + fam);
+      // Opened on the first non-finite module (the payload names it, as `query first-non-finite` does).
+      const first = await ph.evaluate(() => JSON.parse(document.getElementById('cg-payload').textContent).runtime.first_non_finite);
+      check(first && first.path === 'model.layers.2.mlp' && first.step === 1, 'the report names model.layers.2.mlp at step 1 the first non-finite: ' + JSON.stringify(first));
+      await ph.evaluate((id) => { location.hash = '#view=architecture&sel=' + encodeURIComponent(id); }, first.module);
+      await ph.waitForFunction(() => /first non-finite/.test(document.getElementById('arch-tree').textContent), null, { timeout: 5000 }).catch(() => {});
+      const rows = await ph.$$eval('#arch-tree .vrow', (rs) => rs.map((r) => ({ t: r.textContent, dot: (r.querySelector('.dot') || {}).className || '' })));
+      const flagged = rows.filter((r) => /first non-finite/.test(r.t));
+      check(flagged.length === 1 && /model\.layers\.2\.mlp$/.test(flagged[0].t) && /NaN\/Inf @1/.test(flagged[0].t) && /bad/.test(flagged[0].dot),
+        'exactly one row, layer 2\'s MLP, is flagged the first non-finite (red, from step 1): ' + JSON.stringify(flagged));
+      // Layer 0's MLP ran before the NaN at step 1: finite then, non-finite from step 2 (the NaN
+      // stays in the activations) and not flagged.
+      await ph.evaluate((id) => { location.hash = '#view=architecture&sel=' + encodeURIComponent(id); }, first.module.replace('layers.2.mlp', 'layers.0.mlp'));
+      await ph.waitForFunction(() => /model\.layers\.0\.mlp/.test(document.getElementById('arch-tree').textContent), null, { timeout: 5000 }).catch(() => {});
+      const mlp0 = (await ph.$$eval('#arch-tree .vrow', (rs) => rs.map((r) => r.textContent))).find((t) => /model\.layers\.0\.mlp$/.test(t));
+      check(mlp0 && /NaN\/Inf @2/.test(mlp0) && !/first non-finite/.test(mlp0), 'layer 0 MLP, before the NaN, goes non-finite a step later and is not flagged: ' + mlp0);
+      const rh = await cutCells(ph, 'architecture');
+      check(rh.cut.length === 0, 'health Architecture tree at 1280 px: no cut cell' + (rh.cut.length ? ': ' + rh.cut.slice(0, 5).join(' | ') : ''));
+      await ph.screenshot({ path: join(out, '17-health-architecture.png') });
+    }
     // Issue 18: the per-instance graph on a real unrolled model (tiny-llama under the 8B-sized
     // config: 32 decoder layers), written by `candle-graph view`.
     if (process.env.CG_BIG_HTML) {
