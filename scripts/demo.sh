@@ -51,7 +51,8 @@ echo
 instrument_demo
 echo
 echo "== profile-demo: stand-in workload (C++ matmuls/softmaxes, not a Candle run) -> $trace"
-"$demo" "$out/ir.json" "$crate/config.json" "$trace"
+echo "   with each module's output statistics every 5 steps (numeric health; docs/instrument.md)"
+"$demo" "$out/ir.json" "$crate/config.json" "$trace" 20 --stats-every 5
 evidence=()
 [[ -s "$trace" ]] && evidence=(--runtime-trace "$trace")
 echo

@@ -723,11 +723,16 @@ int run_compare(Args& args) {
     std::snprintf(buf, sizeof buf, "%+.1f%%", (ratio - 1.0) * 100.0);
     return std::string(buf);
   };
-  for (const compare::Row* r : slower)
-    std::cerr << "regression: " << compare::row_kind_name(r->kind) << " " << shown_text(r->id, 200)
-              << " is " << pct(*r->ratio) << " slower (interval " << pct(*r->ci_low) << " to "
-              << pct(*r->ci_high) << "), above --fail-on-regression " << c.fail_on_regression
-              << "%\n";
+  for (const compare::Row* r : slower) {
+    std::cerr << "regression: " << compare::row_kind_name(r->kind) << " " << shown_text(r->id, 200);
+    if (r->verdict == compare::Verdict::became_non_finite)
+      std::cerr << " holds NaN/Inf in " << r->candidate->non_finite_samples
+                << " candidate samples and in none of the base's\n";
+    else
+      std::cerr << " is " << pct(*r->ratio) << " slower (interval " << pct(*r->ci_low) << " to "
+                << pct(*r->ci_high) << "), above --fail-on-regression " << c.fail_on_regression
+                << "%\n";
+  }
   return slower.empty() ? kExitOk : kExitGate;
 }
 

@@ -177,6 +177,34 @@ struct Series {
   }
 };
 
+// A statistic of one key in one run: per step its largest finite value (a module called several
+// times a step, several layers' gradients … each step is one unit), and the samples that held a
+// NaN or Inf.
+struct StatSeries {
+  struct Obs {
+    std::uint64_t step = 0;
+    double value = 0;
+  };
+  std::vector<Obs> obs;
+  std::uint64_t non_finite = 0;
+  void add(std::uint64_t step, std::optional<double> value, bool non_finite_sample) {
+    if (non_finite_sample) ++non_finite;
+    if (value) obs.push_back({step, *value});
+  }
+  std::vector<double> per_step() {
+    std::stable_sort(obs.begin(), obs.end(),
+                     [](const Obs& a, const Obs& b) { return a.step < b.step; });
+    std::vector<double> out;
+    for (std::size_t i = 0; i < obs.size(); ++i) {
+      double v = obs[i].value;
+      while (i + 1 < obs.size() && obs[i + 1].step == obs[i].step)
+        v = std::max(v, obs[++i].value);
+      out.push_back(v);
+    }
+    return out;
+  }
+};
+
 using Key = std::pair<RowKind, std::string>;
 
 struct KeyHash {
@@ -202,6 +230,19 @@ class CompareSink : public runtime::RecordSink {
   void module_scope(const runtime::ModuleScopeRecord& r) override {
     at(RowKind::module, r.path).add(r.step, r.duration_ns);
   }
+  // A module output's RMS, or a gradient's norm (rms · √finite elements), by path and index.
+  std::unordered_map<Key, StatSeries, KeyHash> stat_series;
+  void stats(const runtime::StatsRecord& r) override {
+    const bool grad = r.of == runtime::StatsOf::grad;
+    std::string id(r.path);
+    if (r.index != 0) id += "#" + std::to_string(r.index);
+    std::optional<double> value;
+    if (r.finite)
+      value = grad ? r.finite->rms * std::sqrt(static_cast<double>(r.elements - r.non_finite()))
+                   : r.finite->rms;
+    stat_series[{grad ? RowKind::grad_norm : RowKind::rms, std::move(id)}].add(r.step, value,
+                                                                               r.non_finite() > 0);
+  }
 
  private:
   Series& at(RowKind kind, std::string_view id) {
@@ -221,6 +262,7 @@ class CompareSink : public runtime::RecordSink {
 struct LoadedRun {
   RunInfo info;
   std::unordered_map<Key, Series, KeyHash> series;
+  std::unordered_map<Key, StatSeries, KeyHash> stat_series;
 };
 
 LoadedRun load(const std::filesystem::path& path, const Options& options) {
@@ -243,10 +285,12 @@ LoadedRun load(const std::filesystem::path& path, const Options& options) {
   run.info.phase = t.meta.phase;
   run.info.operations = t.operations;
   run.info.modules = t.modules;
+  run.info.stats = t.stats;
   run.info.untimed_operations = sink->untimed;
   run.info.skipped_lines = t.skipped_lines;
   run.info.truncated = t.truncated;
   run.series = std::move(sink->series);
+  run.stat_series = std::move(sink->stat_series);
   return run;
 }
 
@@ -291,10 +335,22 @@ struct Side {
 std::optional<Side> side_of(const Key& key, std::vector<LoadedRun>& runs) {
   Side side;
   for (auto& run : runs) {
-    auto it = run.series.find(key);
-    if (it == run.series.end()) continue;
-    std::vector<double> steps = it->second.per_step();
-    if (side.op.empty()) side.op = it->second.op;
+    std::vector<double> steps;
+    if (is_stats(key.first)) {
+      auto it = run.stat_series.find(key);
+      if (it == run.stat_series.end()) continue;
+      steps = it->second.per_step();
+      side.figures.non_finite_samples += it->second.non_finite;
+      if (steps.empty()) {  // every sample non-finite: present, with nothing to compare
+        ++side.figures.runs;
+        continue;
+      }
+    } else {
+      auto it = run.series.find(key);
+      if (it == run.series.end()) continue;
+      steps = it->second.per_step();
+      if (side.op.empty()) side.op = it->second.op;
+    }
     ++side.figures.runs;
     side.figures.observations += steps.size();
     if (runs.size() == 1) {
@@ -307,11 +363,12 @@ std::optional<Side> side_of(const Key& key, std::vector<LoadedRun>& runs) {
   if (side.figures.runs == 0) return std::nullopt;
   std::sort(side.units.begin(), side.units.end());
   side.figures.units = side.units.size();
-  side.figures.median_ns = median_of_sorted(side.units);
+  if (!side.units.empty()) side.figures.median_ns = median_of_sorted(side.units);
   return side;
 }
 
 double sort_weight(const Row& r) {
+  if (r.verdict == Verdict::became_non_finite) return HUGE_VAL;
   if (!r.ratio) return 0;
   const double l = std::log(*r.ratio);
   return std::isfinite(l) ? std::fabs(l) : HUGE_VAL;
@@ -333,12 +390,28 @@ const char* verdict_name(Verdict v) {
       return "only_in_base";
     case Verdict::only_in_candidate:
       return "only_in_candidate";
+    case Verdict::higher:
+      return "higher";
+    case Verdict::lower:
+      return "lower";
+    case Verdict::became_non_finite:
+      return "became_non_finite";
   }
   return "no_change";
 }
 
 const char* row_kind_name(RowKind k) {
-  return k == RowKind::module ? "module" : "operation";
+  switch (k) {
+    case RowKind::module:
+      return "module";
+    case RowKind::operation:
+      return "operation";
+    case RowKind::rms:
+      return "rms";
+    case RowKind::grad_norm:
+      return "grad_norm";
+  }
+  return "module";
 }
 
 void compare_values(const std::vector<double>& base_in, const std::vector<double>& candidate_in,
@@ -428,6 +501,18 @@ Report compare_traces(const std::vector<std::filesystem::path>& base,
   for (const auto& r : candidate_runs)
     for (const auto& [k, s] : r.series)
       keys.emplace(k, true);
+  // Statistics drift only where both sides recorded statistics: one side without any is a run
+  // without --stats, not a change in every tensor.
+  auto any_stats = [](const std::vector<LoadedRun>& runs) {
+    return std::any_of(runs.begin(), runs.end(),
+                       [](const LoadedRun& r) { return !r.stat_series.empty(); });
+  };
+  if (any_stats(base_runs) && any_stats(candidate_runs)) {
+    for (const auto* side : {&base_runs, &candidate_runs})
+      for (const auto& r : *side)
+        for (const auto& [k, s] : r.stat_series)
+          keys.emplace(k, true);
+  }
 
   for (const auto& [key, unused] : keys) {
     Row row;
@@ -438,11 +523,22 @@ Report compare_traces(const std::vector<std::filesystem::path>& base,
     row.op = b ? b->op : c->op;
     if (b) row.base = b->figures;
     if (c) row.candidate = c->figures;
-    if (b && c) {
+    if (b && c && is_stats(key.first) && (b->units.empty() || c->units.empty())) {
+      // A side whose every sample was non-finite has no figure to compare.
+      row.verdict = c->figures.non_finite_samples > 0 && b->figures.non_finite_samples == 0
+                        ? Verdict::became_non_finite
+                        : Verdict::too_few_samples;
+    } else if (b && c) {
       // The row's random stream depends on its kind and id only, so adding a row elsewhere
       // changes no other row's interval.
       const std::uint64_t salt = fnv1a(key.second, fnv1a(row_kind_name(key.first)));
       compare_values(b->units, c->units, options, salt, row);
+      if (is_stats(key.first)) {
+        if (row.verdict == Verdict::slower) row.verdict = Verdict::higher;
+        if (row.verdict == Verdict::faster) row.verdict = Verdict::lower;
+        if (c->figures.non_finite_samples > 0 && b->figures.non_finite_samples == 0)
+          row.verdict = Verdict::became_non_finite;
+      }
     } else {
       row.verdict = b ? Verdict::only_in_base : Verdict::only_in_candidate;
     }
@@ -459,7 +555,9 @@ Report compare_traces(const std::vector<std::filesystem::path>& base,
 std::vector<const Row*> regressions(const Report& report, double pct) {
   std::vector<const Row*> out;
   for (const auto& r : report.rows)
-    if (r.verdict == Verdict::slower && r.change_pct() > pct) out.push_back(&r);
+    if ((r.verdict == Verdict::slower && r.change_pct() > pct) ||
+        r.verdict == Verdict::became_non_finite)
+      out.push_back(&r);
   return out;
 }
 

@@ -2,7 +2,10 @@
 // `candle-graph compare`: two groups of traces (base, candidate), compared per module instance path
 // (runtime/4 `module` records) and per operation static id (`operation` records). Each row holds
 // the median per-step time on each side, the ratio candidate / base with a bootstrap confidence
-// interval, and a verdict (docs/compare.md says what the numbers mean and why).
+// interval, and a verdict (docs/compare.md says what the numbers mean and why). Where both sides
+// recorded tensor statistics (`stats` records), their drift gets rows of its own: a module
+// output's RMS and a gradient's norm, compared the same way, and a tensor that holds NaN/Inf in
+// the candidate but never did in the base is its own verdict.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -26,24 +29,34 @@ struct Options {
   bool allow_mismatch = false;  // compare traces of different models or analyses anyway
 };
 
-enum class RowKind : std::uint8_t { module, operation };
+enum class RowKind : std::uint8_t { module, operation, rms, grad_norm };
 enum class Verdict : std::uint8_t {
   slower,
   faster,
   no_change,
   too_few_samples,
   only_in_base,
-  only_in_candidate
+  only_in_candidate,
+  higher,             // statistics rows: the candidate's figure is higher
+  lower,              // … lower
+  became_non_finite,  // … holds NaN/Inf in the candidate, never in the base
 };
+inline constexpr int kVerdicts = 9;
 const char* verdict_name(Verdict v);   // "slower", "no_change", "only_in_base", …
-const char* row_kind_name(RowKind k);  // "module", "operation"
+const char* row_kind_name(RowKind k);  // "module", "operation", "rms", "grad_norm"
+inline bool is_stats(RowKind k) {
+  return k == RowKind::rms || k == RowKind::grad_norm;
+}
 
 // One side of a row.
 struct SideFigures {
-  double median_ns = 0;            // the side's estimate (docs/compare.md: median of steps or runs)
-  std::uint64_t units = 0;         // values the bootstrap resamples (steps, or runs)
-  std::uint64_t observations = 0;  // per-step sums over every run of the side
-  std::uint64_t runs = 0;          // runs (files) of the side in which the row appears
+  // The side's estimate (docs/compare.md: median of steps or runs): ns for time rows, the
+  // statistic itself for `rms` and `grad_norm` rows (over the samples with a finite value).
+  double median_ns = 0;
+  std::uint64_t non_finite_samples = 0;  // statistics rows: samples holding a NaN or Inf
+  std::uint64_t units = 0;               // values the bootstrap resamples (steps, or runs)
+  std::uint64_t observations = 0;        // per-step sums over every run of the side
+  std::uint64_t runs = 0;                // runs (files) of the side in which the row appears
 };
 
 struct Row {
@@ -64,7 +77,7 @@ struct RunInfo {
   std::string schema;  // "candle-graph/runtime/4", …
   std::string entrypoint;
   std::optional<std::string> analysis_id, phase;
-  std::uint64_t operations = 0, modules = 0;
+  std::uint64_t operations = 0, modules = 0, stats = 0;
   std::uint64_t untimed_operations = 0;  // operation records without duration_ns or static_id
   std::uint64_t skipped_lines = 0;       // --lenient
   bool truncated = false;                // --lenient: no `end` record
@@ -94,7 +107,8 @@ Report compare_traces(const std::vector<std::filesystem::path>& base,
 void compare_values(const std::vector<double>& base, const std::vector<double>& candidate,
                     const Options& options, std::uint64_t salt, Row& row);
 
-// The rows "slower" by more than `pct` percent (--fail-on-regression).
+// The rows "slower" by more than `pct` percent, and every row that became non-finite
+// (--fail-on-regression).
 std::vector<const Row*> regressions(const Report& report, double pct);
 
 // Renderings. `limit` bounds the rows listed (0 = all); every format says how many were left out.

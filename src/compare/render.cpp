@@ -51,12 +51,34 @@ std::string verdict_text(Verdict v) {
       return "only in base";
     case Verdict::only_in_candidate:
       return "only in candidate";
+    case Verdict::higher:
+      return "higher";
+    case Verdict::lower:
+      return "lower";
+    case Verdict::became_non_finite:
+      return "became non-finite";
   }
   return "no change";
 }
 
-std::string side_median(const std::optional<SideFigures>& s) {
-  return s ? duration(s->median_ns) : "-";
+std::string general(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// Time rows: a duration; statistics rows: the figure, and how many samples held NaN/Inf.
+std::string side_median(const Row& row, const std::optional<SideFigures>& s) {
+  if (!s) return "-";
+  if (!is_stats(row.kind)) return duration(s->median_ns);
+  std::string out = s->units ? general(s->median_ns) : "?";
+  if (s->non_finite_samples) out += " (" + std::to_string(s->non_finite_samples) + " NaN/Inf)";
+  return out;
+}
+
+bool changed(Verdict v) {
+  return v == Verdict::slower || v == Verdict::faster || v == Verdict::higher ||
+         v == Verdict::lower || v == Verdict::became_non_finite;
 }
 
 const char* unit_of(const std::vector<RunInfo>& runs) {
@@ -64,14 +86,17 @@ const char* unit_of(const std::vector<RunInfo>& runs) {
 }
 
 struct Counts {
-  std::size_t by[6] = {};
+  std::size_t by[kVerdicts] = {};
   std::size_t listed = 0, left_out = 0;
+  std::size_t stats_rows = 0;
 };
 
 Counts counts(const Report& r, std::size_t limit) {
   Counts c;
-  for (const auto& row : r.rows)
+  for (const auto& row : r.rows) {
     ++c.by[static_cast<int>(row.verdict)];
+    if (is_stats(row.kind)) ++c.stats_rows;
+  }
   c.listed = limit == 0 ? r.rows.size() : std::min(limit, r.rows.size());
   c.left_out = r.rows.size() - c.listed;
   return c;
@@ -122,6 +147,9 @@ std::string summary_line(const Counts& c, std::size_t rows) {
                   std::to_string(c.by[1]) + " faster, " + std::to_string(c.by[2]) + " no change, " +
                   std::to_string(c.by[3]) + " too few samples, " + std::to_string(c.by[4]) +
                   " only in base, " + std::to_string(c.by[5]) + " only in candidate";
+  if (c.stats_rows > 0)
+    s += "; statistics: " + std::to_string(c.by[6]) + " higher, " + std::to_string(c.by[7]) +
+         " lower, " + std::to_string(c.by[8]) + " became non-finite";
   if (c.left_out > 0)
     s += "; " + std::to_string(c.left_out) + " more left out (--limit 0 lists all)";
   return s;
@@ -144,18 +172,23 @@ std::string md_escape(std::string_view text) {
   return out;
 }
 
-void write_side(JsonWriter& w, const char* name, const std::optional<SideFigures>& s) {
+void write_side(JsonWriter& w, const char* name, const Row& row,
+                const std::optional<SideFigures>& s) {
   w.key(name);
   if (!s) {
     w.null();
     return;
   }
-  w.begin_object()
-      .field("median_ns", s->median_ns)
-      .field("units", s->units)
-      .field("observations", s->observations)
-      .field("runs", s->runs)
-      .end_object();
+  w.begin_object();
+  if (!is_stats(row.kind)) {
+    w.field("median_ns", s->median_ns);
+  } else {
+    w.key("median");
+    s->units ? w.value(s->median_ns) : w.null();
+  }
+  w.field("units", s->units).field("observations", s->observations).field("runs", s->runs);
+  if (is_stats(row.kind)) w.field("non_finite_samples", s->non_finite_samples);
+  w.end_object();
 }
 
 void write_optional(JsonWriter& w, const char* name, std::optional<double> v) {
@@ -175,7 +208,7 @@ void write_runs(JsonWriter& w, const char* name, const std::vector<RunInfo>& run
     run.analysis_id ? w.value(*run.analysis_id) : w.null();
     w.key("phase");
     run.phase ? w.value(*run.phase) : w.null();
-    w.field("operations", run.operations).field("modules", run.modules);
+    w.field("operations", run.operations).field("modules", run.modules).field("stats", run.stats);
     w.field("untimed_operations", run.untimed_operations);
     w.field("skipped_lines", run.skipped_lines).field("truncated", run.truncated);
     w.end_object();
@@ -201,7 +234,7 @@ std::string render_text(const Report& r, std::size_t limit) {
   for (std::size_t i = 0; i < c.listed; ++i) {
     const Row& row = r.rows[i];
     out += pad(row_kind_name(row.kind), 10) + pad(shown_text(row.id, 80), id_width + 2) +
-           pad(side_median(row.base), 13) + pad(side_median(row.candidate), 13) +
+           pad(side_median(row, row.base), 13) + pad(side_median(row, row.candidate), 13) +
            pad(percent(row.ratio), 9) + pad(interval(row), 20) + verdict_text(row.verdict) + "\n";
   }
   out += "\n" + summary_line(c, r.rows.size()) + "\n";
@@ -221,11 +254,11 @@ std::string render_markdown(const Report& r, std::size_t limit) {
   out += "| --- | --- | --- | ---: | ---: | ---: | --- |\n";
   for (std::size_t i = 0; i < c.listed; ++i) {
     const Row& row = r.rows[i];
-    const bool changed = row.verdict == Verdict::slower || row.verdict == Verdict::faster;
     const std::string v = verdict_text(row.verdict);
-    out += "| " + (changed ? "**" + v + "**" : v) + " | " + row_kind_name(row.kind) + " | " +
-           md_escape(row.id) + " | " + side_median(row.base) + " | " + side_median(row.candidate) +
-           " | " + percent(row.ratio) + " | " + interval(row) + " |\n";
+    out += "| " + (changed(row.verdict) ? "**" + v + "**" : v) + " | " + row_kind_name(row.kind) +
+           " | " + md_escape(row.id) + " | " + side_median(row, row.base) + " | " +
+           side_median(row, row.candidate) + " | " + percent(row.ratio) + " | " + interval(row) +
+           " |\n";
   }
   out += "\n" + summary_line(c, r.rows.size()) + "\n";
   return out;
@@ -236,7 +269,9 @@ std::string render_json(const Report& r, std::size_t limit) {
   JsonWriter w(2);
   w.begin_object().field("schema", "candle-graph/compare/1");
   w.key("settings").begin_object();
-  w.field("statistic", "median per-step time; ratio = candidate / base");
+  w.field("statistic",
+          "median per-step time (rms, grad_norm rows: the per-step largest value); ratio = "
+          "candidate / base");
   w.field("confidence", r.options.confidence).field("resamples", r.options.resamples);
   w.field("seed", r.options.seed).field("min_change_pct", r.options.min_change_pct);
   w.field("min_units", static_cast<std::uint64_t>(kMinUnits));
@@ -256,7 +291,7 @@ std::string render_json(const Report& r, std::size_t limit) {
   w.end_array();
   w.key("counts").begin_object();
   w.field("rows", static_cast<std::uint64_t>(r.rows.size()));
-  for (int v = 0; v < 6; ++v)
+  for (int v = 0; v < kVerdicts; ++v)
     w.field(verdict_name(static_cast<Verdict>(v)), static_cast<std::uint64_t>(c.by[v]));
   w.field("listed", static_cast<std::uint64_t>(c.listed));
   w.field("left_out", static_cast<std::uint64_t>(c.left_out));
@@ -268,8 +303,8 @@ std::string render_json(const Report& r, std::size_t limit) {
     w.key("op");
     row.kind == RowKind::operation ? w.value(row.op) : w.null();
     w.field("verdict", verdict_name(row.verdict));
-    write_side(w, "base", row.base);
-    write_side(w, "candidate", row.candidate);
+    write_side(w, "base", row, row.base);
+    write_side(w, "candidate", row, row.candidate);
     write_optional(w, "ratio", row.ratio);
     write_optional(w, "ci_low", row.ci_low);
     write_optional(w, "ci_high", row.ci_high);

@@ -391,3 +391,74 @@ TEST(CompareReport, TextIsSortedBySizeOfChange) {
 }
 
 }  // namespace
+
+namespace {
+
+// Statistics drift: a module whose output RMS is 50% higher in the candidate is "higher" with the
+// interval holding 1.5; one unchanged is "no change"; a tensor that holds a NaN on a few candidate
+// steps and never in the base "became non-finite", comes first and fails --fail-on-regression
+// whatever the threshold. Traces without statistics on one side give no statistics rows.
+TEST(CompareStats, DriftOfOutputRmsAndANewNaNAreFound) {
+  SyntheticSpec base;
+  base.seed = 11;
+  base.modules = {{"model.layers.0.mlp", 1000}};
+  base.rms = {{"model.layers.0.mlp", 1.0}, {"model.norm", 2.0}, {"lm_head", 4.0}};
+  SyntheticSpec cand = base;
+  cand.seed = 12;
+  cand.rms["model.layers.0.mlp"] = 1.5;
+  cand.nan_steps["lm_head"] = {40, 41, 90};
+  const auto b = written("cmp-stats-base.jsonl", base);
+  const auto c = written("cmp-stats-cand.jsonl", cand);
+  const Report r = cg::compare::compare_traces({b}, {c}, Options{});
+  const Row* mlp = nullptr;
+  for (const auto& row : r.rows)
+    if (row.kind == cg::compare::RowKind::rms && row.id == "model.layers.0.mlp") mlp = &row;
+  ASSERT_NE(mlp, nullptr);
+  EXPECT_EQ(mlp->verdict, Verdict::higher);
+  ASSERT_TRUE(mlp->ci_low && mlp->ci_high);
+  EXPECT_LT(*mlp->ci_low, 1.5);
+  EXPECT_GT(*mlp->ci_high, 1.5);
+  const Row* norm = find_row(r, "model.norm");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->verdict, Verdict::no_change);
+  const Row* head = find_row(r, "lm_head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->verdict, Verdict::became_non_finite);
+  EXPECT_EQ(head->candidate->non_finite_samples, 3u);
+  EXPECT_EQ(head->base->non_finite_samples, 0u);
+  EXPECT_EQ(&r.rows.front(), head);  // listed first
+  // --fail-on-regression: the NaN row whatever the threshold; the time row is unchanged.
+  const auto reg = cg::compare::regressions(r, 1000.0);
+  ASSERT_EQ(reg.size(), 1u);
+  EXPECT_EQ(reg.front(), head);
+  // Rendered: the text names the verdict and the NaN count, JSON the statistic's median.
+  const std::string text = cg::compare::render_text(r, 0);
+  EXPECT_NE(text.find("became non-finite"), std::string::npos) << text;
+  EXPECT_NE(text.find("(3 NaN/Inf)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 higher, 0 lower, 1 became non-finite"), std::string::npos) << text;
+  const std::string json = cg::compare::render_json(r, 0);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(json);
+  bool seen = false;
+  for (simdjson::dom::element row : doc["rows"].get_array()) {
+    if (std::string_view(row["id"].get_string().value()) != "model.layers.0.mlp" ||
+        std::string_view(row["kind"].get_string().value()) != "rms")
+      continue;
+    seen = true;
+    EXPECT_EQ(std::string_view(row["verdict"].get_string().value()), "higher");
+    EXPECT_NEAR(row["candidate"]["median"].get_double().value() /
+                    row["base"]["median"].get_double().value(),
+                1.5, 0.1);
+  }
+  EXPECT_TRUE(seen);
+
+  // A base run without statistics (the program ran without --stats): no statistics rows at all.
+  SyntheticSpec plain = base;
+  plain.rms.clear();
+  const auto p = written("cmp-stats-plain.jsonl", plain);
+  const Report none = cg::compare::compare_traces({p}, {c}, Options{});
+  for (const auto& row : none.rows)
+    EXPECT_FALSE(cg::compare::is_stats(row.kind)) << row.id;
+}
+
+}  // namespace

@@ -203,3 +203,14 @@ if [(r["path"], r["reason"]) for r in nf] != [("model.layers.0.mlp.up_proj.weigh
 if stats("off"): fail("no schedule set, yet stats were recorded")
 print(f"ok: {len(outputs)} output records over {len(want)} paths, {len(grads)} gradients, host values matched")
 PY
+
+# The trace the real Rust crate wrote, read back by candle-graph: nothing refused, every output
+# finite, the NaN gradient and the parameters without a gradient named by their findings.
+"$cg" check "$model" --runtime-trace "$work/every.jsonl" -o "$work/every.ir.json" 2>"$work/check.err" \
+  || fail "check --runtime-trace on the Rust-written trace exited $?: $(grep -v '^ *=' "$work/check.err" | head -20)"
+grep -q 'runtime-non-finite-gradient' "$work/check.err" && grep -q 'model.layers.0.mlp.up_proj.weight' "$work/check.err" \
+  || fail "no runtime-non-finite-gradient naming up_proj: $(grep -i gradient "$work/check.err" | head)"
+grep -q 'runtime-dead-gradient' "$work/check.err" || fail "no runtime-dead-gradient for the parameters the store lacks"
+q="$("$cg" query first-non-finite --path "$model" --runtime-trace "$work/every.jsonl")"
+grep -q '"found": false' <<<"$q" || fail "query first-non-finite on finite outputs: $q"
+echo "ok: candle-graph reads the Rust-written trace: outputs finite, the NaN gradient and the dead ones named"
