@@ -52,6 +52,14 @@ else
   echo "bench: cargo not found; the Rust crate's rows are missing" >&2
 fi
 
+# instrument --stats on the CPU stand-in (needs cargo): statistics per call against the module's
+# own time, and the run with statistics compiled in but never due against the plain build.
+if command -v cargo >/dev/null 2>&1 && [ -x "$build/candle-graph" ]; then
+  echo "bench: running stats_overhead.sh…" >&2
+  bash "$here/bench/stats_overhead.sh" "$build/candle-graph" 200 | while IFS= read -r line; do
+    case "$line" in ROW\|*) echo "${line#ROW|}" >> "$rows" ;; *) echo "$line" >&2 ;; esac
+  done
+fi
 printf '\n%-44s %14s %14s %9s %12s %s\n' figure ours baseline ratio target met
 printf '%-44s %14s %14s %9s %12s %s\n' "$(printf -- '-%.0s' {1..44})" -------------- -------------- --------- ------------ ---
 while IFS='|' read -r fig ours base ratio target met; do

@@ -90,4 +90,11 @@ for kind in sorted(per_kind):
 mp, mo, mn = (statistics.median(x) / 1e6 for x in (plain, off, on))
 print(f"run wall ms (median of 3): no feature {mp:.1f}; candle-graph-stats with scopes timing, never due {mo:.1f} "
       f"(ratio {mo / mp:.3f}); EVERY=1 {mn:.1f} (ratio {mn / mp:.2f})")
+# Rows for bench/run.sh (ROW|figure|ours|baseline|ratio|target|met): the statistics of a 16x64
+# output against the 64x64 projection that made it, and the run with statistics compiled in but
+# never due against the plain build.
+if "q_proj" in per_kind:
+    s, m = (statistics.median(x) / 1000 for x in per_kind["q_proj"])
+    print(f"ROW|stats per call vs its q_proj (stand-in)|{s:.1f} us|{m:.1f} us|{s / m:.2f}|<= 1|{'yes' if s <= m else 'no'}")
+print(f"ROW|run, stats compiled in never due|{mo:.1f} ms|{mp:.1f} ms|{mo / mp:.3f}|<= 1.10|{'yes' if mo <= 1.10 * mp else 'no'}")
 PY
