@@ -1212,8 +1212,8 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
     const std::string record =
         stats ? " " + stats_record_call(kScopeName, "&" + std::string(kFieldName), "\"\"") : "";
     if (std::string(ts_node_type(cb)) == "block") {
-      edits[f.file].push_back({ts_node_start_byte(cb) + 1,
-                               " " + scope + (stats ? " let cg_out = (|| {" : "")});
+      edits[f.file].push_back(
+          {ts_node_start_byte(cb) + 1, " " + scope + (stats ? " let cg_out = (|| {" : "")});
       if (stats) late[f.file].push_back({ts_node_end_byte(cb) - 1, "})();" + record + " cg_out "});
     } else {
       edits[f.file].push_back(

@@ -71,12 +71,14 @@ inline std::string synthetic_trace(const SyntheticSpec& spec) {
       auto it = spec.nan_steps.find(path);
       const bool nan = it != spec.nan_steps.end() && it->second.count(s) > 0;
       char nums[160];
-      std::snprintf(nums, sizeof nums, R"("min":%.17g,"max":%.17g,"mean":0,"rms":%.17g,"abs_max":%.17g)",
-                    -3 * r, 3 * r, r, 3 * r);
+      std::snprintf(nums, sizeof nums,
+                    R"("min":%.17g,"max":%.17g,"mean":0,"rms":%.17g,"abs_max":%.17g)", -3 * r,
+                    3 * r, r, 3 * r);
       out += R"({"kind":"stats","event_id":")" + spec.phase + "-stats-" + step + "-" +
              std::to_string(++counter) + R"(","path":")" + path +
              R"(","of":"output","reason":"sampled","step":)" + step + R"(,"at_ns":)" +
-             std::to_string(t) + R"(,"thread":0,"dtype":"f32","shape":[100],"elements":100,"nan":)" +
+             std::to_string(t) +
+             R"(,"thread":0,"dtype":"f32","shape":[100],"elements":100,"nan":)" +
              (nan ? "1" : "0") + R"(,"pos_inf":0,"neg_inf":0,"zeros":0,)" + nums + "}\n";
       ++t;
       ++stats;

@@ -795,9 +795,8 @@ TEST(Manifest, DependencySourceFlag) {
 
 TEST(Manifest, StatsDeclaresItsFeatureOnTopOfTheProfilersOnce) {
   const std::string text = "[package]\nname = \"m\"\n\n[features]\ndefault = []\n";
-  const std::string out =
-      apply_insertions(text, manifest_insertions(text, "Cargo.toml", "version = \"0.3\"", true)
-                                 .insertions);
+  const std::string out = apply_insertions(
+      text, manifest_insertions(text, "Cargo.toml", "version = \"0.3\"", true).insertions);
   EXPECT_THAT(out, HasSubstr("default = []\ncandle-graph-profile = [\"dep:candle-graph-profile\"]\n"
                              "candle-graph-stats = [\"candle-graph-profile\"]\n"));
   // A second run on the instrumented manifest adds neither feature and says so.
