@@ -1609,6 +1609,13 @@
         shared_weights: m.shared_weights ? 'yes: counted once' : null }));
       return true;
     }
+    // The module's recorded output statistics (runtime/4 `stats`), worst over its samples.
+    function healthSection(id) {
+      var h = modHealth[id]; if (!h) return;
+      body.appendChild(el('h3', null, 'Numeric health'));
+      body.appendChild(dl({ samples: fmtInt(h.samples), abs_max: fmtNum(h.abs_max), rms: fmtNum(h.rms), non_finite_values: fmtInt(h.non_finite),
+        first_non_finite_step: h.first, first_in_run: firstNF && firstNF.module === id ? 'yes: the first module whose output went non-finite (step ' + firstNF.step + ')' : null }));
+    }
     var fr = kind === 'group' && G && G.frames && G.frames[o.path];
     if (kind === 'group') {
       partition(o); body.appendChild(dl({ path: o.path, operations: o.nOps, child_groups: o.kids.length, direct_ops: o.ops.length, total_time: o.ns ? fmtNs(o.ns) : null }));
@@ -1617,10 +1624,10 @@
       if (fr) { var c = fr.call, ci = { instance: fr.path || '(root)', template: c.path || '(root)', method: c.method, function: c.function ? (byId.get(c.function) || {}).name || c.function : 'candle-nn layer', instance_of: fr.n > 1 ? (fr.k + ' of ' + fr.n) : null, repeat: c.repeat || null };
         if (!hasFig) { ci.output_shape = c.shape != null ? shapeStr(c.shape) : '?'; ci.mult_adds = c.mult_adds || null; }
         ci.output_dtype = c.dtype || null; body.appendChild(el('h3', null, 'Instance call')); body.appendChild(dl(ci)); }
-      if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'].concat(FIG_FIELDS))); } }
+      if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'].concat(FIG_FIELDS))); healthSection(m.id); } }
     else if (kind === 'family') body.appendChild(dl({ prefix: o.prefix, type: o.type, instances: o.count, parameters: fmtInt(o._n) + (o._unk ? ' + unknown' : ''), members: o.members.map(function (x) { return x.prefix || x.id; }).join(', ') }));
     else if (kind === 'operation' && o.static) { var so = byId.get(o.static), mo = {}; Object.keys(so).forEach(function (k) { mo[k] = so[k]; }); mo.id = o.id; mo.static_id = o.static; mo.instance = o.instance || '(root)'; mo.module = o.module; body.appendChild(dl(mo, ['source', 'timing'])); if (o.timing) body.appendChild(el('p', 'muted', 'Timing keyed by the static id: the sum over every instance of this call site.')); }
-    else if (kind === 'module') { figures(o); body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(o, ['source', 'timing'].concat(FIG_FIELDS))); }
+    else if (kind === 'module') { figures(o); body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(o, ['source', 'timing'].concat(FIG_FIELDS))); healthSection(o.id); }
     else body.appendChild(dl(o, ['source', 'timing']));
     if (o.timing) { body.appendChild(el('h3', null, 'Timing')); var t = o.timing, tt = {}; Object.keys(t).forEach(function (k) { tt[k] = /_ns$/.test(k) ? fmtNs(t[k]) : t[k]; }); body.appendChild(dl(tt)); }
     if (kind === 'module' || kind === 'parameter' || (kind === 'component' && o._n != null)) body.appendChild(el('p', 'muted', '#params: ' + fmtInt(kind === 'parameter' ? numel(o) : o._n) + (TOTAL ? ' (' + (100 * (kind === 'parameter' ? numel(o) || 0 : o._n) / TOTAL).toFixed(2) + '% of total)' : '')));

@@ -408,6 +408,10 @@ async function main() {
       const flagged = rows.filter((r) => /first non-finite/.test(r.t));
       check(flagged.length === 1 && /model\.layers\.2\.mlp$/.test(flagged[0].t) && /NaN\/Inf @1/.test(flagged[0].t) && /bad/.test(flagged[0].dot),
         'exactly one row, layer 2\'s MLP, is flagged the first non-finite (red, from step 1): ' + JSON.stringify(flagged));
+      // The inspector of the selected module (layer 2's MLP) says so too.
+      const insp = await ph.textContent('#insp-body');
+      check(/Numeric health/.test(insp) && /first_non_finite_step\s*1/.test(insp) && /the first module whose output went non-finite/.test(insp),
+        'the inspector shows the module\'s numeric health: ' + insp.slice(insp.indexOf('Numeric health'), insp.indexOf('Numeric health') + 200));
       // Layer 0's MLP ran before the NaN at step 1: finite then, non-finite from step 2 (the NaN
       // stays in the activations) and not flagged.
       await ph.evaluate((id) => { location.hash = '#view=architecture&sel=' + encodeURIComponent(id); }, first.module.replace('layers.2.mlp', 'layers.0.mlp'));
