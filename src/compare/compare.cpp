@@ -1,13 +1,10 @@
 #include "compare/compare.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <map>
 #include <memory>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -15,6 +12,7 @@
 #include "runtime/reader.hpp"
 #include "runtime/records.hpp"
 #include "util/error.hpp"
+#include "util/parallel.hpp"
 
 namespace cg::compare {
 
@@ -460,27 +458,8 @@ Report compare_traces(const std::vector<std::filesystem::path>& base,
   std::vector<std::filesystem::path> paths = base;
   paths.insert(paths.end(), candidate.begin(), candidate.end());
   std::vector<LoadedRun> loaded(paths.size());
-  std::vector<std::exception_ptr> errors(paths.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < paths.size(); i = next++) {
-      try {
-        loaded[i] = load(paths[i], options);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  const std::size_t workers =
-      std::min<std::size_t>(paths.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (std::size_t i = 1; i < workers; ++i)
-    threads.emplace_back(work);
-  work();
-  for (auto& t : threads)
-    t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  for_each_index_in_parallel(paths.size(),
+                             [&](std::size_t i) { loaded[i] = load(paths[i], options); });
   std::vector<LoadedRun> candidate_runs(
       std::make_move_iterator(loaded.begin() + static_cast<std::ptrdiff_t>(base.size())),
       std::make_move_iterator(loaded.end()));

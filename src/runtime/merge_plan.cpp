@@ -1,10 +1,9 @@
 #include "runtime/merge_plan.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <exception>
-#include <thread>
+
+#include "util/parallel.hpp"
 
 namespace cg::runtime {
 namespace {
@@ -68,28 +67,8 @@ LoadedTrace read_one(const std::filesystem::path& path, const ReadOptions& optio
 std::vector<LoadedTrace> read_traces(const std::vector<std::filesystem::path>& paths,
                                      const ReadOptions& options) {
   std::vector<LoadedTrace> out(paths.size());
-  std::vector<std::exception_ptr> errors(paths.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < paths.size(); i = next++) {
-      try {
-        out[i] = read_one(paths[i], options);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  const std::size_t workers =
-      std::min<std::size_t>(paths.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (std::size_t i = 1; i < workers; ++i)
-    threads.emplace_back(work);
-  work();
-  for (auto& t : threads)
-    t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  for_each_index_in_parallel(paths.size(),
+                             [&](std::size_t i) { out[i] = read_one(paths[i], options); });
   return out;
 }
 
