@@ -205,6 +205,38 @@ viewer::ModuleFiguresById viewer_figures(const Analysis& a, const std::string& c
   return out;
 }
 
+// `memory`'s report at the config's context (max_position_embeddings), batch 1, for the viewer's
+// model properties and its per-layer state; none when no report can be made (no context known,
+// several models, no forward): the page then says nothing of memory rather than guess.
+std::optional<viewer::MemoryView> viewer_memory(const Analysis& a, const std::string& config_path) {
+  if (config_path.empty()) return std::nullopt;
+  query::MemoryReport r;
+  try {
+    r = query::build_memory(a, config_path, {});
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  viewer::MemoryView m;
+  m.dtype = r.dtype;
+  m.batch = r.batch;
+  m.context = r.context;
+  m.context_source = r.context_source;
+  const std::pair<const char*, const query::MemoryFigure*> figures[] = {
+      {"weights", &r.weights},
+      {"kv_cache", &r.kv_cache},
+      {"state", &r.state},
+      {"activations", &r.activations},
+      {"inference_total", &r.inference},
+      {"training_total", &r.training}};
+  for (const auto& [name, f] : figures)
+    m.figures.push_back({name, f->bytes, query::to_string(f->bound), f->note});
+  for (const auto& s : r.states)
+    m.states.push_back({s.instance, s.place, s.source, s.instances, s.per_instance.bytes,
+                        s.total.bytes, query::to_string(s.per_instance.bound), s.shapes, s.grows});
+  m.notes = r.notes;
+  return m;
+}
+
 // The viewer page, with the checkpoint view when --checkpoint was verified.
 std::string viewer_page(const Analysis& a, const std::optional<Verified>& v,
                         const std::string& config_path) {
@@ -213,7 +245,9 @@ std::string viewer_page(const Analysis& a, const std::optional<Verified>& v,
   viewer::ViewerOptions vo;
   vo.title = a.package_id;
   const viewer::ModuleFiguresById figures = viewer_figures(a, config_path);
-  return viewer::render_viewer_html(a.ir, vo, ck ? &*ck : nullptr, &figures);
+  const std::optional<viewer::MemoryView> memory = viewer_memory(a, config_path);
+  return viewer::render_viewer_html(a.ir, vo, ck ? &*ck : nullptr, &figures,
+                                    memory ? &*memory : nullptr);
 }
 
 // ---- the commands ---------------------------------------------------------------------------

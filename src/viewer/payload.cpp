@@ -56,6 +56,46 @@ void string_list(JsonWriter& w, std::string_view key, const std::vector<std::str
   w.end_array();
 }
 
+void opt_u64(JsonWriter& w, std::string_view key, const std::optional<std::uint64_t>& v) {
+  w.key(key);
+  if (v) {
+    w.value(*v);
+  } else {
+    w.null();
+  }
+}
+
+// `memory` (docs/viewer.md): the memory report's figures and per-layer state.
+void write_memory(JsonWriter& w, const MemoryView& m) {
+  w.key("memory").begin_object();
+  w.field("dtype", m.dtype).field("batch", m.batch).field("context", m.context);
+  w.field("context_source", m.context_source);
+  w.key("figures").begin_array();
+  for (const auto& f : m.figures) {
+    w.begin_object().field("name", f.name);
+    opt_u64(w, "bytes", f.bytes);
+    w.field("bound", f.bound);
+    string_or_null(w, "note", f.note);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("states").begin_array();
+  for (const auto& s : m.states) {
+    w.begin_object().field("instance", s.instance).field("place", s.place);
+    string_or_null(w, "source", s.source);
+    opt_u64(w, "instances", s.instances);
+    opt_u64(w, "per_instance_bytes", s.per_instance_bytes);
+    opt_u64(w, "total_bytes", s.total_bytes);
+    w.field("bound", s.bound);
+    string_list(w, "shapes", s.shapes);
+    w.field("kind", s.grows ? "kv_cache" : "state");
+    w.end_object();
+  }
+  w.end_array();
+  string_list(w, "notes", m.notes);
+  w.end_object();
+}
+
 void stats(JsonWriter& w, const ir::TimingStats& s) {
   w.field("samples", s.samples)
       .field("total_ns", s.total_ns)
@@ -150,7 +190,7 @@ std::string module_name(const ir::Module& m) {
 }  // namespace
 
 PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* checkpoint,
-                                   const ModuleFiguresById* figures) {
+                                   const ModuleFiguresById* figures, const MemoryView* memory) {
   std::unordered_map<std::string_view, const ir::Function*> functions;
   for (const auto& f : ir.functions)
     functions.emplace(f.id, &f);
@@ -211,6 +251,7 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
       .field("functions", ir.coverage.functions)
       .field("checkpoint", any_checkpoint);  // the tab exists before the tree part is read
   w.end_object();
+  if (memory != nullptr) write_memory(w, *memory);
 
   w.key("components").begin_array();
   for (const auto& c : ir.components) {
@@ -544,8 +585,8 @@ PayloadParts project_payload_parts(const ir::ModelIr& ir, const CheckpointView* 
 }
 
 std::string project_payload(const ir::ModelIr& ir, const CheckpointView* checkpoint,
-                            const ModuleFiguresById* figures) {
-  PayloadParts parts = project_payload_parts(ir, checkpoint, figures);
+                            const ModuleFiguresById* figures, const MemoryView* memory) {
+  PayloadParts parts = project_payload_parts(ir, checkpoint, figures, memory);
   // Both parts are objects with disjoint keys: splice the tree's members into the main one.
   std::string out = std::move(parts.main);
   if (parts.tree.size() > 2) {
@@ -556,7 +597,8 @@ std::string project_payload(const ir::ModelIr& ir, const CheckpointView* checkpo
 }
 
 std::string render_viewer_html(const ir::ModelIr& ir, const ViewerOptions& options,
-                               const CheckpointView* checkpoint, const ModuleFiguresById* figures) {
+                               const CheckpointView* checkpoint, const ModuleFiguresById* figures,
+                               const MemoryView* memory) {
   ViewerOptions opts = options;
   if (opts.title.empty() && ir.cargo) opts.title = ir.cargo->package_name;
   // One model: the page is named after it (its root), then the crate.
@@ -564,7 +606,7 @@ std::string render_viewer_html(const ir::ModelIr& ir, const ViewerOptions& optio
       !ir.components.front().qualified_name.empty())
     opts.title =
         ir.components.front().qualified_name + (opts.title.empty() ? "" : " · " + opts.title);
-  const PayloadParts parts = project_payload_parts(ir, checkpoint, figures);
+  const PayloadParts parts = project_payload_parts(ir, checkpoint, figures, memory);
   return render_viewer_html_from_payload(parts.main, opts, parts.tree);
 }
 

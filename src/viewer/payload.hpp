@@ -45,12 +45,39 @@ struct ModuleFigures {
 };
 using ModuleFiguresById = std::unordered_map<std::string, ModuleFigures>;
 
+// What `candle-graph memory` says at the config's context (the CLI fills it from the memory
+// report; the viewer does not depend on the query module): the model's figures in bytes, each
+// with its bound, and the state each layer keeps across calls. Absent when the report cannot be
+// made (no context known, several models).
+struct MemoryFigureView {
+  std::string name;                    // "weights", "kv_cache", ...
+  std::optional<std::uint64_t> bytes;  // nullopt: not known
+  std::string bound;                   // exact, lower_bound, upper_bound, unknown
+  std::string note;
+};
+struct MemoryStateView {
+  std::string instance;  // module path; a family's index is `{i}`
+  std::string place, source;
+  std::optional<std::uint64_t> instances, per_instance_bytes, total_bytes;
+  std::string bound;  // of the per-instance figure
+  std::vector<std::string> shapes;
+  bool grows = false;  // a KV cache (grows with the context) rather than constant state
+};
+struct MemoryView {
+  std::string dtype, context_source;
+  std::uint64_t batch = 1, context = 0;
+  std::vector<MemoryFigureView> figures;
+  std::vector<MemoryStateView> states;
+  std::vector<std::string> notes;
+};
+
 // The payload JSON (compact). Fields are the viewer's names (docs/viewer.md); unknown stays null.
 // With `checkpoint`, the checkpoint view shows that verification; without, it is derived from the
 // parameters' checkpoint_shape (an IR read back from JSON) or omitted.
 // With `figures`, each module record carries its summary figures (docs/viewer.md).
 std::string project_payload(const cg::ir::ModelIr& ir, const CheckpointView* checkpoint = nullptr,
-                            const ModuleFiguresById* figures = nullptr);
+                            const ModuleFiguresById* figures = nullptr,
+                            const MemoryView* memory = nullptr);
 
 // The same document in the two parts the page embeds: `main` holds what the first (dataflow) view
 // needs; `tree` holds modules, parameters and checkpoint, which the page parses after that view is
@@ -61,11 +88,13 @@ struct PayloadParts {
 };
 PayloadParts project_payload_parts(const cg::ir::ModelIr& ir,
                                    const CheckpointView* checkpoint = nullptr,
-                                   const ModuleFiguresById* figures = nullptr);
+                                   const ModuleFiguresById* figures = nullptr,
+                                   const MemoryView* memory = nullptr);
 
 // The complete offline HTML page for `ir` (the CLI writes it atomically).
 std::string render_viewer_html(const cg::ir::ModelIr& ir, const ViewerOptions& options,
                                const CheckpointView* checkpoint = nullptr,
-                               const ModuleFiguresById* figures = nullptr);
+                               const ModuleFiguresById* figures = nullptr,
+                               const MemoryView* memory = nullptr);
 
 }  // namespace cg::viewer

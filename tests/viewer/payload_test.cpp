@@ -187,6 +187,48 @@ TEST(ViewerPayload, ModuleRecordsCarryTheSummaryFigures) {
   EXPECT_THAT(cg::viewer::project_payload(m), ::testing::Not(HasSubstr("parameter_count")));
 }
 
+// The model's properties show `memory`'s figures, and a layer's inspector the state it keeps
+// (issue #38); unknown stays null and each figure says its bound. The main part carries them: the
+// overview is on screen before the tree part is read.
+TEST(ViewerPayload, MemoryFiguresAndPerLayerStateTravelInTheMainPart) {
+  const auto m = tiny_ir();
+  cg::viewer::MemoryView mem;
+  mem.dtype = "BF16";
+  mem.batch = 2;
+  mem.context = 4096;
+  mem.context_source = "--context";
+  mem.figures.push_back({"weights", 13476831232u, "exact", ""});
+  mem.figures.push_back({"activations", std::nullopt, "unknown", "3 operations of unknown size"});
+  mem.states.push_back({"model.layers.{i}.self_attn",
+                        "self.kv_cache",
+                        "src/model.rs:88",
+                        32,
+                        67108864u,
+                        2147483648u,
+                        "exact",
+                        {"[2, 32, 4096, 128]"},
+                        true});
+  const auto parts = cg::viewer::project_payload_parts(m, nullptr, nullptr, &mem);
+  EXPECT_THAT(parts.tree, ::testing::Not(HasSubstr("\"memory\"")));
+  simdjson::dom::parser parser;
+  simdjson::dom::object doc = parser.parse(parts.main).get_object();
+  simdjson::dom::object j = doc["memory"].get_object();
+  EXPECT_EQ(std::string_view(j["dtype"]), "BF16");
+  EXPECT_EQ(std::uint64_t(j["context"]), 4096u);
+  simdjson::dom::array figs = j["figures"].get_array();
+  ASSERT_EQ(figs.size(), 2u);
+  EXPECT_EQ(std::uint64_t(figs.at(0)["bytes"]), 13476831232u);
+  EXPECT_TRUE(figs.at(1)["bytes"].is_null());
+  EXPECT_EQ(std::string_view(figs.at(1)["bound"]), "unknown");
+  simdjson::dom::object st = j["states"].get_array().at(0).get_object();
+  EXPECT_EQ(std::string_view(st["instance"]), "model.layers.{i}.self_attn");
+  EXPECT_EQ(std::uint64_t(st["instances"]), 32u);
+  EXPECT_EQ(std::uint64_t(st["total_bytes"]), 2147483648u);
+  EXPECT_EQ(std::string_view(st["kind"]), "kv_cache");
+  // No report (no context known): no memory field, rather than a guess.
+  EXPECT_THAT(cg::viewer::project_payload(m), ::testing::Not(HasSubstr("\"memory\"")));
+}
+
 TEST(ViewerPayload, NoCheckpointMeansNoCheckpointView) {
   auto m = tiny_ir();
   for (auto& p : m.parameters)

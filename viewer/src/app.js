@@ -13,6 +13,9 @@
   function fmtInt(n) { if (n == null) return '?'; var s = String(Math.round(n)), neg = s[0] === '-'; if (neg) s = s.slice(1); var o = ''; while (s.length > 3) { o = ',' + s.slice(-3) + o; s = s.slice(0, -3); } return (neg ? '-' : '') + s + o; }
   function fmtNs(ns) { if (ns == null) return '—'; if (ns >= 1e9) return (ns / 1e9).toFixed(2) + ' s'; if (ns >= 1e6) return (ns / 1e6).toFixed(2) + ' ms'; if (ns >= 1e3) return (ns / 1e3).toFixed(1) + ' µs'; return Math.round(ns) + ' ns'; }
   function fmtMB(b) { return (b / 1048576).toFixed(2) + ' MB'; }  // MiB, as `summary` states sizes
+  // `memory`'s binary units, labelled; a bound says so, an unknown is '?'.
+  function fmtBytes(b) { if (b == null) return '?'; var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0; while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; } return (i ? b.toFixed(2) : String(b)) + ' ' + u[i]; }
+  function fmtBound(bytes, bound) { if (bytes == null || bound === 'unknown') return '?'; return (bound === 'lower_bound' ? 'at least ' : bound === 'upper_bound' ? 'at most ' : '') + fmtBytes(bytes); }
   // Inspector fields holding figures: they wrap at spaces (`b*t*4,096 + b*t*t*32`), never inside
   // a number.
   var FIG_KEYS = { output_shape: 1, mult_adds: 1, parameters: 1, weights: 1, instances: 1, operations: 1, numel: 1, shape: 1, symbolic_shape: 1, checkpoint_shape: 1, expected: 1, actual: 1, total_time: 1 };
@@ -1579,7 +1582,29 @@
       d.appendChild(dd);
     });
     body.appendChild(d);
+    var mem = P.memory;
+    if (mem) {
+      body.appendChild(el('h3', null, 'Memory'));
+      body.appendChild(el('p', 'muted', mem.dtype + ', batch ' + fmtInt(mem.batch) + ', context ' + fmtInt(mem.context) + ' (' + mem.context_source + '); `candle-graph memory` sizes others'));
+      var md = el('dl'), names = { weights: 'weights', kv_cache: 'KV cache', state: 'other state', activations: 'activations (peak)', inference_total: 'inference total', training_total: 'training (AdamW)' };
+      mem.figures.forEach(function (f) {
+        md.appendChild(el('dt', null, names[f.name] || f.name));
+        var dd = el('dd', 'fig', fmtBound(f.bytes, f.bound)); if (f.note) dd.title = f.note; md.appendChild(dd);
+      });
+      body.appendChild(md);
+      (mem.notes || []).forEach(function (n) { body.appendChild(el('p', 'muted', n)); });
+    }
     body.appendChild(el('p', 'muted', 'Select an item to see every field.'));
+  }
+  // The state a module keeps across calls (`memory`'s per-layer list): a family's record
+  // (`model.layers.{i}.self_attn`) stands for each of its members.
+  function memoryStates(prefix) {
+    if (!P.memory || prefix == null) return [];
+    var have = prefix.split('.');
+    return P.memory.states.filter(function (s) {
+      var want = s.instance.split('.');
+      return want.length === have.length && want.every(function (w, i) { return w === have[i] || /^\{[^}]*\}$/.test(w) && /^(\d+|\{[^}]*\})$/.test(have[i]); });
+    });
   }
   function inspect(o, kindName) {
     var body = $('insp-body'); body.replaceChildren();
@@ -1616,6 +1641,14 @@
       body.appendChild(dl({ samples: fmtInt(h.samples), abs_max: fmtNum(h.abs_max), rms: fmtNum(h.rms), non_finite_values: fmtInt(h.non_finite),
         first_non_finite_step: h.first, first_in_run: firstNF && firstNF.module === id ? 'yes: the first module whose output went non-finite (step ' + firstNF.step + ')' : null }));
     }
+    // The state this module keeps across calls (a KV cache, a recurrent state), per instance.
+    function stateSection(prefix) {
+      memoryStates(prefix).forEach(function (s) {
+        body.appendChild(el('h3', null, s.kind === 'kv_cache' ? 'KV cache kept across calls' : 'State kept across calls'));
+        body.appendChild(dl({ place: s.place, stored: s.shapes.join(' + '), per_instance: fmtBound(s.per_instance_bytes, s.bound), instances: s.instances != null ? fmtInt(s.instances) : '?',
+          all_instances: fmtBound(s.total_bytes, s.bound), at: P.memory.dtype + ', batch ' + fmtInt(P.memory.batch) + ', context ' + fmtInt(P.memory.context), source: s.source }));
+      });
+    }
     var fr = kind === 'group' && G && G.frames && G.frames[o.path];
     if (kind === 'group') {
       partition(o); body.appendChild(dl({ path: o.path, operations: o.nOps, child_groups: o.kids.length, direct_ops: o.ops.length, total_time: o.ns ? fmtNs(o.ns) : null }));
@@ -1624,10 +1657,11 @@
       if (fr) { var c = fr.call, ci = { instance: fr.path || '(root)', template: c.path || '(root)', method: c.method, function: c.function ? (byId.get(c.function) || {}).name || c.function : 'candle-nn layer', instance_of: fr.n > 1 ? (fr.k + ' of ' + fr.n) : null, repeat: c.repeat || null };
         if (!hasFig) { ci.output_shape = c.shape != null ? shapeStr(c.shape) : '?'; ci.mult_adds = c.mult_adds || null; }
         ci.output_dtype = c.dtype || null; body.appendChild(el('h3', null, 'Instance call')); body.appendChild(dl(ci)); }
-      if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'].concat(FIG_FIELDS))); healthSection(m.id); } }
+      if (m) { body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(m, ['source'].concat(FIG_FIELDS))); healthSection(m.id); }
+      stateSection(o.path); }
     else if (kind === 'family') body.appendChild(dl({ prefix: o.prefix, type: o.type, instances: o.count, parameters: fmtInt(o._n) + (o._unk ? ' + unknown' : ''), members: o.members.map(function (x) { return x.prefix || x.id; }).join(', ') }));
     else if (kind === 'operation' && o.static) { var so = byId.get(o.static), mo = {}; Object.keys(so).forEach(function (k) { mo[k] = so[k]; }); mo.id = o.id; mo.static_id = o.static; mo.instance = o.instance || '(root)'; mo.module = o.module; body.appendChild(dl(mo, ['source', 'timing'])); if (o.timing) body.appendChild(el('p', 'muted', 'Timing keyed by the static id: the sum over every instance of this call site.')); }
-    else if (kind === 'module') { figures(o); body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(o, ['source', 'timing'].concat(FIG_FIELDS))); healthSection(o.id); }
+    else if (kind === 'module') { figures(o); body.appendChild(el('h3', null, 'Module')); body.appendChild(dl(o, ['source', 'timing'].concat(FIG_FIELDS))); healthSection(o.id); stateSection(o.prefix); }
     else body.appendChild(dl(o, ['source', 'timing']));
     if (o.timing) { body.appendChild(el('h3', null, 'Timing')); var t = o.timing, tt = {}; Object.keys(t).forEach(function (k) { tt[k] = /_ns$/.test(k) ? fmtNs(t[k]) : t[k]; }); body.appendChild(dl(tt)); }
     if (kind === 'module' || kind === 'parameter' || (kind === 'component' && o._n != null)) body.appendChild(el('p', 'muted', '#params: ' + fmtInt(kind === 'parameter' ? numel(o) : o._n) + (TOTAL ? ' (' + (100 * (kind === 'parameter' ? numel(o) || 0 : o._n) / TOTAL).toFixed(2) + '% of total)' : '')));

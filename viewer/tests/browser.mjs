@@ -309,7 +309,11 @@ async function main() {
       const props = await page4.textContent('#insp-body');
       check(/candle-nn/.test(props) && /operations/.test(props) && /^Model · /.test(await page4.textContent('#insp-title')),
         'with nothing selected the inspector shows the model\'s properties (features, candle versions, counts)');
-      await page4.screenshot({ path: join(out, '09-demo-dataflow.png') });
+      // Issue 38: the model's memory at the config's context (tiny-llama: 1,024 positions, batch
+      // 1, F32): KV cache 2 (k, v) x 4 layers x 4 kv heads x 1,024 x 32 x 4 B = 4.00 MiB; weights
+      // 3,950,848 x 4 B = 15.07 MiB.
+      check(/Memory/.test(props) && /KV cache\s*4\.00 MiB/.test(props) && /weights\s*15\.07 MiB/.test(props) && /context 1,024/.test(props),
+        'the model\'s properties give its memory at the config\'s context (weights 15.07 MiB, KV cache 4.00 MiB)');
       // Edge labels on tiny-llama with every group open: q, k and v projections read one input.
       await page4.click('#df-expand');
       await page4.waitForFunction(() => cg.pending() === 0 && cg.groups().every((g) => cg.isExpanded(g)), null, { timeout: 10000 });
@@ -331,6 +335,15 @@ async function main() {
       await page4.press('#q', 'Enter');
       await page4.waitForFunction(() => cg.state.sel != null, null, { timeout: 5000 });
       check(await page4.evaluate(() => /q_proj/.test(document.getElementById('insp-title').textContent)), 'demo search result is shown in the inspector');
+      // A layer's attention shows the cache it keeps: 2 x [1, 4, 1024, 32] x 4 B = 1.00 MiB per
+      // instance, 4 instances.
+      await page4.fill('#q', 'layers.2.self_attn attention');  // the module's prefix and type: it alone
+      await page4.waitForFunction(() => document.getElementById('q-count').textContent === '0 / 1');
+      await page4.press('#q', 'Enter');
+      await page4.waitForFunction(() => /self_attn/.test(document.getElementById('insp-title').textContent), null, { timeout: 5000 });
+      const attn = await page4.textContent('#insp-body');
+      check(/KV cache kept across calls/.test(attn) && /per_instance\s*1\.00 MiB/.test(attn) && /all_instances\s*4\.00 MiB/.test(attn) && /\[1, 4, 1024, 32\]/.test(attn),
+        'a decoder layer\'s attention shows the KV cache it keeps (1.00 MiB per instance, 4 instances): ' + attn.slice(-400));
       await page4.screenshot({ path: join(out, '10-demo-architecture.png') });
       await page4.click('#tab-checkpoint');
       const chips = await page4.$$eval('#ck-chips button', (bs) => bs.map((b) => b.textContent));
