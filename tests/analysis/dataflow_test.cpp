@@ -708,3 +708,19 @@ TEST(Dataflow, TupleReturningHelpersKeepEachElementsShape) {
   ASSERT_NE(qkv, nullptr);
   EXPECT_EQ(qkv->inputs.size(), 4u);  // xs, q, k^T, v
 }
+
+// Numbers in a forward are Rust's: `hidden / 3` with hidden 100 is 33 (an integer division
+// truncates), a float division cast back with `as usize` truncates its result (66.7 -> 66), and a
+// division by a zero the config gives is no number, so the size it gives stays a name, not 0.
+TEST(Dataflow, IntegerDivisionTruncatesAndAZeroDivisorGivesNoNumber) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow/integer_arith";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  std::map<std::string, std::string> narrow_by_line;
+  for (const auto& o : ir.operations)
+    if (o.name == "narrow") narrow_by_line[o.source] = dims(tensor(ir, o.output)->shape);
+  EXPECT_EQ(narrow_by_line["src/lib.rs:33"], "b,t,33");
+  EXPECT_EQ(narrow_by_line["src/lib.rs:35"], "b,t,66");
+  EXPECT_EQ(narrow_by_line["src/lib.rs:37"], "b,t,per_group");
+  EXPECT_EQ(narrow_by_line["src/lib.rs:38"], "b,t,49");
+}

@@ -255,10 +255,18 @@ Val TensorDomain::binary(Eng& eng, NodeId n, Val l, Val r) {
     Val v;
     if (l.num && r.num) {
       double a = *l.num, c = *r.num;
-      v.num = op == "+" ? a + c : op == "-" ? a - c : op == "*" ? a * c : c != 0 ? a / c : 0;
+      v.real = l.real || r.real;
+      // Integers divide as Rust's do (toward zero); a zero divisor gives no number (Rust panics
+      // on integer division by zero): the figures depending on it stay unknown.
+      if (op == "/" || op == "%") {
+        if (c != 0) v.num = op == "%" ? std::fmod(a, c) : v.real ? a / c : std::trunc(a / c);
+      } else if (op == "+" || op == "-" || op == "*") {
+        v.num = op == "+" ? a + c : op == "-" ? a - c : a * c;
+      }
       // A constructor run, and a root's forward run, decide `if`s on known numbers (choose):
       // comparisons are 1 or 0.
       if ((ctor_ || root_run_) && !name) {
+        if (op != "/" && op != "%" && op != "+" && op != "-" && op != "*") v.real = false;
         if (op == "==")
           v.num = a == c;
         else if (op == "!=")
@@ -275,9 +283,8 @@ Val TensorDomain::binary(Eng& eng, NodeId n, Val l, Val r) {
           v.num = a != 0 && c != 0;
         else if (op == "||")
           v.num = a != 0 || c != 0;
-        else if (op != "%")
+        else if (op != "%" && op != "/" && op != "+" && op != "-" && op != "*")
           v.num.reset();
-        if (op == "%") v.num = c != 0 ? std::fmod(a, c) : 0;
       }
     }
     return v;

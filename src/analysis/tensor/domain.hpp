@@ -80,6 +80,7 @@ class TensorDomain {
   Val method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> args);
   Val binary(Eng& eng, NodeId n, Val l, Val r);
   Val unary(Eng& eng, NodeId n, Val v);
+  Val cast(Eng& eng, NodeId n, Val v);
   Val macro(Eng&, NodeId) { return {}; }
   Val aggregate(Eng& eng, NodeId n, std::vector<Val> elems);
   void array_argument(std::vector<Val> elems, std::vector<Val>& args);

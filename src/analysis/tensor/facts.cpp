@@ -205,7 +205,29 @@ Val TensorDomain::literal(Eng& eng, NodeId n) {
   std::string s(nd.str);
   s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
   v.num = std::strtod(s.c_str(), nullptr);
+  // `2.0`, `1e-6`, `1f64`: a float; `2`, `2usize`: an integer (hex `0xf` has no float suffix).
+  const bool hex = s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  v.real = nd.syntax == "float_literal" ||
+           (!hex && (s.find("f32") != std::string::npos || s.find("f64") != std::string::npos));
   v.grad = Grad::frozen;
+  return v;
+}
+
+// `e as T`: a cast to a float type makes the number a float; to an integer type, truncates it
+// toward zero (Rust's `as` from a float saturates; a number out of the type's range is left
+// unknown rather than wrapped).
+Val TensorDomain::cast(Eng& eng, NodeId n, Val v) {
+  const std::string_view to = eng.node(n).str;
+  if (to == "f32" || to == "f64") {
+    v.real = true;
+  } else if (v.num && !to.empty() && (to[0] == 'u' || to[0] == 'i')) {
+    const double t = std::trunc(*v.num);
+    if ((to[0] == 'u' && t < 0) || std::fabs(t) > 9.0e15)
+      v.num.reset();
+    else
+      v.num = t;
+    v.real = false;
+  }
   return v;
 }
 
@@ -334,8 +356,10 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
       if (fl.name != f) continue;
       Val typed = typed_val(owner.module, fl.type_text, fl.base_type);
       out = typed;
-      if (!typed.tensor && typed.type_item < 0 && typed.ext_type.empty())
+      if (!typed.tensor && typed.type_item < 0 && typed.ext_type.empty()) {
         out.num = constructor_number(base.type_item, f);
+        out.real = fl.type_text == "f64" || fl.type_text == "f32";
+      }
       if (typed.tensor &&
           (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
            fl.container == rust::Container::Arc)) {

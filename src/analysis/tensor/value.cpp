@@ -17,6 +17,7 @@ Val join(const std::vector<Val>& vs) {
   // A variant survives a join only when every joined value has it (a value that carries nothing,
   // from an arm that diverges or is not modelled, makes it unknown).
   for (const auto& v : vs) {
+    out.real = out.real || v.real;
     if (v.variant != out.variant) out.variant = Val::Variant::unknown;
     if (v.word != out.word) out.word.clear();
   }

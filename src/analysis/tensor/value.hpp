@@ -48,8 +48,11 @@ struct Val {
   Grad grad = Grad::unknown;
   NumericDomain dom = NumericDomain::unknown;
   bool undischarged_log = false;
-  bool log_of_zero = false;       // a `log` whose operand is 0 on every execution
-  std::optional<double> num;      // a numeric literal
+  bool log_of_zero = false;   // a `log` whose operand is 0 on every execution
+  std::optional<double> num;  // a numeric literal
+  // `num` is a floating-point number (a float literal, `x as f64`, an f32/f64 field): `/` divides
+  // exactly. Otherwise it is an integer and `/` truncates toward zero, as Rust's does.
+  bool real = false;
   std::ptrdiff_t type_item = -1;  // crate-local struct/enum this value is an instance of
   std::string ext_type;           // external type name (`Linear`) when known
   std::set<std::string> modules;  // inventory module ids this value may denote
