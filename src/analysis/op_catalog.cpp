@@ -553,6 +553,8 @@ std::string_view to_string(ShapeRule r) {
       return "preserve";
     case ShapeRule::operation_defined:
       return "operation_defined";
+    case ShapeRule::inlined_call:
+      return "inlined_call";
     case ShapeRule::unknown:
       return "unknown";
   }

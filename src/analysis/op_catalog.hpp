@@ -42,6 +42,8 @@ enum class ShapeRule {
   keep_dimension,      // keepdim reductions
   preserve,            // elementwise
   operation_defined,   // conv, pooling, embedding, index ops
+  inlined_call,        // a crate-local function or method run in place: its body's operations
+                       // carry the shapes and multiply-adds; the call itself computes nothing
   unknown,
 };
 

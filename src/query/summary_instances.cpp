@@ -29,7 +29,10 @@ std::optional<std::uint64_t> mul(std::uint64_t a, std::uint64_t b) {
 // An operation that may multiply-accumulate but has no count: a matrix product or convolution
 // whose shapes were not derived, or a call the catalog has no rule for (`repeat_kv`, a tied
 // `lm_head.forward` on a tensor, not a module).
+// An inlined crate-local call computes nothing itself: its body's operations are listed and
+// counted where they run.
 bool may_multiply(const ir::Operation& o) {
+  if (o.shape_rule == "inlined_call") return false;
   return o.shape_rule == "matrix_product" || o.shape_rule == "unknown" ||
          o.name.find("conv") != std::string::npos;
 }

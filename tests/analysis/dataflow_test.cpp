@@ -335,11 +335,11 @@ TEST(Dataflow, BoundConfigMakesShapesAndMultAddsConcrete) {
   ASSERT_NE(qo, nullptr);
   EXPECT_EQ(dims(qo->shape), "b,seq_len,256");
   // The value after `repeat_kv`: 8 heads, since the model's run decides `if n_rep == 1` from the
-  // config (4 kv heads, n_rep 2), and a length the calls do not agree on (`forward` appends to
-  // the cache, `forward_all` does not): the attention's own `t` stays.
+  // config (4 kv heads, n_rep 2), and the first call's length: the constructor leaves the cache
+  // `None`, so its `None` arm leads the join and the keys are the input's `seq_len` positions.
   const auto* kc = op(ir, "Attention::forward", "contiguous", 1);
   ASSERT_NE(kc, nullptr);
-  EXPECT_EQ(dims(tensor(ir, kc->output)->shape), "b,8,t,32");
+  EXPECT_EQ(dims(tensor(ir, kc->output)->shape), "b,8,seq_len,32");
   // Mlp::forward is also an entrypoint of its own (input shape unknown); reached from Block its
   // input is (b, t, 256) after the RmsNorm, so gate_proj 256 -> 688 counts b*t*176128.
   const auto* gate = op(ir, "Mlp::forward", "forward", 0);
@@ -723,4 +723,32 @@ TEST(Dataflow, IntegerDivisionTruncatesAndAZeroDivisorGivesNoNumber) {
   EXPECT_EQ(narrow_by_line["src/lib.rs:35"], "b,t,66");
   EXPECT_EQ(narrow_by_line["src/lib.rs:37"], "b,t,per_group");
   EXPECT_EQ(narrow_by_line["src/lib.rs:38"], "b,t,49");
+}
+
+// The first call of a fresh model: the cache the constructor leaves `None` is empty, so the keys
+// after `match &self.kv_cache { None => (k, v), Some(..) => cat(..) }` are the input's `t`
+// positions; the helper's trailing `if n_rep == 1 { Ok(xs) }` is its value (n_rep 1 from the
+// config). Both attention matmuls: b × 4 heads × t × 16 × t = b*t*t*64. The `cat` arm still runs:
+// the state store records the append `memory` sizes the cache by.
+TEST(Dataflow, AFreshCacheGivesTheFirstCallsShapesAndTheAppendIsStillSeen) {
+  fs::path dir = fs::path(CG_SOURCE_DIR) / "tests/fixtures/dataflow/kv_first_call";
+  auto cfg = cg::analysis::read_config_values(dir / "config.json");
+  auto ir = analyze_dir(dir, true, &cfg);
+  const auto* qk = op(ir, "Attention::forward", "matmul", 0);
+  ASSERT_NE(qk, nullptr);
+  EXPECT_EQ(qk->mult_adds.value_or("-"), "b*t*t*64");
+  EXPECT_EQ(dims(tensor(ir, qk->output)->shape), "b,4,t,t");
+  const auto* av = op(ir, "Attention::forward", "matmul", 1);
+  ASSERT_NE(av, nullptr);
+  EXPECT_EQ(av->mult_adds.value_or("-"), "b*t*t*64");
+  const auto* rk = op(ir, "Attention::forward", "repeat_kv", 0);
+  ASSERT_NE(rk, nullptr);
+  EXPECT_EQ(rk->shape_rule, "inlined_call");
+  EXPECT_EQ(dims(tensor(ir, rk->output)->shape), "b,4,t,16");
+  bool appends = false;
+  for (const auto& s : ir.state_stores)
+    for (const auto& t : s.tensors)
+      if (s.place == "self.kv_cache" && t.appends_along) appends = true;
+  EXPECT_TRUE(appends);
+  EXPECT_FALSE(proven_error(ir)) << all_findings(ir);
 }

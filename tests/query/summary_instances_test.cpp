@@ -51,23 +51,20 @@ TEST(SummaryInstances, TinyLlamaRowsShowOutputShapeAndRolledUpMultAdds) {
   const auto* layer = row(m, "model.layers.2", "Block");
   ASSERT_NE(layer, nullptr);
   EXPECT_EQ(layer->output_shape, "[b, seq_len, 256]");
-  // q,o 256×256 + k,v 128×256 + the MLP: 196,608 + 528,384, plus the attention matmuls (whose
-  // terms are written in the attention's own names for now).
-  EXPECT_EQ(layer->mult_adds.rfind("≥ b*seq_len*724,992 + ", 0), 0u) << layer->mult_adds;
-  EXPECT_TRUE(layer->mult_adds_lower_bound);
-  // The whole forward: 4 layers (the tied lm_head reuses the embedding tensor, not counted).
-  EXPECT_NE(m.totals.mult_adds.find("b*seq_len*2,899,968"), std::string::npos)
-      << m.totals.mult_adds;
-  EXPECT_FALSE(m.totals.mult_adds_missing.empty());
+  // q,o 256×256 + k,v 128×256 + the MLP: 196,608 + 528,384, plus the attention's two matmuls
+  // on the first call (the cache empty: keys are the input's positions), 2 × 8 heads × 32 per
+  // query and key position: 512.
+  EXPECT_EQ(layer->mult_adds, "b*seq_len*724,992 + b*seq_len*seq_len*512") << layer->mult_adds;
+  EXPECT_FALSE(layer->mult_adds_lower_bound);
+  // The whole forward: 4 layers, and the lm_head (tied to the embedding) on the last position.
+  EXPECT_EQ(m.totals.mult_adds, "b*1,048,576 + b*seq_len*2,899,968 + b*seq_len*seq_len*2,048");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
 
   std::string text = cg::query::render_model_summary(a, kLlama + "/config.json");
   EXPECT_NE(text.find("Output Shape"), std::string::npos) << text;
-  EXPECT_NE(text.find("Mult-adds per forward pass: at least "), std::string::npos) << text;
-  // The lower bound's reason is on the same screen, naming the operations without a rule.
-  EXPECT_NE(text.find("≥ marks a lower bound, ? an unknown: operations that may multiply have no "
-                      "Mult-Adds rule"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find("Mult-adds per forward pass: b*1,048,576 + "), std::string::npos) << text;
+  // Complete: no lower bound, so no line explaining one.
+  EXPECT_EQ(text.find("≥ marks a lower bound"), std::string::npos) << text;
 }
 
 // wrapper_layers: one wrapper `Linear::forward` (`self.inner.forward(xs)`) serves the 64->64
@@ -97,8 +94,10 @@ TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
   EXPECT_EQ(mlp->output_shape, "[1, 2048, 256]");
   EXPECT_EQ(mlp->mult_adds, "1,082,130,432");  // 2048 × 528,384
   // 2048 × 2,899,968 for the projections and MLPs, plus the tied lm_head's 4096 × 256 on the
-  // last position.
-  EXPECT_NE(m.totals.mult_adds.find("5,940,183,040"), std::string::npos) << m.totals.mult_adds;
+  // last position (5,940,183,040), plus the attention's two matmuls on the first call: 4 layers
+  // × 2 × 8 heads × 2048 × 2048 × 32 = 8,589,934,592.
+  EXPECT_EQ(m.totals.mult_adds, "14,530,117,632");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
 }
 
 // The Output Shape and Mult-Adds columns of every module row, one line each: what `summary`
@@ -406,12 +405,12 @@ TEST(SummaryInstances, TinyLlamaOutputShapesGolden) {
   auto a = analyze(kLlama, kLlama + "/config.json");
   auto m = cg::query::build_summary(a.ir, "F32");
   // Every layer alike: the projections and MLP by hand (see the test above), the two attention
-  // matmuls b·8 heads·seq_len·32·t each (t: the key length after the KV cache joins, which the
-  // source names only in the attention's own `dims3()`), the norms without a rule (no figure).
+  // matmuls b·8 heads·seq_len·32·seq_len each (on the first call the cache the constructor leaves
+  // `None` is empty: the keys are the input's positions), the norms without a rule (no figure).
   std::string layer =
-      "[b, seq_len, 256] ≥ b*seq_len*724,992 + b*seq_len*t*512\n"
+      "[b, seq_len, 256] b*seq_len*724,992 + b*seq_len*seq_len*512\n"
       "input_layernorm (RmsNorm) [b, seq_len, 256] -\n"
-      "self_attn (Attention) [b, seq_len, 256] ≥ b*seq_len*196,608 + b*seq_len*t*512\n"
+      "self_attn (Attention) [b, seq_len, 256] b*seq_len*196,608 + b*seq_len*seq_len*512\n"
       "q_proj (Linear) [b, seq_len, 256] b*seq_len*65,536\n"
       "k_proj (Linear) [b, seq_len, 128] b*seq_len*32,768\n"
       "v_proj (Linear) [b, seq_len, 128] b*seq_len*32,768\n"
@@ -425,7 +424,8 @@ TEST(SummaryInstances, TinyLlamaOutputShapesGolden) {
   // (tie_word_embeddings), a module at the embedding's key applying its [4096, 256] weight to the
   // last position: [b, 4096], b × 4096 × 256; its weights are counted once and the row says so.
   std::string want =
-      "TinyLlama (TinyLlama) [b, 4096] ≥ b*1,048,576 + b*seq_len*2,899,968 + b*seq_len*t*2,048\n"
+      "TinyLlama (TinyLlama) [b, 4096] b*1,048,576 + b*seq_len*2,899,968 + "
+      "b*seq_len*seq_len*2,048\n"
       "model.embed_tokens (Embedding) [b, seq_len, 256] -\n";
   for (int i = 0; i < 4; ++i)
     want += "model.layers." + std::to_string(i) + " (Block) " + layer;

@@ -33,6 +33,10 @@
 // closures where they are called):
 //   std::optional<std::size_t> choose(Engine&, NodeId if_or_match, const Value& cond)
 //       the branch taken (`if`: 0 then, 1 else; `match`: the arm's index), nullopt: all of them
+//   std::optional<std::size_t> lead(Engine&, NodeId if_or_match, const Value& cond) and
+//   Value join_led(std::vector<Value>, std::size_t k)
+//       all branches run, but branch k's value leads their join (the first call's arm of a
+//       `match` on a cache the constructor leaves `None`)
 //   void branch_begin(Engine&, NodeId n, std::size_t i, std::size_t count)
 //   void branch_end(Engine&, NodeId n, std::size_t i) / void branches_joined(Engine&, NodeId n)
 //       around each branch of an undecided `if`/`match` (an `if` without `else` has count 2 and

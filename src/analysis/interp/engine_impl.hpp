@@ -460,13 +460,20 @@ typename Engine<D>::Value Engine<D>::eval_if(NodeId n) {
     if (auto pick = dom_.choose(*this, n, cond))
       return *pick == 0 ? eval_then(n, cond) : eval(nd.c);
   }
+  std::optional<std::size_t> lead;
+  if constexpr (requires { dom_.lead(*this, n, cond); }) lead = dom_.lead(*this, n, cond);
+  auto join2 = [&](const Value& then_v, const Value& else_v) {
+    if constexpr (requires { dom_.join_led(std::vector<Value>{}, std::size_t{0}); })
+      if (lead) return dom_.join_led({then_v, else_v}, *lead);
+    return dom_.join({then_v, else_v});
+  };
   Env before = env();
   Value a = run_branch(n, 0, 2, [&] { return eval_then(n, cond); });
   Env after_a = env();
   env() = std::move(before);
   Value b = run_branch(n, 1, 2, [&] { return eval(nd.c); });
-  env().join_from(after_a, [&](const Value& x, const Value& y) { return dom_.join({x, y}); });
-  Value out = dom_.join({a, b});
+  env().join_from(after_a, [&](const Value& x, const Value& y) { return join2(x, y); });
+  Value out = join2(a, b);
   if constexpr (requires { dom_.branches_joined(*this, n); }) dom_.branches_joined(*this, n);
   return out;
 }
@@ -530,7 +537,13 @@ typename Engine<D>::Value Engine<D>::eval_match(NodeId n) {
     arms.push_back(run_branch(n, i, kids.size(), [&] { return eval(an.c); }));
   }
   env() = std::move(before);
-  Value out = dom_.join(arms);
+  Value out;
+  if constexpr (requires { dom_.lead(*this, n, scrut); }) {
+    auto lead = dom_.lead(*this, n, scrut);
+    out = lead && *lead < arms.size() ? dom_.join_led(std::move(arms), *lead) : dom_.join(arms);
+  } else {
+    out = dom_.join(arms);
+  }
   if constexpr (requires { dom_.branches_joined(*this, n); }) dom_.branches_joined(*this, n);
   return out;
 }

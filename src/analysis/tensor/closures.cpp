@@ -103,6 +103,18 @@ std::optional<std::size_t> TensorDomain::choose(Eng& eng, NodeId n, const Val& c
   return *cond.num != 0 ? 0 : 1;
 }
 
+std::optional<std::size_t> TensorDomain::lead(Eng& eng, NodeId n, const Val& cond) const {
+  if (!root_run_ || !cond.fresh_none) return std::nullopt;
+  const rust::Body& b = eng.body();
+  const rust::Node& nd = b[n];
+  if (nd.kind == Kind::Match) return interp::option_arm(b, n, false);
+  if (nd.kind == Kind::If && nd.a != rust::kNone && b[nd.a].kind == Kind::LetCond) {
+    interp::OptionFit f = interp::option_fit(b, b[nd.a].a, false);
+    if (f != interp::OptionFit::maybe) return f == interp::OptionFit::yes ? 0 : 1;
+  }
+  return std::nullopt;
+}
+
 Val TensorDomain::call_closure(Eng& eng, const Closure& c, const std::vector<Val>& args) {
   if (!eng.running() || !c.env || closure_depth_ >= kMaxClosureDepth) return {};
   ++closure_depth_;

@@ -8,6 +8,7 @@
 // Operations are keyed by their syntax node, so an operation reached from several entrypoints (or
 // inlined twice) keeps one edit-stable id: operation_id(<function containing it>, <op name>,
 // <occurrence in that function>).
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -60,6 +61,13 @@ class TensorDomain {
 
   // ---- the interpreter's domain interface (engine.hpp) ----------------------------------------
   Val join(const std::vector<Val>& vs) const { return tensor::join(vs); }
+  // Branch k leads the join (lead): its value first, its shapes kept where the branches differ.
+  Val join_led(std::vector<Val> vs, std::size_t k) const {
+    if (k < vs.size())
+      std::rotate(vs.begin(), vs.begin() + static_cast<std::ptrdiff_t>(k),
+                  vs.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+    return tensor::join(vs, true);
+  }
   Val loop_merge(const Val& before, const Val& after) const {
     return tensor::loop_merge(before, after);
   }
@@ -105,8 +113,12 @@ class TensorDomain {
   // runs, an `if` whose condition is a known number takes that branch (`if stride != 1 || c_in
   // != c_out` builds a projection shortcut or the identity).
   std::optional<std::size_t> choose(Eng& eng, NodeId n, const Val& cond) const;
-  // Function-root runs only: a trailing `if`/`match` statement is the block's value, as in Rust.
-  bool statement_value(Eng&, NodeId) const { return fn_root_run_; }
+  // In a root's forward run, a `match`/`if let` on a cache the constructor leaves `None` runs
+  // every arm, the `None` arm leading the join: the first call's shapes (Val::fresh_none).
+  std::optional<std::size_t> lead(Eng& eng, NodeId n, const Val& cond) const;
+  // A trailing `if`/`match` statement (no `;`) is the block's value, as in Rust: `if n_rep == 1 {
+  // Ok(xs) } else { .. }` ending a helper returns `xs`.
+  bool statement_value(Eng&, NodeId) const { return true; }
 
  private:
   // ---- closures and constructor runs (closures.cpp) -----------------------------------------
@@ -209,6 +221,9 @@ class TensorDomain {
   std::optional<ConfigBinding> binding_;  // set when a config.json is bound
   // struct item -> the numbers its constructor gives its fields with the config bound.
   std::unordered_map<std::ptrdiff_t, std::map<std::string, double>> ctor_nums_;
+  // Per type: the fields its constructor writes `None` (Val::fresh_none).
+  std::unordered_map<std::ptrdiff_t, std::set<std::string>> ctor_nones_;
+  bool constructor_none(std::ptrdiff_t type_item, const std::string& f);
   std::unordered_map<std::ptrdiff_t, std::map<std::string, std::string>> ctor_strings_;
   std::unordered_map<std::string, std::size_t> fn_index_;
   std::map<std::string, std::vector<std::string>> modules_by_type_;

@@ -360,6 +360,7 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
         out.num = constructor_number(base.type_item, f);
         out.real = fl.type_text == "f64" || fl.type_text == "f32";
       }
+      out.fresh_none = root_run_ && constructor_none(base.type_item, f);
       if (typed.tensor &&
           (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
            fl.container == rust::Container::Arc)) {

@@ -329,6 +329,7 @@ Val TensorDomain::inline_call(Eng& eng, NodeId node, std::size_t callee, const V
   OpRule rule;
   rule.name = name;
   rule.note = "inlined crate-local call `" + crate_.items()[callee].qualified + "`";
+  rule.shape = ShapeRule::inlined_call;
   Val out = make_op(eng, node, name, rule, ins, self, {});
   if (ic != kNoInstance) ir_.instance_calls[ic].call_site = ir_.operations[last_op_].id;
   // A single returned tensor's shape is the call's (a tuple return binds every name to one

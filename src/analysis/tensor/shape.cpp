@@ -234,6 +234,19 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
   return r;
 }
 
+// Whether the constructor of `type_item` writes `None` into field `f` (`kv_cache: None`).
+bool TensorDomain::constructor_none(std::ptrdiff_t type_item, const std::string& f) {
+  if (!binding_ || type_item < 0) return false;
+  auto it = ctor_nones_.find(type_item);
+  if (it == ctor_nones_.end()) {
+    std::set<std::string> nones;
+    for (const auto& [name, v] : binding_->constructor_fields(static_cast<std::size_t>(type_item)))
+      if (v.kind == SymValue::Kind::none) nones.insert(name);
+    it = ctor_nones_.emplace(type_item, std::move(nones)).first;
+  }
+  return it->second.count(f) > 0;
+}
+
 // A dimension expression as a product of numbers and plain local names (`b_sz * self.num_heads`
 // with the config bound is "b_sz*71"); nullopt when a factor is anything else.
 std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int depth) {

@@ -6,7 +6,7 @@
 
 namespace cg::analysis::tensor {
 
-Val join(const std::vector<Val>& vs) {
+Val join(const std::vector<Val>& vs, bool led) {
   std::vector<const Val*> live;
   for (const auto& v : vs)
     if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems || v.fn || v.vb ||
@@ -19,6 +19,7 @@ Val join(const std::vector<Val>& vs) {
   for (const auto& v : vs) {
     out.real = out.real || v.real;
     if (v.variant != out.variant) out.variant = Val::Variant::unknown;
+    out.fresh_none = out.fresh_none && v.fresh_none;
     if (v.word != out.word) out.word.clear();
   }
   // Closures and collections survive a join only when every value is the same one: arms that
@@ -42,7 +43,7 @@ Val join(const std::vector<Val>& vs) {
       std::vector<Val> column;
       for (const Val* v : live)
         column.push_back(v->fields->at(name));
-      (*fs)[name] = join(column);
+      (*fs)[name] = join(column, led);
     }
     out.fields = std::move(fs);
   }
@@ -58,7 +59,7 @@ Val join(const std::vector<Val>& vs) {
       std::vector<Val> column;
       for (const Val* v : live)
         column.push_back((*v->elems)[i]);
-      es->push_back(join(column));
+      es->push_back(join(column, led));
     }
     out.elems = std::move(es);
   }
@@ -77,7 +78,7 @@ Val join(const std::vector<Val>& vs) {
     // the IR, which may be another context's (an attention's own `b*t*t` in the model's forward).
     bool same =
         o.shape == out.shape || (o.shape && out.shape && o.shape->rank && *o.shape == *out.shape);
-    if (!same || (o.tid != out.tid && !o.shape)) out.shape.reset();
+    if (!led && (!same || (o.tid != out.tid && !o.shape))) out.shape.reset();
   }
   // Every tensor the join may be, when the branches made different ones.
   std::vector<std::string> alts;

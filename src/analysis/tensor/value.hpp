@@ -80,6 +80,10 @@ struct Val {
   // the arm that variant selects (TensorDomain::choose); a join of different variants forgets it.
   enum class Variant : std::uint8_t { unknown, some, none };
   Variant variant = Variant::unknown;
+  // Read from a field every constructor of its type writes `None` (a cache: `kv_cache: None`):
+  // both arms of a `match` on it run, and the `None` arm's value leads the join in a root's
+  // forward run, so shapes and multiply-adds are those of the first call (an empty cache).
+  bool fresh_none = false;
   // A string known in a constructor run: a literal (`vb.pp(name)` over `&[(3, 64, "features.0"),
   // ..]`), or an enum variant's name given by `--arg model=Vgg16` (a `match` on it takes that
   // variant's arm).
@@ -99,7 +103,9 @@ inline Grad join_grad(Grad a, Grad b) {
 // The value of a join (branches, returns): values that carry nothing are ignored; the first
 // carrying one gives the tensor id, type and number; dtype, gradient and domain agree or are
 // unknown; module sets unite.
-Val join(const std::vector<Val>& vs);
+// `led`: the first value leads (TensorDomain::lead): where the values' shapes differ, the join
+// keeps the first's rather than none.
+Val join(const std::vector<Val>& vs, bool led = false);
 
 // Element i of a tuple of `count` elements; nullopt when the value is not such a tuple.
 std::optional<Val> element(const Val& v, std::size_t i, std::size_t count);
