@@ -7,6 +7,7 @@
 
 #include "pipeline/pipeline.hpp"
 #include "query/memory.hpp"
+#include "query/summary_rows.hpp"
 
 namespace {
 
@@ -22,12 +23,14 @@ cg::pipeline::Analysis analyze(const std::string& crate, const std::string& conf
 
 cg::query::MemoryReport memory(const cg::pipeline::Analysis& a, const std::string& config,
                                std::uint64_t batch, std::uint64_t context,
-                               const cg::query::InputDims& dims = {}) {
+                               const cg::query::InputDims& dims = {},
+                               const std::string& dtype = "F32", bool master = false) {
   cg::query::MemoryOptions o;
   o.dims = dims;
+  o.master_fp32 = master;
   o.batch = batch;
   o.context = context;
-  o.dtype = "F32";
+  o.dtype = dtype;
   return cg::query::build_memory(a, config, o);
 }
 
@@ -61,6 +64,21 @@ TEST(MemoryLiveness, LiveNetPeakEqualsTheHandLiveness) {
       << open.activations.note;
 }
 
+// At BF16 with an fp32 master copy: 4 x 72,480 bytes of weights, gradients and moments, 36,240
+// parameters x 4 bytes of master copy, and the kept activations at 2 bytes (25,088) = 460,000. At
+// F32 there is no 16-bit weight to copy: the flag adds nothing.
+TEST(MemoryLiveness, MasterCopyOfSixteenBitWeightsIsAddedWhenAsked) {
+  auto a = analyze(kLive);
+  auto bf = memory(a, "", 2, 8, {{"d", 32}}, "BF16", true);
+  ASSERT_TRUE(bf.training.bytes);
+  EXPECT_EQ(*bf.training.bytes, 4u * 72480u + 4u * 36240u + 25088u) << bf.training.note;
+  EXPECT_NE(bf.training.note.find("fp32 master copy"), std::string::npos) << bf.training.note;
+  auto plain = memory(a, "", 2, 8, {{"d", 32}}, "BF16", false);
+  EXPECT_EQ(*plain.training.bytes, 4u * 72480u + 25088u);
+  auto f32 = memory(a, "", 2, 8, {{"d", 32}}, "F32", true);
+  EXPECT_EQ(*f32.training.bytes, 4u * 144960u + 50176u);
+}
+
 // tiny-llama at batch 2, context 128, F32 (docs/memory.md): by hand the peak is in a layer's MLP
 // at `gate * up`: the root's mask 65,536 and layer input 262,144, the block's residual and
 // normed input 2 x 262,144, and three [2, 128, 688] tensors 3 x 704,512 = 2,965,504 bytes. The
@@ -81,6 +99,19 @@ TEST(MemoryLiveness, TinyLlamaPeakWithinTenPercentOfTheHandLiveness) {
   // helper's `t`): at a context of 1,024 they, not the MLP, make the peak.
   auto big = memory(a, kLlama + "/config.json", 2, 1024);
   EXPECT_NE(big.activations_at.find("self_attn"), std::string::npos) << big.activations_at;
+}
+
+// `summary`'s activations take each call's shapes in the root's names: the attention's scores
+// are `[b, 8, seq_len, seq_len]`, not repeat_kv's `t`, so --input-shape b=2,seq_len=2048 makes the
+// sum a number (it stays "at least": the mask and the helpers' tuples have no size).
+TEST(MemoryLiveness, SummaryActivationsAreWrittenInTheRootsNames) {
+  auto a = analyze(kLlama, kLlama + "/config.json");
+  auto open = cg::query::build_summary(a.ir, "F32");
+  EXPECT_NE(open.totals.activations.find("b*seq_len*seq_len*128"), std::string::npos)
+      << open.totals.activations;  // 4 layers x 4 [b, 8, seq_len, seq_len] scores x 8 heads
+  EXPECT_EQ(open.totals.activations.find("*t*"), std::string::npos) << open.totals.activations;
+  auto bound = cg::query::build_summary(a.ir, "F32", -1, {{"b", 2}, {"seq_len", 2048}});
+  EXPECT_TRUE(bound.totals.activation_bytes.has_value()) << bound.totals.activations;
 }
 
 }  // namespace
