@@ -405,6 +405,7 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
       r.activations = {std::nullopt, Bound::unknown,
                        "not computed: " + std::to_string(lp.unknown_allocations) +
                            " allocations of one forward have a size not known"};
+      r.activations_at.clear();  // no peak known: no place to name
     }
   }
   // Inference: weights + state + activations; the least it can be decides "does not fit", the
@@ -412,6 +413,8 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
   const std::vector<MemoryFigure> parts = {r.weights, r.kv_cache, r.state, r.activations};
   r.inference = total_of(parts, r.activations.bound == Bound::unknown
                                     ? "activations not known: at least weights and state"
+                                : r.activations.bound == Bound::lower
+                                    ? "the activations' peak is a lower bound"
                                     : "");
   std::optional<std::uint64_t> least = 0, most = 0;
   for (const auto& p : parts) {
