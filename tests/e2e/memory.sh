@@ -44,6 +44,11 @@ j="$(mem --dtype BF16)" || fail "memory --dtype BF16 exited $?"
   || fail "default context: $(field context <<<"$j") from $(field context_source <<<"$j")"
 [ "$(field weights_bytes.bytes <<<"$j")" = 7901696 ] || fail "BF16 weights: $j"
 [ "$(field kv_cache_bytes.bytes <<<"$j")" = $((2 * 4 * 1 * 4 * 1024 * 32 * 2)) ] || fail "BF16 KV at 1024: $j"
+# --master-fp32 at BF16 adds 4 bytes a parameter (3,950,848 x 4 = 15,803,392) to training.
+jm="$(mem --dtype BF16 --context 128 --master-fp32)" || fail "memory --master-fp32 exited $?"
+jp="$(mem --dtype BF16 --context 128)" || fail "memory BF16 exited $?"
+[ "$(field training_total_bytes.bytes <<<"$jm")" = $(( $(field training_total_bytes.bytes <<<"$jp") + 15803392 )) ] \
+  || fail "master copy: $(field training_total_bytes <<<"$jm") vs $(field training_total_bytes <<<"$jp")"
 # Fit on 64 MiB at batch 2: room 67,108,864 - 15,803,392 = 51,305,472 bytes; 8,192 bytes per
 # position (all layers, k and v, batch 2) -> 6,262 positions; 8,388,608 per sequence at 2048 -> 6.
 j="$(mem --context 2048 --batch 2 --device-memory 64MiB)" || fail "memory --device-memory exited $?"
