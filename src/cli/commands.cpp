@@ -472,6 +472,8 @@ void memory_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--input-shape", args.input_shape,
                  "Sizes of other input dimensions (h=224,w=224), or an input's whole shape "
                  "(xa=1x1500x384: an encoder output a decoder caches)");
+  cmd.add_flag("--master-fp32", args.memory_master_fp32,
+               "Training keeps an fp32 master copy of 16-bit weights (4 bytes a parameter)");
   args.out.format = "text";
   cmd.add_option("--format", args.out.format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
@@ -496,6 +498,7 @@ int run_memory(Args& args) {
   opts.batch = positive_count("--batch", args.memory_batch);
   if (!args.memory_device.empty()) opts.device_bytes = query::parse_memory_size(args.memory_device);
   opts.dims = query::parse_input_shape(args.input_shape);
+  opts.master_fp32 = args.memory_master_fp32;
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
   const query::MemoryReport r = query::build_memory(a, args.crate.config, opts);

@@ -45,6 +45,7 @@ struct Args {
   bool stats = false;                   // instrument --stats
   std::size_t profile_limit = 50;
   std::string memory_context, memory_batch = "1", memory_device;  // memory: validated by run
+  bool memory_master_fp32 = false;  // memory: training keeps an fp32 copy of 16-bit weights
   CompareArgs compare;
 };
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "analysis/config_values.hpp"
+#include "query/memory_liveness.hpp"
 #include "query/summary_rows.hpp"
 #include "util/error.hpp"
 #include "util/json_writer.hpp"
@@ -356,22 +357,64 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
   // Two stores of one line (a layer's `k` and `v`) are listed once each; stores in other
   // entrypoints (a `forward_embeds`) are another run of the same state.
 
-  // Activations: every output of one forward is an upper bound on the peak that is live at
-  // once (candle allocates each output; some are freed before others are made).
-  if (sm.totals.activation_bytes && sm.totals.activation_unknown_ops == 0) {
-    r.activations = {sm.totals.activation_bytes, Bound::upper,
-                     "every operation output of one forward, none freed (the peak of live tensors "
-                     "is not computed yet)"};
-  } else {
-    r.activations = {std::nullopt, Bound::unknown,
-                     "not computed: " + std::to_string(sm.totals.activation_unknown_ops) +
-                         " operations of one forward have an output of unknown size"};
+  // Activations: the peak of live tensors over one forward at the batch and context
+  // (memory_liveness.hpp); every allocation of the forward is the most it can be.
+  {
+    const InputDims live_dims(bind.begin(), bind.end());
+    const InstanceIndex live_idx(ir, live_dims);
+    LivenessOptions lo;
+    lo.elem_bytes = elem;
+    lo.dtype = r.dtype;
+    lo.positions_held = r.context;
+    const LivenessPeak lp = activation_peak(ir, live_idx, *root, live_dims, lo);
+    r.activations_at = lp.peak_at;
+    r.activations_sum = lp.sum_bytes;
+    r.activations_kept = lp.kept_bytes;
+    r.activations_kept_exact = lp.unknown_allocations == 0;
+    const std::string sum_note =
+        "every allocation of the forward, none freed: " + group(lp.sum_bytes) + " bytes" +
+        (lp.unknown_allocations ? " (at least)" : "");
+    if (lp.exact()) {
+      r.activations = {lp.peak_bytes, Bound::exact,
+                       "live tensors at their peak (each freed after its last use); " + sum_note};
+    } else if (lp.peak_bytes > 0) {
+      std::string why;
+      if (lp.unknown_allocations) {
+        why = std::to_string(lp.unknown_allocations) + " allocation" +
+              (lp.unknown_allocations == 1 ? "" : "s") + " of unknown size counted as 0 (";
+        std::size_t k = 0;
+        for (const auto& name : lp.unknown_names) {
+          if (k == 3) {
+            why += ", ...";
+            break;
+          }
+          why += (k++ ? ", " : "") + name;
+        }
+        why += ")";
+      }
+      if (!lp.merged_helpers.empty()) {
+        why += std::string(why.empty() ? "" : "; ") + "a helper called more than once in one " +
+               "frame is counted once (";
+        std::size_t k = 0;
+        for (const auto& h : lp.merged_helpers)
+          why += (k++ ? ", " : "") + h;
+        why += ")";
+      }
+      r.activations = {lp.peak_bytes, Bound::lower, "at least: " + why + "; " + sum_note};
+    } else {
+      r.activations = {std::nullopt, Bound::unknown,
+                       "not computed: " + std::to_string(lp.unknown_allocations) +
+                           " allocations of one forward have a size not known"};
+      r.activations_at.clear();  // no peak known: no place to name
+    }
   }
   // Inference: weights + state + activations; the least it can be decides "does not fit", the
   // most "fits".
   const std::vector<MemoryFigure> parts = {r.weights, r.kv_cache, r.state, r.activations};
   r.inference = total_of(parts, r.activations.bound == Bound::unknown
                                     ? "activations not known: at least weights and state"
+                                : r.activations.bound == Bound::lower
+                                    ? "the activations' peak is a lower bound"
                                     : "");
   std::optional<std::uint64_t> least = 0, most = 0;
   for (const auto& p : parts) {
@@ -379,13 +422,21 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
     most = add(most, hi(p));
   }
   // Training with AdamW: weights, their gradients and two moments (each at the weights' dtype),
-  // plus the tensors backward keeps (at most every output of the forward).
+  // an fp32 master copy of 16-bit weights when asked, and the activations autograd keeps for
+  // backward (each tracked operation's output, until backward frees it).
+  const bool master = opts.master_fp32 && elem < 4 && r.parameters;
   r.training.bytes = mul(r.weights.bytes, 4);
-  r.training.bound = r.weights.bound == Bound::exact ? Bound::lower : Bound::unknown;
-  if (r.weights.bound == Bound::lower) r.training.bound = Bound::lower;
-  r.training.note =
-      "weights, gradients and AdamW's two moments (4 x weights); the activations "
-      "backward keeps are left out";
+  if (master) r.training.bytes = add(r.training.bytes, mul(r.parameters, 4));
+  r.training.bytes = add(r.training.bytes, r.activations_kept);
+  r.training.bound = r.weights.bound == Bound::unknown ? Bound::unknown : Bound::lower;
+  r.training.note = "weights, gradients and AdamW's two moments (4 x weights)" +
+                    std::string(master ? ", an fp32 master copy of the weights" : "") +
+                    ", and the activations backward keeps (" +
+                    (r.activations_kept_exact ? "" : "at least ") + group(r.activations_kept) +
+                    " bytes: every output of an operation downstream of a parameter); backward's "
+                    "own transient gradients are left out";
+  if (opts.master_fp32 && !master && elem >= 4)
+    r.notes.push_back("--master-fp32: the weights are already 32-bit; no master copy added.");
   if (!r.training.bytes) r.training.bound = Bound::unknown;
 
   // Fit.
@@ -464,7 +515,8 @@ std::string render_memory_text(const MemoryReport& r) {
        r.parameters ? group(*r.parameters) + " parameters, shared weights once" : "");
   line("KV cache", r.kv_cache, "");
   line("Other state", r.state, "");
-  line("Activations (peak)", r.activations, "");
+  line("Activations (peak)", r.activations,
+       r.activations_at.empty() ? "" : "at " + r.activations_at);
   line("Inference total", r.inference, "");
   line("Training (AdamW)", r.training, "");
   if (!r.states.empty()) {
@@ -533,6 +585,7 @@ std::string render_memory_json(const MemoryReport& r) {
   fig("kv_cache_bytes", r.kv_cache);
   fig("state_bytes", r.state);
   fig("activations_peak_bytes", r.activations);
+  w.field("activations_peak_at", r.activations_at);
   fig("inference_total_bytes", r.inference);
   fig("training_total_bytes", r.training);
   w.key("layers").begin_array();

@@ -2,7 +2,7 @@
 // `candle-graph memory` (issue #38): what a model needs in memory, read from its code. Weights at
 // the dtype (shared weights once), the state a forward keeps across calls (KV caches and
 // recurrent states: ir::StateStore, found in the dataflow) at a context length and batch, an
-// upper bound on one forward's activations, the AdamW training footprint, and whether it fits a
+// the peak of one forward's live activations, the AdamW training footprint, and whether it fits a
 // device. Each figure is exact, a lower bound, an upper bound, or unknown, and says which.
 #include <cstdint>
 #include <optional>
@@ -20,6 +20,7 @@ struct MemoryOptions {
   std::uint64_t batch = 1;
   std::optional<std::uint64_t> device_bytes;  // --device-memory
   InputDims dims;                             // --input-shape, for other dimensions
+  bool master_fp32 = false;                   // training: an fp32 master copy of 16-bit weights
 };
 
 // How far a figure can be trusted.
@@ -53,6 +54,11 @@ struct MemoryReport {
   std::string batch_name, context_name;  // the root forward's dimension names they bind
   std::optional<std::uint64_t> parameters;
   MemoryFigure weights, kv_cache, state, activations, inference, training;
+  // Where the activations peak ("model.layers.{i}.self_attn softmax_last_dim (src/model.rs:98)"),
+  // every allocation of the forward, and what autograd keeps of them for backward (bytes).
+  std::string activations_at;
+  std::uint64_t activations_sum = 0, activations_kept = 0;
+  bool activations_kept_exact = false;
   std::vector<MemoryState> states;
   // --device-memory: does it fit, and the largest context (at the batch) and batch (at the
   // context) that can; each an upper bound when activations are not known.

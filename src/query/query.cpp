@@ -1011,7 +1011,7 @@ std::vector<ToolSpec> mcp_tools() {
        "\"text_offset\""},
       {"memory",
        "Will it fit? The memory the model's code allocates: weights at its dtype, the KV cache "
-       "and other state its forward keeps at a context and batch, an upper bound on activations, "
+       "and other state its forward keeps at a context and batch, the peak of live activations, "
        "AdamW training, and with device_memory whether it fits and the largest context and "
        "batch that can.",
        R"({"root": "models::llama::Llama", "config": "/path/to/config.json", "context": 4096, "device_memory": "24GiB"})",

@@ -166,9 +166,11 @@ InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : dim
     }
   // Only the main runs name a row's call: another entrypoint (`decode`) is not one forward pass.
   std::vector<const ir::InstanceCall*> todo(main_roots_.begin(), main_roots_.end());
+  std::vector<const ir::InstanceCall*> runs;
   while (!todo.empty()) {
     const ir::InstanceCall* c = todo.back();
     todo.pop_back();
+    runs.push_back(c);
     for (const auto& m : c->modules)
       by_module_.emplace(m, c);
     auto k = kids_.find(c->id);
@@ -190,6 +192,113 @@ InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : dim
       }
     }
   }
+  // The names the roots' inputs are written in (`input_ids: [b, seq_len]`): what a frame's own
+  // names are tied to.
+  for (const auto* c : main_roots_)
+    for (const auto& f : ir.functions)
+      if (f.id == c->entrypoint)
+        for (const auto& in : f.tensor_inputs)
+          if (const ir::Tensor* t = tensor(in))
+            for (const auto& d : t->shape.dimensions)
+              if (plain_name(d.expr) && d.expr != "_") root_names_.insert(d.expr);
+  for (const auto* c : runs)
+    bind_frame_names(*c);
+}
+
+const ir::Operation* InstanceIndex::op(const std::string& id) const {
+  auto it = ops_.find(id);
+  return it == ops_.end() ? nullptr : it->second;
+}
+
+const ir::Tensor* InstanceIndex::tensor(const std::string& id) const {
+  auto it = tensors_.find(id);
+  return it == tensors_.end() ? nullptr : it->second;
+}
+
+const std::vector<const ir::InstanceCall*>& InstanceIndex::kids(const ir::InstanceCall& c) const {
+  static const std::vector<const ir::InstanceCall*> none;
+  auto it = kids_.find(c.id);
+  return it == kids_.end() ? none : it->second;
+}
+
+bool InstanceIndex::root_dimension(const std::string& expr) const {
+  if (all_digits(expr)) return true;
+  auto q = dimension_quotient(expr);
+  std::string name = q ? std::string(q->first) : expr;
+  return plain_name(name) && (input_names_.count(name) || dims_.count(name));
+}
+
+ir::TensorShape InstanceIndex::raw_shape(const ir::InstanceCall& c,
+                                         const std::string& op_id) const {
+  const ir::Operation* o = op(op_id);
+  if (!c.function && c.output_shape.rank && c.call_site && *c.call_site == op_id)
+    return c.output_shape;  // a layer call's own output shape is this instance's
+  if (auto f = c.operation_shapes.find(op_id); f != c.operation_shapes.end() && f->second.rank)
+    return f->second;
+  if (const ir::Tensor* t = o ? tensor(o->output) : nullptr) return t->shape;
+  return {};
+}
+
+void InstanceIndex::bind_frame_names(const ir::InstanceCall& c) {
+  auto& names = frame_names_[c.id];
+  // The shape of a tensor as this frame made it (its operation's shape in this call), else its
+  // own.
+  std::map<std::string, std::string> made_by;  // tensor -> operation of this call
+  for (const auto& id : c.operations)
+    if (const ir::Operation* o = op(id)) made_by[o->output] = id;
+  auto shape_of = [&](const std::string& tid) -> ir::TensorShape {
+    if (auto m = made_by.find(tid); m != made_by.end()) return raw_shape(c, m->second);
+    const ir::Tensor* t = tensor(tid);
+    return t ? t->shape : ir::TensorShape{};
+  };
+  // A name of the root's input (or `--input-shape`'s), a number, or such a name divided.
+  auto rooted = [&](const std::string& e) {
+    if (all_digits(e)) return true;
+    auto q = dimension_quotient(e);
+    std::string name = q ? std::string(q->first) : e;
+    return plain_name(name) && (root_names_.count(name) || dims_.count(name));
+  };
+  auto local = [&](const std::string& e) { return plain_name(e) && e != "_" && !rooted(e); };
+  auto tie = [&](const std::vector<ir::Dimension>& a, const std::vector<ir::Dimension>& b) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string& x = a[i].expr;
+      const std::string& y = b[i].expr;
+      if (local(x) && rooted(y)) names.emplace(x, y);
+      if (local(y) && rooted(x)) names.emplace(y, x);
+    }
+  };
+  // Twice: a name tied by one operation may make another's input known.
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& id : c.operations) {
+      const ir::Operation* o = op(id);
+      if (!o || o->inputs.empty()) continue;
+      const bool keeps = o->shape_rule == "preserve";
+      const bool adds_one = o->shape_rule == "insert_dimension" ||
+                            (o->shape_rule == "remove_dimension" && o->name == "squeeze");
+      if (!keeps && !adds_one) continue;
+      ir::TensorShape in = shape_of(o->inputs.front());
+      ir::TensorShape out = raw_shape(c, id);
+      if (!in.rank || !out.rank) continue;
+      auto dims = [&](const ir::TensorShape& s) {
+        std::vector<ir::Dimension> d;
+        for (auto x : s.dimensions) {
+          if (auto n = names.find(x.expr); n != names.end()) x.expr = n->second;
+          if (!adds_one || x.expr != "1") d.push_back(x);
+        }
+        return d;
+      };
+      auto a = dims(in), b = dims(out);
+      if (a.size() == b.size()) tie(a, b);
+    }
+}
+
+ir::TensorShape InstanceIndex::op_shape(const ir::InstanceCall& c, const std::string& op_id) const {
+  ir::TensorShape s = raw_shape(c, op_id);
+  auto f = frame_names_.find(c.id);
+  if (f == frame_names_.end()) return s;
+  for (auto& d : s.dimensions)
+    if (auto n = f->second.find(d.expr); n != f->second.end()) d.expr = n->second;
+  return s;
 }
 
 const ir::InstanceCall* InstanceIndex::call_of(const std::string& module_id) const {
@@ -249,13 +358,11 @@ SymSum InstanceIndex::activations(const ir::InstanceCall& c) const {
     auto it = ops_.find(id);
     if (it == ops_.end()) continue;
     const ir::Operation& o = *it->second;
-    auto t = tensors_.find(o.output);
-    // A layer call's own output shape is this instance's (the tensor keeps the first's).
-    const ir::TensorShape* shape = !c.function && c.output_shape.rank ? &c.output_shape
-                                   : t != tensors_.end()              ? &t->second->shape
-                                                                      : nullptr;
+    // This call's shape of it, in the root's names where the call ties them.
+    const ir::TensorShape own = op_shape(c, id);
+    const ir::TensorShape* shape = &own;
     bool counted = false;
-    if (shape && shape->rank) {
+    if (shape->rank) {
       std::string product;
       for (const auto& d : shape->dimensions) {
         // A name that is not one of the input's dimensions is a size not known here.
@@ -281,7 +388,11 @@ SymSum InstanceIndex::activations(const ir::InstanceCall& c) const {
 }
 
 std::set<std::string> InstanceIndex::symbols() const {
-  if (!input_names_.empty()) return input_names_;
+  if (!input_names_.empty()) {  // and the root input's own names (`d` of `[b, t, d]`)
+    std::set<std::string> out = input_names_;
+    out.insert(root_names_.begin(), root_names_.end());
+    return out;
+  }
   std::set<std::string> out;  // no Mult-Adds: the names the output shapes are written in
   for (const auto& [m, c] : by_module_)
     for (const auto& d : c->output_shape.dimensions)

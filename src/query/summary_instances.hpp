@@ -52,8 +52,21 @@ class InstanceIndex {
   SymSum mult_adds(const ir::InstanceCall& c) const;
   // Elements output by the call's operations and its nested calls' (one forward's activations).
   SymSum activations(const ir::InstanceCall& c) const;
-  // The input dimension names (`b`, `t`): those the Mult-Adds are written in, else the output
-  // shapes' names.
+  // An operation's output shape in a call: a candle-nn layer call's own output shape, else the
+  // call's shape of it (`operation_shapes`, in the root's names), else its output tensor's; a
+  // dimension the call's frame names itself (`t` from a helper's `xs.dims4()`) is written in the
+  // root's names where a shape-keeping operation of the call ties it to one (`unsqueeze` of
+  // `[b, 4, seq_len, 32]` giving `[b, 4, 1, t, 32]`: `t` is `seq_len`). Rank null: not known.
+  ir::TensorShape op_shape(const ir::InstanceCall& c, const std::string& op_id) const;
+  // A dimension expression that is a number, an input dimension name, `--input-shape`'s, or such a
+  // name divided by a number: a size known in the root's terms.
+  bool root_dimension(const std::string& expr) const;
+  const ir::Operation* op(const std::string& id) const;
+  const ir::Tensor* tensor(const std::string& id) const;
+  // The calls nested directly in a call, in the order the IR lists them.
+  const std::vector<const ir::InstanceCall*>& kids(const ir::InstanceCall& c) const;
+  // The input dimension names (`b`, `t`): those the Mult-Adds are written in and the root input's
+  // own, else the output shapes' names.
   std::set<std::string> symbols() const;
 
  private:
@@ -70,6 +83,12 @@ class InstanceIndex {
   // The input's dimension names: those the main runs' Mult-Adds are written in (`b`, `t`); an
   // output size in any other name (a local's `n_kv * n_rep`) is not known.
   std::set<std::string> input_names_;
+  // The dimension names of the main runs' root inputs (`b`, `seq_len`).
+  std::set<std::string> root_names_;
+  // Per call (of the main runs): a frame-local dimension name -> the root's expression.
+  std::map<std::string, std::map<std::string, std::string>> frame_names_;
+  ir::TensorShape raw_shape(const ir::InstanceCall& c, const std::string& op_id) const;
+  void bind_frame_names(const ir::InstanceCall& c);
 };
 
 }  // namespace cg::query

@@ -38,4 +38,24 @@ for r in "${rows[@]}"; do
     echo "ok   $name: weights $wexp, KV cache $kvexp, other state ${stexp:-0} at context $ctx"
   fi
 done
+# Activations: the peak of live tensors against the hand liveness (docs/memory.md, "Activations:
+# hand liveness"); the tool's figure within 10% of the hand figure, at its place.
+# name | root | config | context | batch | dtype | hand peak bytes | where (a part of peak_at)
+acts=(
+  "llama, TinyLlama-1.1B config (the MLP: 3 x [1, 128, 2048] + 3 x [1, 128, 5632], F32)|models::llama::Llama|tinyllama-1.1b.json|128|1|F32|11796480|.mlp mul"
+)
+for r in "${acts[@]}"; do
+  IFS='|' read -r name model config ctx batch dtype hand where <<<"$r"
+  j="$("$cg" memory "$ct" --root "$model" --config "$root/tools/published/$config" --context "$ctx" \
+    --batch "$batch" --dtype "$dtype" --format json 2>/dev/null)" || { echo "FAIL $name: memory exited $?"; bad=1; continue; }
+  got="$(node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    console.log([j.activations_peak_bytes.bytes, j.activations_peak_bytes.bound, j.activations_peak_at].join("|"))' <<<"$j")"
+  IFS='|' read -r peak bound at <<<"$got"
+  if [ -z "$peak" ] || [ "$peak" = null ] || [ $((peak * 10)) -lt $((hand * 9)) ] || [ $((peak * 10)) -gt $((hand * 11)) ] \
+    || [[ "$at" != *"$where"* ]]; then
+    echo "FAIL $name: activations peak $peak ($bound) at '$at'; by hand $hand at '$where'"; bad=1
+  else
+    echo "ok   $name: activations peak $peak ($bound) at $at; by hand $hand"
+  fi
+done
 exit "$bad"
