@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -432,6 +433,13 @@ void memory_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--batch", args.memory_batch, "Sequences at once (default 1)");
   cmd.add_option("--dtype", args.summary_dtype,
                  "Weights and state at this dtype (default: config.json torch_dtype, else F32)");
+  cmd.add_option("--gguf", args.memory_gguf,
+                 "Weights from this GGUF file's tensors at their block formats (exact), checked "
+                 "against the model's parameters; with a root built from gguf_file::Content, the "
+                 "weights alone");
+  cmd.add_option("--quant", args.memory_quant,
+                 "Weights of rank >= 2 at this GGML type (q4_0, q8_0, q4_k, q6_k, ...), rank-1 "
+                 "tensors at F32");
   cmd.add_option("--device-memory", args.memory_device,
                  "Say whether it fits a device of this size (24GiB, 80GB, 16000MiB) and the "
                  "largest context and batch that can");
@@ -454,6 +462,65 @@ std::uint64_t positive_count(const std::string& flag, const std::string& text) {
   return v;
 }
 
+// The text of the crate file `source` ("src/models/x.rs:12") names, at most 4 MiB; "" when it
+// cannot be read.
+std::string crate_file_text(const std::string& crate_path, const std::string& source) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir =
+      fs::is_directory(crate_path, ec) ? fs::path(crate_path) : fs::path(crate_path).parent_path();
+  const auto colon = source.rfind(':');
+  const fs::path file = dir / source.substr(0, colon);
+  const auto size = fs::file_size(file, ec);
+  if (ec || size > (std::uintmax_t{4} << 20)) return {};
+  std::ifstream in(file, std::ios::binary);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  return in ? text : std::string();
+}
+
+// Whether the analysed root loads through candle-transformers' quantized VarBuilder.
+bool quantized_root(const Analysis& a, const std::string& crate_path) {
+  if (a.ir.components.size() != 1) return false;
+  for (const auto& f : a.ir.functions)
+    if (f.id == a.ir.components.front().constructor)
+      return query::uses_quantized_builder(a.ir, crate_file_text(crate_path, f.source));
+  return false;
+}
+
+// Why the root named by --root is one built from a GGUF file's content: its module's file
+// (`models::quantized_llama::ModelWeights` -> src/models/quantized_llama.rs or
+// src/models/quantized_llama/mod.rs) declares the struct and reads a `gguf_file::Content`. ""
+// when it is not (a misspelt root stays the analysis's error).
+std::string gguf_content_root(const Args& args, const std::string& error) {
+  const std::string& root = args.crate.root;
+  if (root.empty() || error.find("constructor taking a VarBuilder") == std::string::npos) return {};
+  std::vector<std::string> segs;
+  for (std::size_t a = 0, b; a <= root.size(); a = b + 2) {
+    b = root.find("::", a);
+    if (b == std::string::npos) b = root.size();
+    segs.push_back(root.substr(a, b - a));
+  }
+  if (segs.size() < 2) return {};
+  const std::string type = segs.back();
+  segs.pop_back();
+  // The path with or without the crate's own name first.
+  for (std::size_t skip = 0; skip < 2 && skip < segs.size(); ++skip) {
+    std::string rel = "src";
+    for (std::size_t i = skip; i < segs.size(); ++i)
+      rel += "/" + segs[i];
+    for (const std::string& file : {rel + ".rs", rel + "/mod.rs"}) {
+      const std::string text = crate_file_text(args.crate.path, file);
+      if (text.find("struct " + type) != std::string::npos &&
+          text.find("gguf_file::Content") != std::string::npos)
+        return "`" + root + "` (" + file +
+               ") is built from a GGUF file's content (gguf_file::Content), not a VarBuilder: "
+               "the analysis does not build it, so its KV cache and state are not read";
+    }
+  }
+  return {};
+}
+
 int run_memory(Args& args) {
   // Bad flags are refused before the analysis runs.
   query::MemoryOptions opts;
@@ -462,12 +529,34 @@ int run_memory(Args& args) {
   opts.batch = positive_count("--batch", args.memory_batch);
   if (!args.memory_device.empty()) opts.device_bytes = query::parse_memory_size(args.memory_device);
   opts.dims = query::parse_input_shape(args.input_shape);
+  if (!args.memory_gguf.empty() && !args.memory_quant.empty())
+    throw cg::InputError("--quant " + args.memory_quant,
+                         "give --gguf (the file's own types) or --quant, not both");
+  if (!args.memory_quant.empty()) opts.quant = query::parse_quant_type(args.memory_quant);
+  if (!args.memory_gguf.empty()) opts.gguf = checkpoint::read_gguf_header(args.memory_gguf);
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
-  Analysis a = analyze(args, {args.out.output});
-  const query::MemoryReport r = query::build_memory(a, args.crate.config, opts);
+  std::optional<Analysis> a;
+  try {
+    a = analyze(args, {args.out.output});
+  } catch (const cg::InputError& e) {
+    // A root built from `gguf_file::Content` (quantized_llama's `ModelWeights::from_gguf`) takes
+    // no VarBuilder: the analysis does not build it, but the file still says what its weights
+    // take.
+    const std::string why = gguf_content_root(args, e.what());
+    if (why.empty()) throw;
+    if (!opts.gguf)
+      throw cg::InputError("--root " + args.crate.root,
+                           why + "; give --gguf FILE to read its weights from the file");
+    const query::MemoryReport r = query::memory_from_gguf(args.crate.root, opts, why);
+    write_or_print(args.out.output, args.out.format == "json" ? query::render_memory_json(r)
+                                                              : query::render_memory_text(r));
+    return 0;
+  }
+  opts.quantized_builder = quantized_root(*a, args.crate.path);
+  const query::MemoryReport r = query::build_memory(*a, args.crate.config, opts);
   write_or_print(args.out.output, args.out.format == "json" ? query::render_memory_json(r)
                                                             : query::render_memory_text(r));
-  warn_incomplete_inputs(a);
+  warn_incomplete_inputs(*a);
   return 0;
 }
 

@@ -45,6 +45,7 @@ struct Args {
   bool stats = false;                   // instrument --stats
   std::size_t profile_limit = 50;
   std::string memory_context, memory_batch = "1", memory_device;  // memory: validated by run
+  std::string memory_gguf, memory_quant;  // memory: --gguf FILE, --quant TYPE
   CompareArgs compare;
 };
 

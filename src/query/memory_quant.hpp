@@ -1,0 +1,65 @@
+#pragma once
+// Quantized weights for `candle-graph memory` (issue #38): a GGUF file's tensors at their GGML
+// block formats' exact bytes (`--gguf FILE`), or a model's parameters at one GGML type
+// (`--quant TYPE`: rank >= 2 at the type, rank-1 tensors at F32, as llama.cpp's quantize keeps
+// norms and biases). See docs/memory.md.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/gguf_header.hpp"
+#include "ir/model.hpp"
+
+namespace cg::query {
+
+// One GGML type's share of the weights.
+struct QuantTypeBytes {
+  std::string type;  // "Q4_K"
+  std::uint64_t tensors = 0, elements = 0, bytes = 0;
+};
+
+struct QuantWeights {
+  std::string source;  // "--gguf model.gguf" or "--quant Q4_0"
+  std::optional<std::uint64_t> bytes;
+  bool exact = true;  // false: `bytes` is a lower bound (see note)
+  std::string note;
+  std::optional<std::uint64_t> elements;
+  std::vector<QuantTypeBytes> by_type;  // largest first
+  // --gguf against the model's parameters (quantized VarBuilder keys are the GGUF names): the
+  // tensors the model asks for that the file lacks, the file's tensors the model does not ask
+  // for, and element counts that differ. Each list holds its first few names; the counts all.
+  bool checked = false;
+  std::size_t matched = 0, missing_count = 0, unclaimed_count = 0, mismatch_count = 0;
+  std::vector<std::string> missing, unclaimed, mismatches;
+};
+
+// Whether the model's parameters are loaded through candle-transformers' quantized VarBuilder
+// (its `vb.get` returns a QTensor in the GGUF file's type): the root constructor's builder
+// parameter's type resolves to `quantized_var_builder::VarBuilder`, read from `root_source_text`
+// (the text of the file that declares the root's constructor) and the IR's function signature.
+bool uses_quantized_builder(const ir::ModelIr& ir, const std::string& root_source_text);
+
+// The file's tensors, exactly; checked against `ir`'s parameters when given.
+QuantWeights weights_from_gguf(const checkpoint::GgufHeader& h, const ir::ModelIr* ir);
+
+// `--quant TYPE`: where each parameter goes. Rank >= 2 at TYPE (one of unknown rank too: its
+// count is unknown anyway); rank 1 at F32; a matrix whose row is not a whole number of TYPE's
+// blocks is refused (candle's QTensor will not quantize it).
+enum class QuantPart { quantized, refused, f32 };
+QuantPart quant_part(const ir::Parameter& p, const checkpoint::GgmlType& type);
+// The IR with only the parameters of one part: summary counts each part with its own rules
+// (shared weights once, families multiplied).
+ir::ModelIr with_parameters(const ir::ModelIr& ir, const checkpoint::GgmlType& type,
+                            QuantPart part);
+
+// The parts' element counts (summary's) and what they leave out.
+struct QuantCounts {
+  std::optional<std::uint64_t> quantized, f32;
+  std::vector<std::string> refused;  // "key [rows, cols]" of each refused parameter
+  bool lower = false;                // a count is a lower bound (lower_note says why)
+  std::string lower_note;
+};
+QuantWeights weights_at_quant(const checkpoint::GgmlType& type, const QuantCounts& counts);
+
+}  // namespace cg::query
