@@ -488,6 +488,43 @@ bool quantized_root(const Analysis& a, const std::string& crate_path) {
   return false;
 }
 
+// Parameters whose acquisition line dequantizes what it loads (`vb.get((d1, d2),
+// "weight")?.dequantize(vb.device())?` in candle-transformers' quantized Embedding, RmsNorm and
+// biases): the QTensor is dropped and an F32 tensor kept.
+query::Dequantized dequantized_parameters(const Analysis& a, const std::string& crate_path) {
+  query::Dequantized out;
+  std::map<std::string, std::vector<std::string>> lines;  // file -> its lines
+  for (const auto& p : a.ir.parameters) {
+    const auto colon = p.source.rfind(':');
+    if (colon == std::string::npos) continue;
+    const std::string file = p.source.substr(0, colon);
+    const std::string num = p.source.substr(colon + 1);
+    if (num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    auto it = lines.find(file);
+    if (it == lines.end()) {
+      std::vector<std::string> ls;
+      std::string text = crate_file_text(crate_path, file), line;
+      for (char c : text) {
+        if (c == '\n') {
+          ls.push_back(std::move(line));
+          line.clear();
+        } else {
+          line += c;
+        }
+      }
+      ls.push_back(std::move(line));
+      it = lines.emplace(file, std::move(ls)).first;
+    }
+    const std::size_t n = std::stoul(num);
+    if (n == 0 || n > it->second.size()) continue;
+    const std::string& l = it->second[n - 1];
+    if (l.find(".get(") != std::string::npos && l.find(".dequantize(") != std::string::npos)
+      out.insert(p.id);
+  }
+  return out;
+}
+
 // Why the root named by --root is one built from a GGUF file's content: its module's file
 // (`models::quantized_llama::ModelWeights` -> src/models/quantized_llama.rs or
 // src/models/quantized_llama/mod.rs) declares the struct and reads a `gguf_file::Content`. ""
@@ -553,6 +590,8 @@ int run_memory(Args& args) {
     return 0;
   }
   opts.quantized_builder = quantized_root(*a, args.crate.path);
+  if (opts.quantized_builder || opts.gguf || opts.quant)
+    opts.dequantized = dequantized_parameters(*a, args.crate.path);
   const query::MemoryReport r = query::build_memory(*a, args.crate.config, opts);
   write_or_print(args.out.output, args.out.format == "json" ? query::render_memory_json(r)
                                                             : query::render_memory_text(r));

@@ -164,9 +164,12 @@ const ir::InstanceCall* main_call(const ir::ModelIr& ir, const InputDims& dims) 
 void quantized_weights(MemoryReport& r, const ir::ModelIr& ir, const MemoryOptions& opts,
                        const std::map<std::string, std::uint64_t>& bind) {
   if (opts.gguf) {
-    QuantWeights q = weights_from_gguf(*opts.gguf, &ir);
+    QuantWeights q = weights_from_gguf(*opts.gguf, &ir, opts.dequantized);
     r.weights = {q.bytes, q.bytes ? Bound::exact : Bound::unknown,
                  "the file's tensors at their GGML block formats"};
+    if (q.bytes && q.file_bytes && *q.bytes != *q.file_bytes)
+      r.weights.note += "; those the code dequantizes at load at F32 (the file's tensors: " +
+                        group(*q.file_bytes) + " bytes)";
     r.weights_format = q.source;
     r.quant = std::move(q);
     return;
@@ -174,7 +177,7 @@ void quantized_weights(MemoryReport& r, const ir::ModelIr& ir, const MemoryOptio
   if (opts.quant) {
     // Each part counted by summary (shared weights once, families multiplied).
     auto count = [&](QuantPart part, QuantCounts& c) -> std::optional<std::uint64_t> {
-      const ir::ModelIr sub = with_parameters(ir, *opts.quant, part);
+      const ir::ModelIr sub = with_parameters(ir, *opts.quant, part, opts.dequantized);
       if (sub.parameters.empty()) return 0;
       SummaryModel m;
       try {
@@ -196,15 +199,20 @@ void quantized_weights(MemoryReport& r, const ir::ModelIr& ir, const MemoryOptio
     QuantCounts c;
     c.quantized = count(QuantPart::quantized, c);
     c.f32 = count(QuantPart::f32, c);
+    c.dequantized = count(QuantPart::dequantized, c);
     std::set<std::string> seen;
     for (const auto& p : ir.parameters)
-      if (quant_part(p, *opts.quant) == QuantPart::refused && seen.insert(p.key).second)
+      if (quant_part(p, *opts.quant, opts.dequantized) == QuantPart::refused &&
+          seen.insert(p.key).second)
         c.refused.push_back(p.key + " " + checkpoint::shape_text(*p.shape));
     QuantWeights q = weights_at_quant(*opts.quant, c);
     r.weights.bytes = q.bytes;
     r.weights.bound = !q.bytes ? Bound::unknown : q.exact ? Bound::exact : Bound::lower;
     r.weights.note = q.note.empty() ? "rank >= 2 at " + std::string(opts.quant->name) +
-                                          ", rank-1 tensors (norms, biases) at F32"
+                                          ", rank-1 tensors (norms, biases) at F32" +
+                                          (c.dequantized.value_or(0) > 0
+                                               ? ", those the code dequantizes at load at F32"
+                                               : "")
                                     : q.note;
     r.weights_format = q.source;
     r.quant = std::move(q);
@@ -527,7 +535,7 @@ namespace {
 void quant_lines(std::string& o, const QuantWeights& q) {
   const std::string pad(26, ' ');
   for (const auto& t : q.by_type)
-    o += pad + t.type + ": " +
+    o += pad + t.type + (t.dequantized ? " (dequantized at load)" : "") + ": " +
          (t.tensors && q.source.rfind("--gguf", 0) == 0
               ? group(t.tensors) + (t.tensors == 1 ? " tensor, " : " tensors, ")
               : std::string()) +
@@ -691,6 +699,7 @@ std::string render_memory_json(const MemoryReport& r) {
       if (t.tensors && r.quant->source.rfind("--gguf", 0) == 0) w.field("tensors", t.tensors);
       w.field("elements", t.elements);
       w.field("bytes", t.bytes);
+      if (t.dequantized) w.field("dequantized_at_load", true);
       w.end_object();
     }
     w.end_array();

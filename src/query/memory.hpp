@@ -28,6 +28,7 @@ struct MemoryOptions {
   std::optional<checkpoint::GgufHeader> gguf;
   std::optional<checkpoint::GgmlType> quant;
   bool quantized_builder = false;
+  Dequantized dequantized;  // parameters the code dequantizes where it loads them (F32 after)
 };
 
 // How far a figure can be trusted.

@@ -71,20 +71,35 @@ bool uses_quantized_builder(const ir::ModelIr& ir, const std::string& root_sourc
   return false;
 }
 
-QuantWeights weights_from_gguf(const checkpoint::GgufHeader& h, const ir::ModelIr* ir) {
+QuantWeights weights_from_gguf(const checkpoint::GgufHeader& h, const ir::ModelIr* ir,
+                               const Dequantized& dequantized) {
   QuantWeights w;
   w.source = "--gguf " + h.origin;
   w.bytes = 0;
+  w.file_bytes = 0;
   w.elements = 0;
+  // The keys (concrete or templates) of the parameters the code dequantizes at load.
+  std::vector<std::string> deq_keys;
+  if (ir)
+    for (const auto& p : ir->parameters)
+      if (dequantized.count(p.id)) deq_keys.push_back(p.key);
   std::map<std::string, QuantTypeBytes> by;
   for (const auto& t : h.tensors) {
-    w.bytes = add(w.bytes, t.bytes);
+    w.file_bytes = add(w.file_bytes, t.bytes);
     w.elements = add(w.elements, t.elements);
-    auto& b = by[std::string(t.type.name)];
-    b.type = t.type.name;
+    const bool deq =
+        t.type.id != 0 && std::any_of(deq_keys.begin(), deq_keys.end(), [&](const std::string& k) {
+          return k == t.name ||
+                 (k.find('{') != std::string::npos && checkpoint::match_template(k, t.name));
+        });
+    const std::optional<std::uint64_t> held = deq ? mul(t.elements, 4) : t.bytes;
+    w.bytes = add(w.bytes, held);
+    auto& b = by[deq ? std::string("F32, dequantized") : std::string(t.type.name)];
+    b.type = deq ? "F32" : t.type.name;
+    b.dequantized = deq;
     ++b.tensors;
-    b.elements += t.elements;  // each tensor lies in the file: no sum exceeds its size
-    b.bytes += t.bytes;
+    b.elements += t.elements;     // each tensor lies in the file: no sum exceeds its size
+    b.bytes += held.value_or(0);  // elements x 4 of a tensor in the file: no overflow either
   }
   for (auto& [k, b] : by)
     w.by_type.push_back(b);
@@ -129,19 +144,21 @@ QuantWeights weights_from_gguf(const checkpoint::GgufHeader& h, const ir::ModelI
   return w;
 }
 
-QuantPart quant_part(const ir::Parameter& p, const checkpoint::GgmlType& type) {
+QuantPart quant_part(const ir::Parameter& p, const checkpoint::GgmlType& type,
+                     const Dequantized& dequantized) {
   const auto r = rank_of(p);
   if (r && *r < 2) return QuantPart::f32;
+  if (dequantized.count(p.id)) return QuantPart::dequantized;
   if (p.shape && p.shape->back() % type.block_elements != 0) return QuantPart::refused;
   return QuantPart::quantized;  // of unknown rank too: summary counts it as unknown there
 }
 
-ir::ModelIr with_parameters(const ir::ModelIr& ir, const checkpoint::GgmlType& type,
-                            QuantPart part) {
+ir::ModelIr with_parameters(const ir::ModelIr& ir, const checkpoint::GgmlType& type, QuantPart part,
+                            const Dequantized& dequantized) {
   ir::ModelIr out = ir;
   out.parameters.clear();
   for (const auto& p : ir.parameters)
-    if (quant_part(p, type) == part) out.parameters.push_back(p);
+    if (quant_part(p, type, dequantized) == part) out.parameters.push_back(p);
   return out;
 }
 
@@ -159,13 +176,17 @@ QuantWeights weights_at_quant(const checkpoint::GgmlType& type, const QuantCount
     v.elements = *counts.f32;
     vbytes = mul(counts.f32, 4);
   }
-  w.elements = add(counts.quantized, counts.f32);
-  w.bytes = add(qbytes, vbytes);
+  QuantTypeBytes d{"F32", 0, counts.dequantized.value_or(0), 0, true};
+  const std::optional<std::uint64_t> dbytes = mul(counts.dequantized, 4);
+  if (dbytes) d.bytes = *dbytes;
+  w.elements = add(add(counts.quantized, counts.f32), counts.dequantized);
+  w.bytes = add(add(qbytes, vbytes), dbytes);
   w.exact = !counts.lower && counts.refused.empty() && w.bytes.has_value();
   if (qbytes) q.bytes = *qbytes;
   if (vbytes) v.bytes = *vbytes;
   if (q.elements) w.by_type.push_back(q);
   if (v.elements) w.by_type.push_back(v);
+  if (d.elements) w.by_type.push_back(d);
   if (!counts.refused.empty()) {
     w.note = std::to_string(counts.refused.size()) +
              " weight(s) have rows that are not a whole number of " + std::string(type.name) +

@@ -5,6 +5,7 @@
 // norms and biases). See docs/memory.md.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ namespace cg::query {
 struct QuantTypeBytes {
   std::string type;  // "Q4_K"
   std::uint64_t tensors = 0, elements = 0, bytes = 0;
+  bool dequantized = false;  // held at F32 after load (the code dequantizes what it loads)
 };
 
 struct QuantWeights {
@@ -25,6 +27,8 @@ struct QuantWeights {
   bool exact = true;  // false: `bytes` is a lower bound (see note)
   std::string note;
   std::optional<std::uint64_t> elements;
+  std::optional<std::uint64_t>
+      file_bytes;                       // --gguf: the file's tensor bytes, before any dequantize
   std::vector<QuantTypeBytes> by_type;  // largest first
   // --gguf against the model's parameters (quantized VarBuilder keys are the GGUF names): the
   // tensors the model asks for that the file lacks, the file's tensors the model does not ask
@@ -40,22 +44,32 @@ struct QuantWeights {
 // (the text of the file that declares the root's constructor) and the IR's function signature.
 bool uses_quantized_builder(const ir::ModelIr& ir, const std::string& root_source_text);
 
-// The file's tensors, exactly; checked against `ir`'s parameters when given.
-QuantWeights weights_from_gguf(const checkpoint::GgufHeader& h, const ir::ModelIr* ir);
+// Parameters the code dequantizes where it loads them (candle-transformers' quantized
+// `Embedding`, `RmsNorm`, biases: `vb.get(..)?.dequantize(..)`): held at F32 after load, whatever
+// the file's type. By parameter id.
+using Dequantized = std::set<std::string>;
+
+// The file's tensors, exactly; checked against `ir`'s parameters when given. A tensor a
+// `dequantized` parameter loads is counted at F32 (elements x 4), its own row; `file_bytes` keeps
+// the file's sum.
+QuantWeights weights_from_gguf(const checkpoint::GgufHeader& h, const ir::ModelIr* ir,
+                               const Dequantized& dequantized = {});
 
 // `--quant TYPE`: where each parameter goes. Rank >= 2 at TYPE (one of unknown rank too: its
 // count is unknown anyway); rank 1 at F32; a matrix whose row is not a whole number of TYPE's
 // blocks is refused (candle's QTensor will not quantize it).
-enum class QuantPart { quantized, refused, f32 };
-QuantPart quant_part(const ir::Parameter& p, const checkpoint::GgmlType& type);
+// A matrix the code dequantizes at load is held at F32 (`dequantized`).
+enum class QuantPart { quantized, refused, f32, dequantized };
+QuantPart quant_part(const ir::Parameter& p, const checkpoint::GgmlType& type,
+                     const Dequantized& dequantized = {});
 // The IR with only the parameters of one part: summary counts each part with its own rules
 // (shared weights once, families multiplied).
-ir::ModelIr with_parameters(const ir::ModelIr& ir, const checkpoint::GgmlType& type,
-                            QuantPart part);
+ir::ModelIr with_parameters(const ir::ModelIr& ir, const checkpoint::GgmlType& type, QuantPart part,
+                            const Dequantized& dequantized = {});
 
 // The parts' element counts (summary's) and what they leave out.
 struct QuantCounts {
-  std::optional<std::uint64_t> quantized, f32;
+  std::optional<std::uint64_t> quantized, f32, dequantized = 0;
   std::vector<std::string> refused;  // "key [rows, cols]" of each refused parameter
   bool lower = false;                // a count is a lower bound (lower_note says why)
   std::string lower_note;

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "gguf_writer.hpp"
@@ -78,6 +79,31 @@ TEST(MemoryQuant, GgufIsCheckedAgainstTheModelsParameters) {
   EXPECT_EQ(q.mismatch_count, 1u);
   EXPECT_THAT(q.mismatches,
               ElementsAre("norm.weight is [32] in the file, the model asks for [16]"));
+}
+
+TEST(MemoryQuant, ATensorTheCodeDequantizesIsHeldAtF32) {
+  // tok.weight (a quantized Embedding's table: `vb.get(..)?.dequantize(..)`) is held at F32 after
+  // load: 64 x 32 x 4 = 8,192 bytes instead of its 1,152 in the file. In memory
+  // 1,924 - 1,152 + 8,192 = 8,964; the file's tensors stay 1,924.
+  ir::ModelIr model;
+  model.parameters = {param("tok.weight", {64, 32}), param("blk.{i}.q.weight", {4, 256})};
+  const QuantWeights q =
+      weights_from_gguf(header_of(small_file()), &model, {model.parameters[0].id});
+  EXPECT_EQ(q.bytes, 8964u);
+  EXPECT_EQ(q.file_bytes, 1924u);
+  const auto deq = std::find_if(q.by_type.begin(), q.by_type.end(),
+                                [](const QuantTypeBytes& t) { return t.dequantized; });
+  ASSERT_NE(deq, q.by_type.end());
+  EXPECT_EQ(deq->type, "F32");
+  EXPECT_EQ(deq->bytes, 8192u);
+  // --quant: the dequantized matrix is its own part, at F32.
+  const auto q4 = *checkpoint::ggml_type_named("q4_0");
+  EXPECT_EQ(quant_part(model.parameters[0], q4, {model.parameters[0].id}), QuantPart::dequantized);
+  QuantCounts c;
+  c.quantized = 1024;    // 32 blocks x 18 = 576
+  c.f32 = 32;            // 128
+  c.dequantized = 2048;  // 8,192
+  EXPECT_EQ(weights_at_quant(q4, c).bytes, 576u + 128u + 8192u);
 }
 
 TEST(MemoryQuant, QuantAtATypeIsBlocksTimesBlockBytesPlusF32Vectors) {
