@@ -497,6 +497,9 @@ GgufHeader read_gguf_header(const std::filesystem::path& path, const GgufLimits&
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(origin, "a directory, not a GGUF file");
+  // A FIFO or a device would block or never end: only a regular file is read.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw InputError(origin, "not a regular file (a FIFO, a device, ...): expected a GGUF file");
   const std::uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) throw InputError(origin, "cannot read the file (" + ec.message() + ")");
   std::ifstream in(path, std::ios::binary);

@@ -889,8 +889,8 @@ const std::vector<Command>& commands() {
        "candle-graph summary examples/tiny-llama --config examples/tiny-llama/config.json",
        summary_flags, run_summary},
       {"memory",
-       "Print what the model needs in memory: weights, KV cache and state, activations, "
-       "training, and whether it fits a device",
+       "Print what the model needs in memory: weights (quantized: --gguf FILE or --quant TYPE), "
+       "KV cache and state, activations, training, and whether it fits a device",
        "candle-graph memory examples/tiny-llama --config examples/tiny-llama/config.json "
        "--context 2048 --device-memory 8GiB",
        memory_flags, run_memory},

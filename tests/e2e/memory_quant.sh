@@ -53,13 +53,15 @@ grep -q 'missing from the file' <<<"$t" || fail "text check: $t"
 
 # Bad flags and files: input errors (exit 2) naming the flag or the file.
 printf '{"not": "gguf"}' >"$tmp/model.gguf"
+mkdir "$tmp/dir.gguf"; mkfifo "$tmp/fifo.gguf" 2>/dev/null || : >"$tmp/fifo.gguf"
 head -c 100 "$tmp/two.gguf" >"$tmp/cut.gguf"
 for bad in "--quant q3_x|--quant q3_x" "--gguf $tmp/model.gguf|$tmp/model.gguf: offset 0: not a GGUF file" \
   "--gguf $tmp/cut.gguf|$tmp/cut.gguf: offset" "--gguf $tmp/absent.gguf|$tmp/absent.gguf" \
-  "--quant q4_0 --gguf $tmp/two.gguf|--quant"; do
+  "--quant q4_0 --gguf $tmp/two.gguf|--quant" "--gguf $tmp/dir.gguf|$tmp/dir.gguf: a directory" \
+  "--gguf $tmp/fifo.gguf|$tmp/fifo.gguf: "; do
   args="${bad%%|*}"; want="${bad#*|}"
   # shellcheck disable=SC2086
-  err="$("$cg" memory "$crate" --config "$crate/config.json" $args 2>&1 >/dev/null)"; rc=$?
+  err="$(timeout 60 "$cg" memory "$crate" --config "$crate/config.json" $args 2>&1 >/dev/null)"; rc=$?
   [ "$rc" = 2 ] || fail "$args: exit $rc, expected 2: $err"
   grep -qF -- "$want" <<<"$err" || fail "$args: the error does not say '$want': $err"
 done
