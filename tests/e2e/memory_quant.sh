@@ -77,3 +77,29 @@ j="$("$cg" memory "$CG_CANDLE_SRC/candle-transformers" --root models::quantized_
 [ "$(field weights_bytes.bound <<<"$j")" = unknown ] || fail "quantized weights without a type: $(field weights_bytes <<<"$j")"
 grep -q -- '--gguf' <<<"$(field weights_bytes.note <<<"$j")" || fail "the note must ask for --gguf or --quant: $j"
 echo "ok: quantized_mistral's weights are unknown until --quant or --gguf says their type"
+# --gguf on quantized_mistral: three of its tensors, the embedding table cut to 64 rows.
+#   model.embed_tokens.weight [64, 4096] Q4_0: 8,192 blocks x 18 = 147,456 bytes in the file; the
+#     quantized Embedding dequantizes it at load: 262,144 x 4 = 1,048,576 bytes in memory
+#   model.layers.0.self_attn.k_proj.weight [1024, 4096] Q4_0: 131,072 x 18 = 2,359,296
+#   model.norm.weight [4096] F32: 16,384
+# In memory 1,048,576 + 2,359,296 + 16,384 = 3,424,256; the file's tensors 2,523,136.
+node -e '
+  const parts = []; const u32 = (v) => { const b = Buffer.alloc(4); b.writeUInt32LE(v); parts.push(b); };
+  const u64 = (v) => { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); parts.push(b); };
+  const str = (s) => { u64(Buffer.byteLength(s)); parts.push(Buffer.from(s)); };
+  parts.push(Buffer.from("GGUF")); u32(3); u64(3); u64(0);
+  str("model.embed_tokens.weight"); u32(2); u64(4096); u64(64); u32(2); u64(0);
+  str("model.layers.0.self_attn.k_proj.weight"); u32(2); u64(4096); u64(1024); u32(2); u64(147456);
+  str("model.norm.weight"); u32(1); u64(4096); u32(0); u64(147456 + 2359296);
+  let head = Buffer.concat(parts); const pad = (32 - head.length % 32) % 32;
+  require("fs").writeFileSync(process.argv[1], Buffer.concat([head, Buffer.alloc(pad + 2523136)]));
+' "$tmp/mistral.gguf" || fail "writing the mistral GGUF"
+j="$("$cg" memory "$CG_CANDLE_SRC/candle-transformers" --root models::quantized_mistral::Model \
+  --config "$root/tools/published/mistral-7b-v0.1.json" --context 4096 --format json \
+  --gguf "$tmp/mistral.gguf" 2>/dev/null)" || fail "quantized_mistral --gguf exited $?"
+[ "$(field weights_bytes.bytes <<<"$j") $(field weights_bytes.bound <<<"$j")" = "3424256 exact" ] \
+  || fail "quantized_mistral --gguf: $(field weights_bytes <<<"$j"), by hand 3424256"
+grep -q '2,523,136' <<<"$(field weights_bytes.note <<<"$j")" || fail "the file's own sum: $j"
+[ "$(field weights_check.matched <<<"$j") $(field weights_check.shape_mismatches <<<"$j")" = "3 1" ] \
+  || fail "check: $(field weights_check <<<"$j")"
+echo "ok: quantized_mistral --gguf: the dequantized embedding at F32, the rest at the file's bytes"
