@@ -412,6 +412,32 @@ void summary_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--output,-o", args.out.output, "Write the table here instead of stdout");
 }
 
+// The text of the crate file `source` ("src/models/x.rs:12") names, at most 4 MiB; "" when it
+// cannot be read.
+std::string crate_file_text(const std::string& crate_path, const std::string& source) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir =
+      fs::is_directory(crate_path, ec) ? fs::path(crate_path) : fs::path(crate_path).parent_path();
+  const auto colon = source.rfind(':');
+  const fs::path file = dir / source.substr(0, colon);
+  const auto size = fs::file_size(file, ec);
+  if (ec || size > (std::uintmax_t{4} << 20)) return {};
+  std::ifstream in(file, std::ios::binary);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  return in ? text : std::string();
+}
+
+// Whether the analysed root loads through candle-transformers' quantized VarBuilder.
+bool quantized_root(const Analysis& a, const std::string& crate_path) {
+  if (a.ir.components.size() != 1) return false;
+  for (const auto& f : a.ir.functions)
+    if (f.id == a.ir.components.front().constructor)
+      return query::uses_quantized_builder(a.ir, crate_file_text(crate_path, f.source));
+  return false;
+}
+
 int run_summary(Args& args) {
   // Bad flags are refused before the analysis runs.
   query::SummaryOptions opts{
@@ -421,6 +447,7 @@ int run_summary(Args& args) {
       args.summary_stats};
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
+  opts.quantized = quantized_root(a, args.crate.path);
   write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));
   warn_incomplete_inputs(a);
   return warn_rejected_traces(a);
@@ -460,32 +487,6 @@ std::uint64_t positive_count(const std::string& flag, const std::string& text) {
   if (!ok || v == 0)
     throw cg::InputError(flag + " " + text, "not a positive whole number (e.g. " + flag + " 4096)");
   return v;
-}
-
-// The text of the crate file `source` ("src/models/x.rs:12") names, at most 4 MiB; "" when it
-// cannot be read.
-std::string crate_file_text(const std::string& crate_path, const std::string& source) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path dir =
-      fs::is_directory(crate_path, ec) ? fs::path(crate_path) : fs::path(crate_path).parent_path();
-  const auto colon = source.rfind(':');
-  const fs::path file = dir / source.substr(0, colon);
-  const auto size = fs::file_size(file, ec);
-  if (ec || size > (std::uintmax_t{4} << 20)) return {};
-  std::ifstream in(file, std::ios::binary);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  return in ? text : std::string();
-}
-
-// Whether the analysed root loads through candle-transformers' quantized VarBuilder.
-bool quantized_root(const Analysis& a, const std::string& crate_path) {
-  if (a.ir.components.size() != 1) return false;
-  for (const auto& f : a.ir.functions)
-    if (f.id == a.ir.components.front().constructor)
-      return query::uses_quantized_builder(a.ir, crate_file_text(crate_path, f.source));
-  return false;
 }
 
 // Parameters whose acquisition line dequantizes what it loads (`vb.get((d1, d2),

@@ -76,6 +76,13 @@ j="$("$cg" memory "$CG_CANDLE_SRC/candle-transformers" --root models::quantized_
   || fail "quantized_mistral exited $?"
 [ "$(field weights_bytes.bound <<<"$j")" = unknown ] || fail "quantized weights without a type: $(field weights_bytes <<<"$j")"
 grep -q -- '--gguf' <<<"$(field weights_bytes.note <<<"$j")" || fail "the note must ask for --gguf or --quant: $j"
+# summary says the same: no "Params size (MB): .. at BF16" line for it; its KV cache at F32:
+# 2 x 32 layers x 8 kv heads x 128 x 4 bytes = 262,144 bytes per position.
+t="$("$cg" summary "$CG_CANDLE_SRC/candle-transformers" --root models::quantized_mistral::Model \
+  --config "$root/tools/published/mistral-7b-v0.1.json" 2>/dev/null)" || fail "summary exited $?"
+grep -q 'Params size (MB)' <<<"$t" && fail "summary prints a float dtype's size for a quantized model: $t"
+grep -q "Params size: not at a float dtype" <<<"$t" || fail "summary does not say why: $t"
+grep -q 'KV cache: 262,144 bytes per position at batch 1, F32' <<<"$t" || fail "summary's KV cache at F32: $t"
 echo "ok: quantized_mistral's weights are unknown until --quant or --gguf says their type"
 # --gguf on quantized_mistral: three of its tensors, the embedding table cut to 64 rows.
 #   model.embed_tokens.weight [64, 4096] Q4_0: 8,192 blocks x 18 = 147,456 bytes in the file; the
