@@ -175,6 +175,7 @@ int gate(const Analysis& a, const OutputOptions& out, bool strict) {
 query::QueryContext query_context(const Analysis& a, const Args& args) {
   query::QueryContext ctx;
   ctx.config_path = args.crate.config;
+  ctx.crate_path = args.crate.path;
   if (auto v = verify_checkpoint(a, args.evidence))
     ctx.checkpoint_report = checkpoint::report_json(v->report);
   return ctx;
@@ -412,32 +413,6 @@ void summary_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--output,-o", args.out.output, "Write the table here instead of stdout");
 }
 
-// The text of the crate file `source` ("src/models/x.rs:12") names, at most 4 MiB; "" when it
-// cannot be read.
-std::string crate_file_text(const std::string& crate_path, const std::string& source) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path dir =
-      fs::is_directory(crate_path, ec) ? fs::path(crate_path) : fs::path(crate_path).parent_path();
-  const auto colon = source.rfind(':');
-  const fs::path file = dir / source.substr(0, colon);
-  const auto size = fs::file_size(file, ec);
-  if (ec || size > (std::uintmax_t{4} << 20)) return {};
-  std::ifstream in(file, std::ios::binary);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  return in ? text : std::string();
-}
-
-// Whether the analysed root loads through candle-transformers' quantized VarBuilder.
-bool quantized_root(const Analysis& a, const std::string& crate_path) {
-  if (a.ir.components.size() != 1) return false;
-  for (const auto& f : a.ir.functions)
-    if (f.id == a.ir.components.front().constructor)
-      return query::uses_quantized_builder(a.ir, crate_file_text(crate_path, f.source));
-  return false;
-}
-
 int run_summary(Args& args) {
   // Bad flags are refused before the analysis runs.
   query::SummaryOptions opts{
@@ -447,7 +422,7 @@ int run_summary(Args& args) {
       args.summary_stats};
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
-  opts.quantized = quantized_root(a, args.crate.path);
+  opts.quantized = query::quantized_root(a, args.crate.path);
   write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));
   warn_incomplete_inputs(a);
   return warn_rejected_traces(a);
@@ -489,43 +464,6 @@ std::uint64_t positive_count(const std::string& flag, const std::string& text) {
   return v;
 }
 
-// Parameters whose acquisition line dequantizes what it loads (`vb.get((d1, d2),
-// "weight")?.dequantize(vb.device())?` in candle-transformers' quantized Embedding, RmsNorm and
-// biases): the QTensor is dropped and an F32 tensor kept.
-query::Dequantized dequantized_parameters(const Analysis& a, const std::string& crate_path) {
-  query::Dequantized out;
-  std::map<std::string, std::vector<std::string>> lines;  // file -> its lines
-  for (const auto& p : a.ir.parameters) {
-    const auto colon = p.source.rfind(':');
-    if (colon == std::string::npos) continue;
-    const std::string file = p.source.substr(0, colon);
-    const std::string num = p.source.substr(colon + 1);
-    if (num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    auto it = lines.find(file);
-    if (it == lines.end()) {
-      std::vector<std::string> ls;
-      std::string text = crate_file_text(crate_path, file), line;
-      for (char c : text) {
-        if (c == '\n') {
-          ls.push_back(std::move(line));
-          line.clear();
-        } else {
-          line += c;
-        }
-      }
-      ls.push_back(std::move(line));
-      it = lines.emplace(file, std::move(ls)).first;
-    }
-    const std::size_t n = std::stoul(num);
-    if (n == 0 || n > it->second.size()) continue;
-    const std::string& l = it->second[n - 1];
-    if (l.find(".get(") != std::string::npos && l.find(".dequantize(") != std::string::npos)
-      out.insert(p.id);
-  }
-  return out;
-}
-
 // Why the root named by --root is one built from a GGUF file's content: its module's file
 // (`models::quantized_llama::ModelWeights` -> src/models/quantized_llama.rs or
 // src/models/quantized_llama/mod.rs) declares the struct and reads a `gguf_file::Content`. ""
@@ -548,7 +486,7 @@ std::string gguf_content_root(const Args& args, const std::string& error) {
     for (std::size_t i = skip; i < segs.size(); ++i)
       rel += "/" + segs[i];
     for (const std::string& file : {rel + ".rs", rel + "/mod.rs"}) {
-      const std::string text = crate_file_text(args.crate.path, file);
+      const std::string text = query::crate_file_text(args.crate.path, file);
       if (text.find("struct " + type) != std::string::npos &&
           text.find("gguf_file::Content") != std::string::npos)
         return "`" + root + "` (" + file +
@@ -590,9 +528,9 @@ int run_memory(Args& args) {
                                                               : query::render_memory_text(r));
     return 0;
   }
-  opts.quantized_builder = quantized_root(*a, args.crate.path);
+  opts.quantized_builder = query::quantized_root(*a, args.crate.path);
   if (opts.quantized_builder || opts.gguf || opts.quant)
-    opts.dequantized = dequantized_parameters(*a, args.crate.path);
+    opts.dequantized = query::dequantized_parameters(*a, args.crate.path);
   const query::MemoryReport r = query::build_memory(*a, args.crate.config, opts);
   write_or_print(args.out.output, args.out.format == "json" ? query::render_memory_json(r)
                                                             : query::render_memory_text(r));

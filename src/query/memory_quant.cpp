@@ -1,6 +1,8 @@
 #include "query/memory_quant.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "checkpoint/checkpoint_source.hpp"
@@ -198,6 +200,60 @@ QuantWeights weights_at_quant(const checkpoint::GgmlType& type, const QuantCount
     w.note = counts.lower_note;
   }
   return w;
+}
+
+std::string crate_file_text(const std::string& crate_path, const std::string& source) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir =
+      fs::is_directory(crate_path, ec) ? fs::path(crate_path) : fs::path(crate_path).parent_path();
+  const auto colon = source.rfind(':');
+  const fs::path file = dir / source.substr(0, colon);
+  if (!fs::is_regular_file(file, ec)) return {};
+  const auto size = fs::file_size(file, ec);
+  if (ec || size > (std::uintmax_t{4} << 20)) return {};
+  std::ifstream in(file, std::ios::binary);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  return in ? text : std::string();
+}
+
+bool quantized_root(const pipeline::Analysis& a, const std::string& crate_path) {
+  if (a.ir.components.size() != 1) return false;
+  for (const auto& f : a.ir.functions)
+    if (f.id == a.ir.components.front().constructor)
+      return uses_quantized_builder(a.ir, crate_file_text(crate_path, f.source));
+  return false;
+}
+
+Dequantized dequantized_parameters(const pipeline::Analysis& a, const std::string& crate_path) {
+  Dequantized out;
+  std::map<std::string, std::vector<std::string>> lines;  // file -> its lines
+  for (const auto& p : a.ir.parameters) {
+    const auto colon = p.source.rfind(':');
+    if (colon == std::string::npos) continue;
+    const std::string file = p.source.substr(0, colon);
+    const std::string num = p.source.substr(colon + 1);
+    if (num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    auto it = lines.find(file);
+    if (it == lines.end()) {
+      std::vector<std::string> ls(1);
+      for (char c : crate_file_text(crate_path, file)) {
+        if (c == '\n')
+          ls.emplace_back();
+        else
+          ls.back() += c;
+      }
+      it = lines.emplace(file, std::move(ls)).first;
+    }
+    const std::size_t n = std::stoul(num);
+    if (n == 0 || n > it->second.size()) continue;
+    const std::string& l = it->second[n - 1];
+    if (l.find(".get(") != std::string::npos && l.find(".dequantize(") != std::string::npos)
+      out.insert(p.id);
+  }
+  return out;
 }
 
 }  // namespace cg::query

@@ -11,6 +11,7 @@
 
 #include "checkpoint/gguf_header.hpp"
 #include "ir/model.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace cg::query {
 
@@ -75,5 +76,16 @@ struct QuantCounts {
   std::string lower_note;
 };
 QuantWeights weights_at_quant(const checkpoint::GgmlType& type, const QuantCounts& counts);
+
+// What the code says, read from the crate's files (`crate_path`: the crate directory or its
+// Cargo.toml; sources as the IR gives them, "src/models/x.rs:12").
+// The text of one file, at most 4 MiB; "" when it cannot be read.
+std::string crate_file_text(const std::string& crate_path, const std::string& source);
+// Whether the analysed root loads through candle-transformers' quantized VarBuilder.
+bool quantized_root(const pipeline::Analysis& a, const std::string& crate_path);
+// Parameters whose acquisition line dequantizes what it loads (`vb.get((d1, d2),
+// "weight")?.dequantize(vb.device())?` in candle-transformers' quantized Embedding, RmsNorm and
+// biases): the QTensor is dropped and an F32 tensor kept.
+Dequantized dequantized_parameters(const pipeline::Analysis& a, const std::string& crate_path);
 
 }  // namespace cg::query

@@ -76,6 +76,11 @@ j="$("$cg" memory "$CG_CANDLE_SRC/candle-transformers" --root models::quantized_
   || fail "quantized_mistral exited $?"
 [ "$(field weights_bytes.bound <<<"$j")" = unknown ] || fail "quantized weights without a type: $(field weights_bytes <<<"$j")"
 grep -q -- '--gguf' <<<"$(field weights_bytes.note <<<"$j")" || fail "the note must ask for --gguf or --quant: $j"
+# The query (and MCP) kind `memory` says the same.
+j="$("$cg" query memory --path "$CG_CANDLE_SRC/candle-transformers" --root models::quantized_mistral::Model \
+  --config "$root/tools/published/mistral-7b-v0.1.json" 2>/dev/null)" || fail "query memory exited $?"
+grep -q '"bound": "unknown"' <<<"$(node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  console.log(JSON.stringify(j.items[0].weights_bytes, null, 1))' <<<"$j")" || fail "query memory weights: $j"
 # summary says the same: no "Params size (MB): .. at BF16" line for it; its KV cache at F32:
 # 2 x 32 layers x 8 kv heads x 128 x 4 bytes = 262,144 bytes per position.
 t="$("$cg" summary "$CG_CANDLE_SRC/candle-transformers" --root models::quantized_mistral::Model \
