@@ -81,19 +81,22 @@ QuantWeights weights_from_gguf(const checkpoint::GgufHeader& h, const ir::ModelI
   w.file_bytes = 0;
   w.elements = 0;
   // The keys (concrete or templates) of the parameters the code dequantizes at load.
-  std::vector<std::string> deq_keys;
+  std::vector<const ir::Parameter*> deq_params;
   if (ir)
     for (const auto& p : ir->parameters)
-      if (dequantized.count(p.id)) deq_keys.push_back(p.key);
+      if (dequantized.always.count(p.id) || dequantized.floats.count(p.id))
+        deq_params.push_back(&p);
   std::map<std::string, QuantTypeBytes> by;
   for (const auto& t : h.tensors) {
     w.file_bytes = add(w.file_bytes, t.bytes);
     w.elements = add(w.elements, t.elements);
-    const bool deq =
-        t.type.id != 0 && std::any_of(deq_keys.begin(), deq_keys.end(), [&](const std::string& k) {
-          return k == t.name ||
-                 (k.find('{') != std::string::npos && checkpoint::match_template(k, t.name));
-        });
+    const bool deq = t.type.id != 0 &&
+                     std::any_of(deq_params.begin(), deq_params.end(), [&](const ir::Parameter* p) {
+                       const std::string& k = p->key;
+                       return dequantized.held_at_f32(p->id, t.type) &&
+                              (k == t.name || (k.find('{') != std::string::npos &&
+                                               checkpoint::match_template(k, t.name)));
+                     });
     const std::optional<std::uint64_t> held = deq ? mul(t.elements, 4) : t.bytes;
     w.bytes = add(w.bytes, held);
     auto& b = by[deq ? std::string("F32, dequantized") : std::string(t.type.name)];
@@ -150,7 +153,7 @@ QuantPart quant_part(const ir::Parameter& p, const checkpoint::GgmlType& type,
                      const Dequantized& dequantized) {
   const auto r = rank_of(p);
   if (r && *r < 2) return QuantPart::f32;
-  if (dequantized.count(p.id)) return QuantPart::dequantized;
+  if (dequantized.held_at_f32(p.id, type)) return QuantPart::dequantized;
   if (p.shape && p.shape->back() % type.block_elements != 0) return QuantPart::refused;
   return QuantPart::quantized;  // of unknown rank too: summary counts it as unknown there
 }
@@ -251,8 +254,14 @@ Dequantized dequantized_parameters(const pipeline::Analysis& a, const std::strin
     if (n == 0 || n > it->second.size()) continue;
     const std::string& l = it->second[n - 1];
     if (l.find(".get(") != std::string::npos && l.find(".dequantize(") != std::string::npos)
-      out.insert(p.id);
+      out.always.insert(p.id);
   }
+  // candle's QMatMul::from_arc dequantizes F16/BF16/F32 tensors: those its modules hold.
+  std::set<std::string> qmatmul;
+  for (const auto& m : a.ir.modules)
+    if (m.type_name == "QMatMul") qmatmul.insert(m.id);
+  for (const auto& p : a.ir.parameters)
+    if (p.module && qmatmul.count(*p.module)) out.floats.insert(p.id);
   return out;
 }
 

@@ -47,8 +47,16 @@ bool uses_quantized_builder(const ir::ModelIr& ir, const std::string& root_sourc
 
 // Parameters the code dequantizes where it loads them (candle-transformers' quantized
 // `Embedding`, `RmsNorm`, biases: `vb.get(..)?.dequantize(..)`): held at F32 after load, whatever
-// the file's type. By parameter id.
-using Dequantized = std::set<std::string>;
+// the file's type. By parameter id (`always`).
+// candle's QMatMul (`QMatMul::from_arc`) also turns an F16, BF16 or F32 tensor into an F32 one:
+// the parameters a module of type QMatMul holds (`floats`) are at F32 when stored at a float type.
+struct Dequantized {
+  std::set<std::string> always, floats;  // parameter ids
+  bool held_at_f32(const std::string& id, const checkpoint::GgmlType& stored) const {
+    return always.count(id) > 0 ||
+           (floats.count(id) > 0 && (stored.id == 1 || stored.id == 30));  // F16, BF16
+  }
+};
 
 // The file's tensors, exactly; checked against `ir`'s parameters when given. A tensor a
 // `dequantized` parameter loads is counted at F32 (elements x 4), its own row; `file_bytes` keeps
@@ -85,7 +93,8 @@ std::string crate_file_text(const std::string& crate_path, const std::string& so
 bool quantized_root(const pipeline::Analysis& a, const std::string& crate_path);
 // Parameters whose acquisition line dequantizes what it loads (`vb.get((d1, d2),
 // "weight")?.dequantize(vb.device())?` in candle-transformers' quantized Embedding, RmsNorm and
-// biases): the QTensor is dropped and an F32 tensor kept.
+// biases): the QTensor is dropped and an F32 tensor kept (`always`); and those a QMatMul holds
+// (`floats`).
 Dequantized dequantized_parameters(const pipeline::Analysis& a, const std::string& crate_path);
 
 }  // namespace cg::query

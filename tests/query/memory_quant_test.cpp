@@ -88,7 +88,7 @@ TEST(MemoryQuant, ATensorTheCodeDequantizesIsHeldAtF32) {
   ir::ModelIr model;
   model.parameters = {param("tok.weight", {64, 32}), param("blk.{i}.q.weight", {4, 256})};
   const QuantWeights q =
-      weights_from_gguf(header_of(small_file()), &model, {model.parameters[0].id});
+      weights_from_gguf(header_of(small_file()), &model, {{model.parameters[0].id}, {}});
   EXPECT_EQ(q.bytes, 8964u);
   EXPECT_EQ(q.file_bytes, 1924u);
   const auto deq = std::find_if(q.by_type.begin(), q.by_type.end(),
@@ -98,7 +98,13 @@ TEST(MemoryQuant, ATensorTheCodeDequantizesIsHeldAtF32) {
   EXPECT_EQ(deq->bytes, 8192u);
   // --quant: the dequantized matrix is its own part, at F32.
   const auto q4 = *checkpoint::ggml_type_named("q4_0");
-  EXPECT_EQ(quant_part(model.parameters[0], q4, {model.parameters[0].id}), QuantPart::dequantized);
+  EXPECT_EQ(quant_part(model.parameters[0], q4, {{model.parameters[0].id}, {}}),
+            QuantPart::dequantized);
+  // A QMatMul's weight is dequantized only when stored at a float type (F16, BF16).
+  const Dequantized qmatmul{{}, {model.parameters[0].id}};
+  EXPECT_EQ(quant_part(model.parameters[0], q4, qmatmul), QuantPart::quantized);
+  EXPECT_EQ(quant_part(model.parameters[0], *checkpoint::ggml_type_named("f16"), qmatmul),
+            QuantPart::dequantized);
   QuantCounts c;
   c.quantized = 1024;    // 32 blocks x 18 = 576
   c.f32 = 32;            // 128
