@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -174,6 +175,7 @@ int gate(const Analysis& a, const OutputOptions& out, bool strict) {
 query::QueryContext query_context(const Analysis& a, const Args& args) {
   query::QueryContext ctx;
   ctx.config_path = args.crate.config;
+  ctx.crate_path = args.crate.path;
   if (auto v = verify_checkpoint(a, args.evidence))
     ctx.checkpoint_report = checkpoint::report_json(v->report);
   return ctx;
@@ -454,6 +456,7 @@ int run_summary(Args& args) {
       args.summary_stats};
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
   Analysis a = analyze(args, {args.out.output});
+  opts.quantized = query::quantized_root(a, args.crate.path);
   write_or_print(args.out.output, query::render_model_summary(a, args.crate.config, opts));
   warn_incomplete_inputs(a);
   return warn_rejected_traces(a);
@@ -466,6 +469,13 @@ void memory_flags(CLI::App& cmd, Args& args) {
   cmd.add_option("--batch", args.memory_batch, "Sequences at once (default 1)");
   cmd.add_option("--dtype", args.summary_dtype,
                  "Weights and state at this dtype (default: config.json torch_dtype, else F32)");
+  cmd.add_option("--gguf", args.memory_gguf,
+                 "Weights from this GGUF file's tensors at their block formats (exact), checked "
+                 "against the model's parameters; with a root built from gguf_file::Content, the "
+                 "weights alone");
+  cmd.add_option("--quant", args.memory_quant,
+                 "Weights of rank >= 2 at this GGML type (q4_0, q8_0, q4_k, q6_k, ...), rank-1 "
+                 "tensors at F32");
   cmd.add_option("--device-memory", args.memory_device,
                  "Say whether it fits a device of this size (24GiB, 80GB, 16000MiB) and the "
                  "largest context and batch that can");
@@ -490,6 +500,39 @@ std::uint64_t positive_count(const std::string& flag, const std::string& text) {
   return v;
 }
 
+// Why the root named by --root is one built from a GGUF file's content: its module's file
+// (`models::quantized_llama::ModelWeights` -> src/models/quantized_llama.rs or
+// src/models/quantized_llama/mod.rs) declares the struct and reads a `gguf_file::Content`. ""
+// when it is not (a misspelt root stays the analysis's error).
+std::string gguf_content_root(const Args& args, const std::string& error) {
+  const std::string& root = args.crate.root;
+  if (root.empty() || error.find("constructor taking a VarBuilder") == std::string::npos) return {};
+  std::vector<std::string> segs;
+  for (std::size_t a = 0, b; a <= root.size(); a = b + 2) {
+    b = root.find("::", a);
+    if (b == std::string::npos) b = root.size();
+    segs.push_back(root.substr(a, b - a));
+  }
+  if (segs.size() < 2) return {};
+  const std::string type = segs.back();
+  segs.pop_back();
+  // The path with or without the crate's own name first.
+  for (std::size_t skip = 0; skip < 2 && skip < segs.size(); ++skip) {
+    std::string rel = "src";
+    for (std::size_t i = skip; i < segs.size(); ++i)
+      rel += "/" + segs[i];
+    for (const std::string& file : {rel + ".rs", rel + "/mod.rs"}) {
+      const std::string text = query::crate_file_text(args.crate.path, file);
+      if (text.find("struct " + type) != std::string::npos &&
+          text.find("gguf_file::Content") != std::string::npos)
+        return "`" + root + "` (" + file +
+               ") is built from a GGUF file's content (gguf_file::Content), not a VarBuilder: "
+               "the analysis does not build it, so its KV cache and state are not read";
+    }
+  }
+  return {};
+}
+
 int run_memory(Args& args) {
   // Bad flags are refused before the analysis runs.
   query::MemoryOptions opts;
@@ -499,12 +542,36 @@ int run_memory(Args& args) {
   if (!args.memory_device.empty()) opts.device_bytes = query::parse_memory_size(args.memory_device);
   opts.dims = query::parse_input_shape(args.input_shape);
   opts.master_fp32 = args.memory_master_fp32;
+  if (!args.memory_gguf.empty() && !args.memory_quant.empty())
+    throw cg::InputError("--quant " + args.memory_quant,
+                         "give --gguf (the file's own types) or --quant, not both");
+  if (!args.memory_quant.empty()) opts.quant = query::parse_quant_type(args.memory_quant);
+  if (!args.memory_gguf.empty()) opts.gguf = checkpoint::read_gguf_header(args.memory_gguf);
   args.crate.input_tensors = query::parse_input_tensors(args.input_shape);
-  Analysis a = analyze(args, {args.out.output});
-  const query::MemoryReport r = query::build_memory(a, args.crate.config, opts);
+  std::optional<Analysis> a;
+  try {
+    a = analyze(args, {args.out.output});
+  } catch (const cg::InputError& e) {
+    // A root built from `gguf_file::Content` (quantized_llama's `ModelWeights::from_gguf`) takes
+    // no VarBuilder: the analysis does not build it, but the file still says what its weights
+    // take.
+    const std::string why = gguf_content_root(args, e.what());
+    if (why.empty()) throw;
+    if (!opts.gguf)
+      throw cg::InputError("--root " + args.crate.root,
+                           why + "; give --gguf FILE to read its weights from the file");
+    const query::MemoryReport r = query::memory_from_gguf(args.crate.root, opts, why);
+    write_or_print(args.out.output, args.out.format == "json" ? query::render_memory_json(r)
+                                                              : query::render_memory_text(r));
+    return 0;
+  }
+  opts.quantized_builder = query::quantized_root(*a, args.crate.path);
+  if (opts.quantized_builder || opts.gguf || opts.quant)
+    opts.dequantized = query::dequantized_parameters(*a, args.crate.path);
+  const query::MemoryReport r = query::build_memory(*a, args.crate.config, opts);
   write_or_print(args.out.output, args.out.format == "json" ? query::render_memory_json(r)
                                                             : query::render_memory_text(r));
-  warn_incomplete_inputs(a);
+  warn_incomplete_inputs(*a);
   return 0;
 }
 
@@ -798,8 +865,8 @@ const std::vector<Command>& commands() {
        "candle-graph summary examples/tiny-llama --config examples/tiny-llama/config.json",
        summary_flags, run_summary},
       {"memory",
-       "Print what the model needs in memory: weights, KV cache and state, activations, "
-       "training, and whether it fits a device",
+       "Print what the model needs in memory: weights (quantized: --gguf FILE or --quant TYPE), "
+       "KV cache and state, activations, training, and whether it fits a device",
        "candle-graph memory examples/tiny-llama --config examples/tiny-llama/config.json "
        "--context 2048 --device-memory 8GiB",
        memory_flags, run_memory},

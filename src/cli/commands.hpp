@@ -45,7 +45,8 @@ struct Args {
   bool stats = false;                   // instrument --stats
   std::size_t profile_limit = 50;
   std::string memory_context, memory_batch = "1", memory_device;  // memory: validated by run
-  bool memory_master_fp32 = false;  // memory: training keeps an fp32 copy of 16-bit weights
+  bool memory_master_fp32 = false;        // memory: training keeps an fp32 copy of 16-bit weights
+  std::string memory_gguf, memory_quant;  // memory: --gguf FILE, --quant TYPE
   CompareArgs compare;
 };
 

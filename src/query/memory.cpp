@@ -10,6 +10,7 @@
 #include <set>
 
 #include "analysis/config_values.hpp"
+#include "checkpoint/safetensors_header.hpp"
 #include "query/memory_liveness.hpp"
 #include "query/summary_rows.hpp"
 #include "util/error.hpp"
@@ -159,7 +160,83 @@ const ir::InstanceCall* main_call(const ir::ModelIr& ir, const InputDims& dims) 
   return idx.main_roots().empty() ? nullptr : idx.main_roots().front();
 }
 
+// Quantized weights (--gguf, --quant, or a root loading through the quantized VarBuilder) replace
+// the figure at the dtype.
+void quantized_weights(MemoryReport& r, const ir::ModelIr& ir, const MemoryOptions& opts,
+                       const std::map<std::string, std::uint64_t>& bind) {
+  if (opts.gguf) {
+    QuantWeights q = weights_from_gguf(*opts.gguf, &ir, opts.dequantized);
+    r.weights = {q.bytes, q.bytes ? Bound::exact : Bound::unknown,
+                 "the file's tensors at their GGML block formats"};
+    if (q.bytes && q.file_bytes && *q.bytes != *q.file_bytes)
+      r.weights.note += "; those the code dequantizes at load at F32 (the file's tensors: " +
+                        group(*q.file_bytes) + " bytes)";
+    r.weights_format = q.source;
+    r.quant = std::move(q);
+    return;
+  }
+  if (opts.quant) {
+    // Each part counted by summary (shared weights once, families multiplied).
+    auto count = [&](QuantPart part, QuantCounts& c) -> std::optional<std::uint64_t> {
+      const ir::ModelIr sub = with_parameters(ir, *opts.quant, part, opts.dequantized);
+      if (sub.parameters.empty()) return 0;
+      SummaryModel m;
+      try {
+        m = build_summary(sub, "F32", -1, InputDims(bind.begin(), bind.end()));
+      } catch (const InputError&) {
+        m = build_summary(sub, "F32", -1, opts.dims);
+      }
+      if (!m.totals.lower_bound.empty() || m.totals.unknown_leaves > 0 ||
+          (m.totals.total_max && m.totals.total_max != m.totals.total)) {
+        c.lower = true;
+        c.lower_note =
+            !m.totals.lower_bound.empty() ? m.totals.lower_bound
+            : m.totals.unknown_leaves > 0
+                ? std::to_string(m.totals.unknown_leaves) + " parameters of unknown shape"
+                : "alternatives the checkpoint decides: the smallest counted";
+      }
+      return m.totals.total;
+    };
+    QuantCounts c;
+    c.quantized = count(QuantPart::quantized, c);
+    c.f32 = count(QuantPart::f32, c);
+    c.dequantized = count(QuantPart::dequantized, c);
+    std::set<std::string> seen;
+    for (const auto& p : ir.parameters)
+      if (quant_part(p, *opts.quant, opts.dequantized) == QuantPart::refused &&
+          seen.insert(p.key).second)
+        c.refused.push_back(p.key + " " + checkpoint::shape_text(*p.shape));
+    QuantWeights q = weights_at_quant(*opts.quant, c);
+    r.weights.bytes = q.bytes;
+    r.weights.bound = !q.bytes ? Bound::unknown : q.exact ? Bound::exact : Bound::lower;
+    r.weights.note = q.note.empty() ? "rank >= 2 at " + std::string(opts.quant->name) +
+                                          ", rank-1 tensors (norms, biases) at F32" +
+                                          (c.dequantized.value_or(0) > 0
+                                               ? ", those the code dequantizes at load at F32"
+                                               : "")
+                                    : q.note;
+    r.weights_format = q.source;
+    r.quant = std::move(q);
+    return;
+  }
+  if (opts.quantized_builder) {
+    r.weights = {std::nullopt, Bound::unknown,
+                 "loaded through candle-transformers' quantized VarBuilder: each tensor has the "
+                 "GGUF file's type; give --gguf FILE (exact) or --quant TYPE (e.g. --quant q4_k)"};
+    r.weights_format = "quantized";
+  }
+}
+
 }  // namespace
+
+checkpoint::GgmlType parse_quant_type(const std::string& text) {
+  auto t = checkpoint::ggml_type_named(text);
+  if (!t)
+    throw InputError("--quant " + text, "not a GGML type candle reads (expected one of " +
+                                            checkpoint::ggml_type_names() +
+                                            "; case and the _ before K are free)");
+  return *t;
+}
 
 const char* to_string(Bound b) {
   switch (b) {
@@ -218,7 +295,10 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
                           const MemoryOptions& opts) {
   const ir::ModelIr& ir = a.ir;
   MemoryReport r;
-  r.dtype = summary_dtype(opts.dtype, config_path);
+  // A quantized model computes in F32 (candle's QMatMul and dequantized tensors are F32): its
+  // state is at F32 unless --dtype says otherwise, not at config.json's torch_dtype.
+  const bool quantized = opts.quantized_builder || opts.gguf || opts.quant;
+  r.dtype = quantized && opts.dtype.empty() ? "F32" : summary_dtype(opts.dtype, config_path);
   r.batch = opts.batch;
   for (const auto& c : ir.components)
     r.model += (r.model.empty() ? "" : ", ") + c.qualified_name;
@@ -301,6 +381,11 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
                      (sm.totals.bytes_max ? human(*sm.totals.bytes_max) : std::string("?"));
   }
   if (!r.weights.bytes) r.weights.bound = Bound::unknown;
+  quantized_weights(r, ir, opts, bind);
+  if (quantized && opts.dtype.empty())
+    r.notes.push_back(
+        "Quantized weights: the KV cache and state are counted at F32, the dtype candle's "
+        "quantized layers compute in (--dtype to change).");
 
   // State: the main forward's stores.
   r.kv_cache = {0, Bound::exact, ""};
@@ -495,6 +580,74 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
   return r;
 }
 
+namespace {
+
+// Each GGML type's share of the weights, and what --gguf found against the model.
+void quant_lines(std::string& o, const QuantWeights& q) {
+  const std::string pad(26, ' ');
+  for (const auto& t : q.by_type)
+    o += pad + t.type + (t.dequantized ? " (dequantized at load)" : "") + ": " +
+         (t.tensors && q.source.rfind("--gguf", 0) == 0
+              ? group(t.tensors) + (t.tensors == 1 ? " tensor, " : " tensors, ")
+              : std::string()) +
+         group(t.elements) + " elements, " + human(t.bytes) + " (" + group(t.bytes) + " bytes)\n";
+  if (!q.checked) return;
+  o += pad + "Against the model's parameters: " + group(q.matched) + " tensors match, " +
+       group(q.missing_count) + " missing, " + group(q.unclaimed_count) + " not asked for, " +
+       group(q.mismatch_count) + " of another shape\n";
+  auto list = [&](const char* what, std::size_t n, const std::vector<std::string>& names) {
+    if (n == 0) return;
+    std::string l;
+    for (const auto& x : names)
+      l += (l.empty() ? "" : ", ") + x;
+    o += pad + "  " + what + ": " + l + (n > names.size() ? ", ..." : "") + "\n";
+  };
+  list("missing from the file", q.missing_count, q.missing);
+  list("in the file, not asked for", q.unclaimed_count, q.unclaimed);
+  list("another shape", q.mismatch_count, q.mismatches);
+}
+
+}  // namespace
+
+MemoryReport memory_from_gguf(const std::string& root, const MemoryOptions& opts,
+                              const std::string& why) {
+  MemoryReport r;
+  const checkpoint::GgufHeader& h = *opts.gguf;
+  r.model = root.empty() ? h.origin : root;
+  r.dtype = opts.dtype.empty() ? "F32" : opts.dtype;
+  r.batch = opts.batch;
+  const std::string arch = h.architecture();
+  if (opts.context) {
+    r.context = *opts.context;
+    r.context_source = "--context";
+  } else if (auto c = h.metadata_integer(arch + ".context_length"); c && *c > 0) {
+    r.context = *c;
+    r.context_source = arch + ".context_length";
+  }
+  QuantWeights q = weights_from_gguf(h, nullptr);
+  r.parameters = q.elements;
+  r.weights = {q.bytes, q.bytes ? Bound::exact : Bound::unknown,
+               "the file's tensors at their GGML block formats"};
+  r.weights_format = q.source;
+  r.quant = std::move(q);
+  r.file_only = true;
+  const std::string unread = "not read from the code (below)";
+  r.kv_cache = {std::nullopt, Bound::unknown, unread};
+  r.state = {std::nullopt, Bound::unknown, unread};
+  r.activations = {std::nullopt, Bound::unknown, unread};
+  r.inference = total_of({r.weights, r.kv_cache, r.state, r.activations},
+                         "KV cache, state and activations not known: at least the weights");
+  r.training = {std::nullopt, Bound::unknown, "quantized weights are not trained"};
+  r.device_bytes = opts.device_bytes;
+  if (opts.device_bytes)
+    r.fits = r.weights.bytes && *r.weights.bytes > *opts.device_bytes ? "no" : "unknown";
+  r.notes.push_back("Weights from " + h.origin + " alone (" +
+                    (arch.empty() ? std::string("no general.architecture") : arch) + ", " +
+                    group(h.tensors.size()) +
+                    (h.tensors.size() == 1 ? " tensor): " : " tensors): ") + why + ".");
+  return r;
+}
+
 std::string render_memory_text(const MemoryReport& r) {
   std::string o;
   o += "Memory of " + r.model + " at " + r.dtype + ", batch " + group(r.batch) + ", context " +
@@ -512,7 +665,14 @@ std::string render_memory_text(const MemoryReport& r) {
     if (!f.note.empty()) o += std::string(26, ' ') + f.note + "\n";
   };
   line("Weights", r.weights,
-       r.parameters ? group(*r.parameters) + " parameters, shared weights once" : "");
+       r.file_only && r.parameters
+           ? group(*r.parameters) + " elements in the file (" + r.weights_format + ")"
+       : r.parameters ? group(*r.parameters) + " parameters, shared weights once" +
+                            (r.weights_format.empty() || r.weights_format == "quantized"
+                                 ? ""
+                                 : " (" + r.weights_format + ")")
+                      : r.weights_format);
+  if (r.quant) quant_lines(o, *r.quant);
   line("KV cache", r.kv_cache, "");
   line("Other state", r.state, "");
   line("Activations (peak)", r.activations,
@@ -582,6 +742,37 @@ std::string render_memory_json(const MemoryReport& r) {
   else
     w.null();
   fig("weights_bytes", r.weights);
+  if (!r.weights_format.empty()) w.field("weights_format", r.weights_format);
+  if (r.quant) {
+    w.key("weights_by_type").begin_array();
+    for (const auto& t : r.quant->by_type) {
+      w.begin_object();
+      w.field("type", t.type);
+      if (t.tensors && r.quant->source.rfind("--gguf", 0) == 0) w.field("tensors", t.tensors);
+      w.field("elements", t.elements);
+      w.field("bytes", t.bytes);
+      if (t.dequantized) w.field("dequantized_at_load", true);
+      w.end_object();
+    }
+    w.end_array();
+    if (r.quant->checked) {
+      w.key("weights_check").begin_object();
+      w.field("matched", static_cast<std::uint64_t>(r.quant->matched));
+      w.field("missing", static_cast<std::uint64_t>(r.quant->missing_count));
+      w.field("not_asked_for", static_cast<std::uint64_t>(r.quant->unclaimed_count));
+      w.field("shape_mismatches", static_cast<std::uint64_t>(r.quant->mismatch_count));
+      auto names = [&](const char* k, const std::vector<std::string>& v) {
+        w.key(k).begin_array();
+        for (const auto& x : v)
+          w.value(x);
+        w.end_array();
+      };
+      names("missing_examples", r.quant->missing);
+      names("not_asked_for_examples", r.quant->unclaimed);
+      names("shape_mismatch_examples", r.quant->mismatches);
+      w.end_object();
+    }
+  }
   fig("kv_cache_bytes", r.kv_cache);
   fig("state_bytes", r.state);
   fig("activations_peak_bytes", r.activations);

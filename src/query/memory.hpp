@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/gguf_header.hpp"
 #include "pipeline/pipeline.hpp"
+#include "query/memory_quant.hpp"
 #include "query/summary_instances.hpp"
 
 namespace cg::query {
@@ -21,6 +23,13 @@ struct MemoryOptions {
   std::optional<std::uint64_t> device_bytes;  // --device-memory
   InputDims dims;                             // --input-shape, for other dimensions
   bool master_fp32 = false;                   // training: an fp32 master copy of 16-bit weights
+  // Quantized weights (docs/memory.md): a GGUF file's tensors (--gguf), or the parameters at one
+  // GGML type (--quant); and whether the root loads through candle-transformers' quantized
+  // VarBuilder (then, without either, its weights are not known).
+  std::optional<checkpoint::GgufHeader> gguf;
+  std::optional<checkpoint::GgmlType> quant;
+  bool quantized_builder = false;
+  Dequantized dequantized;  // parameters the code dequantizes where it loads them (F32 after)
 };
 
 // How far a figure can be trusted.
@@ -53,6 +62,11 @@ struct MemoryReport {
   std::string context_source;            // "--context" or "max_position_embeddings"
   std::string batch_name, context_name;  // the root forward's dimension names they bind
   std::optional<std::uint64_t> parameters;
+  // Quantized weights: "--gguf FILE" or "--quant TYPE" ("" for weights at `dtype`), each GGML
+  // type's share, and (--gguf) the file checked against the model's parameters.
+  std::string weights_format;
+  std::optional<QuantWeights> quant;
+  bool file_only = false;  // memory_from_gguf: no model analysed, the file alone
   MemoryFigure weights, kv_cache, state, activations, inference, training;
   // Where the activations peak ("model.layers.{i}.self_attn softmax_last_dim (src/model.rs:98)"),
   // every allocation of the forward, and what autograd keeps of them for backward (bytes).
@@ -71,6 +85,15 @@ struct MemoryReport {
 // Parses `24GiB`, `80GB`, `16000MiB`, `1.5T`, or a number of bytes; throws cg::InputError naming
 // `--device-memory` and the forms it takes.
 std::uint64_t parse_memory_size(const std::string& text);
+
+// `--quant q4_k`: the GGML type; throws cg::InputError naming `--quant` and the types.
+checkpoint::GgmlType parse_quant_type(const std::string& text);
+
+// `memory --gguf FILE` for a root the analysis cannot build (one made from `gguf_file::Content`,
+// as `quantized_llama::ModelWeights::from_gguf`): the file's weights, exact; the state and
+// activations unknown, said in `why`.
+MemoryReport memory_from_gguf(const std::string& root, const MemoryOptions& opts,
+                              const std::string& why);
 
 MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config_path,
                           const MemoryOptions& opts);

@@ -11,6 +11,7 @@
 #include "ir/enums.hpp"
 #include "ir/record_json.hpp"
 #include "query/memory.hpp"
+#include "query/memory_quant.hpp"
 #include "query/selector.hpp"
 #include "query/summary_rows.hpp"
 #include "runtime/merge_ir.hpp"
@@ -667,6 +668,10 @@ void single_object(JsonWriter& w, const Analysis& a, const std::string& kind,
     if (req.batch == 0) throw InputError("query memory", "batch must be at least 1");
     m.batch = req.batch;
     if (!req.device_memory.empty()) m.device_bytes = parse_memory_size(req.device_memory);
+    if (!ctx.crate_path.empty()) {
+      m.quantized_builder = quantized_root(a, ctx.crate_path);
+      if (m.quantized_builder) m.dequantized = dequantized_parameters(a, ctx.crate_path);
+    }
     w.raw(render_memory_json(build_memory(a, ctx.config_path, m)));
   }
   w.end_array().end_object();

@@ -30,6 +30,7 @@ std::string canonical_kind(std::string_view kind);
 // What some kinds need beyond the IR.
 struct QueryContext {
   std::string config_path;        // sizes `summary-table`
+  std::string crate_path;         // `memory`: the crate's files (a quantized root's imports)
   std::string checkpoint_report;  // verify report JSON, answers `checkpoint`
   // Answering an MCP tool call: drill-downs and advice are tool calls (a tool name and its
   // arguments), not command lines.

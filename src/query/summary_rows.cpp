@@ -1018,9 +1018,17 @@ const SummaryRow* row_of(const SummaryModel& m, const std::string& module_id) {
 
 std::string render_model_summary(const Analysis& a, const std::string& config_path,
                                  const SummaryOptions& opts) {
-  const std::string dtype = summary_dtype(opts.dtype, config_path);
+  // A quantized model computes in F32 (its QMatMul outputs and dequantized tensors): its state
+  // and activations are at F32, not at config.json's torch_dtype.
+  const bool quantized = opts.quantized && opts.dtype.empty();
+  const std::string dtype = quantized ? "F32" : summary_dtype(opts.dtype, config_path);
   SummaryModel m = build_summary(a.ir, dtype, opts.max_depth, opts.input_dims);
   if (opts.stats) attach_stats(a.ir, m);
+  if (quantized) {  // no size at a float dtype it will never have
+    m.totals.bytes.reset();
+    m.totals.bytes_max.reset();
+    m.totals.bytes_overflow = false;
+  }
   std::string title = a.package_id;
   for (const auto& c : a.ir.components)
     title += "  ·  " + c.qualified_name;
@@ -1035,6 +1043,11 @@ std::string render_model_summary(const Analysis& a, const std::string& config_pa
       out += "`" + c.name +
              "` registers no parameter the inventory can follow: its total is a lower bound "
              "(see `candle-graph check`).\n";
+  if (quantized)
+    out +=
+        "Params size: not at a float dtype: the root loads through candle-transformers' quantized "
+        "VarBuilder, each tensor in its GGUF file's type (`candle-graph memory --gguf FILE` or "
+        "`--quant TYPE` counts the bytes).\n";
   if (m.totals.unknown_leaves > 0 && config_path.empty())
     out += "Shapes stay symbolic where no config binds them: " + opts.config_hint + ".\n";
   // With a config bound, what it left unbound is said here, not only in `check`'s findings.

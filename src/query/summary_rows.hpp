@@ -47,6 +47,9 @@ struct SummaryOptions {
   std::string columns_flag = "--all-columns";
   std::string config_hint = "pass --config config.json";  // how to bind shapes left symbolic
   bool stats = false;  // Abs max, RMS and Non-finite columns from runtime stats (`--stats`)
+  // The root loads through candle-transformers' quantized VarBuilder: its weights take the GGUF
+  // file's types, not a float dtype's bytes (no --dtype given: no Params size at one).
+  bool quantized = false;
 };
 
 SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int max_depth = -1,

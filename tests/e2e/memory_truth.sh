@@ -18,6 +18,9 @@ rows=(
   "OLMo-1B (F32)|models::olmo::Model|olmo-1b.json|4096|4707057664|1073741824"
   "falcon-7b (multi-query, [b*kv, t, d] cache; its rotary cos/sin cache of unknown size)|models::falcon::Falcon|falcon-7b.json|4096|28868759040|67108864|?"
   "gemma-2-2b (F32, 4 kv heads of 256)|models::gemma2::Model|gemma-2-2b.json|4096|10457367552|872415232"
+  "quantized Mistral-7B at Q4_0 (rank-1 tensors and the dequantized embedding at F32; KV cache at F32)|models::quantized_mistral::Model|mistral-7b-v0.1.json|4096|4524949504|1073741824|0|--quant q4_0"
+  "quantized Mistral-7B at Q8_0|models::quantized_mistral::Model|mistral-7b-v0.1.json|4096|8080146432|1073741824|0|--quant q8_0"
+  "quantized Mistral-7B at F16 (candle's QMatMul dequantizes F16 to F32: every weight at F32)|models::quantized_mistral::Model|mistral-7b-v0.1.json|4096|28966928384|1073741824|0|--quant f16"
   "whisper-tiny decoder (cross-attention cache of the encoder output, no self-attention cache)|models::whisper::model::TextDecoder|whisper-tiny.json|448|118209024|0|18432000|--input-shape x=1x448,xa=1x1500x384"
 )
 bad=0
