@@ -94,7 +94,9 @@ Val TensorDomain::free_call(Eng& eng, NodeId n, const std::string& path, std::ve
     return v;
   }
   if (candle_call_root(first) || path.find("::") == std::string::npos) {
-    OpRule rule = cat_.lookup(leaf);
+    // `Tensor::new(data, device)`: a constant from host data, as `Tensor::from_slice` (another
+    // type's `new`, `candle_nn::Linear::new(w, b)`, is no such op).
+    OpRule rule = cat_.lookup(first == "Tensor" && leaf == "new" ? "from_slice" : leaf);
     if (rule.known() || first == "Tensor") {
       Val v = apply_catalog(eng, n, leaf, rule, args, nullptr);
       if (reads_host_data(leaf) && v.dtype == "Unknown") {

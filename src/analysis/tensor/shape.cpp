@@ -113,7 +113,9 @@ std::optional<double> TensorDomain::constructor_number(std::ptrdiff_t type_item,
 // `xs.apply(&self.act)` / `self.act.forward(xs)` where `act: candle_nn::Activation` is set by
 // the constructor from config.json (`act: cfg.hidden_act`, "silu"): candle-nn's forward is one
 // elementwise op for every variant but `swiglu` (it halves the last dimension), so the output
-// keeps the input's shape, dtype and gradient. nullopt when the variant is not known.
+// keeps the input's shape, dtype and gradient. When the variant is not known (a config method
+// chose it), the output's shape is not known either, but it multiplies nothing: the rule says
+// so, and the Mult-Adds total is not made a lower bound by it. nullopt: not an Activation.
 std::optional<OpRule> TensorDomain::activation_rule(Eng& eng, NodeId layer, const Val& v) {
   if (!binding_ || !cat_.audited()) return std::nullopt;
   std::string type = v.ext_type.substr(0, v.ext_type.find('<'));
@@ -136,11 +138,18 @@ std::optional<OpRule> TensorDomain::activation_rule(Eng& eng, NodeId layer, cons
     it = ctor_strings_.emplace(owner->type_item, std::move(strs)).first;
   }
   auto f = it->second.find(std::string(b[layer].str));
-  if (f == it->second.end() || f->second == "swiglu") return std::nullopt;
   OpRule r;
   r.name = "Activation::forward";
-  r.dtype = DtypeRule::preserve;
+  r.dtype = DtypeRule::preserve;  // every variant: elementwise in the input's dtype
   r.grad = GradRule::propagates;
+  if (f == it->second.end() || f->second == "swiglu") {
+    r.shape = ShapeRule::operation_defined;
+    r.note = f == it->second.end() ? "candle-nn Activation::forward of a variant not known here "
+                                     "(swiglu halves the last dimension, the others keep it)"
+                                   : "candle-nn Activation::forward, swiglu: the last dimension "
+                                     "halves";
+    return r;
+  }
   r.shape = ShapeRule::preserve;
   r.domain = NumericDomain::real;
   r.note =
@@ -444,6 +453,14 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
                                        const std::vector<const Val*>& ins) {
   ir::TensorShape out;
   const ir::TensorShape* a = ins.empty() ? nullptr : shape_of_tensor(ins[0]);
+  // Candle's binary ops that do not broadcast (`lhs * rhs`, `a.add(&b)`) fail unless both
+  // operands have one shape: when the first's is not known, the second's is the result's
+  // (gemma's `(gate.apply(&act)? * up)?` with an activation of unknown variant).
+  const std::string& rn = rule.name;
+  if (!a && ins.size() == 2 && rule.shape == ShapeRule::preserve &&
+      (rn == "add" || rn == "sub" || rn == "mul" || rn == "div" || rn == "maximum" ||
+       rn == "minimum"))
+    a = shape_of_tensor(ins[1]);
   const rust::Body& b = eng.body();
   bool has_args = b[node].kind == Kind::Call || b[node].kind == Kind::MethodCall;
   auto arg = [&](std::uint32_t i) { return has_args ? b.kid(node, i) : rust::kNone; };
