@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Mult-Adds against hand arithmetic (docs/dataflow.md, "Against hand arithmetic"): one forward
+# of a fresh model (batch 1, 128 tokens) on the bundled example and on candle-transformers
+# decoders with their public configs. Each total must be complete (no "at least") and equal to
+#   V*h + T*L*(h*(H+2K)*d + H*d*h + m*h*I) + T*T*L*2*H*d
+# (lm_head on the last position; q, k, v, o and the m MLP matrices per token; the attention's two
+# matmuls per query and key position), computed by hand in the docs. The candle rows need
+# CG_CANDLE_SRC; without it only the bundled example runs.
+# Usage: mult_adds_truth.sh <candle-graph binary> <repo root>
+set -uo pipefail
+cg="$1"; root="$2"
+# name | crate | root | config | input shape | hand total
+rows=(
+  "tiny-llama (bundled)|$root/examples/tiny-llama||$root/examples/tiny-llama/config.json|b=1,seq_len=128|405,798,912"
+)
+if [ -n "${CG_CANDLE_SRC:-}" ]; then
+  ct="$CG_CANDLE_SRC/candle-transformers"; p="$root/tools/published"
+  rows+=(
+    "OLMo-1B|$ct|models::olmo::Model|$p/olmo-1b.json|b_size=1,seq_len=128|138,615,717,888"
+    "Mistral-7B-v0.1|$ct|models::mistral::Model|$p/mistral-7b-v0.1.json|b_size=1,seq_len=128|897,779,236,864"
+    "starcoder2-3b|$ct|models::starcoder2::Model|$p/starcoder2-3b.json|b_size=1,seq_len=128|371,598,557,184"
+    "Qwen2-0.5B|$ct|models::qwen2::ModelForCausalLM|$p/qwen2-0.5b.json|b_size=1,seq_len=128|46,642,577,408"
+    "gemma-2-2b|$ct|models::gemma2::Model|$p/gemma-2-2b.json|b_size=1,seq_len=128|261,441,978,368"
+    "gemma-2b|$ct|models::gemma::Model|$p/gemma-2b.json|b_size=1,seq_len=128|255,403,753,472"
+    "TinyLlama-1.1B|$ct|models::llama::Llama|$p/tinyllama-1.1b.json|b_sz=1,seq_len=128|125,559,111,680"
+  )
+else
+  echo "CG_CANDLE_SRC not set: only the bundled example's row runs"
+fi
+bad=0
+for r in "${rows[@]}"; do
+  IFS='|' read -r name crate model config shape want <<<"$r"
+  args=(summary "$crate" --config "$config" --input-shape "$shape")
+  [ -n "$model" ] && args+=(--root "$model")
+  got="$("$cg" "${args[@]}" 2>/dev/null | sed -n 's/^Mult-adds per forward pass: //p')"
+  if [ "$got" != "$want" ]; then
+    echo "FAIL $name: summary says '$got', by hand '$want'"; bad=1
+  else
+    echo "ok   $name: $want"
+  fi
+done
+exit "$bad"
