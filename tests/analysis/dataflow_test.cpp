@@ -723,6 +723,8 @@ TEST(Dataflow, IntegerDivisionTruncatesAndAZeroDivisorGivesNoNumber) {
   EXPECT_EQ(narrow_by_line["src/lib.rs:35"], "b,t,66");
   EXPECT_EQ(narrow_by_line["src/lib.rs:37"], "b,t,per_group");
   EXPECT_EQ(narrow_by_line["src/lib.rs:38"], "b,t,49");
+  // The dimension counted from the end (`D::Minus1`), as phi3 splits its fused projection.
+  EXPECT_EQ(narrow_by_line["src/lib.rs:39"], "b,t,33");
 }
 
 // The first call of a fresh model: the cache the constructor leaves `None` is empty, so the keys

@@ -23,6 +23,8 @@ if [ -n "${CG_CANDLE_SRC:-}" ]; then
     "gemma-2-2b|$ct|models::gemma2::Model|$p/gemma-2-2b.json|b_size=1,seq_len=128|261,441,978,368"
     "gemma-2b|$ct|models::gemma::Model|$p/gemma-2b.json|b_size=1,seq_len=128|255,403,753,472"
     "TinyLlama-1.1B|$ct|models::llama::Llama|$p/tinyllama-1.1b.json|b_sz=1,seq_len=128|125,559,111,680"
+    "Phi-3-mini-4k|$ct|models::phi3::Model|$p/phi-3-mini-4k.json|b_size=1,seq_len=128|467,176,194,048"
+    "stablelm-2-1_6b|$ct|models::stable_lm::Model|$p/stablelm-2-1_6b.json|b_size=1,seq_len=128|159,656,181,760"
   )
 else
   echo "CG_CANDLE_SRC not set: only the bundled example's row runs"

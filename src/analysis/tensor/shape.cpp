@@ -640,12 +640,14 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
           }
         }
         out.rank = out.dimensions.size();
-      } else if (a && rule.name == "narrow" && syntax(arg(0)) == "integer_literal") {
-        auto d = std::strtoull(std::string(b.source(arg(0))).c_str(), nullptr, 10);
-        if (d >= a->dimensions.size()) break;
+      } else if (a && rule.name == "narrow" && has_args) {
+        // The dimension a literal or `D::Minus1`/`D::Minus2` (phi3's `up.narrow(D::Minus1, 0,
+        // self.i_size)` splitting a fused projection).
+        auto d = dim_arg(arg(0));
+        if (!d) break;
         out = *a;
         auto k = dim_product(eng, arg(2), 0);
-        out.dimensions[d] = {std::nullopt, k ? *k : "?"};
+        out.dimensions[*d] = {std::nullopt, k ? *k : "?"};
       }
       break;
     case ShapeRule::remove_dimension:
