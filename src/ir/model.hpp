@@ -377,6 +377,12 @@ struct StateStore {
   // A candle-nn cache the forward appends to (`self.kv_cache.append(&k, &v)`): its type
   // (`ConcatKvCache`, `KvCache`, `RotatingKvCache`); the tensors are what one call appends.
   std::string library;
+  // That cache's constructor arguments where its owner's constructor builds it
+  // (`KvCache::new(2, cfg.max_position_embeddings)`): the dimension it appends along and the
+  // positions it allocates (`max_seq_len`: `KvCache` grows by as many, `RotatingKvCache` keeps
+  // that window). Absent when not evaluated.
+  std::optional<std::uint64_t> cache_dim;
+  std::optional<std::uint64_t> cache_max_seq_len;
   struct Stored {
     std::string tensor;  // IR tensor id
     TensorShape shape;   // in this call

@@ -202,7 +202,10 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
       std::vector<const Val*> stored;
       for (const auto& a : args)
         if (a.tensor) stored.push_back(&a);
-      if (!stored.empty()) record_store(eng, n, stored, std::string(ty));
+      if (!stored.empty()) {
+        record_store(eng, n, stored, std::string(ty));
+        cache_arguments(eng, b[n].a, ir_.state_stores.back());
+      }
     }
   }
   // (b) external module type with a catalog rule (`Linear::forward`).
@@ -229,6 +232,35 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     return apply_catalog(eng, n, method, rule, ops, nullptr);
   }
   return {};
+}
+
+// A candle-nn cache held in a field (`self.kv_cache.append(&k, &v)`) that its owner's constructor
+// builds with `KvCache::new(dim, max_seq_len)` (or `RotatingKvCache`, `Cache`, `RotatingCache`):
+// both arguments, when the config bound there makes them numbers. A cache reached any other way
+// (a `match` arm's binding, a lock) keeps them unknown.
+void TensorDomain::cache_arguments(Eng& eng, NodeId recv, ir::StateStore& s) {
+  if (!binding_ || recv == rust::kNone) return;
+  const rust::Body& b = eng.body();
+  recv = b.peel(recv, {Kind::Ref, Kind::Paren});
+  if (recv == rust::kNone || b[recv].kind != Kind::Field) return;
+  const NodeId base = b[recv].a;
+  if (base == rust::kNone || b[base].kind != Kind::Path) return;
+  const Val* owner = eng.lookup(std::string(b[base].str));
+  if (!owner || owner->type_item < 0) return;
+  auto call =
+      binding_->constructor_field_call(static_cast<std::size_t>(owner->type_item), b[recv].str);
+  if (!call || call->args.size() != 2) return;
+  // `KvCache::new`, `candle_nn::kv_cache::KvCache::new`: the type the forward appends to.
+  const std::string_view callee = call->callee;
+  if (last_path_segment(callee) != "new" || callee.size() < 5) return;
+  if (last_path_segment(callee.substr(0, callee.size() - 5)) != s.library) return;
+  const SymValue& dim = call->args[0];
+  const SymValue& len = call->args[1];
+  if (dim.kind != SymValue::Kind::integer || len.kind != SymValue::Kind::integer ||
+      dim.integer < 0 || len.integer <= 0)
+    return;
+  s.cache_dim = static_cast<std::uint64_t>(dim.integer);
+  s.cache_max_seq_len = static_cast<std::uint64_t>(len.integer);
 }
 
 // A wrapper layer's forward applying the candle-nn layer it holds (`self.inner.forward(xs)`, the
