@@ -6,7 +6,8 @@ set -uo pipefail
 cg="$1"; root="$2"
 [ -n "${CG_CANDLE_SRC:-}" ] || { echo "CG_CANDLE_SRC not set: skipped"; exit 77; }
 ct="$CG_CANDLE_SRC/candle-transformers"
-# name | root | config | context | weights bytes | KV cache bytes [| other state bytes | extra flags]
+# name | root | config ("": none, the config is built by an --arg call) | context | weights bytes |
+# KV cache bytes [| other state bytes | extra flags]
 rows=(
   "Llama-2-7b (multi-head)|models::llama::Llama|llama-2-7b.json|4096|13476831232|2147483648"
   "TinyLlama-1.1B (grouped-query)|models::llama::Llama|tinyllama-1.1b.json|4096|2200096768|92274688"
@@ -18,13 +19,17 @@ rows=(
   "OLMo-1B (F32)|models::olmo::Model|olmo-1b.json|4096|4707057664|1073741824"
   "falcon-7b (multi-query, [b*kv, t, d] cache; its rotary cos/sin cache of unknown size)|models::falcon::Falcon|falcon-7b.json|4096|28868759040|67108864|?"
   "gemma-2-2b (F32, 4 kv heads of 256)|models::gemma2::Model|gemma-2-2b.json|4096|10457367552|872415232"
+  "SmolLM3-3B (candle-nn KvCache::new(2, 512): 4,000 positions held as 4,096)|models::smol::smollm3::ModelForCausalLM|smollm3-3b.json|4000|6150197248|301989888"
+  "Mixtral-8x7B (8 experts; config built by --arg, no config.json)|models::mixtral::Model||4096|93405585408|536870912|0|--arg cfg=Config::v0_1_8x7b(false) --dtype BF16"
   "whisper-tiny decoder (cross-attention cache of the encoder output, no self-attention cache)|models::whisper::model::TextDecoder|whisper-tiny.json|448|118209024|0|18432000|--input-shape x=1x448,xa=1x1500x384"
 )
 bad=0
 for r in "${rows[@]}"; do
   IFS='|' read -r name model config ctx wexp kvexp stexp extra <<<"$r"
   # shellcheck disable=SC2086
-  j="$("$cg" memory "$ct" --root "$model" --config "$root/tools/published/$config" --context "$ctx" \
+  cfg=()
+  [ -n "$config" ] && cfg=(--config "$root/tools/published/$config")
+  j="$("$cg" memory "$ct" --root "$model" "${cfg[@]}" --context "$ctx" \
     --format json $extra 2>/dev/null)" || { echo "FAIL $name: memory exited $?"; bad=1; continue; }
   got="$(node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
     console.log([j.weights_bytes.bytes, j.weights_bytes.bound, j.kv_cache_bytes.bytes, j.kv_cache_bytes.bound,
