@@ -352,6 +352,13 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
       }
     }
     if (!s.library.empty()) m.grows = true;
+    if (s.slots && *s.slots > 1) {
+      m.slots = *s.slots;
+      per.bytes = mul(per.bytes, *s.slots);
+      per.note = "the store's index moves over the " + group(*s.slots) +
+                 " slots of a fixed-size array from call to call: " + group(*s.slots) +
+                 " such tensors held at once";
+    }
     if (stepped && positions) {
       per.note = "candle-nn's " + s.library + " allocates its constructor's max_seq_len (" +
                  group(*s.cache_max_seq_len) + ") positions at the first append and grows by " +
@@ -462,8 +469,13 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
         r.kv_cache.bound == Bound::exact && static_cast<std::uint64_t>(w->integer) < r.context)
       r.notes.push_back("config.json names a sliding_window of " +
                         group(static_cast<std::uint64_t>(w->integer)) +
-                        ", but the code's cache keeps every position (it concatenates and never "
-                        "trims): the KV cache is counted at the full context.");
+                        ", but the code's cache keeps every position (" +
+                        (std::all_of(r.states.begin(), r.states.end(),
+                                     [](const MemoryState& s) { return s.linear; })
+                             ? "it concatenates and never trims): the KV cache is counted at the "
+                               "full context."
+                             : "it never trims to the window): the KV cache is counted at what "
+                               "it allocates for the full context."));
     else if (w && w->kind == analysis::SymValue::Kind::integer && w->integer > 0 && !trims &&
              r.kv_cache.bound == Bound::exact)
       r.notes.push_back("config.json names a sliding_window of " +
@@ -585,6 +597,7 @@ std::string render_memory_json(const MemoryReport& r) {
       w.value(sh);
     w.end_array();
     w.field("grows_with_context", s.grows);
+    if (s.slots > 1) w.field("slots", s.slots);
     fig("bytes_per_instance", s.per_instance);
     fig("bytes", s.total);
     w.end_object();

@@ -45,6 +45,8 @@ struct MemoryState {
   // Its bytes are proportional to the context (false for a candle-nn `KvCache` allocating in
   // steps, or a `RotatingKvCache`'s window): only then is a largest context computed.
   bool linear = true;
+  // The array slots it fills over calls (`state.prev_xs[li][pos % D_CONV]`: 4): held at once.
+  std::uint64_t slots = 1;
   MemoryFigure per_instance, total;
 };
 

@@ -21,6 +21,7 @@ rows=(
   "gemma-2-2b (F32, 4 kv heads of 256)|models::gemma2::Model|gemma-2-2b.json|4096|10457367552|872415232"
   "SmolLM3-3B (candle-nn KvCache::new(2, 512): 4,000 positions held as 4,096)|models::smol::smollm3::ModelForCausalLM|smollm3-3b.json|4000|6150197248|301989888"
   "Mixtral-8x7B (8 experts; config built by --arg, no config.json)|models::mixtral::Model||4096|93405585408|536870912|0|--arg cfg=Config::v0_1_8x7b(false) --dtype BF16"
+  "mamba-130m (recurrent state: ssm state and a ring of D_CONV conv inputs per layer)|models::mamba::Model|mamba-130m.json|2048|516541440|0|2949120"
   "whisper-tiny decoder (cross-attention cache of the encoder output, no self-attention cache)|models::whisper::model::TextDecoder|whisper-tiny.json|448|118209024|0|18432000|--input-shape x=1x448,xa=1x1500x384"
 )
 bad=0

@@ -122,6 +122,12 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     if (method == "backward_step") run_.train = true;
     return {};
   }
+  // `pieces.remove(0)` on what `chunk` made (`let mut xs = x.chunk(2, D::Minus1)?`): one piece,
+  // which the chunk's value stands for (every piece has the shape its rule gave).
+  if ((method == "remove" || method == "swap_remove") && recv.tensor && !recv.tid.empty())
+    if (auto o = op_of_output_.find(recv.tid);
+        o != op_of_output_.end() && ir_.operations[o->second].name == "chunk")
+      return recv;
   if (ctor_ || recv.vb)
     if (auto v = builder_method(eng, n, recv, args)) return *v;
   // A closure or a `Sequential` applied: `xs.apply(&f)`, `xs.apply_t(&f, train)`,
