@@ -769,8 +769,9 @@ SymValue ConfigBinding::eval_fn_body(std::size_t fn_item, const std::optional<Co
 }
 
 // The constructor (`new`, else `load`) of struct `type_item` that takes a config bound to the
-// file and builds the struct with a literal: `visit(body, literal, context)`, the context holding
-// the config parameters and the top-level `let`s before the literal. False when there is none.
+// file (or to the config an `--arg` call built) and builds the struct with a literal: `visit(body,
+// literal, context)`, the context holding the config parameters and the top-level `let`s before the
+// literal. False when there is none.
 bool ConfigBinding::with_constructor(
     std::size_t type_item,
     const std::function<void(const rust::Body&, NodeId, EvalContext&, const LetValues&)>& visit)
