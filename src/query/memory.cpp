@@ -379,6 +379,12 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
       per.bytes.reset();
       per.note = "candle-nn's " + s.library +
                  " keeps its constructor's max_seq_len positions (the window), not known here";
+    } else if (s.library.find('|') != std::string::npos) {
+      per.bound = Bound::unknown;
+      per.bytes.reset();
+      per.note = "a crate enum holds one of candle-nn's " + s.library +
+                 " per instance; which one each instance holds (and its constructor's "
+                 "arguments) is not followed";
     }
     if (!per.bytes) per.bound = Bound::unknown;
     m.per_instance = per;

@@ -3,6 +3,7 @@
 // `backward`/optimizer steps mark losses, and `xs.apply(&layer)` is `layer.forward(xs)`.
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "analysis/interp/option_pattern.hpp"
 #include "analysis/tensor/domain.hpp"
@@ -16,6 +17,35 @@ using rust::Kind;
 std::string first_segment(const std::string& p) {
   auto s = p.find("::");
   return s == std::string::npos ? p : p.substr(0, s);
+}
+
+bool cache_type(std::string_view t) {
+  return t == "KvCache" || t == "ConcatKvCache" || t == "RotatingKvCache" || t == "Cache" ||
+         t == "RotatingCache";
+}
+
+// A crate enum whose every variant holds a candle-nn cache (gemma3's `enum KvCache {
+// Normal(candle_nn::kv_cache::KvCache), Rotating(candle_nn::kv_cache::RotatingKvCache) }`): the
+// cache types, joined by `|` ("KvCache|RotatingKvCache"); "" otherwise. A match arm's binding
+// (`KvCache::Normal(cache) => cache.append(..)`) is the enum's value here, so which variant an
+// instance holds is not known.
+std::string enum_cache_types(const rust::Item& e) {
+  if (e.kind != rust::ItemKind::Enum || e.variants.empty()) return "";
+  std::set<std::string> types;
+  for (const auto& v : e.variants) {
+    std::string t = v.type_text;
+    if (t.size() < 2 || t.front() != '(' || t.back() != ')') return "";
+    t = t.substr(1, t.size() - 2);
+    while (!t.empty() && t.back() == ' ')
+      t.pop_back();
+    const std::string leaf(last_path_segment(t));
+    if (!cache_type(leaf)) return "";
+    types.insert(leaf);
+  }
+  std::string out;
+  for (const auto& t : types)
+    out += (out.empty() ? "" : "|") + t;
+  return out;
 }
 
 }  // namespace
@@ -202,9 +232,10 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
   if (non_tensor_method(method)) return {};
   // A candle-nn KV cache appended to in a root's run: the model's state grows by the arguments.
   if (!recv.tensor && method == "append" && root_run_) {
-    const std::string_view ty = last_path_segment(recv.ext_type);
-    if (ty == "KvCache" || ty == "ConcatKvCache" || ty == "RotatingKvCache" || ty == "Cache" ||
-        ty == "RotatingCache") {
+    std::string ty(last_path_segment(recv.ext_type));
+    if (ty.empty() && recv.type_item >= 0)
+      ty = enum_cache_types(crate_.items()[static_cast<std::size_t>(recv.type_item)]);
+    if (cache_type(ty) || ty.find('|') != std::string::npos) {
       std::vector<const Val*> stored;
       for (const auto& a : args)
         if (a.tensor) stored.push_back(&a);
