@@ -353,8 +353,9 @@ void ConfigBinding::validate(std::size_t item, const std::string& path, int dept
   }
 }
 
-ConfigBinding::ConfigBinding(const rust::Crate& crate, const ConfigValues* values)
-    : crate_(crate), values_(values) {}
+ConfigBinding::ConfigBinding(const rust::Crate& crate, const ConfigValues* values,
+                             const std::map<std::size_t, ConfigRef>* built)
+    : crate_(crate), values_(values), built_(built) {}
 
 const ConfigBinding::StructInfo& ConfigBinding::info(std::size_t item) const {
   auto it = infos_.find(item);
@@ -767,9 +768,15 @@ SymValue ConfigBinding::eval_fn_body(std::size_t fn_item, const std::optional<Co
   return SymValue::symbolic(f.name + "()", "body without a tail expression");
 }
 
-std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t type_item) const {
-  std::map<std::string, SymValue> out;
-  if (values_ == nullptr) return out;
+// The constructor (`new`, else `load`) of struct `type_item` that takes a config bound to the
+// file (or to the config an `--arg` call built) and builds the struct with a literal: `visit(body,
+// literal, context)`, the context holding the config parameters and the top-level `let`s before the
+// literal. False when there is none.
+bool ConfigBinding::with_constructor(
+    std::size_t type_item,
+    const std::function<void(const rust::Body&, NodeId, EvalContext&, const LetValues&)>& visit)
+    const {
+  if (values_ == nullptr && (built_ == nullptr || built_->empty())) return false;
   const std::string& type_name = crate_.items()[type_item].name;
   for (const char* ctor : {"new", "load"}) {
     for (std::size_t m : crate_.methods(type_item, ctor)) {
@@ -783,28 +790,75 @@ std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t ty
       for (const auto& p : f.params) {
         auto ref = config_of_type(p.type_text, f.module);
         if (!ref) continue;
-        if (auto bound = bind_root(*ref)) ctx.config_locals[p.name] = *bound;
+        if (auto bound = bind_root(*ref))
+          ctx.config_locals[p.name] = *bound;
+        else if (built_ != nullptr)
+          if (auto b = built_->find(ref->item); b != built_->end())
+            ctx.config_locals[p.name] = b->second;
       }
       if (ctx.config_locals.empty()) continue;
       // Top-level `let x = <expr>;` bindings before the literal (the usual shape of a `new`).
+      LetValues lets;
       for (NodeId st : body.kids(body.root)) {
         const rust::Node& n = body[st];
         if (n.start >= body[lit].start) break;
         if (n.kind != Kind::Let) continue;
-        if (n.a != kNone && body[n.a].syntax == "identifier" && n.b != kNone)
-          ctx.locals[std::string(body.source(n.a))] = evaluate(body, n.b, ctx);
-      }
-      for (NodeId c : body.kids(lit)) {
-        if (body[c].flags & rust::kShorthand) {
-          std::string name(body.source(c));
-          if (auto v = ctx.lookup(name)) out.emplace(name, *v);
-        } else {
-          out.emplace(std::string(body[c].str), evaluate(body, body[c].a, ctx));
+        if (n.a != kNone && body[n.a].syntax == "identifier" && n.b != kNone) {
+          std::string name(body.source(n.a));
+          ctx.locals[name] = evaluate(body, n.b, ctx);
+          lets[name] = n.b;
         }
       }
-      return out;
+      visit(body, lit, ctx, lets);
+      return true;
     }
   }
+  return false;
+}
+
+std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t type_item) const {
+  std::map<std::string, SymValue> out;
+  with_constructor(type_item,
+                   [&](const rust::Body& body, NodeId lit, EvalContext& ctx, const LetValues&) {
+                     for (NodeId c : body.kids(lit)) {
+                       if (body[c].flags & rust::kShorthand) {
+                         std::string name(body.source(c));
+                         if (auto v = ctx.lookup(name)) out.emplace(name, *v);
+                       } else {
+                         out.emplace(std::string(body[c].str), evaluate(body, body[c].a, ctx));
+                       }
+                     }
+                   });
+  return out;
+}
+
+std::optional<ConstructorCall> ConfigBinding::constructor_field_call(std::size_t type_item,
+                                                                     std::string_view field) const {
+  std::optional<ConstructorCall> out;
+  with_constructor(
+      type_item, [&](const rust::Body& body, NodeId lit, EvalContext& ctx, const LetValues& lets) {
+        NodeId init = kNone;
+        for (NodeId c : body.kids(lit)) {
+          if (body[c].flags & rust::kShorthand) {
+            if (body.source(c) != field) continue;
+            if (auto l = lets.find(std::string(field)); l != lets.end()) init = l->second;
+          } else if (body[c].str == field) {
+            init = body[c].a;
+          }
+          if (init != kNone) break;
+        }
+        // `KvCache::new(2, 512)`, also under `?` or parentheses.
+        while (init != kNone && (body[init].kind == Kind::Try || body[init].kind == Kind::Paren))
+          init = body[init].a;
+        if (init == kNone || body[init].kind != Kind::Call || body[init].a == kNone ||
+            body[body[init].a].kind != Kind::Path)
+          return;
+        ConstructorCall call;
+        call.callee = std::string(body[body[init].a].str);
+        for (NodeId arg : body.kids(init))
+          call.args.push_back(evaluate(body, arg, ctx));
+        out = std::move(call);
+      });
   return out;
 }
 

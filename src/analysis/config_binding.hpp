@@ -6,6 +6,7 @@
 // (`cfg.head_dim()`) evaluate from their bodies. Without a bound file, fields stay symbolic as
 // `cfg.<field>`. A field the JSON lacks and serde cannot default stays symbolic, with a
 // diagnostic naming it — never a guessed number.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,6 +55,14 @@ struct ConfigRef {
   bool defaulted = false;
 };
 
+// A struct field built by a call in its type's constructor (`kv_cache: KvCache::new(2,
+// cfg.max_position_embeddings)`): the callee path as written and each argument evaluated with the
+// config bound (a value not known stays symbolic).
+struct ConstructorCall {
+  std::string callee;
+  std::vector<SymValue> args;
+};
+
 struct FieldResult {
   SymValue value;                   // when the field is a scalar (or unknown)
   std::optional<ConfigRef> config;  // when the field is itself a config struct
@@ -61,7 +70,10 @@ struct FieldResult {
 
 class ConfigBinding {
  public:
-  ConfigBinding(const rust::Crate& crate, const ConfigValues* values);
+  // `built`: configs an `--arg` call built (by struct item), which a constructor's config
+  // parameter of that type is bound to when no file is.
+  ConfigBinding(const rust::Crate& crate, const ConfigValues* values,
+                const std::map<std::size_t, ConfigRef>* built = nullptr);
 
   // A parameter type naming a crate-local struct (`&Config`, `&crate::config::Config`,
   // `Arc<Config>`), resolved from module `module`; not bound (see can_bind).
@@ -85,6 +97,10 @@ class ConfigBinding {
   // `head_dim` after `let head_dim = ..;`). Empty when no file is bound or no constructor takes a
   // config; values may still be symbolic.
   std::map<std::string, SymValue> constructor_fields(std::size_t type_item) const;
+  // The call that builds field `field` in that constructor (written there, or a top-level `let`
+  // the literal names in shorthand); nullopt when no file is bound or the field is not a call.
+  std::optional<ConstructorCall> constructor_field_call(std::size_t type_item,
+                                                        std::string_view field) const;
 
   struct Diag {
     std::string source, message;
@@ -92,6 +108,10 @@ class ConfigBinding {
   const std::vector<Diag>& diagnostics() const { return diags_; }
 
  private:
+  using LetValues = std::map<std::string, rust::NodeId>;
+  bool with_constructor(std::size_t type_item,
+                        const std::function<void(const rust::Body&, rust::NodeId, EvalContext&,
+                                                 const LetValues&)>& visit) const;
   struct FieldInfo {
     std::string name, type_text, json_name;
     std::vector<std::string> aliases;
@@ -120,6 +140,7 @@ class ConfigBinding {
 
   const rust::Crate& crate_;
   const ConfigValues* values_;
+  const std::map<std::size_t, ConfigRef>* built_ = nullptr;
   mutable std::map<std::size_t, StructInfo> infos_;
   mutable std::vector<Diag> diags_;
   mutable std::set<std::string> reported_;

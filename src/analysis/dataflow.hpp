@@ -16,9 +16,13 @@
 
 namespace cg::analysis {
 
+struct ConfigRef;
+
 struct DataflowOptions {
   std::string candle_version;            // exact candle-core version; empty when unresolved
   const ConfigValues* config = nullptr;  // bound config.json, if any
+  // Configs built by an `--arg` call (InventoryOptions::built_configs): bound like the file.
+  const std::map<std::size_t, ConfigRef>* built_configs = nullptr;
   // `--arg name=value`: the root constructor's arguments (a number, a boolean, an enum variant).
   const std::map<std::string, SymValue>* args = nullptr;
   // `--input-shape xs=1x3x224x224`: a tensor input's shape by parameter name; the names given

@@ -449,6 +449,9 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
     d.set_memo(&memo);
     d.run_root(r.cand.type_item, r.cand.ctor);
     r.out = std::move(d.out);
+    if (opts.built_configs != nullptr)
+      for (const auto& [item, c] : r.out.arg_configs)
+        opts.built_configs->emplace(item, c);
   }
   check_args(crate, results, opts);
   for (auto& r : results) {

@@ -17,6 +17,8 @@
 
 namespace cg::analysis {
 
+struct ConfigRef;
+
 struct InventoryOptions {
   std::string candle_nn_version;  // exact resolved version; empty when unresolved
   // candle-nn's constructors read from its source (pipeline/dependencies.hpp); null: the
@@ -27,6 +29,9 @@ struct InventoryOptions {
   // `--arg name=value`: values of the root constructor's scalar parameters (`num_labels`). A
   // name no analyzed root constructor takes is a usage error.
   std::map<std::string, SymValue> args;
+  // Out: the configs an `--arg cfg=Config::v0_1_8x7b(false)` call built, by config struct item,
+  // so the dataflow binds the constructors' config parameters to them as to a config.json.
+  std::map<std::size_t, ConfigRef>* built_configs = nullptr;
 };
 
 // Mutually exclusive alternatives (issue #21): a leaf registered in one arm of a branch the

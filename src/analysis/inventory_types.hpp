@@ -116,6 +116,7 @@ struct Walked {
   // --arg values the root could not take, by name: why (a config given no call, a call that did
   // not evaluate to the config's struct literal, a field of it left unknown).
   std::map<std::string, std::string> arg_problems;
+  std::map<std::size_t, ConfigRef> arg_configs;  // what an --arg call built, by struct item
   std::string unbound_config;  // the root's config type, when --config could not bind it
   bool truncated = false;
 };

@@ -434,6 +434,9 @@ StateStore state_store(const Reader& r, const Node& n) {
   s.instance = r.os(n, "instance");
   s.instances = r.ou(n, "instances");
   if (r.has(n, "library")) s.library = r.s(n, "library");
+  if (r.has(n, "cache_dim")) s.cache_dim = r.ou(n, "cache_dim");
+  if (r.has(n, "cache_max_seq_len")) s.cache_max_seq_len = r.ou(n, "cache_max_seq_len");
+  if (r.has(n, "slots")) s.slots = r.ou(n, "slots");
   s.tensors = r.list<StateStore::Stored>(n, "tensors", [&](const Node& t) {
     StateStore::Stored st;
     st.tensor = r.s(t, "tensor");

@@ -288,6 +288,9 @@ void write_record(W& w, const StateStore& s) {
   opt(w, "instance", s.instance);
   opt(w, "instances", s.instances);
   if (!s.library.empty()) w.field("library", s.library);
+  opt(w, "cache_dim", s.cache_dim);
+  opt(w, "cache_max_seq_len", s.cache_max_seq_len);
+  opt(w, "slots", s.slots);
   w.key("tensors").begin_array();
   for (const auto& t : s.tensors) {
     w.begin_object();

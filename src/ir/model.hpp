@@ -377,6 +377,16 @@ struct StateStore {
   // A candle-nn cache the forward appends to (`self.kv_cache.append(&k, &v)`): its type
   // (`ConcatKvCache`, `KvCache`, `RotatingKvCache`); the tensors are what one call appends.
   std::string library;
+  // That cache's constructor arguments where its owner's constructor builds it
+  // (`KvCache::new(2, cfg.max_position_embeddings)`): the dimension it appends along and the
+  // positions it allocates (`max_seq_len`: `KvCache` grows by as many, `RotatingKvCache` keeps
+  // that window). Absent when not evaluated.
+  std::optional<std::uint64_t> cache_dim;
+  std::optional<std::uint64_t> cache_max_seq_len;
+  // A store into an element of a fixed-size array by a computed index (`state.prev_xs[li][pos %
+  // D_CONV] = x` of `prev_xs: Vec<[Tensor; D_CONV]>`): over calls it fills each of the array's
+  // slots, so the state holds this many of what one call stores (absent: 1).
+  std::optional<std::uint64_t> slots;
   struct Stored {
     std::string tensor;  // IR tensor id
     TensorShape shape;   // in this call

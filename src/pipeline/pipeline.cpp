@@ -465,6 +465,8 @@ Analysis analyze(const Options& opts) {
                        "given twice (`" + shown_text(it->second.display()) + "` and `" +
                            shown_text(v->display()) + "`); give each parameter once");
   }
+  std::map<std::size_t, analysis::ConfigRef> built_configs;
+  inv.built_configs = &built_configs;
   analysis::build_inventory(crate, inv, a.ir);
   if (crate.units().size() > 1) drop_dependency_components(a.ir);
   flag_empty_components(a.ir);
@@ -473,6 +475,7 @@ Analysis analyze(const Options& opts) {
   df.candle_version = versions.core;
   df.config = inv.config;
   df.args = &inv.args;
+  df.built_configs = &built_configs;
   std::set<std::string> inputs_used, inputs_offered;
   df.input_tensors = &opts.input_tensors;
   df.inputs_used = &inputs_used;

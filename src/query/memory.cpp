@@ -126,8 +126,10 @@ struct Sized {
   std::string shape;  // "[1, 8, 4096, 128]", unknown sizes as written
 };
 
+// `held`: the dimension a cache keeps its positions along and how many it holds (a `cat` cache:
+// the context; a candle-nn `KvCache`: its allocation), in place of what one call stored there.
 Sized size_of(const ir::StateStore::Stored& t, const std::map<std::string, std::uint64_t>& bind,
-              std::uint64_t context, std::uint64_t elem_bytes,
+              std::optional<std::pair<std::uint64_t, std::uint64_t>> held, std::uint64_t elem_bytes,
               std::optional<std::uint64_t> batch_first) {
   Sized s;
   std::optional<std::uint64_t> n = t.shape.rank ? std::optional<std::uint64_t>(1) : std::nullopt;
@@ -135,8 +137,8 @@ Sized size_of(const ir::StateStore::Stored& t, const std::map<std::string, std::
   for (std::size_t i = 0; i < t.shape.dimensions.size(); ++i) {
     const std::string& e = t.shape.dimensions[i].expr;
     std::optional<std::uint64_t> d = digits(e);
-    if (t.appends_along && *t.appends_along == i) {
-      d = context;
+    if (held && held->first == i) {
+      d = held->second;
     } else if (!d) {
       auto b = bind.find(e);
       if (b != bind.end()) d = b->second;
@@ -399,12 +401,30 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
     m.library = s.library;
     m.instances = s.instances;
     MemoryFigure per{0, Bound::exact, ""};
+    // candle-nn's caches (candle-nn/src/kv_cache.rs) with their constructor's arguments read:
+    // `Cache` allocates `max_seq_len` positions at the first append and grows by as many, so
+    // it holds the context rounded up to a multiple of them; `RotatingCache` allocates its
+    // window at the first append and writes over it, whatever the context.
+    const bool stepped = s.library == "KvCache" || s.library == "Cache";
+    const bool rotating = s.library == "RotatingKvCache" || s.library == "RotatingCache";
+    const bool ctor_read = s.cache_dim && s.cache_max_seq_len && *s.cache_max_seq_len > 0;
+    std::optional<std::uint64_t> positions;
+    if (ctor_read && stepped)
+      positions =
+          mul((r.context + *s.cache_max_seq_len - 1) / *s.cache_max_seq_len, s.cache_max_seq_len);
+    if (ctor_read && rotating) positions = s.cache_max_seq_len;
+    if (positions) m.linear = false;
     for (const auto& t : s.tensors) {
       const std::uint64_t eb =
           t.dtype != "Unknown" && dtype_bytes(t.dtype) ? dtype_bytes(t.dtype) : elem;
+      std::optional<std::pair<std::uint64_t, std::uint64_t>> held;
+      if (t.appends_along) held = std::make_pair(*t.appends_along, r.context);
+      if (positions) held = std::make_pair(*s.cache_dim, *positions);
       Sized z =
-          size_of(t, bind, r.context, eb,
+          size_of(t, bind, held, eb,
                   r.batch_name.empty() ? std::optional<std::uint64_t>(r.batch) : std::nullopt);
+      // A cache dimension past the stored tensor's rank: the positions are not placed.
+      if (positions && *s.cache_dim >= t.shape.dimensions.size()) z.bytes.reset();
       m.shapes.push_back(z.shape);
       per.bytes = add(per.bytes, z.bytes);
       if (!z.bytes) per.bound = Bound::unknown;
@@ -418,16 +438,39 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
       }
     }
     if (!s.library.empty()) m.grows = true;
-    if (s.library == "KvCache" || s.library == "Cache") {
+    if (s.slots && *s.slots > 1) {
+      m.slots = *s.slots;
+      per.bytes = mul(per.bytes, *s.slots);
+      per.note = "the store's index moves over the " + group(*s.slots) +
+                 " slots of a fixed-size array from call to call: " + group(*s.slots) +
+                 " such tensors held at once";
+    }
+    if (stepped && positions) {
+      per.note = "candle-nn's " + s.library + " allocates its constructor's max_seq_len (" +
+                 group(*s.cache_max_seq_len) + ") positions at the first append and grows by " +
+                 "as many: " + group(*positions) + " positions held at a context of " +
+                 group(r.context);
+    } else if (stepped) {
       if (per.bound == Bound::exact) per.bound = Bound::lower;
       per.note = "candle-nn's " + s.library +
                  " allocates its constructor's max_seq_len positions at the first append and "
-                 "grows by as many: at least the positions held";
-    } else if (s.library == "RotatingKvCache" || s.library == "RotatingCache") {
+                 "grows by as many (that argument is not known here): at least the positions "
+                 "held";
+    } else if (rotating && positions) {
+      per.note = "candle-nn's " + s.library + " allocates its window of " + group(*positions) +
+                 " positions (its constructor's max_seq_len) at the first append and writes "
+                 "over it: the same at any context";
+    } else if (rotating) {
       per.bound = Bound::unknown;
       per.bytes.reset();
       per.note = "candle-nn's " + s.library +
-                 " keeps its constructor's max_seq_len positions (the window), not read yet";
+                 " keeps its constructor's max_seq_len positions (the window), not known here";
+    } else if (s.library.find('|') != std::string::npos) {
+      per.bound = Bound::unknown;
+      per.bytes.reset();
+      per.note = "a crate enum holds one of candle-nn's " + s.library +
+                 " per instance; which one each instance holds (and its constructor's "
+                 "arguments) is not followed";
     }
     if (!per.bytes) per.bound = Bound::unknown;
     m.per_instance = per;
@@ -544,7 +587,10 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
       if (base < dev) {
         const std::uint64_t room = dev - base;
         const std::uint64_t per_pos = *r.kv_cache.bytes / r.context;  // cat caches: linear
-        if (per_pos > 0 && *r.kv_cache.bytes % r.context == 0) r.max_context = room / per_pos;
+        const bool linear = std::all_of(r.states.begin(), r.states.end(),
+                                        [](const MemoryState& s) { return s.linear; });
+        if (per_pos > 0 && *r.kv_cache.bytes % r.context == 0 && linear)
+          r.max_context = room / per_pos;
         const std::uint64_t per_seq = *r.kv_cache.bytes / r.batch;
         if (per_seq > 0 && *r.kv_cache.bytes % r.batch == 0) r.max_batch = room / per_seq;
       } else {
@@ -565,8 +611,13 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
         r.kv_cache.bound == Bound::exact && static_cast<std::uint64_t>(w->integer) < r.context)
       r.notes.push_back("config.json names a sliding_window of " +
                         group(static_cast<std::uint64_t>(w->integer)) +
-                        ", but the code's cache keeps every position (it concatenates and never "
-                        "trims): the KV cache is counted at the full context.");
+                        ", but the code's cache keeps every position (" +
+                        (std::all_of(r.states.begin(), r.states.end(),
+                                     [](const MemoryState& s) { return s.linear; })
+                             ? "it concatenates and never trims): the KV cache is counted at the "
+                               "full context."
+                             : "it never trims to the window): the KV cache is counted at what "
+                               "it allocates for the full context."));
     else if (w && w->kind == analysis::SymValue::Kind::integer && w->integer > 0 && !trims &&
              r.kv_cache.bound == Bound::exact)
       r.notes.push_back("config.json names a sliding_window of " +
@@ -796,6 +847,7 @@ std::string render_memory_json(const MemoryReport& r) {
       w.value(sh);
     w.end_array();
     w.field("grows_with_context", s.grows);
+    if (s.slots > 1) w.field("slots", s.slots);
     fig("bytes_per_instance", s.per_instance);
     fig("bytes", s.total);
     w.end_object();

@@ -52,6 +52,11 @@ struct MemoryState {
   std::vector<std::string>
       shapes;          // each stored tensor at the context and batch ("[1, 8, 4096, 128]")
   bool grows = false;  // depends on the context (a KV cache) rather than constant
+  // Its bytes are proportional to the context (false for a candle-nn `KvCache` allocating in
+  // steps, or a `RotatingKvCache`'s window): only then is a largest context computed.
+  bool linear = true;
+  // The array slots it fills over calls (`state.prev_xs[li][pos % D_CONV]`: 4): held at once.
+  std::uint64_t slots = 1;
   MemoryFigure per_instance, total;
 };
 

@@ -6,7 +6,8 @@ set -uo pipefail
 cg="$1"; root="$2"
 [ -n "${CG_CANDLE_SRC:-}" ] || { echo "CG_CANDLE_SRC not set: skipped"; exit 77; }
 ct="$CG_CANDLE_SRC/candle-transformers"
-# name | root | config | context | weights bytes | KV cache bytes [| other state bytes | extra flags]
+# name | root | config ("": none, the config is built by an --arg call) | context | weights bytes |
+# KV cache bytes [| other state bytes | extra flags]
 rows=(
   "Llama-2-7b (multi-head)|models::llama::Llama|llama-2-7b.json|4096|13476831232|2147483648"
   "TinyLlama-1.1B (grouped-query)|models::llama::Llama|tinyllama-1.1b.json|4096|2200096768|92274688"
@@ -21,13 +22,18 @@ rows=(
   "quantized Mistral-7B at Q4_0 (rank-1 tensors and the dequantized embedding at F32; KV cache at F32)|models::quantized_mistral::Model|mistral-7b-v0.1.json|4096|4524949504|1073741824|0|--quant q4_0"
   "quantized Mistral-7B at Q8_0|models::quantized_mistral::Model|mistral-7b-v0.1.json|4096|8080146432|1073741824|0|--quant q8_0"
   "quantized Mistral-7B at F16 (candle's QMatMul dequantizes F16 to F32: every weight at F32)|models::quantized_mistral::Model|mistral-7b-v0.1.json|4096|28966928384|1073741824|0|--quant f16"
+  "SmolLM3-3B (candle-nn KvCache::new(2, 512): 4,000 positions held as 4,096)|models::smol::smollm3::ModelForCausalLM|smollm3-3b.json|4000|6150197248|301989888"
+  "Mixtral-8x7B (8 experts; config built by --arg, no config.json)|models::mixtral::Model||4096|93405585408|536870912|0|--arg cfg=Config::v0_1_8x7b(false) --dtype BF16"
+  "mamba-130m (recurrent state: ssm state and a ring of D_CONV conv inputs per layer)|models::mamba::Model|mamba-130m.json|2048|516541440|0|2949120"
   "whisper-tiny decoder (cross-attention cache of the encoder output, no self-attention cache)|models::whisper::model::TextDecoder|whisper-tiny.json|448|118209024|0|18432000|--input-shape x=1x448,xa=1x1500x384"
 )
 bad=0
 for r in "${rows[@]}"; do
   IFS='|' read -r name model config ctx wexp kvexp stexp extra <<<"$r"
   # shellcheck disable=SC2086
-  j="$("$cg" memory "$ct" --root "$model" --config "$root/tools/published/$config" --context "$ctx" \
+  cfg=()
+  [ -n "$config" ] && cfg=(--config "$root/tools/published/$config")
+  j="$("$cg" memory "$ct" --root "$model" "${cfg[@]}" --context "$ctx" \
     --format json $extra 2>/dev/null)" || { echo "FAIL $name: memory exited $?"; bad=1; continue; }
   got="$(node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
     console.log([j.weights_bytes.bytes, j.weights_bytes.bound, j.kv_cache_bytes.bytes, j.kv_cache_bytes.bound,

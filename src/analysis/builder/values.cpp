@@ -188,7 +188,10 @@ BuilderDomain::Value BuilderDomain::param_value(const rust::Param& p, const std:
       if (auto a = args_->find(p.name); a != args_->end()) {
         out.used_args.insert(p.name);
         if (a->second.kind == SymValue::Kind::symbolic && a->second.reason == kArgCallReason) {
-          if (auto built = arg_call(p, a->second.text, items_.back())) return *built;
+          if (auto built = arg_call(p, a->second.text, items_.back())) {
+            out.arg_configs[c->item] = built->config;
+            return *built;
+          }
         } else {
           out.arg_problems[p.name] = "not a call of a constructor of `" +
                                      crate_.items()[c->item].name +

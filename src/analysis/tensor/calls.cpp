@@ -3,6 +3,7 @@
 // `backward`/optimizer steps mark losses, and `xs.apply(&layer)` is `layer.forward(xs)`.
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "analysis/interp/option_pattern.hpp"
 #include "analysis/tensor/domain.hpp"
@@ -16,6 +17,35 @@ using rust::Kind;
 std::string first_segment(const std::string& p) {
   auto s = p.find("::");
   return s == std::string::npos ? p : p.substr(0, s);
+}
+
+bool cache_type(std::string_view t) {
+  return t == "KvCache" || t == "ConcatKvCache" || t == "RotatingKvCache" || t == "Cache" ||
+         t == "RotatingCache";
+}
+
+// A crate enum whose every variant holds a candle-nn cache (gemma3's `enum KvCache {
+// Normal(candle_nn::kv_cache::KvCache), Rotating(candle_nn::kv_cache::RotatingKvCache) }`): the
+// cache types, joined by `|` ("KvCache|RotatingKvCache"); "" otherwise. A match arm's binding
+// (`KvCache::Normal(cache) => cache.append(..)`) is the enum's value here, so which variant an
+// instance holds is not known.
+std::string enum_cache_types(const rust::Item& e) {
+  if (e.kind != rust::ItemKind::Enum || e.variants.empty()) return "";
+  std::set<std::string> types;
+  for (const auto& v : e.variants) {
+    std::string t = v.type_text;
+    if (t.size() < 2 || t.front() != '(' || t.back() != ')') return "";
+    t = t.substr(1, t.size() - 2);
+    while (!t.empty() && t.back() == ' ')
+      t.pop_back();
+    const std::string leaf(last_path_segment(t));
+    if (!cache_type(leaf)) return "";
+    types.insert(leaf);
+  }
+  std::string out;
+  for (const auto& t : types)
+    out += (out.empty() ? "" : "|") + t;
+  return out;
 }
 
 }  // namespace
@@ -124,6 +154,12 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     if (method == "backward_step") run_.train = true;
     return {};
   }
+  // `pieces.remove(0)` on what `chunk` made (`let mut xs = x.chunk(2, D::Minus1)?`): one piece,
+  // which the chunk's value stands for (every piece has the shape its rule gave).
+  if ((method == "remove" || method == "swap_remove") && recv.tensor && !recv.tid.empty())
+    if (auto o = op_of_output_.find(recv.tid);
+        o != op_of_output_.end() && ir_.operations[o->second].name == "chunk")
+      return recv;
   if (ctor_ || recv.vb)
     if (auto v = builder_method(eng, n, recv, args)) return *v;
   // A closure or a `Sequential` applied: `xs.apply(&f)`, `xs.apply_t(&f, train)`,
@@ -198,13 +234,17 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
   if (non_tensor_method(method)) return {};
   // A candle-nn KV cache appended to in a root's run: the model's state grows by the arguments.
   if (!recv.tensor && method == "append" && root_run_) {
-    const std::string_view ty = last_path_segment(recv.ext_type);
-    if (ty == "KvCache" || ty == "ConcatKvCache" || ty == "RotatingKvCache" || ty == "Cache" ||
-        ty == "RotatingCache") {
+    std::string ty(last_path_segment(recv.ext_type));
+    if (ty.empty() && recv.type_item >= 0)
+      ty = enum_cache_types(crate_.items()[static_cast<std::size_t>(recv.type_item)]);
+    if (cache_type(ty) || ty.find('|') != std::string::npos) {
       std::vector<const Val*> stored;
       for (const auto& a : args)
         if (a.tensor) stored.push_back(&a);
-      if (!stored.empty()) record_store(eng, n, stored, std::string(ty));
+      if (!stored.empty()) {
+        record_store(eng, n, stored, std::string(ty));
+        cache_arguments(eng, b[n].a, ir_.state_stores.back());
+      }
     }
   }
   // (b) external module type with a catalog rule (`Linear::forward`).
@@ -231,6 +271,35 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     return apply_catalog(eng, n, method, rule, ops, nullptr);
   }
   return {};
+}
+
+// A candle-nn cache held in a field (`self.kv_cache.append(&k, &v)`) that its owner's constructor
+// builds with `KvCache::new(dim, max_seq_len)` (or `RotatingKvCache`, `Cache`, `RotatingCache`):
+// both arguments, when the config bound there makes them numbers. A cache reached any other way
+// (a `match` arm's binding, a lock) keeps them unknown.
+void TensorDomain::cache_arguments(Eng& eng, NodeId recv, ir::StateStore& s) {
+  if (!binding_ || recv == rust::kNone) return;
+  const rust::Body& b = eng.body();
+  recv = b.peel(recv, {Kind::Ref, Kind::Paren});
+  if (recv == rust::kNone || b[recv].kind != Kind::Field) return;
+  const NodeId base = b[recv].a;
+  if (base == rust::kNone || b[base].kind != Kind::Path) return;
+  const Val* owner = eng.lookup(std::string(b[base].str));
+  if (!owner || owner->type_item < 0) return;
+  auto call =
+      binding_->constructor_field_call(static_cast<std::size_t>(owner->type_item), b[recv].str);
+  if (!call || call->args.size() != 2) return;
+  // `KvCache::new`, `candle_nn::kv_cache::KvCache::new`: the type the forward appends to.
+  const std::string_view callee = call->callee;
+  if (last_path_segment(callee) != "new" || callee.size() < 5) return;
+  if (last_path_segment(callee.substr(0, callee.size() - 5)) != s.library) return;
+  const SymValue& dim = call->args[0];
+  const SymValue& len = call->args[1];
+  if (dim.kind != SymValue::Kind::integer || len.kind != SymValue::Kind::integer ||
+      dim.integer < 0 || len.integer <= 0)
+    return;
+  s.cache_dim = static_cast<std::uint64_t>(dim.integer);
+  s.cache_max_seq_len = static_cast<std::uint64_t>(len.integer);
 }
 
 // A wrapper layer's forward applying the candle-nn layer it holds (`self.inner.forward(xs)`, the

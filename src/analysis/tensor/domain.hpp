@@ -267,6 +267,8 @@ class TensorDomain {
   std::unordered_map<std::string, std::optional<double>> const_nums_;
   void record_store(Eng& eng, NodeId at, const std::vector<const Val*>& stored,
                     const std::string& library = "");
+  void cache_arguments(Eng& eng, NodeId recv, ir::StateStore& s);
+  std::optional<std::uint64_t> array_slots(Eng& eng, NodeId place);
   // A `cat`'s first operand of known shape in its context and the dimension it joins along: a
   // state store of its result holds the positions appended along it (set by shape_of, kept per
   // output tensor by record_op).

@@ -13,7 +13,8 @@ TensorDomain::TensorDomain(const rust::Crate& crate, const DataflowOptions& opts
       ir_(ir),
       out_(out),
       checks_(checks) {
-  if (opts.config) binding_.emplace(crate, opts.config);
+  if (opts.config || (opts.built_configs && !opts.built_configs->empty()))
+    binding_.emplace(crate, opts.config, opts.built_configs);
   args_ = opts.args;
   input_tensors_ = opts.input_tensors;
   inputs_used_ = opts.inputs_used;

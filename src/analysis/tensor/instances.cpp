@@ -201,6 +201,73 @@ Val TensorDomain::layer_call(Eng& eng, NodeId node, const std::string& name, con
 
 namespace cg::analysis::tensor {
 
+// The slots a store into indexed places fills over calls: each index into a fixed-size array
+// `[T; N]` (N a number or a crate const) by anything but a literal multiplies by N, since the
+// index moves from call to call (`state.prev_xs[li][state.pos % D_CONV]`); a `Vec` level is taken
+// as the module instance's own slot (`cache.kvs[block_idx]`, `state.hs[li]`), which the instance
+// count covers. nullopt when that is 1 or the field's type is not read.
+std::optional<std::uint64_t> TensorDomain::array_slots(Eng& eng, NodeId place) {
+  const rust::Body& b = eng.body();
+  std::vector<NodeId> index;
+  while (place != rust::kNone && b[place].kind == rust::Kind::Index) {
+    index.insert(index.begin(), b[place].b);
+    place = b[place].a;
+  }
+  if (index.empty() || place == rust::kNone || b[place].kind != rust::Kind::Field) return {};
+  const NodeId base = b[place].a;
+  if (base == rust::kNone || b[base].kind != rust::Kind::Path) return {};
+  const std::string owner_name(b[base].str);
+  std::ptrdiff_t owner = -1;
+  if (const Val* v = eng.lookup(owner_name)) owner = v->type_item;
+  if (owner < 0)
+    for (const auto& p : crate_.items()[eng.item()].params)
+      if (p.name == owner_name)
+        owner = typed_val(crate_.items()[eng.item()].module, p.type_text, "").type_item;
+  if (owner < 0) return {};
+  std::string type;
+  for (const auto& f : crate_.items()[static_cast<std::size_t>(owner)].fields)
+    if (f.name == b[place].str) type = f.type_text;
+  std::uint64_t slots = 1;
+  auto trim = [](std::string t) {
+    while (!t.empty() && t.front() == ' ')
+      t.erase(t.begin());
+    while (!t.empty() && t.back() == ' ')
+      t.pop_back();
+    return t;
+  };
+  for (NodeId i : index) {
+    type = trim(type);
+    if (type.starts_with("Vec<") && type.ends_with(">")) {
+      type = type.substr(4, type.size() - 5);
+      continue;
+    }
+    if (!type.starts_with("[") || !type.ends_with("]")) return {};
+    // `[Tensor; D_CONV]`: the length after the last `;` at depth 0.
+    std::size_t semi = std::string::npos;
+    int depth = 0;
+    for (std::size_t k = 1; k + 1 < type.size(); ++k) {
+      if (type[k] == '<' || type[k] == '[' || type[k] == '(') ++depth;
+      if (type[k] == '>' || type[k] == ']' || type[k] == ')') --depth;
+      if (type[k] == ';' && depth == 0) semi = k;
+    }
+    if (semi == std::string::npos) return {};
+    const std::string len = trim(type.substr(semi + 1, type.size() - semi - 2));
+    type = type.substr(1, semi - 1);
+    if (i != rust::kNone && b[i].syntax == "integer_literal") continue;  // one slot
+    std::optional<double> n;
+    if (!len.empty() && std::all_of(len.begin(), len.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c));
+        }))
+      n = std::strtod(len.c_str(), nullptr);
+    else
+      n = const_number(static_cast<std::size_t>(owner), len);
+    if (!n || *n < 1 || *n > 1e9) return {};
+    slots *= static_cast<std::uint64_t>(*n);
+  }
+  if (slots == 1) return {};
+  return slots;
+}
+
 void TensorDomain::record_store(Eng& eng, NodeId at, const std::vector<const Val*>& stored,
                                 const std::string& library) {
   const rust::Body& b = eng.body();
@@ -231,6 +298,7 @@ void TensorDomain::record_store(Eng& eng, NodeId at, const std::vector<const Val
     }
     s.instances = n;
   }
+  if (b[at].kind == rust::Kind::Assign) s.slots = array_slots(eng, b[at].a);
   for (const Val* v : stored) {
     ir::StateStore::Stored t;
     t.tensor = v->tid;

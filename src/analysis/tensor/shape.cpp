@@ -648,6 +648,23 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
         out = *a;
         auto k = dim_product(eng, arg(2), 0);
         out.dimensions[*d] = {std::nullopt, k ? *k : "?"};
+      } else if (a && rule.name == "chunk" && has_args && b.kids(node).size() == 2) {
+        // `x.chunk(2, D::Minus1)`: the pieces (one value stands for all of them) are that
+        // dimension / n long. Candle's pieces are ceil(size / n) long and the last may be shorter,
+        // so a size n does not divide is `?`.
+        auto dd = dim_arg(arg(1));
+        auto n = static_num(eng, arg(0), 0);
+        if (!dd || !n || *n < 1) break;
+        const std::size_t d = *dd;
+        out = *a;
+        const std::string& e = a->dimensions[d].expr;
+        const bool num = !e.empty() && e.size() < 16 && std::all_of(e.begin(), e.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        });
+        const auto size = num ? std::strtoull(e.c_str(), nullptr, 10) : 0;
+        const auto pieces = static_cast<std::uint64_t>(*n);
+        out.dimensions[d] = {std::nullopt,
+                             num && size % pieces == 0 ? std::to_string(size / pieces) : "?"};
       }
       break;
     case ShapeRule::remove_dimension:
