@@ -55,7 +55,7 @@ models=(
   "OLMo-1B|models::olmo::Model|olmo-1b.json||1,176,764,416|1,176,764,416|non-parametric LayerNorm (no weights), tied"
   "SmolLM-135M|models::llama::Llama|smollm-135m.json||134,515,008|134,515,008|9 heads, 3 kv heads, 30 layers, tied"
   "gemma-7b|models::gemma::Model|gemma-7b.json||8,537,680,896|8,537,680,896|16 heads of 256 over hidden 3072 (q projects up to 4096)"
-  "DeepSeek-V2-Lite|models::deepseek2::DeepSeekV2|deepseek-v2-lite.json||2,606,624,256 to 15,706,484,224|15,706,484,224|not exact: each layer's MoE-or-MLP choice (\`layer_idx >= first_k_dense_replace && layer_idx.is_multiple_of(moe_layer_freq)\`) is not decided per layer, so both are alternatives; the high end (layer 0 dense, 26 MoE layers of 64 routed and 2 shared experts) is the published count"
+  "DeepSeek-V2-Lite|models::deepseek2::DeepSeekV2|deepseek-v2-lite.json||15,706,484,224|15,706,484,224|MLA; layer 0 dense (\`first_k_dense_replace\` 1), 26 MoE layers of 64 routed and 2 shared experts, each decided by \`layer_idx.is_multiple_of(moe_layer_freq)\`"
 )
 echo "| model | \`summary\` total | published | difference or scope |"
 echo "| --- | --- | --- | --- |"

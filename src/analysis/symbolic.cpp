@@ -332,6 +332,13 @@ struct Evaluator {
         return SymValue::of_int(out);
       }
     }
+    // `layer_idx.is_multiple_of(freq)`: std's rule, where only 0 is a multiple of 0.
+    if (name == "is_multiple_of" && argv.size() == 1) {
+      SymValue r = eval(recv, depth + 1);
+      if (r.kind == SymValue::Kind::integer && argv[0].kind == SymValue::Kind::integer)
+        return SymValue::of_bool(argv[0].integer == 0 ? r.integer == 0
+                                                      : r.integer % argv[0].integer == 0);
+    }
     if (auto v = ctx.method(body, recv, name, argv)) return *v;
     SymValue r = eval(recv, depth + 1);
     std::string call_text = operand(r, true) + "." + name + "(";
