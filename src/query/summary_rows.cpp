@@ -1000,7 +1000,11 @@ std::map<std::string, std::vector<std::string>> parse_input_tensors(const std::s
 }
 
 std::string summary_dtype(const std::string& requested, const std::string& config_path) {
-  std::string dtype = requested;
+  // `--dtype bf16`, `BF16` and torch's `bfloat16` name the same dtype.
+  std::string dtype = dtype_from_torch(requested);
+  if (dtype.empty())
+    for (char c : requested)
+      dtype += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (dtype.empty() && !config_path.empty()) {
     auto values = analysis::read_config_values(config_path);
     if (const auto* t = values.find("torch_dtype");
