@@ -230,7 +230,6 @@ class BodyContext : public EvalContext {
     return binding_.method(*ref, name, args);
   }
 
- private:
   std::optional<ConfigRef> resolve(const rust::Body& body, NodeId n) {
     if (n == kNone) return std::nullopt;
     std::string_view k = body[n].syntax;
@@ -247,6 +246,8 @@ class BodyContext : public EvalContext {
     }
     return std::nullopt;
   }
+
+ private:
   const ConfigBinding& binding_;
   std::optional<ConfigRef> self_;
 };
@@ -858,6 +859,33 @@ std::optional<ConstructorCall> ConfigBinding::constructor_field_call(std::size_t
         for (NodeId arg : body.kids(init))
           call.args.push_back(evaluate(body, arg, ctx));
         out = std::move(call);
+      });
+  return out;
+}
+
+std::optional<ConfigRef> ConfigBinding::constructor_field_config(std::size_t type_item,
+                                                                 std::string_view field) const {
+  std::optional<ConfigRef> out;
+  with_constructor(
+      type_item, [&](const rust::Body& body, NodeId lit, EvalContext& ctx, const LetValues& lets) {
+        NodeId init = kNone;
+        for (NodeId c : body.kids(lit)) {
+          if (body[c].flags & rust::kShorthand) {
+            if (body.source(c) != field) continue;
+            auto l = lets.find(std::string(field));
+            init = l != lets.end() ? l->second : body[c].a;
+          } else if (body[c].str == field) {
+            init = body[c].a;
+          }
+          if (init != kNone) break;
+        }
+        // `cfg.clone()`, `&cfg`, `(cfg)`: the config itself.
+        while (init != kNone && (body[init].kind == Kind::Try || body[init].kind == Kind::Paren ||
+                                 body[init].kind == Kind::Ref ||
+                                 (body[init].kind == Kind::MethodCall &&
+                                  body[init].str == "clone" && body.kids(init).empty())))
+          init = body[init].a;
+        if (init != kNone) out = static_cast<BodyContext&>(ctx).resolve(body, init);
       });
   return out;
 }

@@ -101,6 +101,10 @@ class ConfigBinding {
   // the literal names in shorthand); nullopt when no file is bound or the field is not a call.
   std::optional<ConstructorCall> constructor_field_call(std::size_t type_item,
                                                         std::string_view field) const;
+  // The config a constructor stores whole in field `field` (`cfg: cfg.clone()`, shorthand `cfg`,
+  // `text_config: cfg.text_config.clone()`), bound as its parameter is; nullopt otherwise.
+  std::optional<ConfigRef> constructor_field_config(std::size_t type_item,
+                                                    std::string_view field) const;
 
   struct Diag {
     std::string source, message;

@@ -24,6 +24,7 @@ rows=(
   "quantized Mistral-7B at F16 (candle's QMatMul dequantizes F16 to F32: every weight at F32)|models::quantized_mistral::Model|mistral-7b-v0.1.json|4096|28966928384|1073741824|0|--quant f16"
   "SmolLM3-3B (candle-nn KvCache::new(2, 512): 4,000 positions held as 4,096)|models::smol::smollm3::ModelForCausalLM|smollm3-3b.json|4000|6150197248|301989888"
   "Mixtral-8x7B (8 experts; config built by --arg, no config.json)|models::mixtral::Model||4096|93405585408|536870912|0|--arg cfg=Config::v0_1_8x7b(false) --dtype BF16"
+  "DeepSeek-V2-Lite (MLA: the code caches the decompressed k and v, 16 x (192 + 128) per position, not the 576-wide latent)|models::deepseek2::DeepSeekV2|deepseek-v2-lite.json|4096|31412968448|1132462080"
   "mamba-130m (recurrent state: ssm state and a ring of D_CONV conv inputs per layer)|models::mamba::Model|mamba-130m.json|2048|516541440|0|2949120"
   "whisper-tiny decoder (cross-attention cache of the encoder output, no self-attention cache)|models::whisper::model::TextDecoder|whisper-tiny.json|448|118209024|0|18432000|--input-shape x=1x448,xa=1x1500x384"
 )

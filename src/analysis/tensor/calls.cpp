@@ -107,6 +107,13 @@ Val TensorDomain::free_call(Eng& eng, NodeId n, const std::string& path, std::ve
   }
   std::string first = first_segment(path);
   std::string leaf(last_path_segment(path));
+  // A `Vec` a forward run fills with `push`: empty until then, so a loop that pushes without
+  // being expanded joins two different lists and forgets them.
+  if (!ctor_ && first == "Vec" && (leaf == "new" || leaf == "with_capacity")) {
+    Val v;
+    v.items = std::make_shared<std::vector<Val>>();
+    return v;
+  }
   if (ctor_ && leaf == "seq") {
     Val v;
     v.items = std::make_shared<std::vector<Val>>();
@@ -160,7 +167,7 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     if (auto o = op_of_output_.find(recv.tid);
         o != op_of_output_.end() && ir_.operations[o->second].name == "chunk")
       return recv;
-  if (ctor_ || recv.vb)
+  if (ctor_ || recv.vb || (recv.items && method == "push"))
     if (auto v = builder_method(eng, n, recv, args)) return *v;
   // A closure or a `Sequential` applied: `xs.apply(&f)`, `xs.apply_t(&f, train)`,
   // `f.forward(xs)`.
@@ -231,6 +238,41 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
       return out;
     }
   }
+  // `t.dim(1)?`, `t.dim(D::Minus1)?`: that dimension of a known shape; `t.shape()`: every one.
+  if ((method == "dim" || method == "shape") && recv.tensor)
+    if (const ir::TensorShape* s = shape_of_tensor(&recv); s && s->rank) {
+      auto dims = std::make_shared<std::vector<Val>>();
+      for (const auto& d : s->dimensions) {
+        Val dv;
+        if (d.expr != "()" && d.expr != "?") dv.dim = d.expr;
+        if (!d.expr.empty() && d.expr.size() < 16 &&
+            d.expr.find_first_not_of("0123456789") == std::string::npos)
+          dv.num = std::strtod(d.expr.c_str(), nullptr);
+        dims->push_back(std::move(dv));
+      }
+      if (method == "shape") {
+        Val out;
+        out.elems = std::move(dims);
+        return out;
+      }
+      if (args.size() == 1) {
+        std::optional<std::size_t> i;
+        if (args[0].num && *args[0].num >= 0) i = static_cast<std::size_t>(*args[0].num);
+        if (args[0].word == "Minus1" && !dims->empty()) i = dims->size() - 1;
+        if (args[0].word == "Minus2" && dims->size() >= 2) i = dims->size() - 2;
+        if (i && *i < dims->size()) return (*dims)[*i];
+      }
+      return {};
+    }
+  // `dim.to_index(xs.shape(), "op")?` of a `D::Minus1`, or of a number.
+  if (method == "to_index" && !recv.tensor) {
+    if (recv.num) return recv;
+    const std::size_t rank = !args.empty() && args[0].elems ? args[0].elems->size() : 0;
+    Val out;
+    if (recv.word == "Minus1" && rank >= 1) out.num = static_cast<double>(rank - 1);
+    if (recv.word == "Minus2" && rank >= 2) out.num = static_cast<double>(rank - 2);
+    return out;
+  }
   if (non_tensor_method(method)) return {};
   // A candle-nn KV cache appended to in a root's run: the model's state grows by the arguments.
   if (!recv.tensor && method == "append" && root_run_) {
@@ -258,7 +300,12 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     }
     return {};
   }
-  // (c) tensor receiver (or unknown receiver with a known tensor op).
+  // (c) a crate trait's method on a tensor (`q.split(&[a, b], D::Minus1)` of `impl SplitOp for
+  // Tensor`): inlined like any crate-local method.
+  if (recv.tensor && recv.type_item < 0)
+    if (std::ptrdiff_t tm = tensor_trait_method(method); tm >= 0)
+      return inline_call(eng, n, static_cast<std::size_t>(tm), &recv, args, method);
+  // (d) tensor receiver (or unknown receiver with a known tensor op).
   OpRule rule = cat_.lookup(method);
   NodeId rnode = b.peel(b[n].a, {Kind::Paren});
   std::string_view rk = rnode == rust::kNone ? std::string_view{} : b[rnode].syntax;
@@ -270,6 +317,12 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     if (!recv.tensor) ops.front().tensor = true;
     return apply_catalog(eng, n, method, rule, ops, nullptr);
   }
+  // `lin.forward(xs)` on a value whose type is not known here (an enum arm's binding): an
+  // operation of unknown rule, so its output and multiply-adds are unknown, never missing from
+  // a total that would then look final.
+  if ((method == "forward" || method == "forward_t") && !recv.tensor &&
+      std::any_of(args.begin(), args.end(), [](const Val& a) { return a.tensor; }))
+    return apply_catalog(eng, n, method, OpRule{}, args, nullptr);
   return {};
 }
 

@@ -178,7 +178,9 @@ std::optional<Val> TensorDomain::builder_method(Eng& eng, NodeId n, const Val& r
     if (m == "clone" || m == "set_dtype" || m == "to_dtype" || m == "set_device") return recv;
     return Val{};
   }
-  if (!ctor_) return std::nullopt;
+  // Elsewhere only `push` onto a `Vec` the run made (`let mut out = Vec::new()`); a push in a
+  // loop run once symbolically leaves a count the join forgets (value.cpp).
+  if (!ctor_ && !(m == "push" && recv.items)) return std::nullopt;
   if (m == "push" && args.size() == 1) {
     NodeId r = b.peel(b[n].a, {Kind::Ref, Kind::Paren});
     if (r == rust::kNone || b[r].kind != Kind::Path || b[r].syntax != "identifier")

@@ -203,6 +203,8 @@ class TensorDomain {
   std::ptrdiff_t resolve_type(const std::string& module, const std::string& type) const;
   std::ptrdiff_t owner_item(std::size_t item) const;
   std::ptrdiff_t pick_method(std::ptrdiff_t type_item, const std::string& name) const;
+  std::ptrdiff_t tensor_trait_method(const std::string& name) const;
+  void infer_hole(const ir::TensorShape& in, ir::TensorShape& out) const;
   std::optional<std::string> host_dtype(Eng& eng, NodeId arg, NodeId call);
   void mark_host_dtype(Eng& eng, const Val& v, const std::string& dtype, NodeId node);
   Val free_call(Eng& eng, NodeId n, const std::string& path, std::vector<Val>& args);
@@ -275,6 +277,9 @@ class TensorDomain {
   struct CatOperands {
     ir::TensorShape known;
     std::size_t dim = 0;
+    // An operand's shape is not known here: what a state held (`cat(&[prev_k, &k], 2)`). A cat
+    // of tensors this run made (`cat(&[k_nope, k_pe], D::Minus1)`) appends nothing to a state.
+    bool appends = false;
   };
   std::optional<CatOperands> last_cat_;
   std::unordered_map<std::string, CatOperands> cat_of_;  // output tensor id -> its last context

@@ -126,6 +126,31 @@ std::ptrdiff_t TensorDomain::pick_method(std::ptrdiff_t type_item, const std::st
   return -1;
 }
 
+// A method a trait of the crate (or of a dependency) adds to candle's `Tensor` (`impl SplitOp for
+// Tensor { fn split(&self, ..) }`), when Tensor has no method of that name itself (an inherent
+// method wins, as in Rust) and no crate-local type is named `Tensor`; -1 otherwise.
+std::ptrdiff_t TensorDomain::tensor_trait_method(const std::string& name) const {
+  if (cat_.lookup(name).known()) return -1;
+  std::ptrdiff_t found = -1;
+  for (const auto& im : crate_.impls()) {
+    if (im.trait.empty() || last_path_segment(im.self_base) != "Tensor" ||
+        im.cfg.state == rust::Tri::False)
+      continue;
+    for (std::size_t m : im.methods) {
+      const rust::Item& it = crate_.items()[m];
+      if (it.name != name || it.cfg.state == rust::Tri::False ||
+          it.self_kind == rust::SelfKind::None)
+        continue;
+      if (found >= 0) return -1;  // two traits add it: the one in scope is not decided here
+      found = static_cast<std::ptrdiff_t>(m);
+    }
+  }
+  if (found < 0) return -1;
+  for (const auto& it : crate_.items())
+    if (it.name == "Tensor" && it.kind == rust::ItemKind::Struct) return -1;
+  return found;
+}
+
 // The element types of a tuple type written `(A, B)`, `Option<(A, B)>` or `&mut (A, B)`; empty
 // when the type is no tuple.
 static std::vector<std::string> tuple_parts(std::string t) {
@@ -239,6 +264,12 @@ Val TensorDomain::path(Eng& eng, NodeId n) {
     v.variant = Val::Variant::none;
     return v;
   }
+  // `D::Minus1`: the dimension counted from the end, resolved by `to_index` or a shape rule.
+  for (std::string_view d : {"D::Minus1", "D::Minus2"})
+    if (nd.str == d || nd.str.ends_with("::" + std::string(d))) {
+      v.word = std::string(d.substr(3));
+      return v;
+    }
   if (nd.str.rfind("DType::", 0) == 0 || nd.str.rfind("candle_core::DType::", 0) == 0 ||
       nd.str.rfind("candle::DType::", 0) == 0) {
     v.dtype = std::string(last_path_segment(nd.str));
@@ -287,7 +318,11 @@ std::optional<Val> TensorDomain::collection(std::vector<Val>& elems) const {
   bool known = !elems.empty() && std::all_of(elems.begin(), elems.end(), [](const Val& v) {
     return v.fn || v.items || !v.modules.empty() || v.elems || v.num || !v.word.empty();
   });
-  if (!ctor_ || !known) return std::nullopt;
+  // Elsewhere, an array of numbers (`&[nope_dim, rope_dim]`), iterated or indexed.
+  const bool numbers = !elems.empty() && elems.size() <= 1024 &&
+                       std::all_of(elems.begin(), elems.end(),
+                                   [](const Val& v) { return v.num && !v.tensor && !v.elems; });
+  if (!(ctor_ ? known : numbers)) return std::nullopt;
   Val out;
   out.items = std::make_shared<const std::vector<Val>>(std::move(elems));
   return out;
@@ -350,6 +385,20 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
       }
     }
   Val out;
+  // `self.cfg.kv_lora_rank`: a field of a config the constructor stored whole.
+  if (base.config && binding_) {
+    FieldResult r = binding_->field(*base.config, f);
+    if (r.config) {
+      out.config = std::make_shared<const ConfigRef>(std::move(*r.config));
+    } else if (r.value.kind == SymValue::Kind::integer) {
+      out.num = static_cast<double>(r.value.integer);
+    } else if (r.value.kind == SymValue::Kind::real) {
+      out.num = r.value.real;
+      out.real = true;
+    }
+    out.field = f;
+    return out;
+  }
   if (base.type_item >= 0) {
     const auto& owner = crate_.items()[static_cast<std::size_t>(base.type_item)];
     for (const auto& fl : owner.fields) {
@@ -360,6 +409,10 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
         out.num = constructor_number(base.type_item, f);
         out.real = fl.type_text == "f64" || fl.type_text == "f32";
       }
+      if (root_run_ && binding_ && typed.type_item >= 0 && !typed.tensor)
+        if (auto c =
+                binding_->constructor_field_config(static_cast<std::size_t>(base.type_item), f))
+          out.config = std::make_shared<const ConfigRef>(std::move(*c));
       out.fresh_none = root_run_ && constructor_none(base.type_item, f);
       if (typed.tensor &&
           (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
@@ -475,6 +528,10 @@ void TensorDomain::mark_host_dtype(Eng& eng, const Val& v, const std::string& dt
 // ---- calls into crate-local functions ----------------------------------------------------------
 
 Val TensorDomain::index(Eng&, NodeId, Val v, Val i) {
+  // `pieces[0]` of a `Vec` a run filled (`split_res.push(..)`) or an array of known values.
+  if (!v.tensor && v.items && i.num && *i.num >= 0 && *i.num == std::floor(*i.num) &&
+      *i.num < static_cast<double>(v.items->size()))
+    return (*v.items)[static_cast<std::size_t>(*i.num)];
   if (v.tensor || !v.elems || !i.num || *i.num < 0 || *i.num != std::floor(*i.num) ||
       *i.num >= static_cast<double>(v.elems->size()))
     return v;

@@ -317,7 +317,7 @@ void TensorDomain::record_store(Eng& eng, NodeId at, const std::vector<const Val
       std::string tid = start;
       std::optional<std::string> narrowed;
       for (int hops = 0; hops < 16; ++hops) {
-        if (auto c = cat_of_.find(tid); c != cat_of_.end()) {
+        if (auto c = cat_of_.find(tid); c != cat_of_.end() && c->second.appends) {
           t.appends_along = c->second.dim;
           t.shape = c->second.known;
           t.narrowed_at = narrowed;

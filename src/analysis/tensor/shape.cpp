@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 #include "analysis/tensor/domain.hpp"
 #include "util/text.hpp"
@@ -226,8 +227,16 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
         r = f && f->num && !f->tensor ? f->num
                                       : constructor_number(v->type_item, std::string(nd.str));
       }
+    } else if (base.kind == Kind::Field) {
+      // `self.cfg.num_attention_heads`: a chain of fields reads no tensor and records nothing.
+      NodeId root = nd.a;
+      while (root != rust::kNone && b[root].kind == Kind::Field)
+        root = b[root].a;
+      if (root != rust::kNone && b[root].kind == Kind::Path)
+        if (Val v = eng.eval(n); !v.tensor) r = v.num;
     }
-  } else if (nd.kind == Kind::Paren) {
+  } else if (nd.kind == Kind::Paren || nd.kind == Kind::Ref ||
+             (nd.kind == Kind::Unary && nd.str == "*")) {  // `*split` of a `&usize`
     r = static_num(eng, nd.a, depth + 1);
   } else if (nd.kind == Kind::Binary && nd.syntax == "binary_expression") {
     auto x = static_num(eng, nd.a, depth + 1);
@@ -256,6 +265,75 @@ bool TensorDomain::constructor_none(std::ptrdiff_t type_item, const std::string&
   return it->second.count(f) > 0;
 }
 
+namespace {
+
+// A dimension written as a product of numbers and plain names (`b*t`, `16`, `seq_len`): its
+// numeric factor and its names, sorted; nullopt for anything else (a sum, `?`, `()`).
+std::optional<std::pair<std::uint64_t, std::vector<std::string>>> factors(const std::string& e) {
+  std::pair<std::uint64_t, std::vector<std::string>> f{1, {}};
+  std::size_t pos = 0;
+  while (pos <= e.size()) {
+    std::size_t next = e.find('*', pos);
+    std::string part = e.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    if (part.empty()) return std::nullopt;
+    if (part.find_first_not_of("0123456789") == std::string::npos) {
+      if (part.size() > 15 || __builtin_mul_overflow(f.first, std::stoull(part), &f.first))
+        return std::nullopt;
+    } else if (std::isalpha(static_cast<unsigned char>(part[0])) || part[0] == '_') {
+      if (part.find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+          std::string::npos)
+        return std::nullopt;
+      f.second.push_back(part);
+    } else {
+      return std::nullopt;
+    }
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  std::sort(f.second.begin(), f.second.end());
+  return f;
+}
+
+}  // namespace
+
+// `reshape((b, t, ()))`: the one dimension written `()` is what the element count leaves, when
+// every dimension in and out is a product of numbers and names and the names cancel
+// (`[b, t, 16, 10]` -> `[b, t, 160]`); else it stays `()`.
+void TensorDomain::infer_hole(const ir::TensorShape& in, ir::TensorShape& out) const {
+  std::size_t hole = out.dimensions.size();
+  for (std::size_t i = 0; i < out.dimensions.size(); ++i)
+    if (out.dimensions[i].expr == "()") {
+      if (hole != out.dimensions.size()) return;  // candle allows one
+      hole = i;
+    }
+  if (hole == out.dimensions.size() || !in.rank) return;
+  std::uint64_t num_in = 1, num_out = 1;
+  std::vector<std::string> names_in, names_out;
+  for (const auto& d : in.dimensions) {
+    auto f = factors(d.expr);
+    if (!f || __builtin_mul_overflow(num_in, f->first, &num_in)) return;
+    names_in.insert(names_in.end(), f->second.begin(), f->second.end());
+  }
+  for (std::size_t i = 0; i < out.dimensions.size(); ++i) {
+    if (i == hole) continue;
+    auto f = factors(out.dimensions[i].expr);
+    if (!f || __builtin_mul_overflow(num_out, f->first, &num_out)) return;
+    names_out.insert(names_out.end(), f->second.begin(), f->second.end());
+  }
+  std::sort(names_in.begin(), names_in.end());
+  std::sort(names_out.begin(), names_out.end());
+  std::vector<std::string> rest;
+  std::set_difference(names_in.begin(), names_in.end(), names_out.begin(), names_out.end(),
+                      std::back_inserter(rest));
+  if (!std::includes(names_in.begin(), names_in.end(), names_out.begin(), names_out.end())) return;
+  if (num_out == 0 || num_in % num_out != 0) return;
+  std::string e = num_in / num_out == 1 && !rest.empty() ? "" : std::to_string(num_in / num_out);
+  for (const auto& r : rest)
+    e += (e.empty() ? "" : "*") + r;
+  out.dimensions[hole] = {std::nullopt, e};
+}
+
 // A dimension expression as a product of numbers and plain local names (`b_sz * self.num_heads`
 // with the config bound is "b_sz*71"); nullopt when a factor is anything else.
 std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int depth) {
@@ -268,7 +346,27 @@ std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int dep
     if (v && !v->tensor) return v->dim.empty() ? std::string(nd.str) : v->dim;
     return std::nullopt;
   }
-  if (nd.kind == Kind::Paren) return dim_product(eng, nd.a, depth + 1);
+  if (nd.kind == Kind::Paren || nd.kind == Kind::Try) return dim_product(eng, nd.a, depth + 1);
+  // `q.dim(1)`, `q.dim(D::Minus1)` of a local tensor whose shape is known here.
+  if (nd.kind == Kind::MethodCall && nd.str == "dim" && b.kids_view(n).size() == 1) {
+    NodeId r = b.peel(nd.a, {Kind::Ref, Kind::Paren});
+    const Val* t =
+        r != rust::kNone && b[r].kind == Kind::Path ? eng.lookup(std::string(b[r].str)) : nullptr;
+    const ir::TensorShape* s = t && t->tensor ? shape_of_tensor(t) : nullptr;
+    if (!s || !s->rank) return std::nullopt;
+    const std::size_t rank = s->dimensions.size();
+    NodeId i = b.kid(n, 0);
+    std::optional<std::size_t> d;
+    if (b[i].kind == Kind::Lit)
+      d = static_cast<std::size_t>(static_num(eng, i, depth).value_or(-1));
+    const std::string_view it = b.source(i);
+    if (it.ends_with("D::Minus1") && rank >= 1) d = rank - 1;
+    if (it.ends_with("D::Minus2") && rank >= 2) d = rank - 2;
+    if (!d || *d >= rank) return std::nullopt;
+    const std::string& e = s->dimensions[*d].expr;
+    if (e == "?" || e == "()") return std::nullopt;
+    return e;
+  }
   if (nd.kind == Kind::Binary && nd.syntax == "binary_expression" && nd.str == "*") {
     auto x = dim_product(eng, nd.a, depth + 1);
     auto y = dim_product(eng, nd.b, depth + 1);
@@ -472,6 +570,13 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
     const std::size_t r = a->dimensions.size();
     std::optional<std::size_t> d;
     if (syntax(n) == "integer_literal") d = std::strtoull(t.c_str(), nullptr, 10);
+    // A local holding a dimension index (`let dim = dim.to_index(..)?`) or a `D::Minus1`.
+    if (b[n].kind == Kind::Path && b[n].syntax == "identifier")
+      if (const Val* v = eng.lookup(std::string(b[n].str)); v && !v->tensor) {
+        if (v->num && *v->num >= 0) d = static_cast<std::size_t>(*v->num);
+        if (v->word == "Minus1" && r >= 1) d = r - 1;
+        if (v->word == "Minus2" && r >= 2) d = r - 2;
+      }
     if (t.ends_with("D::Minus1") && r >= 1) d = r - 1;
     if (t.ends_with("D::Minus2") && r >= 2) d = r - 2;
     if (d && *d >= r) d.reset();
@@ -497,6 +602,33 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
           if (n) e = std::to_string(*n + static_cast<std::uint64_t>(*l + *r));
         }
         out.dimensions[*d] = {std::nullopt, e};
+      }
+    }
+    // `repeat((1, h, 1, 1))`: each dimension times its count (candle's `Tensor::repeat`; a
+    // shorter shape is not padded there, so only a count per dimension is sized).
+    if (nm == "repeat") {
+      NodeId t = b.peel(arg(0), {Kind::Ref, Kind::Paren});
+      std::vector<NodeId> counts;
+      if (t != rust::kNone && (b[t].kind == Kind::Tuple || b[t].kind == Kind::Array))
+        counts = elements(b, t);
+      else if (t != rust::kNone)
+        counts.push_back(t);
+      if (counts.size() == a->dimensions.size()) {
+        out = *a;
+        for (std::size_t i = 0; i < counts.size(); ++i) {
+          const std::string& in = a->dimensions[i].expr;
+          auto k = dim_product(eng, counts[i], 0);
+          std::string e = "?";
+          if (k && in != "?" && in != "()") {
+            auto x = number(in), y = number(*k);
+            std::uint64_t xy = 0;
+            e = *k == "1"                                        ? in
+                : in == "1"                                      ? *k
+                : x && y && !__builtin_mul_overflow(*x, *y, &xy) ? std::to_string(xy)
+                                                                 : in + "*" + *k;
+          }
+          out.dimensions[i] = {std::nullopt, e};
+        }
       }
     }
     // `max_pool2d(k)` (stride k), `max_pool2d_with_stride(k, s)`, and the avg ones: the last two
@@ -572,7 +704,7 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
         sum += (sum.empty() ? "" : " + ") + e;
       }
       out.dimensions[*d] = {std::nullopt, !all ? "?" : numeric ? std::to_string(total) : sum};
-      last_cat_ = CatOperands{*known, *d};
+      last_cat_ = CatOperands{*known, *d, !all};
       break;
     }
     case ShapeRule::explicit_argument: {
@@ -583,6 +715,7 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
           out.dimensions.push_back({std::nullopt, k ? *k : std::string(b.source(d))});
         }
         out.rank = out.dimensions.size();
+        if (a) infer_hole(*a, out);
       }
       break;
     }

@@ -10,7 +10,7 @@ Val join(const std::vector<Val>& vs, bool led) {
   std::vector<const Val*> live;
   for (const auto& v : vs)
     if (v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems || v.fn || v.vb ||
-        v.items || v.fields || v.variant != Val::Variant::unknown || !v.word.empty())
+        v.items || v.fields || v.config || v.variant != Val::Variant::unknown || !v.word.empty())
       live.push_back(&v);
   if (live.empty()) return {};
   Val out = *live.front();
@@ -28,6 +28,7 @@ Val join(const std::vector<Val>& vs, bool led) {
   for (const Val* v : live) {
     if (v->fn != out.fn) out.fn.reset();
     if (v->items != out.items) out.items.reset();
+    if (v->config != out.config) out.config.reset();
   }
   // Struct values join field by field when every joined value has the same fields.
   bool records = std::all_of(live.begin(), live.end(), [&](const Val* v) {

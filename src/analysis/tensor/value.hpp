@@ -20,6 +20,9 @@ struct TensorShape;
 namespace cg::rust {
 class Body;
 }
+namespace cg::analysis {
+struct ConfigRef;
+}
 
 namespace cg::analysis::tensor {
 
@@ -94,6 +97,9 @@ struct Val {
   // The other tensors a join of branches may be (`match &self.kv_cache { None => k, Some(p) =>
   // Tensor::cat(&[p, &k], 2)? }`): `tid` is the first; a state store looks at every one.
   std::shared_ptr<const std::vector<std::string>> alt_tids;
+  // A config struct a constructor stored whole in a field (`cfg: cfg.clone()`), bound to the
+  // config.json: `self.cfg.kv_lora_rank` reads the file's number.
+  std::shared_ptr<const ConfigRef> config;
 };
 
 inline Grad join_grad(Grad a, Grad b) {
