@@ -35,4 +35,10 @@ s="$("$cg" summary "$crate" --root Attention --config "$crate/config.json" 2>/de
   || fail "summary exited $?"
 grep -Eq '└─kv_b \(Linear\) +\[b, t, 88\] +1,408 +b\*t\*1,408' <<<"$s" || fail "kv_b row: $s"
 grep -Eq '└─kv_a \(Linear\) +\[b, t, 24\] +1,536 +b\*t\*1,536' <<<"$s" || fail "kv_a row: $s"
+# Heads, bert's `transpose_for_scores`: `p.dims().to_vec()`, `pop`, two `push`es, then
+# `reshape(shape.as_slice())`. At [2, 10, 64]: proj 2 x 10 x 64 x 32 = 40,960, then [2, 4, 10, 8]
+# times its transpose 2 x 4 x 10 x 10 x 8 = 6,400: 47,360, output [2, 4, 10, 10].
+s="$("$cg" summary "$crate" --root Heads --config "$crate/config.json" --input-shape xs=2x10x64   2>/dev/null)" || fail "summary Heads exited $?"
+grep -Eq '^Heads \(Heads\) +\[2, 4, 10, 10\] +2,048 +47,360$' <<<"$s" || fail "Heads row: $s"
+grep -q '^Mult-adds per forward pass: 47,360$' <<<"$s" || fail "Heads total: $s"
 echo "ok: latent attention: weights 11,776 B, KV cache 48,000 B at 100 positions, split pieces sized"

@@ -9,7 +9,7 @@
 # Usage: mult_adds_truth.sh <candle-graph binary> <repo root>
 set -uo pipefail
 cg="$1"; root="$2"
-# name | crate | root | config | input shape | hand total
+# name | crate | root | config | input shape | hand total [| extra flags]
 rows=(
   "tiny-llama (bundled)|$root/examples/tiny-llama||$root/examples/tiny-llama/config.json|b=1,seq_len=128|405,798,912"
 )
@@ -25,14 +25,17 @@ if [ -n "${CG_CANDLE_SRC:-}" ]; then
     "TinyLlama-1.1B|$ct|models::llama::Llama|$p/tinyllama-1.1b.json|b_sz=1,seq_len=128|125,559,111,680"
     "Phi-3-mini-4k|$ct|models::phi3::Model|$p/phi-3-mini-4k.json|b_size=1,seq_len=128|467,176,194,048"
     "stablelm-2-1_6b|$ct|models::stable_lm::Model|$p/stablelm-2-1_6b.json|b_size=1,seq_len=128|159,656,181,760"
+    "vit-base-patch16-224 (encoder, one 224x224 image)|$ct|models::vit::Model|$p/vit-base-patch16-224.json|xs=1x3x224x224|17,563,828,224|--arg num_labels=1000"
   )
 else
   echo "CG_CANDLE_SRC not set: only the bundled example's row runs"
 fi
 bad=0
 for r in "${rows[@]}"; do
-  IFS='|' read -r name crate model config shape want <<<"$r"
+  IFS='|' read -r name crate model config shape want extra <<<"$r"
   args=(summary "$crate" --config "$config" --input-shape "$shape")
+  # shellcheck disable=SC2206
+  [ -n "${extra:-}" ] && args+=($extra)
   [ -n "$model" ] && args+=(--root "$model")
   got="$("$cg" "${args[@]}" 2>/dev/null | sed -n 's/^Mult-adds per forward pass: //p')"
   if [ "$got" != "$want" ]; then

@@ -167,7 +167,15 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     if (auto o = op_of_output_.find(recv.tid);
         o != op_of_output_.end() && ir_.operations[o->second].name == "chunk")
       return recv;
-  if (ctor_ || recv.vb || (recv.items && method == "push"))
+  // `xs.dims().to_vec()`: the dimensions as a `Vec` a forward may `pop` and `push` (bert's
+  // `transpose_for_scores`), then reshape to.
+  if (!recv.tensor && recv.elems && !recv.items && (method == "to_vec" || method == "into_vec")) {
+    Val v;
+    v.items = recv.elems;
+    return v;
+  }
+  if (!recv.tensor && recv.items && (method == "as_slice" || method == "to_vec")) return recv;
+  if (ctor_ || recv.vb || (recv.items && (method == "push" || method == "pop")))
     if (auto v = builder_method(eng, n, recv, args)) return *v;
   // A closure or a `Sequential` applied: `xs.apply(&f)`, `xs.apply_t(&f, train)`,
   // `f.forward(xs)`.

@@ -180,7 +180,21 @@ std::optional<Val> TensorDomain::builder_method(Eng& eng, NodeId n, const Val& r
   }
   // Elsewhere only `push` onto a `Vec` the run made (`let mut out = Vec::new()`); a push in a
   // loop run once symbolically leaves a count the join forgets (value.cpp).
-  if (!ctor_ && !(m == "push" && recv.items)) return std::nullopt;
+  if (!ctor_ && !((m == "push" || m == "pop") && recv.items)) return std::nullopt;
+  // `dims.pop()`: the local loses its last value, which is returned (`Option`, unwrapped as far
+  // as this domain goes).
+  if (m == "pop" && args.empty() && recv.items) {
+    NodeId r = b.peel(b[n].a, {Kind::Ref, Kind::Paren});
+    if (r == rust::kNone || b[r].kind != Kind::Path || b[r].syntax != "identifier")
+      return std::nullopt;
+    Val v = recv;
+    auto items = std::make_shared<std::vector<Val>>(*recv.items);
+    Val last = items->empty() ? Val{} : items->back();
+    if (!items->empty()) items->pop_back();
+    v.items = std::move(items);
+    eng.frame().env.set(std::string(b[r].str), std::move(v));
+    return last;
+  }
   if (m == "push" && args.size() == 1) {
     NodeId r = b.peel(b[n].a, {Kind::Ref, Kind::Paren});
     if (r == rust::kNone || b[r].kind != Kind::Path || b[r].syntax != "identifier")

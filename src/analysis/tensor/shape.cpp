@@ -295,6 +295,22 @@ std::optional<std::pair<std::uint64_t, std::vector<std::string>>> factors(const 
   return f;
 }
 
+// The product of dimensions written as products of numbers and names (`[768, 14, 14]` ->
+// "150528", `[b, 16]` -> "16*b"); "?" when one is anything else.
+std::string product_of(const std::vector<std::string>& dims) {
+  std::uint64_t num = 1;
+  std::vector<std::string> names;
+  for (const auto& d : dims) {
+    auto f = factors(d);
+    if (!f || __builtin_mul_overflow(num, f->first, &num)) return "?";
+    names.insert(names.end(), f->second.begin(), f->second.end());
+  }
+  std::string e = num == 1 && !names.empty() ? "" : std::to_string(num);
+  for (const auto& n : names)
+    e += (e.empty() ? "" : "*") + n;
+  return e;
+}
+
 }  // namespace
 
 // `reshape((b, t, ()))`: the one dimension written `()` is what the element count leaves, when
@@ -716,9 +732,43 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
         }
         out.rank = out.dimensions.size();
         if (a) infer_hole(*a, out);
+      } else if (NodeId l = b.peel(t, {Kind::Ref, Kind::Paren});
+                 l != rust::kNone && b[l].kind == Kind::MethodCall && b[l].str == "as_slice") {
+        // `reshape(dims.as_slice())` of a local `Vec` of dimensions the run built.
+        NodeId r = b.peel(b[l].a, {Kind::Ref, Kind::Paren});
+        const Val* v = r != rust::kNone && b[r].kind == Kind::Path
+                           ? eng.lookup(std::string(b[r].str))
+                           : nullptr;
+        if (v && !v->tensor && v->items && !v->items->empty()) {
+          for (const Val& d : *v->items)
+            out.dimensions.push_back({std::nullopt, !d.dim.empty() ? d.dim
+                                                    : d.num        ? dim_text(*d.num)
+                                                                   : "?"});
+          out.rank = out.dimensions.size();
+        }
       }
       break;
     }
+    case ShapeRule::flatten:
+      // `flatten_all()`, `flatten_from(d)`, `flatten_to(d)` (candle-core): the dimensions from the
+      // first to the last flattened become their product.
+      if (a && a->rank) {
+        const std::size_t r = a->dimensions.size();
+        std::optional<std::size_t> from = 0, to = r == 0 ? 0 : r - 1;
+        if (rule.name == "flatten_from") from = dim_arg(arg(0));
+        if (rule.name == "flatten_to") to = dim_arg(arg(0));
+        if (!from || !to || r == 0 || *from > *to) break;
+        std::vector<std::string> span;
+        for (std::size_t i = *from; i <= *to; ++i)
+          span.push_back(a->dimensions[i].expr);
+        for (std::size_t i = 0; i < *from; ++i)
+          out.dimensions.push_back(a->dimensions[i]);
+        out.dimensions.push_back({std::nullopt, product_of(span)});
+        for (std::size_t i = *to + 1; i < r; ++i)
+          out.dimensions.push_back(a->dimensions[i]);
+        out.rank = out.dimensions.size();
+      }
+      break;
     case ShapeRule::permute_dimensions:
       if (a) {
         out = *a;
@@ -734,6 +784,26 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
             std::swap(out.dimensions[i], out.dimensions[j]);
           else
             out = {};
+        } else if (rule.name == "permute" && has_args &&
+                   b.peel(arg(0), {Kind::Ref, Kind::Paren}) != rust::kNone &&
+                   (b[b.peel(arg(0), {Kind::Ref, Kind::Paren})].kind == Kind::Tuple ||
+                    b[b.peel(arg(0), {Kind::Ref, Kind::Paren})].kind == Kind::Array)) {
+          // `permute((0, 2, 1, 3))`: dimension i of the output is the input's dimension p[i];
+          // anything but a permutation of 0..rank in literals is not claimed.
+          const auto order = elements(b, b.peel(arg(0), {Kind::Ref, Kind::Paren}));
+          std::vector<bool> seen(a->dimensions.size(), false);
+          bool ok = order.size() == a->dimensions.size();
+          for (std::size_t i = 0; ok && i < order.size(); ++i) {
+            auto k = static_num(eng, order[i], 0);
+            ok = k && *k < static_cast<double>(seen.size()) && !seen[static_cast<std::size_t>(*k)];
+            if (ok) {
+              seen[static_cast<std::size_t>(*k)] = true;
+              out.dimensions[i] = a->dimensions[static_cast<std::size_t>(*k)];
+            }
+          }
+          if (!ok)
+            for (auto& d : out.dimensions)
+              d = {std::nullopt, "?"};
         } else if (p != Permutation::swap_last_two) {
           for (auto& d : out.dimensions)
             d = {std::nullopt, "?"};
