@@ -163,6 +163,27 @@ void flag_empty_components(ir::ModelIr& ir) {
   }
 }
 
+// The release a manifest requirement names when it is a caret (`0.8.4`, `^0.8.4`) or exact
+// (`=0.8.4`) requirement of a full `major.minor.patch`; "" for anything wider.
+std::string caret_release(std::string req) {
+  while (!req.empty() && req.front() == ' ')
+    req.erase(0, 1);
+  while (!req.empty() && req.back() == ' ')
+    req.pop_back();
+  if (!req.empty() && (req.front() == '^' || req.front() == '=')) req.erase(0, 1);
+  int dots = 0;
+  for (char ch : req) {
+    if (ch == '.') {
+      ++dots;
+    } else if (ch < '0' || ch > '9') {
+      return "";
+    }
+  }
+  if (dots != 2 || req.front() == '.' || req.back() == '.' || req.find("..") != std::string::npos)
+    return "";
+  return req;
+}
+
 // The Cargo context as the IR records it, with the findings about how it was obtained.
 CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Options& opts,
                                     const std::vector<std::string>& load_notes, Analysis& a) {
@@ -188,10 +209,29 @@ CandleVersions record_cargo_context(const rust::LoadedCrate& loaded, const Optio
   s.selected_target = c.selected.kind + ":" + c.selected.name;
   s.active_features = c.features;
   s.active_cfg = c.cfgs;
+  std::vector<std::string> from_requirement;
   for (const auto& v : c.candle_versions) {
     s.candle_packages[v.package] = v.version + (v.exact ? "" : " (manifest requirement)");
-    if (v.package == "candle-nn" && v.exact) versions.nn = v.version;
-    if (v.package == "candle-core" && v.exact) versions.core = v.version;
+    // No lock file (a git fork taken without one): a caret requirement `0.8.4` (`^0.8.4`, or `=`)
+    // is one Cargo enforces, so its release's audited rules hold for the release it names; wider
+    // requirements (`>=`, `~`, `*`, ranges) stay unresolved.
+    std::string version = v.version;
+    if (!v.exact) version = caret_release(v.version);
+    if (!v.exact && !version.empty() && (v.package == "candle-nn" || v.package == "candle-core"))
+      from_requirement.push_back(v.package + " " + version);
+    if (v.package == "candle-nn") versions.nn = version;
+    if (v.package == "candle-core") versions.core = version;
+  }
+  if (!from_requirement.empty()) {
+    std::string names;
+    for (const auto& f : from_requirement)
+      names += (names.empty() ? "" : " and ") + f;
+    ir.findings.push_back(ir::make_finding(
+        "candle-semantics-version", ir::Severity::information, ir::Confidence::proven,
+        "no Cargo.lock pins Candle: analysed as " + names +
+            ", the release each manifest requirement names (Cargo enforces the requirement; a "
+            "later release it admits is not checked)",
+        a.manifest_path));
   }
   ir.cargo = std::move(s);
   // Where dependency sources are missing or unusable: notes, and the analysis goes on.

@@ -117,4 +117,35 @@ jq -r '.items[].name' "$work/ops.json" | grep -qx exp || fail "exp op: $(cat "$w
 printf 'version = 3\n[[package]\n' >"$work/bad/a/Cargo.lock"
 n="$(notes "$work/bad/a")"
 echo "$n" | grep -q 'Cargo.lock: line 2: .*Cargo.lock is not used' || fail "broken lock note: $n"
+# A Candle fork taken from git with a version requirement and no Cargo.lock: Cargo enforces the
+# requirement, so the release it names is analysed with that release's audited rules, said so;
+# a wider requirement stays unresolved and every rule unknown.
+mkdir -p "$work/fork/src"
+printf '[package]\nname = "fork"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\ncandle-core = { git = "https://example.invalid/candle", version = "0.8.4" }\ncandle-nn = { git = "https://example.invalid/candle", version = "0.8.4" }\n' >"$work/fork/Cargo.toml"
+cat >"$work/fork/src/lib.rs" <<'EOF4'
+use candle_core::{Module, Result, Tensor};
+use candle_nn::{linear, Linear, VarBuilder};
+pub struct Net {
+    fc: Linear,
+}
+impl Net {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        Ok(Self { fc: linear(8, 4, vb.pp("fc"))? })
+    }
+}
+impl Module for Net {
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        self.fc.forward(&xs.exp()?)
+    }
+}
+EOF4
+out="$(CARGO_HOME="$work/home" "$cg" summary "$work/fork" 2>&1)" || fail "fork summary: $out"
+echo "$out" | grep -q 'no Cargo.lock pins Candle: analysed as candle-core 0.8.4 and candle-nn 0.8.4' \
+  || fail "requirement note: $out"
+echo "$out" | grep -q '^Total params: 36$' || fail "fork params (8 x 4 + 4, audited constructors): $out"
+echo "$out" | grep -q 'not audited releases' && fail "a caret requirement is not 'unresolved': $out"
+sed -i 's/version = "0.8.4"/version = ">=0.8"/g' "$work/fork/Cargo.toml"
+out="$(CARGO_HOME="$work/home" "$cg" summary "$work/fork" 2>&1)" || fail "fork summary: $out"
+echo "$out" | grep -q 'an unresolved version, which are not audited releases' \
+  || fail "a wider requirement stays unresolved: $out"
 echo "dependency_sources: all cases passed"

@@ -219,7 +219,7 @@ Val TensorDomain::make_op(Eng& eng, NodeId node, const std::string& name, const 
   out.tid = out_id;
   if (context_shape_.rank)
     out.shape = std::make_shared<const ir::TensorShape>(context_shape_);
-  else if (refound_ && recv && !recv->modules.empty())
+  else if (refound_ && recv)
     // A layer operation shared by several instances (a wrapper's `self.inner.forward(xs)`) whose
     // shape this call does not know: not known, rather than another instance's (llama's lm_head
     // read q_proj's [?, seq_len, 4096]).
