@@ -205,6 +205,7 @@ class TensorDomain {
   std::ptrdiff_t pick_method(std::ptrdiff_t type_item, const std::string& name) const;
   std::ptrdiff_t tensor_trait_method(const std::string& name) const;
   void infer_hole(const ir::TensorShape& in, ir::TensorShape& out) const;
+  std::optional<std::size_t> dim_index(Eng& eng, NodeId n, std::size_t rank);
   std::optional<std::string> host_dtype(Eng& eng, NodeId arg, NodeId call);
   void mark_host_dtype(Eng& eng, const Val& v, const std::string& dtype, NodeId node);
   Val free_call(Eng& eng, NodeId n, const std::string& path, std::vector<Val>& args);

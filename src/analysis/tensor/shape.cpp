@@ -350,6 +350,31 @@ void TensorDomain::infer_hole(const ir::TensorShape& in, ir::TensorShape& out) c
   out.dimensions[hole] = {std::nullopt, e};
 }
 
+// A dimension argument of an operation on a tensor of rank `rank`: a literal (`2`), `D::Minus1` /
+// `D::Minus2` counted from the end (any path ending so: `candle::D::Minus1`), or a local holding
+// one (`let dim = dim.to_index(..)?`, a `D::Minus1` passed on). nullopt when it is none of those
+// or not below the rank.
+std::optional<std::size_t> TensorDomain::dim_index(Eng& eng, NodeId n, std::size_t rank) {
+  if (n == rust::kNone) return std::nullopt;
+  const rust::Body& b = eng.body();
+  n = b.peel(n, {Kind::Paren, Kind::Ref});
+  if (n == rust::kNone) return std::nullopt;
+  std::optional<std::size_t> d;
+  const std::string_view t = b.source(n);
+  if (b[n].syntax == "integer_literal")
+    if (auto k = static_num(eng, n, 0)) d = static_cast<std::size_t>(*k);
+  if (t.ends_with("D::Minus1") && rank >= 1) d = rank - 1;
+  if (t.ends_with("D::Minus2") && rank >= 2) d = rank - 2;
+  if (b[n].kind == Kind::Path && b[n].syntax == "identifier")
+    if (const Val* v = eng.lookup(std::string(b[n].str)); v && !v->tensor) {
+      if (v->num && *v->num >= 0) d = static_cast<std::size_t>(*v->num);
+      if (v->word == "Minus1" && rank >= 1) d = rank - 1;
+      if (v->word == "Minus2" && rank >= 2) d = rank - 2;
+    }
+  if (d && *d >= rank) d.reset();
+  return d;
+}
+
 // A dimension expression as a product of numbers and plain local names (`b_sz * self.num_heads`
 // with the config bound is "b_sz*71"); nullopt when a factor is anything else.
 std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int depth) {
@@ -370,15 +395,8 @@ std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int dep
         r != rust::kNone && b[r].kind == Kind::Path ? eng.lookup(std::string(b[r].str)) : nullptr;
     const ir::TensorShape* s = t && t->tensor ? shape_of_tensor(t) : nullptr;
     if (!s || !s->rank) return std::nullopt;
-    const std::size_t rank = s->dimensions.size();
-    NodeId i = b.kid(n, 0);
-    std::optional<std::size_t> d;
-    if (b[i].kind == Kind::Lit)
-      d = static_cast<std::size_t>(static_num(eng, i, depth).value_or(-1));
-    const std::string_view it = b.source(i);
-    if (it.ends_with("D::Minus1") && rank >= 1) d = rank - 1;
-    if (it.ends_with("D::Minus2") && rank >= 2) d = rank - 2;
-    if (!d || *d >= rank) return std::nullopt;
+    std::optional<std::size_t> d = dim_index(eng, b.kid(n, 0), s->dimensions.size());
+    if (!d) return std::nullopt;
     const std::string& e = s->dimensions[*d].expr;
     if (e == "?" || e == "()") return std::nullopt;
     return e;
@@ -581,22 +599,8 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
   auto syntax = [&](NodeId n) { return n == rust::kNone ? std::string_view{} : b[n].syntax; };
   // A dimension argument: a literal, or `D::Minus1`/`D::Minus2` counted from the end.
   auto dim_arg = [&](NodeId n) -> std::optional<std::size_t> {
-    if (!a || n == rust::kNone) return std::nullopt;
-    std::string t(b.source(n));
-    const std::size_t r = a->dimensions.size();
-    std::optional<std::size_t> d;
-    if (syntax(n) == "integer_literal") d = std::strtoull(t.c_str(), nullptr, 10);
-    // A local holding a dimension index (`let dim = dim.to_index(..)?`) or a `D::Minus1`.
-    if (b[n].kind == Kind::Path && b[n].syntax == "identifier")
-      if (const Val* v = eng.lookup(std::string(b[n].str)); v && !v->tensor) {
-        if (v->num && *v->num >= 0) d = static_cast<std::size_t>(*v->num);
-        if (v->word == "Minus1" && r >= 1) d = r - 1;
-        if (v->word == "Minus2" && r >= 2) d = r - 2;
-      }
-    if (t.ends_with("D::Minus1") && r >= 1) d = r - 1;
-    if (t.ends_with("D::Minus2") && r >= 2) d = r - 2;
-    if (d && *d >= r) d.reset();
-    return d;
+    if (!a) return std::nullopt;
+    return dim_index(eng, n, a->dimensions.size());
   };
   auto number = [](const std::string& e) -> std::optional<std::uint64_t> {
     if (e.empty() || e.size() > 15 || e.find_first_not_of("0123456789") != std::string::npos)
@@ -698,12 +702,8 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
       }
       if (!known) break;
       const std::size_t r = known->dimensions.size();
-      std::string t(b.source(arg(1)));
-      std::optional<std::size_t> d;
-      if (syntax(arg(1)) == "integer_literal") d = std::strtoull(t.c_str(), nullptr, 10);
-      if (t.ends_with("D::Minus1") && r >= 1) d = r - 1;
-      if (t.ends_with("D::Minus2") && r >= 2) d = r - 2;
-      if (!d || *d >= r) break;
+      std::optional<std::size_t> d = dim_index(eng, arg(1), r);
+      if (!d) break;
       out = *known;
       std::string sum;
       std::uint64_t total = 0;
@@ -874,15 +874,9 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
       // `squeeze(1)`, `sum(2)`, `mean(D::Minus1)`: that dimension goes (`D::Minus1`/`Minus2`
       // count from the end).
       if (a && has_args && b.kids(node).size() == 1) {
-        std::string t(b.source(arg(0)));
-        std::size_t d = a->dimensions.size();
-        if (syntax(arg(0)) == "integer_literal")
-          d = std::strtoull(t.c_str(), nullptr, 10);
-        else if (t == "D::Minus1" || t == "candle::D::Minus1" || t == "candle_core::D::Minus1")
-          d = a->dimensions.size() - 1;
-        else if (t == "D::Minus2" || t == "candle::D::Minus2" || t == "candle_core::D::Minus2")
-          d = a->dimensions.size() >= 2 ? a->dimensions.size() - 2 : a->dimensions.size();
-        if (d >= a->dimensions.size()) break;
+        std::optional<std::size_t> dd = dim_arg(arg(0));
+        if (!dd) break;
+        const std::size_t d = *dd;
         out = *a;
         out.dimensions.erase(out.dimensions.begin() + static_cast<std::ptrdiff_t>(d));
         out.rank = out.dimensions.size();
