@@ -42,6 +42,8 @@ for dir in "$@"; do
     }' | sort -rn
   echo "-- count of functions over 100 lines: $(ctags --kinds-c++=f --fields=+ne -o - "${files[@]}" 2>/dev/null |
     awk -F'\t' '$1 !~ /^__anon/ { l=""; e=""; for (i=4;i<=NF;i++) { if ($i ~ /^line:/) l=substr($i,6); if ($i ~ /^end:/) e=substr($i,5) } if (l!="" && e!="" && e-l+1>100) n++ } END { print n+0 }')"
+  echo "-- reads of a node's tree-sitter kind name (Node::syntax) outside src/rust/:"
+  grep -n '\.syntax\b' "${files[@]}" | grep -v '^src/rust/' || echo "   (none)"
   echo "-- tree-sitter outside src/rust/:"
   grep -ln 'tree_sitter/\|TSNode' "${files[@]}" | grep -v '^src/rust/' || echo "   (none)"
 done

@@ -232,14 +232,13 @@ class BodyContext : public EvalContext {
 
   std::optional<ConfigRef> resolve(const rust::Body& body, NodeId n) {
     if (n == kNone) return std::nullopt;
-    std::string_view k = body[n].syntax;
-    if (k == "self") return self_;
-    if (k == "identifier") {
+    if (body[n].is_self()) return self_;
+    if (body[n].is_identifier()) {
       auto it = config_locals.find(body.source(n));
       if (it != config_locals.end()) return it->second;
       return std::nullopt;
     }
-    if (k == "field_expression") {
+    if (body[n].kind == Kind::Field) {
       auto base = resolve(body, body[n].a);
       if (!base) return std::nullopt;
       return binding_.field(*base, body[n].str).config;
@@ -680,7 +679,7 @@ SymValue ConfigBinding::impl_default(const ConfigRef& c, const FieldInfo& f) con
     const rust::Body& body = crate_.lowered(m);
     if (body.root == kNone || (body[body.root].flags & rust::kTrailingExtras)) continue;
     NodeId tail = body.tail(body.root);
-    if (tail == kNone || body[tail].syntax != "struct_expression") continue;
+    if (tail == kNone || !body[tail].is_struct_expression()) continue;
     for (NodeId fi : body.kids(tail)) {
       if (body[fi].flags & rust::kShorthand) continue;
       if (body[fi].str != f.name) continue;
@@ -754,7 +753,7 @@ SymValue ConfigBinding::eval_fn_body(std::size_t fn_item, const std::optional<Co
     NodeId st = stmts[i];
     const rust::Node& n = body[st];
     if (n.kind == Kind::Let) {
-      if (n.a != kNone && body[n.a].syntax == "identifier" && n.b != kNone)
+      if (n.a != kNone && body[n.a].is_identifier() && n.b != kNone)
         ctx.locals[std::string(body.source(n.a))] = evaluate(body, n.b, ctx);
       continue;
     }
@@ -804,7 +803,7 @@ bool ConfigBinding::with_constructor(
         const rust::Node& n = body[st];
         if (n.start >= body[lit].start) break;
         if (n.kind != Kind::Let) continue;
-        if (n.a != kNone && body[n.a].syntax == "identifier" && n.b != kNone) {
+        if (n.a != kNone && body[n.a].is_identifier() && n.b != kNone) {
           std::string name(body.source(n.a));
           ctx.locals[name] = evaluate(body, n.b, ctx);
           lets[name] = n.b;

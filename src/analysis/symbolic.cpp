@@ -228,7 +228,7 @@ struct Evaluator {
     const rust::Node& node = body[n];
     if (node.kind == Kind::Call && node.a == kNone) return unknown(n, "incomplete call");
     std::vector<NodeId> arg_nodes = body.kids(n);
-    if (node.kind == Kind::Call && node.text.empty() && body[node.a].syntax == "identifier" &&
+    if (node.kind == Kind::Call && node.text.empty() && body[node.a].is_identifier() &&
         body.source(node.a) == "Some" && arg_nodes.size() == 1)
       return eval(arg_nodes[0], depth + 1);
     if (node.kind != Kind::MethodCall || !node.text.empty())

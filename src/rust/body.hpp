@@ -156,6 +156,55 @@ struct Node {
   // `let_chain` …; "" for nodes the lowering synthesized, like the inner `&&` of a let chain),
   // for messages that must read as they did when the analysis walked syntax trees.
   std::string_view syntax;
+
+  // What the analysis asks of a node's spelling, answered here so that only src/rust/ reads
+  // tree-sitter's kind names (`syntax`).
+  bool is_identifier() const { return syntax == "identifier"; }  // `x`, not `a::x` or `self`
+  bool is_scoped_identifier() const { return syntax == "scoped_identifier"; }  // `a::x`
+  bool is_self() const { return syntax == "self"; }
+  bool is_int_literal() const { return syntax == "integer_literal"; }
+  bool is_float_literal() const { return syntax == "float_literal"; }
+  bool is_bool_literal() const { return syntax == "boolean_literal"; }
+  bool is_string_literal() const {
+    return syntax == "string_literal" || syntax == "raw_string_literal";
+  }
+  bool is_binary_expression() const { return syntax == "binary_expression"; }  // not `&&` of lets
+  bool is_array_expression() const { return syntax == "array_expression"; }    // not `vec![..]`
+  bool is_tuple_expression() const { return syntax == "tuple_expression"; }
+  bool is_struct_expression() const { return syntax == "struct_expression"; }
+  bool is_macro_invocation() const { return syntax == "macro_invocation"; }  // `vec![..]` too
+  bool is_block_expression() const { return syntax == "block"; }
+  bool is_mut_pattern() const { return syntax == "mut_pattern"; }      // `mut x`
+  bool is_field_pattern() const { return syntax == "field_pattern"; }  // `Foo { a: x }`'s `a`
+  bool is_underscore() const { return syntax == "_"; }
+  // An expression the lowering would have lowered but cut for depth (Unsupported, no kids): a
+  // hostile or generated nesting, not Rust the lowering does not know.
+  bool cut_at_depth() const {
+    if (kind != Kind::Unsupported || kids_count != 0) return false;
+    static constexpr std::string_view kLowered[] = {"call_expression",
+                                                    "field_expression",
+                                                    "binary_expression",
+                                                    "block",
+                                                    "if_expression",
+                                                    "match_expression",
+                                                    "parenthesized_expression",
+                                                    "try_expression",
+                                                    "unary_expression",
+                                                    "reference_expression",
+                                                    "type_cast_expression",
+                                                    "index_expression",
+                                                    "tuple_expression",
+                                                    "array_expression",
+                                                    "closure_expression",
+                                                    "for_expression",
+                                                    "while_expression",
+                                                    "loop_expression",
+                                                    "await_expression",
+                                                    "return_expression"};
+    for (std::string_view k : kLowered)
+      if (syntax == k) return true;
+    return false;
+  }
 };
 
 class Body {

@@ -206,7 +206,7 @@ class BuilderDomain : public EvalContext {
   // An expression as a message quotes it: on one line, cut after 120 bytes with its length said
   // (an 8,000-link `vb.pp(..)` chain is not repeated whole in a warning).
   std::string quoted(NodeId n) const;
-  bool is_ident(NodeId n) const { return n != rust::kNone && node(n).syntax == "identifier"; }
+  bool is_ident(NodeId n) const { return n != rust::kNone && node(n).is_identifier(); }
   std::string where(NodeId n) const;
   std::string site(NodeId n) { return ctx().call_site.empty() ? where(n) : ctx().call_site; }
   void diag(NodeId n, std::string message) { out.diags.push_back({where(n), std::move(message)}); }

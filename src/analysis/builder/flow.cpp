@@ -414,7 +414,7 @@ std::vector<BuilderDomain::Names> BuilderDomain::split(Eng&, NodeId let) {
   if (node(cond).kind == Kind::LetCond || alt == kNone) return {};
   SymValue c = eval_sym(cond);
   if (c.concrete()) return {};
-  if (node(alt).kind != Kind::Block || node(alt).syntax != "block") return {};
+  if (node(alt).kind != Kind::Block || !node(alt).is_block_expression()) return {};
   std::vector<NodeId> names;
   if (is_ident(pat)) names.push_back(pat);
   if (node(pat).kind == Kind::PTuple)
@@ -453,7 +453,7 @@ BuilderDomain::Value BuilderDomain::let_value(Eng&, NodeId let, Value v) {
   NodeId pat = node(let).a;
   std::string name;
   if (pat != kNone &&
-      (is_ident(pat) || (node(pat).kind == Kind::PIdent && node(pat).syntax == "mut_pattern")))
+      (is_ident(pat) || (node(pat).kind == Kind::PIdent && node(pat).is_mut_pattern())))
     name = std::string(node(pat).str);
   if (name.empty()) return v;
   for (std::size_t i = before; i < ctx().created.size(); ++i) {

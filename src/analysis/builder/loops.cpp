@@ -267,7 +267,7 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
   const rust::Node& o = node(owner);
   switch (o.kind) {
     case Kind::Let:
-      if (is_ident(pat) || (node(pat).kind == Kind::PIdent && node(pat).syntax == "mut_pattern"))
+      if (is_ident(pat) || (node(pat).kind == Kind::PIdent && node(pat).is_mut_pattern()))
         out_names.emplace_back(std::string(node(pat).str), o.b == kNone ? Value{} : v);
       else if (o.b != kNone)
         destructure(pat, v, out_names, 0);
@@ -303,7 +303,7 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
     }
     case Kind::For:
     case Kind::Closure: {
-      if (node(pat).syntax == "_") return out_names;
+      if (node(pat).is_underscore()) return out_names;
       // A literal array's row bound to a tuple pattern: each name its literal.
       NodeId tuple = body().peel(pat, {Kind::PRef});
       if (v.rows && v.rows->size() == 1 && tuple != kNone && node(tuple).kind == Kind::PTuple &&
@@ -394,11 +394,11 @@ void BuilderDomain::shadow_pattern(NodeId pat, Names& out_names) const {
   const rust::Node& p = node(pat);
   switch (p.kind) {
     case Kind::PIdent:
-      if (p.syntax != "field_pattern") out_names.emplace_back(std::string(p.str), Value{});
+      if (!p.is_field_pattern()) out_names.emplace_back(std::string(p.str), Value{});
       shadow_pattern(p.a, out_names);
       return;
     case Kind::PPath:
-      if (p.syntax == "identifier")
+      if (p.is_identifier())
         out_names.emplace_back(std::string(p.str), Value{});
       else
         shadow_path(p.str, true, out_names);
@@ -452,9 +452,9 @@ void BuilderDomain::shadow_expr(NodeId n, Names& out_names) const {
   if (n == kNone) return;
   const rust::Node& e = node(n);
   if (e.kind == Kind::Path) {
-    if (e.syntax == "identifier")
+    if (e.is_identifier())
       out_names.emplace_back(std::string(e.str), Value{});
-    else if (e.syntax == "scoped_identifier")
+    else if (e.is_scoped_identifier())
       shadow_path(e.str, true, out_names);
     return;
   }
@@ -474,7 +474,7 @@ void BuilderDomain::shadow_expr(NodeId n, Names& out_names) const {
 std::vector<NodeId> BuilderDomain::pattern_elems(NodeId pat) const {
   std::vector<NodeId> elems;
   for (NodeId k : body().kids_view(pat))
-    if (node(k).syntax != "_") elems.push_back(k);
+    if (!node(k).is_underscore()) elems.push_back(k);
   return elems;
 }
 
@@ -489,9 +489,9 @@ std::string BuilderDomain::first_identifier(NodeId pat) const {
   };
   switch (p.kind) {
     case Kind::PIdent:
-      return p.syntax == "field_pattern" ? "_" : std::string(p.str);
+      return p.is_field_pattern() ? "_" : std::string(p.str);
     case Kind::PPath:
-      return p.syntax == "identifier" ? std::string(p.str) : first_of_path(p.str, true);
+      return p.is_identifier() ? std::string(p.str) : first_of_path(p.str, true);
     case Kind::PTupleStruct:
     case Kind::PStruct:
       if (std::string s = first_of_path(p.str, p.kind == Kind::PTupleStruct); s != "_") return s;

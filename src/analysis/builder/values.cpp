@@ -427,7 +427,7 @@ BuilderDomain::Value BuilderDomain::peek(NodeId n, int depth) {
   const rust::Node& nd = node(n);
   switch (nd.kind) {
     case Kind::Path:
-      if (nd.syntax == "identifier" || nd.syntax == "self" || nd.syntax == "scoped_identifier")
+      if (nd.is_identifier() || nd.is_self() || nd.is_scoped_identifier())
         if (const Value* b = local(text(n))) return *b;
       return {};
     case Kind::Ref:

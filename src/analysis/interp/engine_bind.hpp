@@ -117,7 +117,7 @@ void Engine<D>::bind_guard_names(NodeId n, const Value& v, int depth) {
   const rust::Body& b = body();
   const rust::Node& g = b[n];
   if (g.kind == Kind::Path) {
-    if (g.syntax == "identifier") bind_name(std::string(g.str), v);
+    if (g.is_identifier()) bind_name(std::string(g.str), v);
     return;
   }
   if (g.kind == Kind::PIdent) {

@@ -26,16 +26,7 @@ typename Engine<D>::Value Engine<D>::eval(NodeId n) {
 // kind it would have lowered: for the interpreter that is the nesting bound.
 template <class D>
 bool Engine<D>::truncated(const rust::Node& n) {
-  if (n.kind != Kind::Unsupported || n.kids_count != 0) return false;
-  static constexpr std::string_view kLowered[] = {
-      "call_expression",  "field_expression",     "binary_expression",        "block",
-      "if_expression",    "match_expression",     "parenthesized_expression", "try_expression",
-      "unary_expression", "reference_expression", "type_cast_expression",     "index_expression",
-      "tuple_expression", "array_expression",     "closure_expression",       "for_expression",
-      "while_expression", "loop_expression",      "await_expression",         "return_expression"};
-  for (std::string_view k : kLowered)
-    if (n.syntax == k) return true;
-  return false;
+  return n.cut_at_depth();
 }
 
 template <class D>
@@ -69,7 +60,7 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::MethodCall:
       return eval_any_call(n);
     case Kind::Binary:
-      if (nd.syntax != "binary_expression") {  // a chain of `let` conditions
+      if (!nd.is_binary_expression()) {  // a chain of `let` conditions
         eval(nd.a);
         eval(nd.b);
         return {};
@@ -159,7 +150,7 @@ typename Engine<D>::Value Engine<D>::eval_index(NodeId n) {
 template <class D>
 typename Engine<D>::Value Engine<D>::eval_path(NodeId n) {
   const rust::Node& nd = body()[n];
-  if (nd.syntax != "identifier" && nd.syntax != "self") return dom_.path(*this, n);
+  if (!nd.is_identifier() && !nd.is_self()) return dom_.path(*this, n);
   if (const Value* v = lookup(std::string(nd.str))) return *v;
   if constexpr (requires { dom_.unbound(*this, n); }) return dom_.unbound(*this, n);
   return Value{};
@@ -173,7 +164,7 @@ void Engine<D>::eval_assign(NodeId n) {
   const rust::Node& nd = b[n];
   Value r = eval(nd.b);
   const rust::Node& l = b[nd.a];
-  const bool local = nd.kind == Kind::Assign && l.kind == Kind::Path && l.syntax == "identifier";
+  const bool local = nd.kind == Kind::Assign && l.kind == Kind::Path && l.is_identifier();
   if constexpr (requires { dom_.assign(*this, n, std::move(r)); }) {
     std::optional<Value> v = dom_.assign(*this, n, std::move(r));
     if (local && v) env().set(std::string(l.str), std::move(*v));
@@ -579,7 +570,7 @@ std::vector<typename Engine<D>::Value> Engine<D>::eval_args(NodeId n) {
   std::vector<Value> out;
   for (NodeId a : b.kids_view(n)) {
     NodeId inner = b.peel(a, {Kind::Ref});
-    if (inner != rust::kNone && b[inner].syntax == "array_expression") {
+    if (inner != rust::kNone && b[inner].is_array_expression()) {
       std::vector<Value> elems;
       if (b[inner].kind == Kind::ArrayRepeat) {
         elems.push_back(eval(b[inner].a));

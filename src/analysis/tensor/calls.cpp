@@ -54,14 +54,13 @@ Val TensorDomain::call(Eng& eng, NodeId n, std::vector<Val> args) {
   const rust::Body& b = eng.body();
   NodeId callee = b[n].a;
   if (callee == rust::kNone) return {};
-  std::string_view ft = b[callee].syntax;
-  if (ft != "identifier" && ft != "scoped_identifier") return {};
+  if (!b[callee].is_identifier() && !b[callee].is_scoped_identifier()) return {};
   // `Ok(x)`, `Some(x)`, `Box::new(x)` are x as far as tensors go: a function ending in
   // `Ok((q, k))` returns its tensors.
   std::string_view fp = b.source(callee);
   // `f(xs)` on a local closure value; `Func::new(c)`, `FuncT::new(c)`, `candle_nn::func(c)`
   // are the closure `c`.
-  if (ft == "identifier")
+  if (b[callee].is_identifier())
     if (const Val* f = eng.lookup(std::string(fp)); f && (f->fn || f->items))
       if (auto r = apply_callable(eng, n, *f, args, false)) return *r;
   if (args.size() == 1 && args.front().fn) {
@@ -190,7 +189,7 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
   // `opt.take()`, `opt.replace(v)`, `opt.insert(v)` change which variant the local holds.
   if (recv.variant != Val::Variant::unknown && interp::option_mutator(method)) {
     NodeId r = b.peel(b[n].a, {Kind::Paren});
-    if (r != rust::kNone && b[r].kind == Kind::Path && b[r].syntax == "identifier")
+    if (r != rust::kNone && b[r].kind == Kind::Path && b[r].is_identifier())
       if (Val* local = eng.frame().env.find_mut(std::string(b[r].str)))
         local->variant = Val::Variant::unknown;
   }
@@ -316,9 +315,8 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
   // (d) tensor receiver (or unknown receiver with a known tensor op).
   OpRule rule = cat_.lookup(method);
   NodeId rnode = b.peel(b[n].a, {Kind::Paren});
-  std::string_view rk = rnode == rust::kNone ? std::string_view{} : b[rnode].syntax;
-  bool scalar_recv =
-      recv.num || rk == "type_cast_expression" || rk.find("literal") != std::string_view::npos;
+  bool scalar_recv = recv.num || (rnode != rust::kNone &&
+                                  (b[rnode].kind == Kind::Cast || b[rnode].kind == Kind::Lit));
   if (!scalar_recv && (recv.tensor || rule.known())) {
     std::vector<Val> ops{recv};
     ops.insert(ops.end(), args.begin(), args.end());

@@ -185,8 +185,7 @@ std::optional<Val> TensorDomain::builder_method(Eng& eng, NodeId n, const Val& r
   // as this domain goes).
   if (m == "pop" && args.empty() && recv.items) {
     NodeId r = b.peel(b[n].a, {Kind::Ref, Kind::Paren});
-    if (r == rust::kNone || b[r].kind != Kind::Path || b[r].syntax != "identifier")
-      return std::nullopt;
+    if (r == rust::kNone || b[r].kind != Kind::Path || !b[r].is_identifier()) return std::nullopt;
     Val v = recv;
     auto items = std::make_shared<std::vector<Val>>(*recv.items);
     Val last = items->empty() ? Val{} : items->back();
@@ -197,8 +196,7 @@ std::optional<Val> TensorDomain::builder_method(Eng& eng, NodeId n, const Val& r
   }
   if (m == "push" && args.size() == 1) {
     NodeId r = b.peel(b[n].a, {Kind::Ref, Kind::Paren});
-    if (r == rust::kNone || b[r].kind != Kind::Path || b[r].syntax != "identifier")
-      return std::nullopt;
+    if (r == rust::kNone || b[r].kind != Kind::Path || !b[r].is_identifier()) return std::nullopt;
     Val v = recv;
     auto items = recv.items ? std::make_shared<std::vector<Val>>(*recv.items)
                             : std::make_shared<std::vector<Val>>();

@@ -64,8 +64,7 @@ rust::NodeId let_of(const rust::Body& b, rust::NodeId n, std::string_view name,
   if (nd.kind == Kind::Let && nd.a != rust::kNone) {
     const rust::Node& p = b[nd.a];
     // Not the `let` the call is in (`let mask = Tensor::from_slice(&mask, ..)`).
-    if (p.kind == Kind::PIdent && p.syntax == "identifier" && p.str == name && nd.end <= before)
-      best = n;
+    if (p.kind == Kind::PIdent && p.is_identifier() && p.str == name && nd.end <= before) best = n;
   }
   auto visit = [&](rust::NodeId c) {
     rust::NodeId r = let_of(b, c, name, before, depth + 1);
@@ -226,13 +225,13 @@ Val TensorDomain::literal(Eng& eng, NodeId n) {
     if (auto text = rust::decode_string_literal(nd.str)) v.word = *text;
     return v;
   }
-  if (nd.syntax != "integer_literal" && nd.syntax != "float_literal") return v;
+  if (!nd.is_int_literal() && !nd.is_float_literal()) return v;
   std::string s(nd.str);
   s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
   v.num = std::strtod(s.c_str(), nullptr);
   // `2.0`, `1e-6`, `1f64`: a float; `2`, `2usize`: an integer (hex `0xf` has no float suffix).
   const bool hex = s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-  v.real = nd.syntax == "float_literal" ||
+  v.real = nd.is_float_literal() ||
            (!hex && (s.find("f32") != std::string::npos || s.find("f64") != std::string::npos));
   v.grad = Grad::frozen;
   return v;
@@ -259,7 +258,7 @@ Val TensorDomain::cast(Eng& eng, NodeId n, Val v) {
 Val TensorDomain::path(Eng& eng, NodeId n) {
   const rust::Node& nd = eng.node(n);
   Val v;
-  if (nd.syntax != "scoped_identifier") return v;
+  if (!nd.is_scoped_identifier()) return v;
   if (interp::names_variant(nd.str, "None")) {
     v.variant = Val::Variant::none;
     return v;
@@ -485,11 +484,11 @@ std::optional<std::string> TensorDomain::host_dtype(Eng& eng, NodeId arg, NodeId
   const rust::Body& b = eng.body();
   arg = b.peel(arg, {Kind::Ref});
   if (arg == rust::kNone) return std::nullopt;
-  std::string_view k = b[arg].syntax;
-  if (k == "macro_invocation" || k == "array_expression" || k == "integer_literal" ||
-      k == "float_literal")
+  const rust::Node& an = b[arg];
+  if (an.is_macro_invocation() || an.is_array_expression() || an.is_int_literal() ||
+      an.is_float_literal())
     return named_dtype(std::string(b.source(arg)));
-  if (k != "identifier") return std::nullopt;
+  if (!an.is_identifier()) return std::nullopt;
   std::string_view name = b[arg].str;
   const auto& item = crate_.items()[eng.item()];
   NodeId let = let_of(b, b.root, name, b[call].start, 0);
@@ -504,7 +503,7 @@ std::optional<std::string> TensorDomain::host_dtype(Eng& eng, NodeId arg, NodeId
     if (ln.b == rust::kNone) return std::nullopt;
     const rust::Node& val = b[ln.b];
     bool collect = val.kind == Kind::MethodCall && val.str == "collect" && val.text.empty();
-    if (val.syntax == "macro_invocation" || val.syntax == "array_expression" || collect)
+    if (val.is_macro_invocation() || val.is_array_expression() || collect)
       return named_dtype(std::string(b.source(ln.b)));
     return std::nullopt;
   }

@@ -253,7 +253,7 @@ std::optional<std::uint64_t> TensorDomain::array_slots(Eng& eng, NodeId place) {
     if (semi == std::string::npos) return {};
     const std::string len = trim(type.substr(semi + 1, type.size() - semi - 2));
     type = type.substr(1, semi - 1);
-    if (i != rust::kNone && b[i].syntax == "integer_literal") continue;  // one slot
+    if (i != rust::kNone && b[i].is_int_literal()) continue;  // one slot
     std::optional<double> n;
     if (!len.empty() && std::all_of(len.begin(), len.end(), [](char c) {
           return std::isdigit(static_cast<unsigned char>(c));

@@ -126,8 +126,7 @@ std::optional<OpRule> TensorDomain::activation_rule(Eng& eng, NodeId layer, cons
   layer = b.peel(layer, {Kind::Ref, Kind::Paren});
   if (layer == rust::kNone || b[layer].kind != Kind::Field) return std::nullopt;
   const rust::Node& base = b[b[layer].a];
-  if (base.kind != Kind::Path || (base.syntax != "self" && base.syntax != "identifier"))
-    return std::nullopt;
+  if (base.kind != Kind::Path || (!base.is_self() && !base.is_identifier())) return std::nullopt;
   const Val* owner = eng.lookup(std::string(base.str));
   if (!owner || owner->type_item < 0) return std::nullopt;
   auto it = ctor_strings_.find(owner->type_item);
@@ -204,19 +203,18 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
   const rust::Body& b = eng.body();
   const rust::Node& nd = b[n];
   std::optional<double> r;
-  if (nd.syntax == "integer_literal") {
+  if (nd.is_int_literal()) {
     std::string s(nd.str);
     s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
     r = std::strtod(s.c_str(), nullptr);
-  } else if (nd.kind == Kind::Path && nd.syntax == "identifier" &&
-             eng.lookup(std::string(nd.str))) {
+  } else if (nd.kind == Kind::Path && nd.is_identifier() && eng.lookup(std::string(nd.str))) {
     const Val* v = eng.lookup(std::string(nd.str));
     if (!v->tensor) r = v->num;
   } else if (nd.kind == Kind::Path) {
     r = const_number(eng.item(), std::string(nd.str));
   } else if (nd.kind == Kind::Field) {
     const rust::Node& base = b[nd.a];
-    if (base.kind == Kind::Path && (base.syntax == "self" || base.syntax == "identifier")) {
+    if (base.kind == Kind::Path && (base.is_self() || base.is_identifier())) {
       if (const Val* v = eng.lookup(std::string(base.str))) {
         // A struct literal's field (a config record captured by a closure), else the number the
         // type's constructor stores there.
@@ -238,7 +236,7 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
   } else if (nd.kind == Kind::Paren || nd.kind == Kind::Ref ||
              (nd.kind == Kind::Unary && nd.str == "*")) {  // `*split` of a `&usize`
     r = static_num(eng, nd.a, depth + 1);
-  } else if (nd.kind == Kind::Binary && nd.syntax == "binary_expression") {
+  } else if (nd.kind == Kind::Binary && nd.is_binary_expression()) {
     auto x = static_num(eng, nd.a, depth + 1);
     auto y = static_num(eng, nd.b, depth + 1);
     if (x && y) {
@@ -361,11 +359,11 @@ std::optional<std::size_t> TensorDomain::dim_index(Eng& eng, NodeId n, std::size
   if (n == rust::kNone) return std::nullopt;
   std::optional<std::size_t> d;
   const std::string_view t = b.source(n);
-  if (b[n].syntax == "integer_literal")
+  if (b[n].is_int_literal())
     if (auto k = static_num(eng, n, 0)) d = static_cast<std::size_t>(*k);
   if (t.ends_with("D::Minus1") && rank >= 1) d = rank - 1;
   if (t.ends_with("D::Minus2") && rank >= 2) d = rank - 2;
-  if (b[n].kind == Kind::Path && b[n].syntax == "identifier")
+  if (b[n].kind == Kind::Path && b[n].is_identifier())
     if (const Val* v = eng.lookup(std::string(b[n].str)); v && !v->tensor) {
       if (v->num && *v->num >= 0) d = static_cast<std::size_t>(*v->num);
       if (v->word == "Minus1" && rank >= 1) d = rank - 1;
@@ -382,7 +380,7 @@ std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int dep
   if (auto k = static_num(eng, n, depth)) return dim_text(*k);
   const rust::Body& b = eng.body();
   const rust::Node& nd = b[n];
-  if (nd.kind == Kind::Path && nd.syntax == "identifier") {
+  if (nd.kind == Kind::Path && nd.is_identifier()) {
     const Val* v = eng.lookup(std::string(nd.str));
     if (v && !v->tensor) return v->dim.empty() ? std::string(nd.str) : v->dim;
     return std::nullopt;
@@ -401,7 +399,7 @@ std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int dep
     if (e == "?" || e == "()") return std::nullopt;
     return e;
   }
-  if (nd.kind == Kind::Binary && nd.syntax == "binary_expression" && nd.str == "*") {
+  if (nd.kind == Kind::Binary && nd.is_binary_expression() && nd.str == "*") {
     auto x = dim_product(eng, nd.a, depth + 1);
     auto y = dim_product(eng, nd.b, depth + 1);
     if (x && y) return *x == "1" ? *y : *y == "1" ? *x : *x + "*" + *y;
@@ -596,7 +594,9 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
   const rust::Body& b = eng.body();
   bool has_args = b[node].kind == Kind::Call || b[node].kind == Kind::MethodCall;
   auto arg = [&](std::uint32_t i) { return has_args ? b.kid(node, i) : rust::kNone; };
-  auto syntax = [&](NodeId n) { return n == rust::kNone ? std::string_view{} : b[n].syntax; };
+  auto is = [&](NodeId n, bool (rust::Node::*pred)() const) {
+    return n != rust::kNone && (b[n].*pred)();
+  };
   // A dimension argument: a literal, or `D::Minus1`/`D::Minus2` counted from the end.
   auto dim_arg = [&](NodeId n) -> std::optional<std::size_t> {
     if (!a) return std::nullopt;
@@ -725,7 +725,7 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
     }
     case ShapeRule::explicit_argument: {
       NodeId t = b.peel(arg(0), {Kind::Ref});
-      if (syntax(t) == "tuple_expression" || syntax(t) == "array_expression") {
+      if (is(t, &rust::Node::is_tuple_expression) || is(t, &rust::Node::is_array_expression)) {
         for (NodeId d : elements(b, t)) {
           auto k = dim_product(eng, d, 0);
           out.dimensions.push_back({std::nullopt, k ? *k : std::string(b.source(d))});
@@ -777,7 +777,8 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
           std::swap(out.dimensions[out.dimensions.size() - 1],
                     out.dimensions[out.dimensions.size() - 2]);
         } else if (p == Permutation::swap_literal_arguments &&
-                   syntax(arg(0)) == "integer_literal" && syntax(arg(1)) == "integer_literal") {
+                   is(arg(0), &rust::Node::is_int_literal) &&
+                   is(arg(1), &rust::Node::is_int_literal)) {
           auto i = std::strtoull(std::string(b.source(arg(0))).c_str(), nullptr, 10);
           auto j = std::strtoull(std::string(b.source(arg(1))).c_str(), nullptr, 10);
           if (i < out.dimensions.size() && j < out.dimensions.size())
@@ -825,7 +826,8 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
       // `x.narrow(1, start, len)`: that dimension is `len` long.
       if (a && rule.name == "i" && has_args) {
         NodeId t = b.peel(arg(0), {Kind::Ref});
-        std::vector<NodeId> idx = syntax(t) == "tuple_expression" ? b.kids(t) : std::vector{t};
+        std::vector<NodeId> idx =
+            is(t, &rust::Node::is_tuple_expression) ? b.kids(t) : std::vector{t};
         if (idx.size() > a->dimensions.size() || t == rust::kNone) break;
         out.dimensions.clear();
         for (std::size_t i = 0; i < a->dimensions.size(); ++i) {
@@ -887,7 +889,7 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
         // `unsqueeze(d)` with a literal d (≤ rank) or `D::Minus1` (the end): a 1 there.
         const std::string t = arg(0) == rust::kNone ? "" : std::string(b.source(arg(0)));
         std::optional<std::size_t> d;
-        if (syntax(arg(0)) == "integer_literal") d = std::strtoull(t.c_str(), nullptr, 10);
+        if (is(arg(0), &rust::Node::is_int_literal)) d = std::strtoull(t.c_str(), nullptr, 10);
         if (t.ends_with("D::Minus1")) d = a->dimensions.size();
         if (d && *d <= a->dimensions.size()) {
           out = *a;
@@ -913,15 +915,14 @@ void TensorDomain::record_dims(Eng& eng, NodeId let) {
   const rust::Body& b = eng.body();
   NodeId pat = b[let].a;
   if (pat == rust::kNone) return;
-  std::string_view pt = b[pat].syntax;
-  if (pt != "tuple_pattern" && pt != "slice_pattern") return;
+  if (b[pat].kind != Kind::PTuple && b[pat].kind != Kind::PSlice) return;
   ir::Tensor* t = out_.tensor(dims_tid_);
   if (!t || t->shape.rank) return;
   ir::TensorShape shape;
   for (NodeId c : b.kids(pat)) {
     const rust::Node& cn = b[c];
     // A plain name (`B` too, which the lowering reads as a constant pattern) or `_`.
-    bool ident = (cn.kind == Kind::PIdent || cn.kind == Kind::PPath) && cn.syntax == "identifier" &&
+    bool ident = (cn.kind == Kind::PIdent || cn.kind == Kind::PPath) && cn.is_identifier() &&
                  cn.a == rust::kNone && !(cn.flags & (rust::kMut | rust::kRefBinding));
     bool wild = cn.kind == Kind::PWild;
     if (!ident && !wild) return;  // `..` rest patterns: rank unknown
