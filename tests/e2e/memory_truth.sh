@@ -6,7 +6,8 @@ set -uo pipefail
 cg="$1"; root="$2"
 [ -n "${CG_CANDLE_SRC:-}" ] || { echo "CG_CANDLE_SRC not set: skipped"; exit 77; }
 ct="$CG_CANDLE_SRC/candle-transformers"
-# name | root | config ("": none, the config is built by an --arg call) | context | weights bytes |
+# name | root | config (in tools/published/, or a path from the repository root with a `/`; "":
+# none, the config is built by an --arg call) | context | weights bytes |
 # KV cache bytes [| other state bytes | extra flags]
 rows=(
   "Llama-2-7b (multi-head)|models::llama::Llama|llama-2-7b.json|4096|13476831232|2147483648"
@@ -27,6 +28,8 @@ rows=(
   "DeepSeek-V2-Lite (MLA: the code caches the decompressed k and v, 16 x (192 + 128) per position, not the 576-wide latent)|models::deepseek2::DeepSeekV2|deepseek-v2-lite.json|4096|31412968448|1132462080"
   "mamba-130m (recurrent state: ssm state and a ring of D_CONV conv inputs per layer)|models::mamba::Model|mamba-130m.json|2048|516541440|0|2949120"
   "whisper-tiny decoder (cross-attention cache of the encoder output, no self-attention cache)|models::whisper::model::TextDecoder|whisper-tiny.json|448|118209024|0|18432000|--input-shape x=1x448,xa=1x1500x384"
+  "rwkv_v5, a hand-written config (not published: 512 hidden, 4 layers, heads of 64; recurrent state per layer [b, 512] x 2 + [b, 8, 64, 64], F32)|models::rwkv_v5::Model|tests/fixtures/rwkv/rwkv5-hand.json|1024|71426048|0|540672"
+  "rwkv_v6, the same hand-written config (v5's State; decay and mix LoRAs)|models::rwkv_v6::Model|tests/fixtures/rwkv/rwkv5-hand.json|1024|72359936|0|540672"
 )
 bad=0
 for r in "${rows[@]}"; do
@@ -34,6 +37,7 @@ for r in "${rows[@]}"; do
   # shellcheck disable=SC2086
   cfg=()
   [ -n "$config" ] && cfg=(--config "$root/tools/published/$config")
+  [[ "$config" == */* ]] && cfg=(--config "$root/$config")
   j="$("$cg" memory "$ct" --root "$model" "${cfg[@]}" --context "$ctx" \
     --format json $extra 2>/dev/null)" || { echo "FAIL $name: memory exited $?"; bad=1; continue; }
   got="$(node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));

@@ -48,6 +48,12 @@
 //       undoes the expansion (the locals as before the loop) and runs the symbolic iteration
 //   Value loop_variable(Engine&, NodeId for_loop, const Value& iter)   the symbolic iteration's
 //       pattern value (default: the iterated value)
+//   bool runs_at_least_once(Engine&, NodeId for_loop, const Value& iter)   asked at the loop's
+//       head: true when the `for` (run symbolically, not expanded) is known to run its body at
+//       least once. A local the body assigns on every iteration (a `x = e` statement of the body
+//       block itself; no `break`/`continue` may end an iteration early) is then, after the
+//       loop, the body's value rather than its merge with the one before (default: false)
+//   Value loop_exit(const Value& before, const Value& body)   that value (default: the body's)
 //   std::optional<Value> assign(Engine&, NodeId assign, Value v)   every `=`/`op=`; for `x = v`
 //       the value `x` takes, nullopt: `x` keeps its value
 //   std::optional<Value> closure(Engine&, NodeId)   a closure taken as a value: its body is not
@@ -261,6 +267,10 @@ class Engine {
   // branches on values (`widen`) forgets what it would decide by in them.
   void widen_carried(NodeId body_node);
   void assigned_names(NodeId n, std::vector<std::string>& out, int depth) const;
+  // The locals a loop body assigns on every iteration it completes (runs_at_least_once).
+  std::vector<std::string> assigned_every_iteration(NodeId body_node) const;
+  bool may_end_early(NodeId n, bool nested, int depth) const;
+  void pattern_names(NodeId pat, std::vector<std::string>& out, int depth) const;
   bool expand_loop(NodeId n, const Value& iter, const Env& before);
   template <class F>
   Value run_branch(NodeId n, std::size_t i, std::size_t count, F&& what);

@@ -71,6 +71,13 @@ class TensorDomain {
   Val loop_merge(const Val& before, const Val& after) const {
     return tensor::loop_merge(before, after);
   }
+  // A `for` over `a..b` in a root's forward run (loops.cpp) runs at least once when `a < b` are
+  // known numbers, or when `a` is 0 and `b` a dimension of the root's input: the forward the
+  // figures describe is one call on a non-empty input (batch and context at least 1).
+  bool runs_at_least_once(Eng& eng, NodeId n, const Val& iter);
+  // A local such a loop assigns on every iteration: the body's value, its `Option` variant kept;
+  // a number the iteration changed is not known after it (`n = n * 2`).
+  Val loop_exit(const Val& before, const Val& body) const;
   // A local a loop body assigns (or calls a method on), before its one symbolic iteration: its
   // `Option` variant at a later iteration's head is not known (`sum = match sum { None =>
   // Some(z), Some(s) => Some((s + z)?) }`).
