@@ -107,11 +107,11 @@ void Engine<D>::assigned_names(NodeId n, std::vector<std::string>& out, int dept
   const rust::Node& nd = b[n];
   if (nd.kind == Kind::Assign || nd.kind == Kind::CompoundAssign) {
     const rust::Node& l = b[nd.a];
-    if (l.kind == Kind::Path && l.syntax == "identifier") out.emplace_back(l.str);
+    if (l.kind == Kind::Path && l.is_identifier()) out.emplace_back(l.str);
   }
   if (nd.kind == Kind::MethodCall && option_mutator(nd.str)) {  // `opt.take()`, `opt.insert(v)`
     const rust::Node& r = b[b.peel(nd.a, {Kind::Paren})];
-    if (r.kind == Kind::Path && r.syntax == "identifier") out.emplace_back(r.str);
+    if (r.kind == Kind::Path && r.is_identifier()) out.emplace_back(r.str);
   }
   for (NodeId k : {nd.a, nd.b, nd.c})
     assigned_names(k, out, depth + 1);
@@ -140,7 +140,7 @@ std::vector<std::string> Engine<D>::assigned_every_iteration(NodeId body_node) c
     NodeId e = sn.kind == Kind::ExprStmt ? sn.a : s;
     if (e == rust::kNone || b[e].kind != Kind::Assign || b[e].a == rust::kNone) continue;
     const rust::Node& l = b[b[e].a];
-    if (l.kind != Kind::Path || l.syntax != "identifier") continue;
+    if (l.kind != Kind::Path || !l.is_identifier()) continue;
     std::string name(l.str);
     if (std::find(bound.begin(), bound.end(), name) == bound.end() &&
         std::find(out.begin(), out.end(), name) == out.end())
