@@ -29,7 +29,7 @@ bool TensorDomain::runs_at_least_once(Eng& eng, NodeId n, const Val&) {
   // batch and context at least 1, so such a dimension is at least 1.
   if (*lo != 0 && !(inclusive && *lo <= 1)) return false;
   NodeId e = b.peel(b[r].b, {Kind::Paren});
-  if (b[e].kind != Kind::Path || b[e].syntax != "identifier") return false;
+  if (b[e].kind != Kind::Path || !b[e].is_identifier()) return false;
   const Val* v = eng.lookup(std::string(b[e].str));
   if (!v || v->tensor || v->dim.empty() || v->dim == "?" || v->dim == "()" || v->dim == "_")
     return false;
