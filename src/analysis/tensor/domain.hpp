@@ -233,6 +233,10 @@ class TensorDomain {
   std::unordered_map<std::ptrdiff_t, std::map<std::string, double>> ctor_nums_;
   // Per type: the fields its constructor writes `None` (Val::fresh_none).
   std::unordered_map<std::ptrdiff_t, std::set<std::string>> ctor_nones_;
+  // Per (type, field): the config its constructor stores there whole (`cfg: cfg.clone()`).
+  std::map<std::pair<std::ptrdiff_t, std::string>, std::shared_ptr<const ConfigRef>> ctor_configs_;
+  std::shared_ptr<const ConfigRef> constructor_config(std::ptrdiff_t type_item,
+                                                      const std::string& f);
   bool constructor_none(std::ptrdiff_t type_item, const std::string& f);
   std::unordered_map<std::ptrdiff_t, std::map<std::string, std::string>> ctor_strings_;
   std::unordered_map<std::string, std::size_t> fn_index_;

@@ -125,6 +125,21 @@ std::ptrdiff_t TensorDomain::pick_method(std::ptrdiff_t type_item, const std::st
   return -1;
 }
 
+// The config the constructor of `type_item` stores whole in field `f`, evaluated once per pair.
+std::shared_ptr<const ConfigRef> TensorDomain::constructor_config(std::ptrdiff_t type_item,
+                                                                  const std::string& f) {
+  auto key = std::make_pair(type_item, f);
+  auto it = ctor_configs_.find(key);
+  if (it == ctor_configs_.end()) {
+    std::shared_ptr<const ConfigRef> c;
+    if (binding_ && type_item >= 0)
+      if (auto r = binding_->constructor_field_config(static_cast<std::size_t>(type_item), f))
+        c = std::make_shared<const ConfigRef>(std::move(*r));
+    it = ctor_configs_.emplace(std::move(key), std::move(c)).first;
+  }
+  return it->second;
+}
+
 // A method a trait of the crate (or of a dependency) adds to candle's `Tensor` (`impl SplitOp for
 // Tensor { fn split(&self, ..) }`), when Tensor has no method of that name itself (an inherent
 // method wins, as in Rust) and no crate-local type is named `Tensor`; -1 otherwise.
@@ -409,9 +424,7 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
         out.real = fl.type_text == "f64" || fl.type_text == "f32";
       }
       if (root_run_ && binding_ && typed.type_item >= 0 && !typed.tensor)
-        if (auto c =
-                binding_->constructor_field_config(static_cast<std::size_t>(base.type_item), f))
-          out.config = std::make_shared<const ConfigRef>(std::move(*c));
+        out.config = constructor_config(base.type_item, f);
       out.fresh_none = root_run_ && constructor_none(base.type_item, f);
       if (typed.tensor &&
           (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
