@@ -227,6 +227,7 @@ std::optional<viewer::MemoryView> viewer_memory(const Analysis& a, const std::st
       {"weights", &r.weights},
       {"kv_cache", &r.kv_cache},
       {"state", &r.state},
+      {"buffers", &r.buffers},
       {"activations", &r.activations},
       {"inference_total", &r.inference},
       {"training_total", &r.training}};

@@ -1586,7 +1586,7 @@
     if (mem) {
       body.appendChild(el('h3', null, 'Memory'));
       body.appendChild(el('p', 'muted', mem.dtype + ', batch ' + fmtInt(mem.batch) + ', context ' + fmtInt(mem.context) + ' (' + mem.context_source + '); `candle-graph memory` sizes others'));
-      var md = el('dl'), names = { weights: 'weights', kv_cache: 'KV cache', state: 'other state', activations: 'activations (peak)', inference_total: 'inference total', training_total: 'training (AdamW)' };
+      var md = el('dl'), names = { weights: 'weights', kv_cache: 'KV cache', state: 'other state', buffers: 'buffers (constructor)', activations: 'activations (peak)', inference_total: 'inference total', training_total: 'training (AdamW)' };
       mem.figures.forEach(function (f) {
         md.appendChild(el('dt', null, names[f.name] || f.name));
         var dd = el('dd', 'fig', fmtBound(f.bytes, f.bound)); if (f.note) dd.title = f.note; md.appendChild(dd);
