@@ -318,6 +318,35 @@ class Walker : public EvalContext {
     return "";
   }
 
+  // The Rust number type an expression is of, where its text says (`1f32 / x.powf(..)`,
+  // `(..) as f32`): the element dtype of a `Vec` a `map` collects; "" when not said.
+  std::string number_dtype(NodeId n, int depth = 0) {
+    const rust::Body& b = body();
+    if (n == kNone || depth > 8) return "";
+    const rust::Node& e = b[n];
+    static const std::pair<std::string_view, const char*> types[] = {
+        {"f32", "F32"}, {"f64", "F64"}, {"u32", "U32"}, {"u8", "U8"}, {"i64", "I64"}};
+    switch (e.kind) {
+      case Kind::Cast:
+        for (const auto& [t, d] : types)
+          if (e.str == t) return d;
+        return "";
+      case Kind::Lit:
+        return literal_dtype(n);
+      case Kind::Paren:
+      case Kind::Block:
+        return number_dtype(e.kind == Kind::Block ? b.value_tail(n) : e.a, depth + 1);
+      case Kind::Binary: {
+        std::string l = number_dtype(e.a, depth + 1);
+        return l.empty() ? number_dtype(e.b, depth + 1) : l;
+      }
+      case Kind::MethodCall:
+        return number_dtype(e.a, depth + 1);
+      default:
+        return "";
+    }
+  }
+
   // ---- `Tensor::..` constructors ----------------------------------------------------------
   std::optional<V> tensor_fn(std::string_view name, NodeId n, const std::vector<NodeId>& a) {
     auto arg_int = [&](std::size_t i) -> SymValue {
@@ -354,12 +383,13 @@ class Walker : public EvalContext {
       V data = eval(a[0]);
       auto s = shape_arg(a[1]);
       if (!s) return unknown_tensor(n);
-      return new_tensor(infer(*s, data.k == V::K::seq ? data.len : std::nullopt), true, "", n);
+      return new_tensor(infer(*s, data.k == V::K::seq ? data.len : std::nullopt), true,
+                        data.k == V::K::seq ? data.dtype : "", n);
     }
     if (name == "new" && !a.empty()) {
       V data = eval(a[0]);
       if (data.k == V::K::seq && data.len && !data.elems)
-        return new_tensor({SymValue::of_int(*data.len)}, true, "", n);
+        return new_tensor({SymValue::of_int(*data.len)}, true, data.dtype, n);
       if (data.k == V::K::scalar) return new_tensor({}, true, "", n);
       return unknown_tensor(n);
     }
@@ -559,7 +589,10 @@ class Walker : public EvalContext {
     }
     if (m == "map" || m == "for_each") {
       // A closure run once per element: what it constructs is built that many times.
-      if (!a.empty() && body()[a[0]].kind == Kind::Closure) run_closure(a[0], s.len);
+      if (!a.empty() && body()[a[0]].kind == Kind::Closure) {
+        run_closure(a[0], s.len);
+        if (m == "map") out.dtype = number_dtype(body()[a[0]].a);
+      }
       return out;
     }
     if (m == "filter" || m == "flat_map" || m == "filter_map" || m == "chain") {
@@ -692,6 +725,26 @@ class Walker : public EvalContext {
         if ((m == "pp" || m == "push_prefix") && !a.empty()) {
           V v = recv;
           V seg = eval(a[0]);
+          // `vb.pp(format!("h.{i}"))`: the literal, each `{..}` an index.
+          const rust::Node& an = b[a[0]];
+          if (an.kind == Kind::Macro && last_segment(an.str) == "format") {
+            std::string_view t = an.text;
+            auto q0 = t.find('"'), q1 = q0 == std::string_view::npos ? q0 : t.find('"', q0 + 1);
+            if (q1 != std::string_view::npos) {
+              std::string lit(t.substr(q0 + 1, q1 - q0 - 1)), out;
+              for (std::size_t i = 0; i < lit.size(); ++i) {
+                if (lit[i] != '{') {
+                  out += lit[i];
+                  continue;
+                }
+                auto close = lit.find('}', i);
+                if (close == std::string::npos) break;
+                out += "{i}";
+                i = close;
+              }
+              seg = scalar_v(SymValue::of_string(out));
+            }
+          }
           std::string s = seg.loop_var ? "{i}"
                           : seg.k == V::K::scalar && seg.s.kind == SymValue::Kind::string
                               ? seg.s.text
@@ -731,6 +784,11 @@ class Walker : public EvalContext {
         break;
     }
     if (m == "clone" && recv.k != V::K::unknown) return recv;
+    // `cfg.partial_rotary_factor.as_ref().map(|v| ..)` of a `None`: still `None`.
+    if (recv.k == V::K::scalar && recv.s.kind == SymValue::Kind::none &&
+        (m == "map" || m == "as_ref" || m == "and_then" || m == "as_deref" || m == "cloned" ||
+         m == "copied" || m == "filter"))
+      return recv;
     // A crate method on a struct value (`self.rotary.clone()` handled above): not followed.
     std::vector<V> args;
     bool any_vb = false;
@@ -777,6 +835,14 @@ class Walker : public EvalContext {
       if (s.cfg == rust::Tri::False) continue;
       if (s.kind == Kind::Let) {
         V v = s.b != kNone ? eval(s.b) : V{};
+        // `let v: Vec<f32> = ..`: the element dtype.
+        if (v.k == V::K::seq && s.str.starts_with("Vec<") && s.str.size() > 5) {
+          const std::string_view el = s.str.substr(4, s.str.size() - 5);
+          static const std::pair<std::string_view, const char*> types[] = {
+              {"f32", "F32"}, {"f64", "F64"}, {"u32", "U32"}, {"u8", "U8"}, {"i64", "I64"}};
+          for (const auto& [t, d] : types)
+            if (el == t) v.dtype = d;
+        }
         bind_pattern(s.a, v);
         continue;
       }
