@@ -2,6 +2,7 @@
 #include "analysis/buffers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <set>
@@ -341,7 +342,18 @@ class Walker : public EvalContext {
         return l.empty() ? number_dtype(e.b, depth + 1) : l;
       }
       case Kind::MethodCall:
+        // `(0..n).map(move |j| ..)` inside a `flat_map`: the inner closure's number type.
+        if (e.str == "map" && e.kids_count == 1 && b[b.kid(n, 0)].kind == Kind::Closure)
+          return number_dtype(b[b.kid(n, 0)].a, depth + 1);
         return number_dtype(e.a, depth + 1);
+      case Kind::If: {
+        std::string t = number_dtype(e.b, depth + 1);
+        return t.empty() && e.c != kNone ? number_dtype(e.c, depth + 1) : t;
+      }
+      case Kind::Path:
+        for (const auto& [t, d] : types)
+          if (e.str.starts_with(std::string(t) + "::")) return d;
+        return "";
       default:
         return "";
     }
@@ -356,6 +368,9 @@ class Walker : public EvalContext {
       SymValue lo = arg_int(0), hi = arg_int(1);
       SymValue len = binary_value(
           "-", hi, lo, std::string(body().source(a[1])) + " - " + std::string(body().source(a[0])));
+      // `arange(0f32, dim as f32)`: a whole number of steps of 1.
+      if (len.kind == SymValue::Kind::real && len.real >= 0 && len.real < 9e15)
+        len = SymValue::of_int(static_cast<std::int64_t>(std::ceil(len.real)));
       std::string dt = literal_dtype(a[0]);
       if (dt.empty()) dt = literal_dtype(a[1]);
       return new_tensor({len}, true, dt, n);
@@ -597,6 +612,8 @@ class Walker : public EvalContext {
     }
     if (m == "filter" || m == "flat_map" || m == "filter_map" || m == "chain") {
       out.len.reset();
+      if (m == "flat_map" && !a.empty() && body()[a[0]].kind == Kind::Closure)
+        out.dtype = number_dtype(body()[a[0]].a);
       return out;
     }
     return std::nullopt;
@@ -996,14 +1013,32 @@ class Walker : public EvalContext {
           return node.c != kNone ? eval(node.c) : V{};
         }
         if (node.a != kNone && b[node.a].kind == Kind::LetCond) eval(b[node.a].b);
+        const std::string at = where(n);
+        alt_.push_back(at + "#0/2");
         std::vector<V> arms{eval(node.b)};
+        alt_.back() = at + "#1/2";
         if (node.c != kNone) arms.push_back(eval(node.c));
+        alt_.pop_back();
         return join(arms);
       }
       case Kind::Match: {
         SymValue s = scalar(node.a);
         std::vector<NodeId> arms = b.kids(n);
         auto pattern = [&](NodeId arm) { return std::string(b[arm].text); };
+        // A config value that is there (`&cfg.rope_scaling` holding an object, a number): the
+        // `None` arm does not run.
+        const V sv = eval(node.a);
+        if (s.kind != SymValue::Kind::none &&
+            (sv.k == V::K::config || (sv.k == V::K::scalar && sv.s.concrete())))
+          std::erase_if(arms, [&](NodeId arm) { return pattern(arm) == "None"; });
+        // An arm that fails (`=> candle::bail!(..)`) builds no model: no alternative.
+        std::erase_if(arms, [&](NodeId arm) {
+          const NodeId c = b[arm].c;
+          if (c == kNone || b[c].kind != Kind::Macro) return false;
+          const std::string_view mac = last_segment(b[c].str);
+          return mac == "bail" || mac == "panic" || mac == "unimplemented" || mac == "todo" ||
+                 mac == "unreachable";
+        });
         if (s.kind == SymValue::Kind::none) {
           for (NodeId arm : arms) {
             std::string t = pattern(arm);
@@ -1013,8 +1048,17 @@ class Walker : public EvalContext {
           }
         }
         std::vector<V> vs;
-        for (NodeId arm : arms)
-          if (b[arm].cfg != rust::Tri::False) vs.push_back(eval(b[arm].c));
+        const std::string at = where(n);
+        alt_.emplace_back();
+        for (std::size_t k = 0; k < arms.size(); ++k) {
+          if (b[arms[k]].cfg == rust::Tri::False) continue;
+          // One arm left (the others fail or cannot run): it is decided.
+          alt_.back() = arms.size() < 2
+                            ? alt_.front()
+                            : at + "#" + std::to_string(k) + "/" + std::to_string(arms.size());
+          vs.push_back(eval(b[arms[k]].c));
+        }
+        alt_.pop_back();
         return join(vs);
       }
       case Kind::For: {
@@ -1132,8 +1176,17 @@ class Walker : public EvalContext {
       buf.instance = frames_.back().prefix;
       buf.instances = mult_;
     }
+    // The outermost undecided branch it was made in (arms of one branch are alternatives).
+    for (const auto& a : alt_)
+      if (!a.empty()) {
+        buf.alternative = a;
+        break;
+      }
     buf.id = "buffer:" + st.qualified + ":" + field_name + ":" + source +
              (v.k == V::K::tensor ? ":" + buf.created_at : std::string());
+    // The same line reached by two calls (two tables from one `RotaryEmbedding::new`): each
+    // its own record.
+    if (const int k = ids_[buf.id]++; k > 0) buf.id += "#" + std::to_string(k);
     ir_.buffers.push_back(std::move(buf));
   }
 
@@ -1154,6 +1207,8 @@ class Walker : public EvalContext {
   std::unordered_map<std::size_t, Site> origin_site_;
   std::set<std::size_t> recorded_;
   std::string reached_;
+  std::map<std::string, int> ids_;  // records per id, so that each stays its own
+  std::vector<std::string> alt_;    // undecided branches open: "file:line#arm/arms"
 };
 
 std::optional<std::size_t> item_of_function(const rust::Crate& crate, const ir::ModelIr& ir,

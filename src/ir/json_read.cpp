@@ -463,6 +463,7 @@ Buffer buffer(const Reader& r, const Node& n) {
   b.shape = tensor_shape(r, r.at(n, "shape"));
   b.dtype = r.s(n, "dtype");
   if (r.has(n, "dtype_param")) b.dtype_param = r.s(n, "dtype_param");
+  if (r.has(n, "alternative")) b.alternative = r.s(n, "alternative");
   return b;
 }
 

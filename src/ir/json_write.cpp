@@ -319,6 +319,7 @@ void write_record(W& w, const Buffer& b) {
   shape(w, "shape", b.shape);
   w.field("dtype", b.dtype);
   if (!b.dtype_param.empty()) w.field("dtype_param", b.dtype_param);
+  if (!b.alternative.empty()) w.field("alternative", b.alternative);
   w.end_object();
 }
 

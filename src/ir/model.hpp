@@ -429,6 +429,10 @@ struct Buffer {
   // When dtype is Unknown: the run-time dtype it is made at (`vb.dtype()`: the model's; or a
   // constructor parameter, `dtype`, its caller's).
   std::string dtype_param;
+  // Made in one arm of an `if`/`match` the walk could not decide (`src/x.rs:12#1/3`: the branch,
+  // the arm and how many arms it has; an `if` without `else` has two): only one arm runs, so the
+  // arms of one branch are alternatives; "" otherwise.
+  std::string alternative;
   bool operator==(const Buffer&) const = default;
 };
 

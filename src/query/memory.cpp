@@ -490,6 +490,12 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
   r.buffers = {0, Bound::exact, ""};
   {
     std::vector<std::string> unknown;
+    struct Alternatives {
+      std::vector<std::uint64_t> sums;  // known bytes per arm
+      bool unknown = false;
+    };
+    std::map<std::string, Alternatives> alternatives;
+    std::vector<std::string> branches;
     bool caller_dtype = false;
     for (const auto& b : ir.buffers) {
       MemoryBuffer m;
@@ -523,19 +529,51 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
         unknown.push_back(m.owner + " (" + b.source + ": " + why + ")");
         m.per_instance.note = why;
       }
-      r.buffers.bytes = add(r.buffers.bytes, m.total.bytes.value_or(0));
+      if (b.alternative.empty()) {
+        r.buffers.bytes = add(r.buffers.bytes, m.total.bytes.value_or(0));
+      } else {
+        // One arm of a branch the analysis did not decide: "file:line#arm/arms".
+        const auto hash = b.alternative.rfind('#'), slash = b.alternative.rfind('/');
+        const std::string branch = b.alternative.substr(0, hash);
+        auto arm = digits(b.alternative.substr(hash + 1, slash - hash - 1));
+        auto arms = digits(b.alternative.substr(slash + 1));
+        Alternatives& alt = alternatives[branch];
+        if (arms && *arms > 0 && *arms < 4096) alt.sums.resize(*arms, 0);
+        if (arm && *arm < alt.sums.size()) alt.sums[*arm] += m.total.bytes.value_or(0);
+        if (!m.total.bytes) alt.unknown = true;
+        const std::string why = "made in one of " + std::to_string(alt.sums.size()) +
+                                " arms of a branch at " + branch + " the analysis does not decide";
+        m.per_instance.note += (m.per_instance.note.empty() ? "" : "; ") + why;
+      }
       r.buffer_rows.push_back(std::move(m));
     }
-    if (!unknown.empty()) {
+    // Only one arm of each undecided branch runs: its smallest arm is certain, its largest the
+    // most it can be.
+    for (const auto& [branch, alt] : alternatives) {
+      if (alt.sums.empty()) continue;
+      const std::uint64_t least = *std::min_element(alt.sums.begin(), alt.sums.end());
+      const std::uint64_t most = *std::max_element(alt.sums.begin(), alt.sums.end());
+      r.buffers.bytes = add(r.buffers.bytes, least);
+      if (least != most || alt.unknown)
+        branches.push_back("a branch at " + branch + " the analysis does not decide builds " +
+                           (alt.unknown ? std::string("buffers of unknown size in one arm")
+                                        : "between " + group(least) + " and " + group(most) +
+                                              " bytes: the least counted"));
+    }
+    if (!unknown.empty() || !branches.empty()) {
       std::string l;
-      for (std::size_t i = 0; i < unknown.size() && i < 3; ++i)
-        l += (i ? "; " : "") + unknown[i];
-      if (unknown.size() > 3) l += "; ...";
+      if (!unknown.empty()) {
+        l = std::to_string(unknown.size()) + " buffer" + (unknown.size() == 1 ? "" : "s") +
+            " of unknown size: ";
+        for (std::size_t i = 0; i < unknown.size() && i < 3; ++i)
+          l += (i ? "; " : "") + unknown[i];
+        if (unknown.size() > 3) l += "; ...";
+      }
+      for (const auto& br : branches)
+        l += (l.empty() ? "" : "; ") + br;
       r.buffers.bound = r.buffers.bytes && *r.buffers.bytes > 0 ? Bound::lower : Bound::unknown;
       if (r.buffers.bound == Bound::unknown) r.buffers.bytes.reset();
-      r.buffers.note = std::string(r.buffers.bound == Bound::lower ? "at least: " : "") +
-                       std::to_string(unknown.size()) + " buffer" +
-                       (unknown.size() == 1 ? "" : "s") + " of unknown size: " + l;
+      r.buffers.note = std::string(r.buffers.bound == Bound::lower ? "at least: " : "") + l;
     } else if (caller_dtype) {
       r.buffers.note = "a buffer built at its constructor's dtype parameter is counted at " +
                        r.dtype + " (the caller is taken to pass the model's dtype)";

@@ -65,4 +65,18 @@ j="$(mem --root FilteredModel)" || fail "FilteredModel: exited $?"
 grep -q "FilteredModel.even_positions" <<<"$(field buffers_bytes.note <<<"$j")" \
   || fail "the note must name the buffer of unknown size: $(field buffers_bytes <<<"$j")"
 [ "$(field inference_total_bytes.bound <<<"$j")" != exact ] || fail "FilteredModel: the total cannot be exact"
-echo "ok: constructor buffers (shared once, per layer, built by the caller, of unknown size) equal the hand arithmetic"
+# BranchModel: `if sliding` (a constructor argument) builds a tril2(64) or a tril2(256) F32 mask.
+# With --arg the branch is decided: 64 x 64 x 4 = 16,384 or 256 x 256 x 4 = 262,144, exact;
+# without, only one arm runs but which is not known: at least the smaller, naming the branch.
+for c in "sliding=true 16384" "sliding=false 262144"; do
+  set -- $c
+  j="$(mem --root BranchModel --arg "$1")" || fail "BranchModel --arg $1: exited $?"
+  [ "$(field buffers_bytes.bytes <<<"$j") $(field buffers_bytes.bound <<<"$j")" = "$2 exact" ] \
+    || fail "BranchModel --arg $1: $(field buffers_bytes <<<"$j"), by hand $2 exact"
+done
+j="$(mem --root BranchModel)" || fail "BranchModel: exited $?"
+[ "$(field buffers_bytes.bytes <<<"$j") $(field buffers_bytes.bound <<<"$j")" = "16384 lower_bound" ] \
+  || fail "BranchModel undecided: $(field buffers_bytes <<<"$j"), by hand at least 16384 (one arm, not both)"
+grep -q "between 16,384 and 262,144" <<<"$(field buffers_bytes.note <<<"$j")" \
+  || fail "the note must give the arms' range: $(field buffers_bytes <<<"$j")"
+echo "ok: constructor buffers (shared once, per layer, built by the caller, of unknown size, in branches) equal the hand arithmetic"
