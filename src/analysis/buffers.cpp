@@ -111,7 +111,15 @@ class Walker : public EvalContext {
   std::optional<SymValue> field(const rust::Body& body, NodeId base,
                                 std::string_view name) override {
     auto ref = config_at(body, base);
-    if (!ref) return std::nullopt;
+    if (!ref) {
+      // A struct the walk built (`DeepSeekV2RopeConfig { qk_rope_head_dim: .., .. }`).
+      if (frames_.empty() || &body != frames_.back().body) return std::nullopt;
+      const V bv = eval(base);
+      if (bv.k == V::K::strct && bv.elems)
+        for (const auto& e : *bv.elems)
+          if (e.loop_name == name && e.k == V::K::scalar) return e.s;
+      return std::nullopt;
+    }
     auto r = binding_.field(*ref, name);
     if (r.config) return std::nullopt;
     return r.value;
@@ -362,7 +370,23 @@ class Walker : public EvalContext {
   // ---- `Tensor::..` constructors ----------------------------------------------------------
   std::optional<V> tensor_fn(std::string_view name, NodeId n, const std::vector<NodeId>& a) {
     auto arg_int = [&](std::size_t i) -> SymValue {
-      return i < a.size() ? scalar(a[i]) : SymValue::symbolic("?", "missing");
+      if (i >= a.size()) return SymValue::symbolic("?", "missing");
+      SymValue v = scalar(a[i]);
+      // `0f32`: a number with a type suffix.
+      if (!v.concrete() && body()[a[i]].kind == Kind::Lit) {
+        std::string t(body().source(a[i]));
+        const auto end = t.find_first_not_of("0123456789_.");
+        if (end != std::string::npos && end > 0) {
+          std::string digits;
+          for (char ch : t.substr(0, end))
+            if (ch != '_') digits += ch;
+          if (digits.find('.') == std::string::npos && digits.size() < 18)
+            v = SymValue::of_int(std::stoll(digits));
+          else
+            v = SymValue::of_real(std::strtod(digits.c_str(), nullptr));
+        }
+      }
+      return v;
     };
     if (name == "arange" && a.size() >= 2) {
       SymValue lo = arg_int(0), hi = arg_int(1);

@@ -78,6 +78,7 @@ bufs=(
   "Phi-3-mini-4k (partial_rotary_factor None: sin + cos [4096, 48] at BF16)|models::phi3::Model|phi-3-mini-4k.json|4096|786432|exact"
   "phi-2 (a RotaryEmbedding per layer: 32 x sin + cos [2048, 16] at F32)|models::phi::Model|phi-2.json|2048|8388608|exact"
   "falcon-7b (inv_freq [32] F32 per layer; the lazy cos/sin cache is other state)|models::falcon::Falcon|falcon-7b.json|4096|4096|exact"
+  "DeepSeek-V2-Lite (YaRN rope: sin + cos [163840, 32] at BF16)|models::deepseek2::DeepSeekV2|deepseek-v2-lite.json|4096|20971520|exact"
   "whisper-tiny decoder (its causal mask from_vec [448, 448] F32)|models::whisper::model::TextDecoder|whisper-tiny.json|448|802816|exact|--input-shape x=1x448,xa=1x1500x384"
 )
 for r in "${bufs[@]}"; do
