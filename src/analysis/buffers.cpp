@@ -920,6 +920,15 @@ class Walker : public EvalContext {
     if (n == kNone) return {};
     if (budget_ == 0) return {};
     --budget_;
+    // Nesting thousands deep (a generated method chain): not followed, rather than the stack.
+    if (depth_ >= 500) return {};
+    struct Nest {
+      int& d;
+      explicit Nest(int& x) : d(x) { ++d; }
+      ~Nest() { --d; }
+      Nest(const Nest&) = delete;
+      Nest& operator=(const Nest&) = delete;
+    } nest(depth_);
     const rust::Body& b = body();
     const rust::Node& node = b[n];
     switch (node.kind) {
@@ -1231,6 +1240,7 @@ class Walker : public EvalContext {
   std::unordered_map<std::size_t, Site> origin_site_;
   std::set<std::size_t> recorded_;
   std::string reached_;
+  int depth_ = 0;                   // eval calls open
   std::map<std::string, int> ids_;  // records per id, so that each stays its own
   std::vector<std::string> alt_;    // undecided branches open: "file:line#arm/arms"
 };
