@@ -227,6 +227,7 @@ std::optional<viewer::MemoryView> viewer_memory(const Analysis& a, const std::st
       {"weights", &r.weights},
       {"kv_cache", &r.kv_cache},
       {"state", &r.state},
+      {"buffers", &r.buffers},
       {"activations", &r.activations},
       {"inference_total", &r.inference},
       {"training_total", &r.training}};
@@ -235,6 +236,17 @@ std::optional<viewer::MemoryView> viewer_memory(const Analysis& a, const std::st
   for (const auto& s : r.states)
     m.states.push_back({s.instance, s.place, s.source, s.instances, s.per_instance.bytes,
                         s.total.bytes, query::to_string(s.per_instance.bound), s.shapes, s.grows});
+  for (const auto& b : r.buffer_rows)
+    m.states.push_back({b.instance,
+                        b.owner,
+                        b.source,
+                        b.instances,
+                        b.per_instance.bytes,
+                        b.total.bytes,
+                        query::to_string(b.per_instance.bound),
+                        {b.shape + " " + b.dtype},
+                        false,
+                        true});
   m.notes = r.notes;
   return m;
 }

@@ -450,6 +450,23 @@ StateStore state_store(const Reader& r, const Node& n) {
   return s;
 }
 
+Buffer buffer(const Reader& r, const Node& n) {
+  Buffer b;
+  b.id = r.s(n, "id");
+  b.owner_type = r.s(n, "owner_type");
+  b.field = r.s(n, "field");
+  b.source = r.s(n, "source");
+  b.created_at = r.s(n, "created_at");
+  b.instance = r.s(n, "instance");
+  b.instances = r.ou(n, "instances");
+  b.reached = r.s(n, "reached");
+  b.shape = tensor_shape(r, r.at(n, "shape"));
+  b.dtype = r.s(n, "dtype");
+  if (r.has(n, "dtype_param")) b.dtype_param = r.s(n, "dtype_param");
+  if (r.has(n, "alternative")) b.alternative = r.s(n, "alternative");
+  return b;
+}
+
 Tensor tensor(const Reader& r, const Node& n) {
   Tensor t;
   t.id = r.s(n, "id");
@@ -672,6 +689,8 @@ ModelIr parse_model_ir(std::string_view json, std::string_view origin) {
   if (r.has(doc, "state_stores"))
     ir.state_stores =
         r.list<StateStore>(doc, "state_stores", [&](const Node& n) { return state_store(r, n); });
+  if (r.has(doc, "buffers"))
+    ir.buffers = r.list<Buffer>(doc, "buffers", [&](const Node& n) { return buffer(r, n); });
   ir.findings = r.list<Finding>(doc, "findings", [&](const Node& n) { return finding(r, n); });
   if (Node n = r.at(doc, "runtime"); !n.e.is_null()) ir.runtime = runtime(r, n);
   return ir;

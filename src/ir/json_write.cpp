@@ -306,6 +306,23 @@ void write_record(W& w, const StateStore& s) {
   w.end_object();
 }
 
+void write_record(W& w, const Buffer& b) {
+  w.begin_object();
+  w.field("id", b.id);
+  w.field("owner_type", b.owner_type);
+  w.field("field", b.field);
+  w.field("source", b.source);
+  w.field("created_at", b.created_at);
+  w.field("instance", b.instance);
+  opt(w, "instances", b.instances);
+  w.field("reached", b.reached);
+  shape(w, "shape", b.shape);
+  w.field("dtype", b.dtype);
+  if (!b.dtype_param.empty()) w.field("dtype_param", b.dtype_param);
+  if (!b.alternative.empty()) w.field("alternative", b.alternative);
+  w.end_object();
+}
+
 void write_record(W& w, const InstanceCall& c) {
   w.begin_object();
   w.field("id", c.id).field("entrypoint", c.entrypoint);
@@ -554,6 +571,7 @@ std::string write_model_ir(const ModelIr& ir) {
   section(w, "operations", ir.operations);
   section(w, "instance_calls", ir.instance_calls);
   if (!ir.state_stores.empty()) section(w, "state_stores", ir.state_stores);
+  if (!ir.buffers.empty()) section(w, "buffers", ir.buffers);
   section(w, "findings", ir.findings);
   runtime(w, ir.runtime);
   w.end_object();

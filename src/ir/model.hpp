@@ -403,6 +403,39 @@ struct StateStore {
   bool operator==(const StateStore&) const = default;
 };
 
+// A tensor a constructor computes and keeps in a struct field (issue #38, `memory`'s buffers):
+// rotary cos/sin tables, masks, position ids, built with `Tensor::arange`, `from_vec`, `zeros`,
+// .. and the operations on them, walked from the root's constructor with the config bound (and
+// from the constructor of a crate type the root's forward takes as an argument, as llama's
+// `Cache`). A VarBuilder weight is no buffer. One record per creation: a tensor shared by an
+// `Arc` or a clone across the instances holding it is one record, counted as often as the code
+// creating it runs.
+struct Buffer {
+  std::string id;          // buffer:<owner type>:<field>:<source>
+  std::string owner_type;  // the struct whose field keeps it (`models::mistral::RotaryEmbedding`)
+  std::string field;       // `sin`
+  std::string source;      // file:line of the field's initializer
+  std::string created_at;  // file:line of the operation that made the tensor
+  // The VarBuilder prefix of the constructor that made it (`model.layers.{i}.self_attn`; "" for
+  // the root's) and how many times one construction of the root runs it (the product of the
+  // loops around it; null when one is not known).
+  std::string instance;
+  std::optional<std::uint64_t> instances;
+  // "constructor", or "forward argument `cache`" (a crate type the root's forward takes, which
+  // its caller builds once).
+  std::string reached;
+  TensorShape shape;  // with the config bound: a dimension not evaluated is its text
+  std::string dtype = "Unknown";
+  // When dtype is Unknown: the run-time dtype it is made at (`vb.dtype()`: the model's; or a
+  // constructor parameter, `dtype`, its caller's).
+  std::string dtype_param;
+  // Made in one arm of an `if`/`match` the walk could not decide (`src/x.rs:12#1/3`: the branch,
+  // the arm and how many arms it has; an `if` without `else` has two): only one arm runs, so the
+  // arms of one branch are alternatives; "" otherwise.
+  std::string alternative;
+  bool operator==(const Buffer&) const = default;
+};
+
 struct ModelIr {
   std::string analysis_id;
   std::optional<CargoSummary> cargo;
@@ -416,6 +449,7 @@ struct ModelIr {
   std::vector<Operation> operations;
   std::vector<InstanceCall> instance_calls;
   std::vector<StateStore> state_stores;  // written only when not empty
+  std::vector<Buffer> buffers;           // written only when not empty
   std::vector<Finding> findings;
   std::optional<RuntimeSummary> runtime;
   bool operator==(const ModelIr&) const = default;

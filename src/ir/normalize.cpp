@@ -107,6 +107,7 @@ void normalize(ModelIr& ir) {
   }
   sort_dedup_by_id(ir.instance_calls);
   sort_dedup_by_id(ir.state_stores);
+  sort_dedup_by_id(ir.buffers);
   // The same rule at the same place with the same message is one finding with all its evidence.
   sort_dedup_by_id(ir.findings, [](Finding& keep, Finding& dup) {
     keep.related.insert(keep.related.end(), dup.related.begin(), dup.related.end());

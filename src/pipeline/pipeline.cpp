@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "analysis/buffers.hpp"
 #include "analysis/config_binding.hpp"
 #include "analysis/config_values.hpp"
 #include "analysis/dataflow.hpp"
@@ -537,6 +538,12 @@ Analysis analyze(const Options& opts) {
     };
   analysis::build_dataflow(crate, df, a.ir);
   if (!opts.all) scope_to_component(crate, a.ir);
+  // The tensors the root's constructor computes and keeps (rotary tables, masks): `memory`.
+  analysis::BufferOptions bo;
+  bo.config = inv.config;
+  bo.built_configs = &built_configs;
+  bo.args = &inv.args;
+  analysis::build_buffers(crate, bo, a.ir);
   // Checked after scoping, so that the inputs listed are the root's entrypoints' (a root forward
   // takes them), not every function's in scope nor the whole crate's.
   for (const auto& [name, dims] : opts.input_tensors)

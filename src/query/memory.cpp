@@ -485,6 +485,101 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
   // Two stores of one line (a layer's `k` and `v`) are listed once each; stores in other
   // entrypoints (a `forward_embeds`) are another run of the same state.
 
+  // Buffers: the tensors the constructor computes and keeps (ir.buffers), each creation once
+  // (an `Arc` shared by every layer is one), times the constructions that run it.
+  r.buffers = {0, Bound::exact, ""};
+  {
+    std::vector<std::string> unknown;
+    struct Alternatives {
+      std::vector<std::uint64_t> sums;  // known bytes per arm
+      bool unknown = false;
+    };
+    std::map<std::string, Alternatives> alternatives;
+    std::vector<std::string> branches;
+    bool caller_dtype = false;
+    for (const auto& b : ir.buffers) {
+      MemoryBuffer m;
+      m.instance = b.instance;
+      m.owner = b.owner_type + "." + b.field;
+      m.source = b.source;
+      m.reached = b.reached;
+      m.instances = b.instances;
+      // A run-time dtype: `vb.dtype()` is the model's (--dtype); a constructor's `dtype`
+      // parameter its caller gives, taken as the model's too.
+      std::string dt = b.dtype != "Unknown" ? b.dtype : b.dtype_param.empty() ? "" : r.dtype;
+      if (!b.dtype_param.empty() && b.dtype_param != "vb.dtype()") caller_dtype = true;
+      const std::uint64_t eb = dt.empty() ? 0 : dtype_bytes(dt);
+      m.dtype = eb ? dt : "?";
+      ir::StateStore::Stored t;
+      t.shape = b.shape;
+      Sized z = size_of(t, bind, std::nullopt, eb ? eb : 1, std::nullopt);
+      m.shape = z.shape;
+      if (!eb) z.bytes.reset();
+      m.per_instance = {z.bytes, z.bytes ? Bound::exact : Bound::unknown, ""};
+      m.total = m.per_instance;
+      m.total.bytes = mul(z.bytes, b.instances);
+      if (!m.total.bytes) {
+        m.total.bound = Bound::unknown;
+        const bool sized =
+            z.bytes || (!eb && size_of(t, bind, std::nullopt, 1, std::nullopt).bytes);
+        std::string why = !b.shape.rank ? "its shape is not followed"
+                          : !sized      ? "its shape " + z.shape + " is not all numbers"
+                          : !eb         ? "its dtype is not known"
+                                        : "how many times the constructor runs is not known";
+        unknown.push_back(m.owner + " (" + b.source + ": " + why + ")");
+        m.per_instance.note = why;
+      }
+      if (b.alternative.empty()) {
+        r.buffers.bytes = add(r.buffers.bytes, m.total.bytes.value_or(0));
+      } else {
+        // One arm of a branch the analysis did not decide: "file:line#arm/arms".
+        const auto hash = b.alternative.rfind('#'), slash = b.alternative.rfind('/');
+        const std::string branch = b.alternative.substr(0, hash);
+        auto arm = digits(b.alternative.substr(hash + 1, slash - hash - 1));
+        auto arms = digits(b.alternative.substr(slash + 1));
+        Alternatives& alt = alternatives[branch];
+        if (arms && *arms > 0 && *arms < 4096) alt.sums.resize(*arms, 0);
+        if (arm && *arm < alt.sums.size()) alt.sums[*arm] += m.total.bytes.value_or(0);
+        if (!m.total.bytes) alt.unknown = true;
+        const std::string why = "made in one of " + std::to_string(alt.sums.size()) +
+                                " arms of a branch at " + branch + " the analysis does not decide";
+        m.per_instance.note += (m.per_instance.note.empty() ? "" : "; ") + why;
+      }
+      r.buffer_rows.push_back(std::move(m));
+    }
+    // Only one arm of each undecided branch runs: its smallest arm is certain, its largest the
+    // most it can be.
+    for (const auto& [branch, alt] : alternatives) {
+      if (alt.sums.empty()) continue;
+      const std::uint64_t least = *std::min_element(alt.sums.begin(), alt.sums.end());
+      const std::uint64_t most = *std::max_element(alt.sums.begin(), alt.sums.end());
+      r.buffers.bytes = add(r.buffers.bytes, least);
+      if (least != most || alt.unknown)
+        branches.push_back("a branch at " + branch + " the analysis does not decide builds " +
+                           (alt.unknown ? std::string("buffers of unknown size in one arm")
+                                        : "between " + group(least) + " and " + group(most) +
+                                              " bytes: the least counted"));
+    }
+    if (!unknown.empty() || !branches.empty()) {
+      std::string l;
+      if (!unknown.empty()) {
+        l = std::to_string(unknown.size()) + " buffer" + (unknown.size() == 1 ? "" : "s") +
+            " of unknown size: ";
+        for (std::size_t i = 0; i < unknown.size() && i < 3; ++i)
+          l += (i ? "; " : "") + unknown[i];
+        if (unknown.size() > 3) l += "; ...";
+      }
+      for (const auto& br : branches)
+        l += (l.empty() ? "" : "; ") + br;
+      r.buffers.bound = r.buffers.bytes && *r.buffers.bytes > 0 ? Bound::lower : Bound::unknown;
+      if (r.buffers.bound == Bound::unknown) r.buffers.bytes.reset();
+      r.buffers.note = std::string(r.buffers.bound == Bound::lower ? "at least: " : "") + l;
+    } else if (caller_dtype) {
+      r.buffers.note = "a buffer built at its constructor's dtype parameter is counted at " +
+                       r.dtype + " (the caller is taken to pass the model's dtype)";
+    }
+  }
+
   // Activations: the peak of live tensors over one forward at the batch and context
   // (memory_liveness.hpp); every allocation of the forward is the most it can be.
   {
@@ -538,9 +633,10 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
   }
   // Inference: weights + state + activations; the least it can be decides "does not fit", the
   // most "fits".
-  const std::vector<MemoryFigure> parts = {r.weights, r.kv_cache, r.state, r.activations};
+  const std::vector<MemoryFigure> parts = {r.weights, r.kv_cache, r.state, r.buffers,
+                                           r.activations};
   r.inference = total_of(parts, r.activations.bound == Bound::unknown
-                                    ? "activations not known: at least weights and state"
+                                    ? "activations not known: at least weights, state and buffers"
                                 : r.activations.bound == Bound::lower
                                     ? "the activations' peak is a lower bound"
                                     : "");
@@ -556,13 +652,15 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
   r.training.bytes = mul(r.weights.bytes, 4);
   if (master) r.training.bytes = add(r.training.bytes, mul(r.parameters, 4));
   r.training.bytes = add(r.training.bytes, r.activations_kept);
+  r.training.bytes = add(r.training.bytes, lo(r.buffers));
   r.training.bound = r.weights.bound == Bound::unknown ? Bound::unknown : Bound::lower;
   r.training.note = "weights, gradients and AdamW's two moments (4 x weights)" +
                     std::string(master ? ", an fp32 master copy of the weights" : "") +
                     ", and the activations backward keeps (" +
                     (r.activations_kept_exact ? "" : "at least ") + group(r.activations_kept) +
-                    " bytes: every output of an operation downstream of a parameter); backward's "
-                    "own transient gradients are left out";
+                    " bytes: every output of an operation downstream of a parameter)" +
+                    (lo(r.buffers) ? ", and the buffers the constructor keeps" : "") +
+                    "; backward's own transient gradients are left out";
   if (opts.master_fp32 && !master && elem >= 4)
     r.notes.push_back("--master-fp32: the weights are already 32-bit; no master copy added.");
   if (!r.training.bytes) r.training.bound = Bound::unknown;
@@ -583,7 +681,7 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
     if (r.weights.bytes && r.weights.bound == Bound::exact && r.kv_cache.bytes &&
         r.kv_cache.bound == Bound::exact && r.state.bytes && r.state.bound == Bound::exact &&
         *r.kv_cache.bytes > 0) {
-      const std::uint64_t base = *r.weights.bytes + *r.state.bytes;
+      const std::uint64_t base = *r.weights.bytes + *r.state.bytes + lo(r.buffers);
       if (base < dev) {
         const std::uint64_t room = dev - base;
         const std::uint64_t per_pos = *r.kv_cache.bytes / r.context;  // cat caches: linear
@@ -685,6 +783,7 @@ MemoryReport memory_from_gguf(const std::string& root, const MemoryOptions& opts
   const std::string unread = "not read from the code (below)";
   r.kv_cache = {std::nullopt, Bound::unknown, unread};
   r.state = {std::nullopt, Bound::unknown, unread};
+  r.buffers = {std::nullopt, Bound::unknown, unread};
   r.activations = {std::nullopt, Bound::unknown, unread};
   r.inference = total_of({r.weights, r.kv_cache, r.state, r.activations},
                          "KV cache, state and activations not known: at least the weights");
@@ -726,6 +825,7 @@ std::string render_memory_text(const MemoryReport& r) {
   if (r.quant) quant_lines(o, *r.quant);
   line("KV cache", r.kv_cache, "");
   line("Other state", r.state, "");
+  if (!r.file_only) line("Buffers (constructor)", r.buffers, "");
   line("Activations (peak)", r.activations,
        r.activations_at.empty() ? "" : "at " + r.activations_at);
   line("Inference total", r.inference, "");
@@ -742,6 +842,18 @@ std::string render_memory_text(const MemoryReport& r) {
            (s.instances ? group(*s.instances) : std::string("?")) + " = " + figure_text(s.total) +
            (s.grows ? "" : "  (constant in the context)") + "\n";
       if (!s.per_instance.note.empty()) o += "    " + s.per_instance.note + "\n";
+    }
+  }
+  if (!r.buffer_rows.empty()) {
+    o += "\nBuffers the constructor computes and keeps (per instance x instances):\n";
+    for (const auto& b : r.buffer_rows) {
+      o += "  " + (b.instance.empty() ? std::string("(root)") : b.instance) + "  " + b.owner +
+           "  " + b.source +
+           (b.reached == "constructor" ? "" : "  (" + b.reached + ", built by its caller)") + "\n";
+      o += "    " + b.shape + " " + b.dtype + "  " + figure_text(b.per_instance) + " x " +
+           (b.instances ? group(*b.instances) : std::string("?")) + " = " + figure_text(b.total) +
+           "\n";
+      if (!b.per_instance.note.empty()) o += "    " + b.per_instance.note + "\n";
     }
   }
   if (r.device_bytes) {
@@ -826,6 +938,7 @@ std::string render_memory_json(const MemoryReport& r) {
   }
   fig("kv_cache_bytes", r.kv_cache);
   fig("state_bytes", r.state);
+  fig("buffers_bytes", r.buffers);
   fig("activations_peak_bytes", r.activations);
   w.field("activations_peak_at", r.activations_at);
   fig("inference_total_bytes", r.inference);
@@ -850,6 +963,25 @@ std::string render_memory_json(const MemoryReport& r) {
     if (s.slots > 1) w.field("slots", s.slots);
     fig("bytes_per_instance", s.per_instance);
     fig("bytes", s.total);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("buffers").begin_array();
+  for (const auto& b : r.buffer_rows) {
+    w.begin_object();
+    w.field("instance", b.instance);
+    w.field("owner", b.owner);
+    w.field("source", b.source);
+    w.field("reached", b.reached);
+    w.key("instances");
+    if (b.instances)
+      w.value(*b.instances);
+    else
+      w.null();
+    w.field("shape", b.shape);
+    w.field("dtype", b.dtype);
+    fig("bytes_per_instance", b.per_instance);
+    fig("bytes", b.total);
     w.end_object();
   }
   w.end_array();

@@ -60,6 +60,18 @@ struct MemoryState {
   MemoryFigure per_instance, total;
 };
 
+// A tensor the constructor computes and keeps in a field (ir::Buffer): a rotary table, a mask.
+struct MemoryBuffer {
+  std::string instance;  // the VarBuilder prefix of the constructor that made it ("" the root's)
+  std::string owner;     // `models::mistral::RotaryEmbedding.sin`
+  std::string source;    // file:line of the field's initializer
+  std::string reached;   // "constructor" or "forward argument `cache`"
+  std::optional<std::uint64_t> instances;
+  std::string shape;  // "[32768, 64]"
+  std::string dtype;  // the dtype counted ("BF16"), "?" when not known
+  MemoryFigure per_instance, total;
+};
+
 struct MemoryReport {
   std::string model;  // the root's Rust path
   std::string dtype;
@@ -73,6 +85,10 @@ struct MemoryReport {
   std::optional<QuantWeights> quant;
   bool file_only = false;  // memory_from_gguf: no model analysed, the file alone
   MemoryFigure weights, kv_cache, state, activations, inference, training;
+  // Tensors the constructor computes and keeps (rotary tables, masks): allocated for the model's
+  // life, whatever the context.
+  MemoryFigure buffers;
+  std::vector<MemoryBuffer> buffer_rows;
   // Where the activations peak ("model.layers.{i}.self_attn softmax_last_dim (src/model.rs:98)"),
   // every allocation of the forward, and what autograd keeps of them for backward (bytes).
   std::string activations_at;

@@ -88,7 +88,7 @@ void write_memory(JsonWriter& w, const MemoryView& m) {
     opt_u64(w, "total_bytes", s.total_bytes);
     w.field("bound", s.bound);
     string_list(w, "shapes", s.shapes);
-    w.field("kind", s.grows ? "kv_cache" : "state");
+    w.field("kind", s.buffer ? "buffer" : s.grows ? "kv_cache" : "state");
     w.end_object();
   }
   w.end_array();

@@ -62,6 +62,9 @@ struct MemoryStateView {
   std::string bound;  // of the per-instance figure
   std::vector<std::string> shapes;
   bool grows = false;  // a KV cache (grows with the context) rather than constant state
+  // A tensor the constructor computes and keeps (`memory`'s buffers): `place` is the type and
+  // field (`models::mistral::RotaryEmbedding.sin`), `shapes` its shape and dtype.
+  bool buffer = false;
 };
 struct MemoryView {
   std::string dtype, context_source;

@@ -33,7 +33,11 @@ act=$((3 * 4194304 + 2 * 268435456))
 field activations_peak_at <<<"$j" | grep -q '^model.layers.{i}.self_attn mul (src/model.rs:93)$' \
   || fail "peak place: $(field activations_peak_at <<<"$j")"
 [ "$(field inference_total_bytes.bound <<<"$j")" = lower_bound ] || fail "inference bound: $(field inference_total_bytes <<<"$j")"
-[ "$(field inference_total_bytes.bytes <<<"$j")" = $((15803392 + 16777216 + act)) ] || fail "inference: $j"
+# Buffers: the rotary cos and sin tables the constructor computes once ([max_position_embeddings =
+# 1024, head_dim / 2 = 16] at F32: 2 x 65,536 bytes), shared by the layers' clones.
+[ "$(field buffers_bytes.bytes <<<"$j") $(field buffers_bytes.bound <<<"$j")" = "131072 exact" ] \
+  || fail "buffers: $(field buffers_bytes <<<"$j")"
+[ "$(field inference_total_bytes.bytes <<<"$j")" = $((15803392 + 16777216 + 131072 + act)) ] || fail "inference: $j"
 # Training: 4 x weights, and at least the peak's tracked tensors kept for backward.
 tb="$(field training_total_bytes.bytes <<<"$j")"
 [ "$tb" -ge $((4 * 15803392 + act)) ] || fail "training: $(field training_total_bytes <<<"$j")"
@@ -49,10 +53,11 @@ jm="$(mem --dtype BF16 --context 128 --master-fp32)" || fail "memory --master-fp
 jp="$(mem --dtype BF16 --context 128)" || fail "memory BF16 exited $?"
 [ "$(field training_total_bytes.bytes <<<"$jm")" = $(( $(field training_total_bytes.bytes <<<"$jp") + 15803392 )) ] \
   || fail "master copy: $(field training_total_bytes <<<"$jm") vs $(field training_total_bytes <<<"$jp")"
-# Fit on 64 MiB at batch 2: room 67,108,864 - 15,803,392 = 51,305,472 bytes; 8,192 bytes per
-# position (all layers, k and v, batch 2) -> 6,262 positions; 8,388,608 per sequence at 2048 -> 6.
+# Fit on 64 MiB at batch 2: room 67,108,864 - 15,803,392 (weights) - 131,072 (the rotary
+# tables) = 51,174,400 bytes; 8,192 bytes per position (all layers, k and v, batch 2) -> 6,246
+# positions; 8,388,608 per sequence at 2048 -> 6.
 j="$(mem --context 2048 --batch 2 --device-memory 64MiB)" || fail "memory --device-memory exited $?"
-[ "$(field fit.max_context <<<"$j")" = 6262 ] || fail "largest context: $(field fit <<<"$j")"
+[ "$(field fit.max_context <<<"$j")" = 6246 ] || fail "largest context: $(field fit <<<"$j")"
 [ "$(field fit.max_batch <<<"$j")" = 6 ] || fail "largest batch: $(field fit <<<"$j")"
 # Weights, cache and at least 524 MiB of activations exceed 64 MiB: it does not fit.
 [ "$(field fit.fits <<<"$j")" = no ] || fail "the activations alone exceed 64 MiB: $(field fit <<<"$j")"
@@ -83,7 +88,7 @@ out="$(printf '%s\n' \
 node -e 'const lines = require("fs").readFileSync(0, "utf8").trim().split("\n").map(JSON.parse);
   const ok = lines.find((l) => l.id === 2), bad = lines.find((l) => l.id === 3);
   const item = JSON.parse(ok.result.content[0].text).items[0];
-  if (ok.result.isError || item.kv_cache_bytes.bytes !== 16777216 || item.fit.max_context !== 6262)
+  if (ok.result.isError || item.kv_cache_bytes.bytes !== 16777216 || item.fit.max_context !== 6246)
     { console.error("query_memory: " + ok.result.content[0].text.slice(0, 400)); process.exit(1); }
   if (!bad.result.isError || !/device-memory|not a size/.test(bad.result.content[0].text))
     { console.error("a bad device_memory is not a tool error: " + JSON.stringify(bad)); process.exit(1); }' <<<"$out" \

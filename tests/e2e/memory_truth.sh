@@ -72,4 +72,31 @@ for r in "${acts[@]}"; do
     echo "ok   $name: activations peak $peak ($bound) at $at; by hand $hand"
   fi
 done
+# Buffers: the tensors the constructor computes and keeps (rotary cos/sin tables), against hand
+# arithmetic (docs/memory.md, "Buffers by hand"); the weights, KV cache and state above are not
+# changed by them.
+# name | root | config | context | buffers bytes | bound [| extra flags]
+bufs=(
+  "Mistral-7B (one RotaryEmbedding in an Arc shared by 32 layers: sin + cos [32768, 64] at BF16)|models::mistral::Model|mistral-7b-v0.1.json|8192|8388608|exact"
+  "Llama-2-7b (llama.rs Cache, built by the forward's caller: cos + sin [4096, 64] at F16)|models::llama::Llama|llama-2-7b.json|4096|1048576|exact"
+  "gemma-2b (sin + cos [8192, 128] at BF16)|models::gemma::Model|gemma-2b.json|4096|4194304|exact"
+  "Phi-3-mini-4k (partial_rotary_factor None: sin + cos [4096, 48] at BF16)|models::phi3::Model|phi-3-mini-4k.json|4096|786432|exact"
+  "phi-2 (a RotaryEmbedding per layer: 32 x sin + cos [2048, 16] at F32)|models::phi::Model|phi-2.json|2048|8388608|exact"
+  "falcon-7b (inv_freq [32] F32 per layer; the lazy cos/sin cache is other state)|models::falcon::Falcon|falcon-7b.json|4096|4096|exact"
+  "DeepSeek-V2-Lite (YaRN rope: sin + cos [163840, 32] at BF16)|models::deepseek2::DeepSeekV2|deepseek-v2-lite.json|4096|20971520|exact"
+  "whisper-tiny decoder (its causal mask from_vec [448, 448] F32)|models::whisper::model::TextDecoder|whisper-tiny.json|448|802816|exact|--input-shape x=1x448,xa=1x1500x384"
+)
+for r in "${bufs[@]}"; do
+  IFS='|' read -r name model config ctx want wbound extra <<<"$r"
+  # shellcheck disable=SC2086
+  j="$("$cg" memory "$ct" --root "$model" --config "$root/tools/published/$config" --context "$ctx" \
+    --format json $extra 2>/dev/null)" || { echo "FAIL $name: memory exited $?"; bad=1; continue; }
+  got="$(node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    console.log([j.buffers_bytes.bytes, j.buffers_bytes.bound].join(" "))' <<<"$j")"
+  if [ "$got" != "$want $wbound" ]; then
+    echo "FAIL $name: buffers '$got', by hand '$want $wbound'"; bad=1
+  else
+    echo "ok   $name: buffers $want ($wbound)"
+  fi
+done
 exit "$bad"

@@ -175,5 +175,36 @@ TEST(ModelJson, ReadsFileAndNamesMissingFile) {
   std::filesystem::remove_all(dir);
 }
 
+// A constructor's buffers (`ir.buffers`, issue #38) round-trip; an IR without them writes no key.
+TEST(ModelJson, BuffersRoundTripAndAreOmittedWhenEmpty) {
+  ModelIr ir = testing::sample_model();
+  EXPECT_EQ(write_model_ir(ir).find("\"buffers\""), std::string::npos);
+  Buffer b;
+  b.id = "buffer:models::mistral::RotaryEmbedding:sin:src/models/mistral.rs:133";
+  b.owner_type = "models::mistral::RotaryEmbedding";
+  b.field = "sin";
+  b.source = "src/models/mistral.rs:133";
+  b.created_at = "src/models/mistral.rs:133";
+  b.instance = "";
+  b.instances = 1;
+  b.reached = "constructor";
+  b.shape.rank = 2;
+  b.shape.dimensions = {{std::nullopt, "32768"}, {std::nullopt, "64"}};
+  b.dtype_param = "vb.dtype()";
+  Buffer c = b;
+  c.id += "#1";
+  c.instances.reset();
+  c.dtype = "F32";
+  c.dtype_param.clear();
+  c.alternative = "src/models/x.rs:12#1/2";
+  ir.buffers = {b, c};
+  const std::string text = write_model_ir(ir);
+  EXPECT_NE(text.find("\"buffers\": ["), std::string::npos) << text;
+  EXPECT_NE(text.find("\"alternative\": \"src/models/x.rs:12#1/2\""), std::string::npos) << text;
+  const ModelIr back = parse_model_ir(text, "model.json");
+  EXPECT_EQ(back, ir);
+  EXPECT_EQ(write_model_ir(back), text);
+}
+
 }  // namespace
 }  // namespace cg::ir

@@ -1586,7 +1586,7 @@
     if (mem) {
       body.appendChild(el('h3', null, 'Memory'));
       body.appendChild(el('p', 'muted', mem.dtype + ', batch ' + fmtInt(mem.batch) + ', context ' + fmtInt(mem.context) + ' (' + mem.context_source + '); `candle-graph memory` sizes others'));
-      var md = el('dl'), names = { weights: 'weights', kv_cache: 'KV cache', state: 'other state', activations: 'activations (peak)', inference_total: 'inference total', training_total: 'training (AdamW)' };
+      var md = el('dl'), names = { weights: 'weights', kv_cache: 'KV cache', state: 'other state', buffers: 'buffers (constructor)', activations: 'activations (peak)', inference_total: 'inference total', training_total: 'training (AdamW)' };
       mem.figures.forEach(function (f) {
         md.appendChild(el('dt', null, names[f.name] || f.name));
         var dd = el('dd', 'fig', fmtBound(f.bytes, f.bound)); if (f.note) dd.title = f.note; md.appendChild(dd);
@@ -1596,7 +1596,8 @@
     }
     body.appendChild(el('p', 'muted', 'Select an item to see every field.'));
   }
-  // The state a module keeps across calls (`memory`'s per-layer list): a family's record
+  // The state a module keeps across calls (`memory`'s per-layer list, with the buffers its
+  // constructor made: kind `buffer`): a family's record
   // (`model.layers.{i}.self_attn`) stands for each of its members.
   function memoryStates(prefix) {
     if (!P.memory || prefix == null) return [];
@@ -1644,7 +1645,7 @@
     // The state this module keeps across calls (a KV cache, a recurrent state), per instance.
     function stateSection(prefix) {
       memoryStates(prefix).forEach(function (s) {
-        body.appendChild(el('h3', null, s.kind === 'kv_cache' ? 'KV cache kept across calls' : 'State kept across calls'));
+        body.appendChild(el('h3', null, s.kind === 'kv_cache' ? 'KV cache kept across calls' : s.kind === 'buffer' ? 'Buffer kept from the constructor' : 'State kept across calls'));
         body.appendChild(dl({ place: s.place, stored: s.shapes.join(' + '), per_instance: fmtBound(s.per_instance_bytes, s.bound), instances: s.instances != null ? fmtInt(s.instances) : '?',
           all_instances: fmtBound(s.total_bytes, s.bound), at: P.memory.dtype + ', batch ' + fmtInt(P.memory.batch) + ', context ' + fmtInt(P.memory.context), source: s.source }));
       });
