@@ -497,7 +497,23 @@ MemoryReport build_memory(const pipeline::Analysis& a, const std::string& config
     std::map<std::string, Alternatives> alternatives;
     std::vector<std::string> branches;
     bool caller_dtype = false;
+    // The fields the root's forward stores into (`state.per_layer[i].linear_attention = ..`):
+    // a caller-built argument's tensor there is state the forward replaces, counted above as
+    // state, not a buffer as well.
+    std::set<std::string> stored_fields;
+    for (const auto& st : ir.state_stores) {
+      if (st.entrypoint != root->entrypoint) continue;
+      std::string place = st.place;
+      while (!place.empty() && place.back() == ']')
+        if (auto open = place.rfind('['); open != std::string::npos)
+          place.resize(open);
+        else
+          break;
+      stored_fields.insert(
+          place.substr(place.rfind('.') == std::string::npos ? 0 : place.rfind('.') + 1));
+    }
     for (const auto& b : ir.buffers) {
+      if (b.reached.rfind("forward argument", 0) == 0 && stored_fields.count(b.field)) continue;
       MemoryBuffer m;
       m.instance = b.instance;
       m.owner = b.owner_type + "." + b.field;

@@ -85,6 +85,7 @@ bufs=(
   "falcon-7b (inv_freq [32] F32 per layer; the lazy cos/sin cache is other state)|models::falcon::Falcon|falcon-7b.json|4096|4096|exact"
   "DeepSeek-V2-Lite (YaRN rope: sin + cos [163840, 32] at BF16)|models::deepseek2::DeepSeekV2|deepseek-v2-lite.json|4096|20971520|exact"
   "whisper-tiny decoder (its causal mask from_vec [448, 448] F32)|models::whisper::model::TextDecoder|whisper-tiny.json|448|802816|exact|--input-shape x=1x448,xa=1x1500x384"
+  "rwkv_v5 (its State, built by the caller, is what the forward replaces: state, counted once, no buffer)|models::rwkv_v5::Model|../../tests/fixtures/rwkv/rwkv5-hand.json|1024|0|exact"
 )
 for r in "${bufs[@]}"; do
   IFS='|' read -r name model config ctx want wbound extra <<<"$r"
