@@ -209,6 +209,7 @@ class BodyContext : public EvalContext {
       : binding_(b), self_(std::move(self)) {}
   std::map<std::string, SymValue, std::less<>> locals;
   std::map<std::string, ConfigRef, std::less<>> config_locals;  // `cfg` parameters (constructors)
+  std::string module;  // the evaluated body's module, where its paths resolve
 
   std::optional<SymValue> lookup(std::string_view name) override {
     auto it = locals.find(name);
@@ -228,6 +229,9 @@ class BodyContext : public EvalContext {
     auto ref = resolve(body, recv);
     if (!ref) return std::nullopt;
     return binding_.method(*ref, name, args);
+  }
+  std::optional<std::vector<std::string>> variant_spellings(std::string_view path) override {
+    return binding_.variant_spellings(path, module);
   }
 
   std::optional<ConfigRef> resolve(const rust::Body& body, NodeId n) {
@@ -264,6 +268,24 @@ std::optional<std::vector<std::string>> ConfigBinding::variant_names(
   if (t.empty() || t.find('<') != std::string::npos) return std::nullopt;
   for (const auto& c : crate_.resolve(module, t)) {
     if (c.kind == rust::Candidate::Kind::External) return library_enum_names(c.path);
+    if (c.kind == rust::Candidate::Kind::Item) break;  // the first that names one decides
+  }
+  auto table = variant_table(t, module);
+  if (!table) return std::nullopt;
+  std::vector<std::string> names;
+  for (auto& [variant, spellings] : *table)
+    for (auto& n : spellings)
+      names.push_back(std::move(n));
+  return names;
+}
+
+// The strings serde's derived Deserialize reads as each unit variant of crate-local enum `t`
+// (its `rename_all`, `rename` and `alias`es), variant by variant; nullopt when `t` is no such
+// enum or serde's rule is not judged here (`untagged`, `#[serde(other)]`, a hand-written
+// Deserialize).
+std::optional<std::vector<std::pair<std::string, std::vector<std::string>>>>
+ConfigBinding::variant_table(const std::string& t, const std::string& module) const {
+  for (const auto& c : crate_.resolve(module, t)) {
     if (c.kind != rust::Candidate::Kind::Item) continue;
     const rust::Item& e = crate_.items()[c.item];
     if (e.kind != rust::ItemKind::Enum) return std::nullopt;
@@ -277,7 +299,7 @@ std::optional<std::vector<std::string>> ConfigBinding::variant_names(
       if (auto r = attr_value(a, "rename_all")) rule = *r;
     }
     if (!derived) return std::nullopt;
-    std::vector<std::string> names;
+    std::vector<std::pair<std::string, std::vector<std::string>>> table;
     for (const rust::Field& v : e.variants) {
       std::string name = serde_case(v.name, rule);
       std::vector<std::string> aliases;
@@ -291,12 +313,25 @@ std::optional<std::vector<std::string>> ConfigBinding::variant_names(
           aliases.push_back(std::move(al));
       }
       if (!v.type_text.empty()) continue;  // a value-carrying variant: no bare string names it
-      if (!name.empty()) names.push_back(name);
+      std::vector<std::string> spellings;
+      if (!name.empty()) spellings.push_back(name);
       for (auto& al : aliases)
-        names.push_back(std::move(al));
+        spellings.push_back(std::move(al));
+      table.emplace_back(v.name, std::move(spellings));
     }
-    return names;
+    return table;
   }
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> ConfigBinding::variant_spellings(
+    std::string_view path, const std::string& module) const {
+  const auto sep = path.rfind("::");
+  if (sep == std::string_view::npos) return std::nullopt;
+  auto table = variant_table(std::string(path.substr(0, sep)), module);
+  if (!table) return std::nullopt;
+  for (auto& [variant, spellings] : *table)
+    if (variant == path.substr(sep + 2)) return spellings;
   return std::nullopt;
 }
 
@@ -744,6 +779,7 @@ SymValue ConfigBinding::eval_fn_body(std::size_t fn_item, const std::optional<Co
     ~Guard() { --d; }
   } guard{depth_};
   BodyContext ctx(*this, self);
+  ctx.module = f.module;
   for (std::size_t i = 0; i < f.params.size() && i < args.size(); ++i)
     ctx.locals[f.params[i].name] = args[i];
   // A comment or attribute after the last statement leaves no tail to evaluate.
@@ -787,6 +823,7 @@ bool ConfigBinding::with_constructor(
       NodeId lit = first_struct_literal(body, body.root, type_name, 0);
       if (lit == kNone) continue;
       BodyContext ctx(*this, std::nullopt);
+      ctx.module = f.module;
       for (const auto& p : f.params) {
         auto ref = config_of_type(p.type_text, f.module);
         if (!ref) continue;

@@ -105,6 +105,10 @@ class ConfigBinding {
   // `text_config: cfg.text_config.clone()`), bound as its parameter is; nullopt otherwise.
   std::optional<ConfigRef> constructor_field_config(std::size_t type_item,
                                                     std::string_view field) const;
+  // The strings a config.json value must be to deserialize as the unit variant `path` names
+  // (`ModelVersion::V7b`, resolved from `module`); nullopt when it names no such variant.
+  std::optional<std::vector<std::string>> variant_spellings(std::string_view path,
+                                                            const std::string& module) const;
 
   struct Diag {
     std::string source, message;
@@ -136,6 +140,8 @@ class ConfigBinding {
   void validate(std::size_t item, const std::string& path, int depth) const;
   std::optional<std::vector<std::string>> variant_names(const std::string& type_text,
                                                         const std::string& module) const;
+  std::optional<std::vector<std::pair<std::string, std::vector<std::string>>>> variant_table(
+      const std::string& t, const std::string& module) const;
   SymValue default_of(const ConfigRef& c, const StructInfo& s, const FieldInfo& f) const;
   SymValue impl_default(const ConfigRef& c, const FieldInfo& f) const;
   std::optional<FieldResult> deserialized(const ConfigRef& c, const FieldInfo& f) const;

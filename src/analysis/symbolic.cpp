@@ -1,5 +1,6 @@
 #include "analysis/symbolic.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -192,6 +193,19 @@ struct Evaluator {
     // `x && true` and `x || false` are x.
     if ((op == "&&" || op == "||") && b.kind == SymValue::Kind::boolean && !a.concrete()) return a;
     if ((op == "&&" || op == "||") && a.kind == SymValue::Kind::boolean && !b.concrete()) return b;
+    // `cfg.version == ModelVersion::V7b`: a config string against a variant of the enum serde
+    // read it as.
+    if ((op == "==" || op == "!=") &&
+        (a.kind == SymValue::Kind::string) != (b.kind == SymValue::Kind::string)) {
+      const bool left = a.kind == SymValue::Kind::string;
+      const NodeId other = left ? node.b : node.a;
+      if (body[other].kind == rust::Kind::Path && body[other].is_scoped_identifier())
+        if (auto names = ctx.variant_spellings(body[other].str)) {
+          const std::string& s = left ? a.text : b.text;
+          const bool eq = std::find(names->begin(), names->end(), s) != names->end();
+          return SymValue::of_bool(op == "==" ? eq : !eq);
+        }
+    }
     if (!a.concrete()) return composed(a, op, b, a.reason);
     if (!b.concrete()) return composed(a, op, b, b.reason);
     return binary_value(op, a, b, text(n));

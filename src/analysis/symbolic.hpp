@@ -53,6 +53,11 @@ class EvalContext {
   virtual std::optional<SymValue> method(const rust::Body& body, rust::NodeId receiver,
                                          std::string_view method,
                                          const std::vector<SymValue>& args) = 0;
+  // The strings a config value must be to be the unit variant `path` names (`Kind::A`, serde's
+  // spelling of it); nullopt when not known.
+  virtual std::optional<std::vector<std::string>> variant_spellings(std::string_view /*path*/) {
+    return std::nullopt;
+  }
 };
 // Evaluates `expr` of `body`. Depth-bounded: deeper expressions stay symbolic with a reason
 // instead of exhausting the stack.

@@ -131,6 +131,11 @@ class BuilderDomain : public EvalContext {
                                 std::string_view name) override;
   std::optional<SymValue> method(const rust::Body& body, NodeId recv, std::string_view name,
                                  const std::vector<SymValue>& args) override;
+  // `cfg.version == ModelVersion::V7b`, resolved from the running function's module.
+  std::optional<std::vector<std::string>> variant_spellings(std::string_view path) override {
+    if (!eng_ || !bind_config_) return std::nullopt;
+    return binding_.variant_spellings(path, crate_.items()[eng_->item()].module);
+  }
 
  private:
   // Per inlined constructor or helper: the instance it builds into (a helper shares its

@@ -237,6 +237,10 @@ class TensorDomain {
   std::map<std::pair<std::ptrdiff_t, std::string>, std::shared_ptr<const ConfigRef>> ctor_configs_;
   std::shared_ptr<const ConfigRef> constructor_config(std::ptrdiff_t type_item,
                                                       const std::string& f);
+  // Field names some function of the crate (or its dependencies) writes outside a struct
+  // literal: an assignment to `x.f` (or into it), `x.f.take()`-like calls, `&mut x.f`.
+  std::optional<std::set<std::pair<std::ptrdiff_t, std::string>>> written_fields_;
+  bool field_ever_written(std::ptrdiff_t type_item, const std::string& f);
   bool constructor_none(std::ptrdiff_t type_item, const std::string& f);
   std::unordered_map<std::ptrdiff_t, std::map<std::string, std::string>> ctor_strings_;
   std::unordered_map<std::string, std::size_t> fn_index_;

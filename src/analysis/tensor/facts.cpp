@@ -140,6 +140,53 @@ std::shared_ptr<const ConfigRef> TensorDomain::constructor_config(std::ptrdiff_t
   return it->second;
 }
 
+bool TensorDomain::field_ever_written(std::ptrdiff_t type_item, const std::string& f) {
+  if (!written_fields_) {
+    written_fields_.emplace();
+    for (std::size_t i = 0; i < crate_.items().size(); ++i) {
+      const rust::Item& it = crate_.items()[i];
+      if (it.kind != rust::ItemKind::Function && it.kind != rust::ItemKind::Method) continue;
+      const rust::Body& b = crate_.lowered(i);
+      // `if let Some(x) = &mut p` / `match &mut p`: the pattern reaches into the payload; the
+      // Option itself keeps its variant.
+      std::set<NodeId> scrutinees;
+      for (NodeId n = 0; n < b.size(); ++n) {
+        if (b[n].kind == Kind::LetCond && b[n].b != rust::kNone) scrutinees.insert(b[n].b);
+        if (b[n].kind == Kind::Match && b[n].a != rust::kNone) scrutinees.insert(b[n].a);
+      }
+      for (NodeId n = 0; n < b.size(); ++n) {
+        const rust::Node& nd = b[n];
+        NodeId place = rust::kNone;
+        if (nd.kind == Kind::Assign || nd.kind == Kind::CompoundAssign) place = nd.a;
+        if (nd.kind == Kind::MethodCall && interp::option_mutator(nd.str)) place = nd.a;
+        if (nd.kind == Kind::Ref && (nd.flags & rust::kMut) && !scrutinees.count(n)) place = nd.a;
+        // Every field on the place's way (`self.caches[i].k = ..` writes `caches` and `k`); the
+        // owner's type where the chain starts at `self` or at a parameter of a crate type, else
+        // any type (-1).
+        std::vector<std::pair<NodeId, std::string>> chain;
+        while (place != rust::kNone &&
+               (b[place].kind == Kind::Field || b[place].kind == Kind::Index ||
+                b[place].kind == Kind::Paren)) {
+          if (b[place].kind == Kind::Field) chain.emplace_back(place, std::string(b[place].str));
+          place = b[place].a;
+        }
+        if (chain.empty()) continue;
+        std::ptrdiff_t owner = -1;
+        if (place != rust::kNone && b[place].kind == Kind::Path) {
+          if (b[place].is_self()) owner = owner_item(i);
+          for (const auto& p : it.params)
+            if (b[place].is_identifier() && p.name == b[place].str)
+              owner = resolve_type(it.module, p.type_text);
+        }
+        // Only the field read first off the owner has the owner's type; deeper ones any type.
+        for (std::size_t k = 0; k < chain.size(); ++k)
+          written_fields_->insert({k + 1 == chain.size() ? owner : -1, chain[k].second});
+      }
+    }
+  }
+  return written_fields_->count({type_item, f}) > 0 || written_fields_->count({-1, f}) > 0;
+}
+
 // A method a trait of the crate (or of a dependency) adds to candle's `Tensor` (`impl SplitOp for
 // Tensor { fn split(&self, ..) }`), when Tensor has no method of that name itself (an inherent
 // method wins, as in Rust) and no crate-local type is named `Tensor`; -1 otherwise.
@@ -426,6 +473,11 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
       if (root_run_ && binding_ && typed.type_item >= 0 && !typed.tensor)
         out.config = constructor_config(base.type_item, f);
       out.fresh_none = root_run_ && constructor_none(base.type_item, f);
+      // Written `None` by every constructor and by nothing else (no assignment, `take`,
+      // `insert`, `&mut` borrow of a field of that name anywhere): it is `None` on every call,
+      // so `if let Some(dea) = &self.dea` never runs (rwkv_v7's V7b-only attention).
+      if (out.fresh_none && !field_ever_written(base.type_item, f))
+        out.variant = Val::Variant::none;
       if (typed.tensor &&
           (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
            fl.container == rust::Container::Arc)) {
