@@ -33,12 +33,13 @@ typename Engine<D>::Value Engine<D>::eval_loop(NodeId n) {
         for (const auto& name : assigned_every_iteration(nd.c))
           if (const Value* v = env().find(name)) last.emplace_back(name, *v);
       merge_loop(saved);
-      for (auto& [name, v] : last)
-        if (const Value* before = saved.find(name)) {
+      for (auto& entry : last)  // no structured binding: clang refuses one in `requires`
+        if (const Value* before = saved.find(entry.first)) {
+          Value& v = entry.second;
           if constexpr (requires { dom_.loop_exit(*before, v); })
-            env().set(name, dom_.loop_exit(*before, v));
+            env().set(entry.first, dom_.loop_exit(*before, v));
           else
-            env().set(name, std::move(v));
+            env().set(entry.first, std::move(v));
         }
     }
   } else {
