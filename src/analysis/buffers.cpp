@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/deep_stack.hpp"
+
 namespace cg::analysis {
 namespace {
 
@@ -727,8 +729,10 @@ class Walker : public EvalContext {
     const std::string path(b[node.a].str);
     const std::string_view last = last_segment(path);
     if ((path == "Some" || path == "Ok" || last == "new") && a.size() == 1) {
+      // A view into `path` itself (a view of a temporary substring would dangle).
       const std::string_view type =
-          path.size() > 5 ? last_segment(path.substr(0, path.size() - 5)) : std::string_view{};
+          path.size() > 5 ? last_segment(std::string_view(path).substr(0, path.size() - 5))
+                          : std::string_view{};
       if (path == "Some" || path == "Ok" || type == "Arc" || type == "Rc" || type == "Box" ||
           type == "RefCell" || type == "Mutex" || type == "RwLock" || type == "Cell")
         return eval(a[0]);
@@ -1256,7 +1260,18 @@ std::optional<std::size_t> item_of_function(const rust::Crate& crate, const ir::
 
 }  // namespace
 
+namespace {
+void build_buffers_here(const rust::Crate& crate, const BufferOptions& opts, ir::ModelIr& ir);
+}  // namespace
+
+// On the reserved deep stack, as the inventory and the dataflow run: the walk's nesting bound
+// decides, the same in every build (sanitizer frames are several times larger).
 void build_buffers(const rust::Crate& crate, const BufferOptions& opts, ir::ModelIr& ir) {
+  util::run_on_deep_stack([&] { build_buffers_here(crate, opts, ir); });
+}
+
+namespace {
+void build_buffers_here(const rust::Crate& crate, const BufferOptions& opts, ir::ModelIr& ir) {
   if (ir.components.size() != 1) return;
   const ir::Component& comp = ir.components.front();
   auto ctor = item_of_function(crate, ir, comp.constructor);
@@ -1288,5 +1303,7 @@ void build_buffers(const rust::Crate& crate, const BufferOptions& opts, ir::Mode
     }
   }
 }
+
+}  // namespace
 
 }  // namespace cg::analysis
