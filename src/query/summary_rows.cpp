@@ -803,6 +803,11 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
         if (m != owner && t.params[m->id].empty() && !related(m, owner) && !related(owner, m) &&
             !alternatives(m)) {
           t.shared_with[m->id] = owner;
+          // A wrapper's inner layer (with_tracing's `Linear::from_weights` holding a candle-nn
+          // Linear at the same key) shares through the wrapper: one note, the outermost's.
+          if (std::any_of(ms.begin(), ms.end(),
+                          [&](const ir::Module* w) { return w != m && related(m, w); }))
+            continue;
           out_shared.push_back(m->prefix + " built at " + m->source + " reuses the weights of " +
                                owner->prefix + " built at " + owner->source);
         }

@@ -34,8 +34,11 @@ void check(const std::string& root, const std::string& config, const TraceWriter
 // models::llama: `Llama` has no span; each `Block` ("block") holds two with_tracing RmsNorms
 // ("rms-norm"), the attention ("attn", with "attn-rot" entered by its apply_rotary_emb for q and
 // k) and the MLP ("mlp"); every projection is a with_tracing Linear ("linear", created in the
-// `linear_no_bias` helper). Three decoding steps of a 2-layer model.
-TraceWriter llama_trace() {
+// `linear_no_bias` helper). Three decoding steps of a 2-layer model. The head's span lands on
+// `head`: with no config `tie_word_embeddings` is undecided and both heads are alternatives of the
+// field `lm_head`; the importer takes the first built, the tied one (`Linear::from_weights` of the
+// embedding's tensor, a module at the embedding's key).
+TraceWriter llama_trace(const std::string& head = "lm_head") {
   TraceWriter w;
   auto lin = [](const std::string& p) { return Span{"linear", p, {}}; };
   for (int step = 0; step < 3; ++step) {
@@ -55,14 +58,14 @@ TraceWriter llama_trace() {
                {lin(l + ".mlp.gate_proj"), lin(l + ".mlp.up_proj"), lin(l + ".mlp.down_proj")}}}});
     }
     w.add({"rms-norm", "model.norm", {}});
-    w.add({"linear", "lm_head", {}});
+    w.add({"linear", head, {}});
   }
   return w;
 }
 
 TEST(TracingCandle, LlamaEverySpanOnItsInstance) {
   if (!candle_src()) GTEST_SKIP() << "CG_CANDLE_SRC is not set (a huggingface/candle checkout)";
-  auto w = llama_trace();
+  auto w = llama_trace("model.embed_tokens");
   check("models::llama::Llama", "", w, "cg-llama.tracing-chrome.json");
 }
 

@@ -19,6 +19,7 @@ const std::string kWrapper = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataf
 const std::string kConv = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/conv_net";
 const std::string kFunc = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/func_net";
 const std::string kBlocks = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/block_net";
+const std::string kTied = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tied_wrapper";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
   cg::pipeline::Options o;
@@ -83,6 +84,32 @@ TEST(SummaryInstances, WrapperLayersCountEachInstanceOnItsOwn) {
   // Four 64x64 projections and the head, before the attention's own matmuls.
   EXPECT_EQ(m.totals.mult_adds.find("b*t*22,784"), m.totals.mult_adds.find("b*t"))
       << m.totals.mult_adds;
+}
+
+// tied_wrapper: the head is the crate's own wrapper built by `Linear::from_weights(embed
+// .embeddings().clone(), None)` (llama's and mamba's tied lm_head). It is a row of its own at the
+// embedding's key with no weights of its own, and its products count: 100 × 32 a token, beside
+// proj's 32 × 32, so the total is complete.
+TEST(SummaryInstances, TiedHeadThroughACrateWrapperHasItsRowAndMultAdds) {
+  auto a = analyze(kTied, kTied + "/config.json");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  std::string head_id;
+  for (const auto& mod : a.ir.modules)
+    if (mod.field == std::optional<std::string>("lm_head") && mod.prefix == "embed")
+      head_id = head_id.empty() ? mod.id : head_id;  // the wrapper, built before its inner Linear
+  const cg::query::SummaryRow* head = nullptr;
+  for (const auto& r : m.rows)
+    if (!head_id.empty() && r.module_id == head_id) head = &r;
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->output_shape, "[b, t, 100]");
+  EXPECT_EQ(head->mult_adds, "b*t*3,200");
+  EXPECT_FALSE(head->mult_adds_lower_bound);
+  EXPECT_EQ(m.totals.mult_adds, "b*t*4,224");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  EXPECT_EQ(a.ir.parameters.size(), 2u) << "the embedding's weight counts once";
+  // One note for the head, not a second one for the candle-nn Linear its wrapper holds.
+  ASSERT_EQ(m.totals.shared.size(), 1u);
+  EXPECT_NE(m.totals.shared[0].find("reuses the weights of embed"), std::string::npos);
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

@@ -19,6 +19,14 @@ bool any_builder(const std::vector<Value>& args) {
                      [](const Value& v) { return v.kind == Value::Kind::builder; });
 }
 
+// An argument that is a tensor a layer instance holds (`embed.embeddings().clone()`): a crate
+// function given one builds a module that reuses that instance's weights (a tied head).
+const Value* layer_tensor(const std::vector<Value>& args) {
+  for (const Value& v : args)
+    if (v.tensor_of) return &v;
+  return nullptr;
+}
+
 bool closure_taker(std::string_view name) {
   return name == "map" || name == "flat_map" || name == "for_each" || name == "and_then" ||
          name == "then" || name == "map_or" || name == "map_or_else";
@@ -166,7 +174,7 @@ BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::str
   // While an `--arg cfg=Config::tiny()` runs, the crate functions it calls run too.
   if (arg_calls_ > 0 && local_items.size() == 1 && !any_builder(args))
     return run_arg_fn(eng, local_items[0], args);
-  if (!any_builder(args)) return plain_call_value(n, args);
+  if (!any_builder(args) && !layer_tensor(args)) return plain_call_value(n, args);
   if (local_items.size() > 1) {
     diag(n, "ambiguous call `" + path + "` receives a VarBuilder; subtree not expanded");
     return plain_call_value(n, args);
@@ -199,7 +207,11 @@ BuilderDomain::Value BuilderDomain::call_local(Eng& eng, NodeId n, std::size_t c
       !owner.empty() && owner != ctx().type_qualified && it.self_kind == rust::SelfKind::None;
   auto builder = std::find_if(args.begin(), args.end(),
                               [](const Value& v) { return v.kind == Value::Kind::builder; });
-  if (child && (shallow_ || builder == args.end())) {
+  // `Linear::from_weights(embed.embeddings().clone(), None)` of a crate's own wrapper: a child
+  // at the key of the instance whose tensor it reuses (its leaves are that instance's).
+  const Value* tied = builder == args.end() ? layer_tensor(args) : nullptr;
+  if (tied && *tied->tensor_of >= out.insts.size()) tied = nullptr;
+  if (child && (shallow_ || (builder == args.end() && !tied))) {
     out.constructed_types.insert(owner);
     return {};
   }
@@ -218,12 +230,12 @@ BuilderDomain::Value BuilderDomain::call_local(Eng& eng, NodeId n, std::size_t c
     inst.type_name = inventory::last_segment(owner);
     inst.qualified_type = owner;
     inst.parent = ctx().inst;
-    inst.root = builder->root;
-    inst.prefix = inventory::join_key(builder->segs);
+    inst.root = tied ? out.insts[*tied->tensor_of].root : builder->root;
+    inst.prefix = tied ? out.insts[*tied->tensor_of].prefix : inventory::join_key(builder->segs);
     inst.repeat = ctx().repeat.empty() ? "" : ctx().repeat.back();
     inst.source = site(n);
     inst.cfg = it.cfg.predicates;
-    inst.cert = inventory::join(ctx().cert, builder->cert);
+    inst.cert = tied ? ctx().cert : inventory::join(ctx().cert, builder->cert);
     c.cert = inst.cert;
     out.insts.push_back(inst);
     c.inst = out.insts.size() - 1;
