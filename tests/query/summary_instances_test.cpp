@@ -20,6 +20,7 @@ const std::string kConv = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow
 const std::string kFunc = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/func_net";
 const std::string kBlocks = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/block_net";
 const std::string kTied = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tied_wrapper";
+const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
   cg::pipeline::Options o;
@@ -110,6 +111,27 @@ TEST(SummaryInstances, TiedHeadThroughACrateWrapperHasItsRowAndMultAdds) {
   // One note for the head, not a second one for the candle-nn Linear its wrapper holds.
   ASSERT_EQ(m.totals.shared.size(), 1u);
   EXPECT_NE(m.totals.shared[0].find("reuses the weights of embed"), std::string::npos);
+}
+
+// tuple_match (DistilBERT's loading): `let (embeddings, attention) = match (A::load(..),
+// B::load(..)) { (Ok(e), Ok(a)) => (e, a), .. }` names each module after the field it lands in, so
+// the forward reaches them; and `mask.broadcast_as(scores.shape())` has the scores' shape, so the
+// second matmul is counted. Hand: q, k, v, o 4 × 16 × 16 a token; the attention's two matmuls
+// 2 × 2 heads × 8 per query and key position.
+TEST(SummaryInstances, TupleMatchNamesModulesAndMaskKeepsTheScoresShape) {
+  auto a = analyze(kTupleMatch, kTupleMatch + "/config.json");
+  std::map<std::string, std::string> field_of;
+  for (const auto& mod : a.ir.modules)
+    field_of[mod.prefix] = mod.field.value_or("");
+  EXPECT_EQ(field_of["embeddings"], "embeddings");
+  EXPECT_EQ(field_of["attention"], "attention");
+  EXPECT_EQ(field_of["tiny.attention"], "attention");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.mult_adds, "b*t*1,024 + b*t*t*32");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  const auto* q = row(m, "q", "Linear");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->mult_adds, "b*t*256");
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

@@ -179,9 +179,15 @@ BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::str
     diag(n, "ambiguous call `" + path + "` receives a VarBuilder; subtree not expanded");
     return plain_call_value(n, args);
   }
+  const std::size_t before = ctx().created.size();
   Value r = call_local(eng, n, local_items[0], args, path);
   // A helper returning a builder gives that builder (the walker's value had none).
-  return r.kind == Value::Kind::builder ? r : plain_call_value(n, args);
+  if (r.kind == Value::Kind::builder) return r;
+  // The value holds the modules the call built, wherever it goes next (a tuple's part, a match).
+  Value v = plain_call_value(n, args);
+  for (std::size_t i = before; i < ctx().created.size(); ++i)
+    v.modules.push_back(ctx().created[i]);
+  return v;
 }
 
 BuilderDomain::Value BuilderDomain::call_local(Eng& eng, NodeId n, std::size_t callee,

@@ -98,6 +98,9 @@ class BuilderDomain : public EvalContext {
   void enter(Eng&, std::size_t, bool) {}
   Value returned(std::size_t, Value joined) { return joined; }
   void bound(Eng& eng, const interp::Bound& b);
+  // Rust's rule: a block ending in an `if`/`match` without `;` has that expression's value
+  // (`(Err(e), _) => { if let (Ok(a), Ok(b)) = (..) { (a, b) } else { return Err(e) } }`).
+  bool statement_value(Eng&, NodeId) const { return true; }
   // Optional members.
   std::optional<std::size_t> choose(Eng& eng, NodeId n, const Value& cond);
   static std::optional<bool> option_variant(const SymValue& s);

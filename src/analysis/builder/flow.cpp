@@ -457,7 +457,8 @@ BuilderDomain::Value BuilderDomain::let_value(Eng&, NodeId let, Value v) {
     name = std::string(node(pat).str);
   if (name.empty()) return v;
   for (std::size_t i = before; i < ctx().created.size(); ++i) {
-    v.modules.push_back(ctx().created[i]);
+    if (std::find(v.modules.begin(), v.modules.end(), ctx().created[i]) == v.modules.end())
+      v.modules.push_back(ctx().created[i]);
     out.insts[ctx().created[i]].field = name;
   }
   return v;
@@ -501,7 +502,9 @@ BuilderDomain::Value BuilderDomain::structure(Eng& eng, NodeId n) {
     for (std::size_t i = before; i < ctx().created.size(); ++i)
       out.insts[ctx().created[i]].field = fname;
     name_held_modules(f.a, fname);
-    if (built) v.modules.push_back(ctx().created.back());
+    if (built &&
+        std::find(v.modules.begin(), v.modules.end(), ctx().created.back()) == v.modules.end())
+      v.modules.push_back(ctx().created.back());
     evaluated[fname] = std::move(v);
   }
   if (auto c = constructed_config(eng, n, evaluated)) return *c;

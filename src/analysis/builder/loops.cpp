@@ -275,6 +275,11 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
         shadow_pattern(pat, out_names);
       return out_names;
     case Kind::LetCond: {
+      // `if let (Ok(e), Ok(t)) = (A::load(..), B::load(..))`: each name the part it matches.
+      if (node(pat).kind == Kind::PTuple && v.elems) {
+        destructure(pat, v, out_names, 0);
+        return out_names;
+      }
       // `if let Some(h) = x`: h is x's value in the then-branch; other patterns bind nothing.
       if (node(pat).kind != Kind::PTupleStruct || text(pat).rfind("Some", 0) != 0) return out_names;
       auto elems = pattern_elems(pat);
@@ -284,6 +289,13 @@ BuilderDomain::Names BuilderDomain::bindings(Eng&, NodeId owner, NodeId pat, con
     case Kind::Arm: {
       shadow_pattern(pat, out_names);
       shadow_expr(o.b, out_names);
+      // `(Ok(e), Ok(t)) => (e, t)` on a tuple scrutinee: each name the part it matches (the
+      // modules that part built), so `Self { embeddings: e, .. }` names them.
+      if (NodeId tuple = body().peel(pat, {Kind::PRef});
+          node(tuple).kind == Kind::PTuple && v.elems) {
+        destructure(tuple, v, out_names, 0);
+        return out_names;
+      }
       // `Some(n) => ..` on an `Option` known to be `Some`: n is its payload.
       NodeId some = body().peel(pat, {Kind::PRef});
       if (node(some).kind != Kind::PTupleStruct || !interp::names_variant(node(some).str, "Some"))
@@ -375,6 +387,17 @@ void BuilderDomain::destructure(NodeId pat, const Value& v, Names& out_names, in
       for (std::size_t i = 0; i < after; ++i)
         destructure(kids[before + 1 + i], parts[parts.size() - after + i], out_names, depth + 1);
       return;
+    }
+    case Kind::PTupleStruct: {
+      // `Ok(x)` / `Some(x)` where the pattern matches: x is the value (a constructor's Result or
+      // Option is its module when it succeeded). `Err(e)`, `None` and others bind nothing known.
+      auto elems = pattern_elems(pat);
+      if (elems.size() == 1 &&
+          (interp::names_variant(p.str, "Ok") || interp::names_variant(p.str, "Some"))) {
+        destructure(elems[0], v, out_names, depth + 1);
+        return;
+      }
+      break;
     }
     case Kind::PStruct:
       if (v.kind != Value::Kind::config && v.kind != Value::Kind::layer_config) break;

@@ -640,12 +640,39 @@ BuilderDomain::Value BuilderDomain::join(const std::vector<Value>& vs) {
       if (std::find(modules.begin(), modules.end(), m) == modules.end()) modules.push_back(m);
   Value first = vs[0];
   first.modules = modules;
+  // Tuples of one size join part by part: `match .. { (Ok(e), Ok(t)) => (e, t), .. }` keeps
+  // which modules each part may hold.
+  // An arm with no value at all (`return Err(e)`: Rust's types let only a diverging arm beside
+  // a tuple) adds no part.
+  std::shared_ptr<const std::vector<Value>> parts;
+  const Value* shape = nullptr;
+  bool tuples = true;
+  for (const Value& v : vs) {
+    if (v.elems) {
+      if (shape && shape->elems->size() != v.elems->size()) tuples = false;
+      shape = shape ? shape : &v;
+    } else if (v.kind != Value::Kind::none || !v.modules.empty()) {
+      tuples = false;
+    }
+  }
+  if (tuples && shape) {
+    auto joined = std::make_shared<std::vector<Value>>();
+    for (std::size_t i = 0; i < shape->elems->size(); ++i) {
+      std::vector<Value> column;
+      for (const Value& v : vs)
+        if (v.elems) column.push_back((*v.elems)[i]);
+      joined->push_back(join(column));
+    }
+    parts = std::move(joined);
+    first.elems = parts;
+  }
   if (std::all_of(vs.begin(), vs.end(), [&](const Value& v) { return same(v, vs[0]); }))
     return first;
   const Branch* br = !branches_.empty() && branches_.back().closing ? &branches_.back() : nullptr;
   if (br == nullptr || br->kind == Branch::Kind::split) return first;
   Value out_v;
   out_v.modules = modules;
+  out_v.elems = parts;
   if (br->kind == Branch::Kind::if_ && node(br->node).kind == Kind::If) {
     if (std::all_of(vs.begin(), vs.end(),
                     [](const Value& v) { return v.kind == Value::Kind::fn_ref; })) {

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 
 #include "analysis/inventory_keys.hpp"
 #include "analysis/tensor/domain.hpp"
@@ -129,9 +130,29 @@ std::size_t TensorDomain::open_instance(const std::set<std::string>& mods,
       auto it = module_by_id_.find(pid);
       if (it != module_by_id_.end() && loop_text(it->second->repeat) == loop) parent_loop = true;
     }
-  std::uint64_t per_parent = ms.size();
-  if (parent && !parent->modules.empty() && ms.size() % parent->modules.size() == 0)
-    per_parent = ms.size() / parent->modules.size();
+  // Modules one field of one parent holds, built at different sites and not all certain, are
+  // alternatives (`match (A::load(..), ..) { (Ok(a), ..) => a, (Err(_), ..) => A::load(other) }`):
+  // one of them runs. Members of a family share their site (a loop) or are all certain (pushes).
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::uint64_t>> by_field;
+  std::map<std::pair<std::string, std::string>, bool> uncertain;
+  for (const auto* m : ms) {
+    auto key = std::make_pair(m->parent.value_or(""), m->field.value_or(""));
+    ++by_field[key][m->source];
+    uncertain[key] = uncertain[key] || m->confidence != ir::Confidence::proven;
+  }
+  std::uint64_t running = 0;
+  for (const auto& [key, sites] : by_field) {
+    std::uint64_t all = 0, most = 0;
+    for (const auto& [site, n] : sites) {
+      all += n;
+      most = std::max(most, n);
+    }
+    running += sites.size() > 1 && uncertain[key] && !key.second.empty() ? most : all;
+  }
+  std::uint64_t per_parent = running;
+  if (parent && !parent->modules.empty() && running % parent->modules.size() == 0 &&
+      running >= parent->modules.size())
+    per_parent = running / parent->modules.size();
   c.count = per_parent;
   // One member of a loop the inventory expanded (`layer1.0.conv1` of `index in 0..2`, applied by
   // a closure its constructor built for that index) is that one instance.

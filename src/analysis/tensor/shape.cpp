@@ -746,6 +746,23 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
                                                                    : "?"});
           out.rank = out.dimensions.size();
         }
+      } else if (NodeId m = b.peel(t, {Kind::Ref, Kind::Paren});
+                 m != rust::kNone && b[m].kind == Kind::MethodCall && b[m].text.empty() &&
+                 (b[m].str == "shape" || b[m].str == "dims")) {
+        // `broadcast_as(scores.shape())`, `reshape(x.dims())`, `x.shape().dims()`: the shape of
+        // that tensor where the run knows it.
+        NodeId r = b.peel(b[m].a, {Kind::Ref, Kind::Paren});
+        if (b[m].str == "dims" && r != rust::kNone && b[r].kind == Kind::MethodCall &&
+            b[r].text.empty() && b[r].str == "shape")
+          r = b.peel(b[r].a, {Kind::Ref, Kind::Paren});
+        const Val* v = r != rust::kNone && b[r].kind == Kind::Path
+                           ? eng.lookup(std::string(b[r].str))
+                           : nullptr;
+        if (const ir::TensorShape* s = v && v->tensor ? shape_of_tensor(v) : nullptr;
+            s && s->rank) {
+          out.dimensions = s->dimensions;
+          out.rank = s->rank;
+        }
       }
       break;
     }
