@@ -437,6 +437,17 @@ TEST(Dataflow, LiteralElementTypesAndDevicesAreFacts) {
   EXPECT_EQ(tensor(ir, moved->output)->device.kind, cg::ir::DeviceKind::cpu);
 }
 
+// `Tensor::try_from(f32::MIN)` (std's conversion, which candle implements) is host data like
+// `Tensor::new`: a catalogued constant, not an operation of unknown rule that may multiply (the
+// Mult-Adds of every BERT stayed a lower bound on it).
+TEST(Dataflow, TensorTryFromIsAConstantFromHostData) {
+  auto ir = fixture("literal_dtype_device");
+  const auto* c = op(ir, "extended_mask", "try_from");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->shape_rule, "unknown");
+  EXPECT_EQ(tensor(ir, c->output)->dtype, "F32");
+}
+
 TEST(Dataflow, UnsuffixedOrMixedLiteralsStayUnknown) {
   auto ir = fixture("literal_dtype_device");
   const auto* f = op(ir, "unsure", "from_vec");

@@ -28,6 +28,8 @@ if [ -n "${CG_CANDLE_SRC:-}" ]; then
     "Llama-3.2-1B (tied head)|$ct|models::llama::Llama|$p/llama-3.2-1b.json|b_sz=1,seq_len=128|125,890,461,696"
     "SmolLM-135M (tied head)|$ct|models::llama::Llama|$p/smollm-135m.json|b_sz=1,seq_len=128|14,184,087,552"
     "distilbert-base-uncased (encoder, 128 tokens)|$ct|models::distilbert::DistilBertModel|$p/distilbert-base-uncased.json|input_ids=1x128|5,586,812,928"
+    "bert-base-uncased (encoder, 128 tokens)|$ct|models::bert::BertModel|$p/bert-base-uncased.json|input_ids=1x128|11,173,625,856"
+    "bert-large-uncased (encoder, 128 tokens)|$ct|models::bert::BertModel|$p/bert-large-uncased.json|input_ids=1x128|39,460,012,032"
     "vit-base-patch16-224 (encoder, one 224x224 image)|$ct|models::vit::Model|$p/vit-base-patch16-224.json|xs=1x3x224x224|17,563,828,224|--arg num_labels=1000"
   )
 else

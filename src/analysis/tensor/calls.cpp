@@ -131,11 +131,13 @@ Val TensorDomain::free_call(Eng& eng, NodeId n, const std::string& path, std::ve
   }
   if (candle_call_root(first) || path.find("::") == std::string::npos) {
     // `Tensor::new(data, device)`: a constant from host data, as `Tensor::from_slice` (another
-    // type's `new`, `candle_nn::Linear::new(w, b)`, is no such op).
-    OpRule rule = cat_.lookup(first == "Tensor" && leaf == "new" ? "from_slice" : leaf);
+    // type's `new`, `candle_nn::Linear::new(w, b)`, is no such op); `Tensor::try_from(f32::MIN)`
+    // and `Tensor::from(..)` (std's conversions candle implements) too.
+    const bool host = first == "Tensor" && (leaf == "new" || leaf == "try_from" || leaf == "from");
+    OpRule rule = cat_.lookup(host ? "from_slice" : leaf);
     if (rule.known() || first == "Tensor") {
       Val v = apply_catalog(eng, n, leaf, rule, args, nullptr);
-      if (reads_host_data(leaf) && v.dtype == "Unknown") {
+      if ((host || reads_host_data(leaf)) && v.dtype == "Unknown") {
         if (auto d = host_dtype(eng, eng.body().kid(n, 0), n)) {
           v.dtype = *d;
           mark_host_dtype(eng, v, *d, n);

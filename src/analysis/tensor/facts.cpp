@@ -553,6 +553,13 @@ std::optional<std::string> TensorDomain::host_dtype(Eng& eng, NodeId arg, NodeId
   if (an.is_macro_invocation() || an.is_array_expression() || an.is_int_literal() ||
       an.is_float_literal())
     return named_dtype(std::string(b.source(arg)));
+  // `f32::MIN`, `f64::NEG_INFINITY`: a constant of a primitive type names its element.
+  if (std::string_view path = b.source(arg); an.kind == Kind::Path && !an.is_identifier()) {
+    const std::string_view first = path.substr(0, path.find("::"));
+    for (std::string_view prim : {"f16", "bf16", "f32", "f64", "u8", "u32", "i64"})
+      if (first == prim) return named_dtype(std::string(first));
+    return std::nullopt;
+  }
   if (!an.is_identifier()) return std::nullopt;
   std::string_view name = b[arg].str;
   const auto& item = crate_.items()[eng.item()];
