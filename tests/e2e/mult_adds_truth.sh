@@ -27,6 +27,8 @@ if [ -n "${CG_CANDLE_SRC:-}" ]; then
     "stablelm-2-1_6b|$ct|models::stable_lm::Model|$p/stablelm-2-1_6b.json|b_size=1,seq_len=128|159,656,181,760"
     "Llama-3.2-1B (tied head)|$ct|models::llama::Llama|$p/llama-3.2-1b.json|b_sz=1,seq_len=128|125,890,461,696"
     "SmolLM-135M (tied head)|$ct|models::llama::Llama|$p/smollm-135m.json|b_sz=1,seq_len=128|14,184,087,552"
+    "phi-2 (partial rotary, fc1/fc2: m = 2)|$ct|models::phi::Model|$p/phi-2.json|b_size=1,seq_len=128|324,937,973,760"
+    "phi-1_5|$ct|models::phi::Model|$p/phi-1_5.json|b_size=1,seq_len=128|156,334,292,992"
     "distilbert-base-uncased (encoder, 128 tokens)|$ct|models::distilbert::DistilBertModel|$p/distilbert-base-uncased.json|input_ids=1x128|5,586,812,928"
     "bert-base-uncased (encoder, 128 tokens)|$ct|models::bert::BertModel|$p/bert-base-uncased.json|input_ids=1x128|11,173,625,856"
     "bert-large-uncased (encoder, 128 tokens)|$ct|models::bert::BertModel|$p/bert-large-uncased.json|input_ids=1x128|39,460,012,032"

@@ -20,6 +20,7 @@ const std::string kConv = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow
 const std::string kFunc = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/func_net";
 const std::string kBlocks = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/block_net";
 const std::string kTied = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tied_wrapper";
+const std::string kRotary = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/partial_rotary";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
@@ -132,6 +133,17 @@ TEST(SummaryInstances, TupleMatchNamesModulesAndMaskKeepsTheScoresShape) {
   const auto* q = row(m, "q", "Linear");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->mult_adds, "b*t*256");
+}
+
+// partial_rotary (phi's): `xs.i((.., .., .., self.dim..))` of a head of 20 with dim 8 is 12
+// long, so the rejoined head is 20 again and q·kᵀ counts 2 heads × 20 per query and key position.
+TEST(SummaryInstances, RangeToTheEndOfAKnownDimensionKeepsTheShape) {
+  auto a = analyze(kRotary, kRotary + "/config.json");
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.mult_adds, "b*t*3,200 + b*t*t*40");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  ASSERT_FALSE(m.rows.empty());
+  EXPECT_EQ(m.rows[0].output_shape, "[b, 2, t, t]");
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

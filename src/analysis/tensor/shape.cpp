@@ -767,13 +767,14 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
       break;
     }
     case ShapeRule::flatten:
-      // `flatten_all()`, `flatten_from(d)`, `flatten_to(d)` (candle-core): the dimensions from the
-      // first to the last flattened become their product.
+      // `flatten_all()`, `flatten_from(d)`, `flatten_to(d)`, `flatten(d0, d1)` (candle-core): the
+      // dimensions from the first to the last flattened become their product.
       if (a && a->rank) {
         const std::size_t r = a->dimensions.size();
         std::optional<std::size_t> from = 0, to = r == 0 ? 0 : r - 1;
-        if (rule.name == "flatten_from") from = dim_arg(arg(0));
+        if (rule.name == "flatten_from" || rule.name == "flatten") from = dim_arg(arg(0));
         if (rule.name == "flatten_to") to = dim_arg(arg(0));
+        if (rule.name == "flatten") to = dim_arg(arg(1));  // `flatten(0, 2)`: both inclusive
         if (!from || !to || r == 0 || *from > *to) break;
         std::vector<std::string> span;
         for (std::size_t i = *from; i <= *to; ++i)
@@ -839,7 +840,8 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
       break;
     case ShapeRule::slice_dimension:
       // `x.i((.., t - 1, ..))`: a full range keeps its dimension, `..n` is n long, an index
-      // removes its dimension, another range is `?`; dimensions after the tuple are kept.
+      // removes its dimension, `s..` of a dimension of d is d - s long and `s..e` e - s where the
+      // numbers are known, another range is `?`; dimensions after the tuple are kept.
       // `x.narrow(1, start, len)`: that dimension is `len` long.
       if (a && rule.name == "i" && has_args) {
         NodeId t = b.peel(arg(0), {Kind::Ref});
@@ -857,7 +859,28 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
           if (e.a == rust::kNone && e.b == rust::kNone) {
             out.dimensions.push_back(a->dimensions[i]);
           } else {
-            auto k = e.a == rust::kNone && e.str == ".." ? dim_product(eng, e.b, 0) : std::nullopt;
+            // `..n`, and in numbers `s..` (to the end), `s..e`, `..=e`, `s..=e`.
+            const bool incl = e.str == "..=";
+            auto k = e.a == rust::kNone && !incl ? dim_product(eng, e.b, 0) : std::nullopt;
+            if (!k) {
+              auto whole = [&](NodeId x) -> std::optional<std::int64_t> {
+                auto v = static_num(eng, x, 0);
+                if (!v || *v < 0 || *v > 1e15 ||
+                    *v != static_cast<double>(static_cast<std::int64_t>(*v)))
+                  return std::nullopt;
+                return static_cast<std::int64_t>(*v);
+              };
+              std::optional<std::int64_t> lo =
+                  e.a == rust::kNone ? std::optional<std::int64_t>(0) : whole(e.a);
+              std::optional<std::int64_t> hi;
+              if (e.b != rust::kNone) {
+                hi = whole(e.b);
+                if (hi && incl) ++*hi;
+              } else if (auto n = number(a->dimensions[i].expr)) {
+                hi = static_cast<std::int64_t>(*n);
+              }
+              if (lo && hi && *lo >= 0 && *hi >= *lo) k = std::to_string(*hi - *lo);
+            }
             out.dimensions.push_back({std::nullopt, k ? *k : "?"});
           }
         }
