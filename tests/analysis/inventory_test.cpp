@@ -411,6 +411,39 @@ impl M {
   }
 }
 
+// A method no source defines, called on a type that derives a procedural macro (candle-lora's
+// `#[derive(AutoLoraConvert)]` writes `get_lora_model`): the finding names the macro, whether the
+// receiver is a local built by a struct literal of that type or `Self { .. }`. A type without
+// such a derive gets the plain message.
+TEST(Inventory, MethodsADeriveMacroWritesAreNamedInTheFinding) {
+  auto r = analyze("derived", std::string(kPrelude) + R"(
+#[derive(Debug, Clone, Adapters)]
+pub struct Wrapped { inner: candle_nn::Linear }
+pub struct Plain { inner: candle_nn::Linear }
+pub struct M { a: Wrapped, b: Plain }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let mut a = Wrapped { inner: candle_nn::linear(2, 2, vb.pp("a"))? };
+        a.add_adapters(&vb.pp("lora_a"));
+        let mut b = Plain { inner: candle_nn::linear(2, 2, vb.pp("b"))? };
+        b.add_adapters(&vb.pp("lora_b"));
+        Ok(Self { a, b })
+    }
+}
+)");
+  int named = 0, plain = 0;
+  for (const auto& f : r.ir.findings) {
+    if (f.message.find("`.add_adapters(..)` receives a VarBuilder") == std::string::npos) continue;
+    if (f.message.find("`#[derive(Adapters)]` on `Wrapped` (a procedural macro") !=
+        std::string::npos)
+      ++named;
+    else
+      ++plain;
+  }
+  EXPECT_EQ(named, 1);
+  EXPECT_EQ(plain, 1) << "Plain derives nothing: no macro to name";
+}
+
 TEST(Inventory, UnauditedCandleMakesLeavesUnknown) {
   auto r = analyze("unaudited", std::string(kPrelude) + R"(
 pub struct M { a: candle_nn::Linear }

@@ -426,11 +426,80 @@ BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
     return recv;
   }
   // A method of a crate-local value receiving a builder (`self.make(vb)` in a helper, a
-  // config's factory) is not followed.
+  // config's factory) is not followed. Where the receiver is a module whose type has no such
+  // method in the source but derives a procedural macro, the message names the macro: the method
+  // is its expansion, which the analysis never sees.
   if (any_builder(args))
-    diag(n, "method call `." + std::string(nd.str) +
-                "(..)` receives a VarBuilder; any parameters it registers are unknown");
+    diag(n, "method call `." + std::string(nd.str) + "(..)` receives a VarBuilder; " +
+                generated_by(receiver_items(nd.a, recv), std::string(nd.str)) +
+                "any parameters it registers are unknown");
   return sym_of(eng, n);
+}
+
+// The struct items a method call's receiver may be: a module instance's type, or that of a
+// local bound to a struct literal (`let mut this = Self { .. }; this.get_lora_model(..)`,
+// `let mut qkv = AttentionQKV { .. }`); none otherwise.
+std::vector<std::size_t> BuilderDomain::receiver_items(NodeId recv_node, const Value& recv) {
+  NodeId r = body().peel(recv_node, {Kind::Ref, Kind::Paren});
+  for (NodeId x = 0; r != kNone && is_ident(r) && !ctxs_.empty() && x < body().size(); ++x) {
+    const rust::Node& l = node(x);
+    if (l.kind != Kind::Let || l.a == kNone || l.b == kNone || node(l.a).str != node(r).str ||
+        node(l.b).kind != Kind::Struct)
+      continue;
+    const std::string name = inventory::strip_generics(std::string(node(l.b).str));
+    if (name == "Self") return crate_.find(ctx().type_qualified);
+    std::vector<std::size_t> items;
+    for (const auto& c : resolve_in(eng_->item(), name))
+      if (c.kind == rust::Candidate::Kind::Item) items.push_back(c.item);
+    return items;
+  }
+  if (!recv.modules.empty() && recv.modules[0] < out.insts.size())
+    return crate_.find(out.insts[recv.modules[0]].qualified_type);
+  return {};
+}
+
+// "`#[derive(AutoLoraConvert)]` on `Falcon` (a procedural macro the analysis does not expand)
+// may define it; " when the receiver's type has no method `method` in the source and derives a
+// macro that is not std's or serde's; "" otherwise.
+std::string BuilderDomain::generated_by(const std::vector<std::size_t>& items,
+                                        const std::string& method) const {
+  static const std::set<std::string, std::less<>> known{"Debug",
+                                                        "Clone",
+                                                        "Copy",
+                                                        "PartialEq",
+                                                        "Eq",
+                                                        "PartialOrd",
+                                                        "Ord",
+                                                        "Hash",
+                                                        "Default",
+                                                        "Serialize",
+                                                        "Deserialize",
+                                                        "serde::Serialize",
+                                                        "serde::Deserialize"};
+  for (std::size_t item : items) {
+    if (!crate_.methods(item, method).empty()) return "";
+    std::vector<std::string> macros;
+    for (const std::string& attr : crate_.items()[item].attributes) {
+      auto open = attr.find("derive(");
+      if (attr.rfind("#[derive(", 0) != 0 || open == std::string::npos) continue;
+      std::string list = attr.substr(open + 7, attr.rfind(')') - open - 7);
+      for (std::size_t at = 0; at <= list.size();) {
+        std::size_t comma = std::min(list.find(',', at), list.size());
+        std::string name = list.substr(at, comma - at);
+        name.erase(0, name.find_first_not_of(" \t\n"));
+        name.erase(name.find_last_not_of(" \t\n") + 1);
+        if (!name.empty() && !known.count(name)) macros.push_back(name);
+        at = comma + 1;
+      }
+    }
+    if (macros.empty()) return "";
+    std::string names;
+    for (const auto& m : macros)
+      names += (names.empty() ? "" : ", ") + m;
+    return "`#[derive(" + names + ")]` on `" + crate_.items()[item].name +
+           "` (a procedural macro the analysis does not expand) may define it; ";
+  }
+  return "";
 }
 
 // `embed.embeddings()`, `lin.weight()`: the tensor a local's one candle-nn layer holds, kept

@@ -224,6 +224,10 @@ class BuilderDomain : public EvalContext {
                 const std::string& label);
   void under(const Cert& c, const std::function<void()>& fn);
 
+  // The derive macro that may generate a method the source lacks (calls.cpp), for messages.
+  std::string generated_by(const std::vector<std::size_t>& items, const std::string& method) const;
+  std::vector<std::size_t> receiver_items(NodeId recv_node, const Value& recv);
+
   // Crate-only facts, remembered (values.cpp).
   const std::vector<rust::Candidate>& resolve_in(std::size_t item, const std::string& path);
   bool builder_type(const std::string& module, const std::string& type_text);
