@@ -164,6 +164,25 @@ InstanceIndex::InstanceIndex(const ir::ModelIr& ir, const InputDims& dims) : dim
         continue;
       if (rooted.insert(c.modules[0]).second) main_roots_.push_back(&c);
     }
+  // A root with no forward of its own (whisper's `Whisper`, holding an encoder and a decoder
+  // that each have one): its forward pass is its children's, each run once, in module order.
+  for (const auto& root : roots) {
+    if (rooted.count(root)) continue;
+    for (const auto& m : ir.modules) {
+      if (m.parent != root) continue;
+      for (const char* method : {"forward", "forward_t"}) {
+        const auto it = std::find_if(ir.instance_calls.begin(), ir.instance_calls.end(),
+                                     [&](const ir::InstanceCall& c) {
+                                       return !c.parent && c.method == method &&
+                                              c.modules.size() == 1 && c.modules[0] == m.id;
+                                     });
+        if (it == ir.instance_calls.end()) continue;
+        main_roots_.push_back(&*it);
+        children_run_ = true;
+        break;
+      }
+    }
+  }
   // Only the main runs name a row's call: another entrypoint (`decode`) is not one forward pass.
   std::vector<const ir::InstanceCall*> todo(main_roots_.begin(), main_roots_.end());
   std::vector<const ir::InstanceCall*> runs;

@@ -44,6 +44,11 @@ class InstanceIndex {
   // The root calls of the main runs, one per component whose root module has a `forward`: each
   // the whole forward pass.
   const std::vector<const ir::InstanceCall*>& main_roots() const { return main_roots_; }
+  // The main runs are a root's children's (the root has no forward of its own).
+  bool children_run() const { return children_run_; }
+  // An operation several module paths run (one wrapper's `self.inner.forward(xs)`): its figure
+  // is the first context's, no other module's.
+  bool shared_op(const std::string& id) const { return shared_ops_.count(id) > 0; }
   // The call of the main run that a module stands in; nullptr when that run does not reach it.
   const ir::InstanceCall* call_of(const std::string& module_id) const;
   // "[b, t, 4096]", names bound by `--input-shape` as numbers; "" when not known.
@@ -80,6 +85,7 @@ class InstanceIndex {
   std::map<std::string, const ir::Module*> modules_;
   std::map<std::string, const ir::InstanceCall*> by_module_;
   std::vector<const ir::InstanceCall*> main_roots_;
+  bool children_run_ = false;
   // The input's dimension names: those the main runs' Mult-Adds are written in (`b`, `t`); an
   // output size in any other name (a local's `n_kv * n_rep`) is not known.
   std::set<std::string> input_names_;

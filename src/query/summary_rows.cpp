@@ -360,6 +360,12 @@ struct Tree {
       }
     std::string out;
     for (const auto& u : seen) {
+      // Another module's figure (an operation several module paths run) is not this one's.
+      if (calls.shared_op(u)) {
+        mult_partial = true;
+        out += (out.empty() ? "" : " + ") + std::string("?");
+        continue;
+      }
       const std::string& m = *ops[u]->mult_adds;
       auto t = product_term(m);
       if (t) {
@@ -901,6 +907,10 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
       act.add(calls.activations(*r), 1);
     }
     out.totals.mult_adds_from_instances = true;
+    if (calls.children_run())
+      for (const auto* r : calls.main_roots())
+        out.totals.forward_runs +=
+            (out.totals.forward_runs.empty() ? "" : " + ") + r->path + "." + r->method;
     // Nothing counted and something left out says no more than that: unknown, not "at least 0".
     out.totals.mult_adds = !ma.text().empty() ? ma.text() : ma.lower_bound() ? "unknown" : "0";
     if (ma.lower_bound()) out.totals.mult_adds_missing.assign(ma.missing.begin(), ma.missing.end());

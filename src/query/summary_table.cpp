@@ -465,7 +465,8 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   if (totals.total && totals.trainable && *totals.total >= *totals.trainable)
     out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
   if (totals.mult_adds_from_instances) {
-    out += "Mult-adds per forward pass: " +
+    out += "Mult-adds per forward pass" +
+           (totals.forward_runs.empty() ? std::string() : " (" + totals.forward_runs + ")") + ": " +
            std::string(totals.mult_adds_missing.empty() || totals.mult_adds == "unknown" ||
                                totals.mult_adds.starts_with("over ")
                            ? ""

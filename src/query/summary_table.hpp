@@ -48,6 +48,9 @@ struct SummaryTotals {
   // they are under is a lower bound (marked "≥").
   std::vector<std::string> mult_adds_missing;
   bool mult_adds_from_instances = false;  // per module, rolled up along the instance calls
+  // A root with no forward of its own: the children's runs the forward pass adds up
+  // ("model.encoder.forward + model.decoder.forward"); empty when the root's own forward is it.
+  std::string forward_runs;
   // One forward's activations: the elements its operations output (sum of their output sizes),
   // symbolic in the input's dimensions unless `--input-shape` binds them.
   std::string activations;                        // "b*t*20" elements; "" when no forward pass

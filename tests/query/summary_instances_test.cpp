@@ -21,6 +21,8 @@ const std::string kFunc = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow
 const std::string kBlocks = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/block_net";
 const std::string kTied = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tied_wrapper";
 const std::string kRotary = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/partial_rotary";
+const std::string kNoRootForward =
+    std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/no_root_forward";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
@@ -144,6 +146,33 @@ TEST(SummaryInstances, RangeToTheEndOfAKnownDimensionKeepsTheShape) {
   EXPECT_TRUE(m.totals.mult_adds_missing.empty());
   ASSERT_FALSE(m.rows.empty());
   EXPECT_EQ(m.rows[0].output_shape, "[b, 2, t, t]");
+}
+
+// no_root_forward (whisper's shape): the root has no forward, its encoder and decoder do. The
+// forward pass is theirs, each once, and says so; every projection shows its own figure although
+// one wrapper operation runs them all (8 × 32, 32 × 16, 16 × 4), not the first one's.
+TEST(SummaryInstances, ARootWithoutForwardAddsUpItsChildrensRuns) {
+  cg::pipeline::Options o;
+  o.path = kNoRootForward;
+  o.root = "Model";
+  auto a = cg::pipeline::analyze(o);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.mult_adds, "b*t*1,600");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  EXPECT_NE(m.totals.forward_runs.find("encoder.forward"), std::string::npos);
+  EXPECT_NE(m.totals.forward_runs.find("decoder.forward"), std::string::npos);
+  std::map<std::string, int> seen;
+  for (const auto& r : m.rows) {
+    if (r.type != "Linear") continue;
+    ++seen[r.name + " " + r.mult_adds];
+  }
+  EXPECT_EQ(seen["up b*t*256"], 2);
+  EXPECT_EQ(seen["down b*t*512"], 2);
+  EXPECT_EQ(seen["head b*t*64"], 1);
+  std::string text = cg::query::render_model_summary(a, "");
+  EXPECT_NE(text.find("Mult-adds per forward pass (decoder.forward + encoder.forward): b*t*1,600"),
+            std::string::npos)
+      << text;
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
