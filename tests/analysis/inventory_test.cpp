@@ -411,6 +411,44 @@ impl M {
   }
 }
 
+// Names chosen by a crate function that probes the checkpoint (candle-vllm's
+// `resolve_expert_proj_prefix`: `if vb.contains_tensor(..) { ("gate_proj", "up_proj") } else {
+// ("w1", "w3") }`), bound by a tuple or one name: each alternative's keys, under the callee's
+// condition, never a symbolic `{g}` segment or an unknown tensor name.
+TEST(Inventory, NamesAHelperChoosesAreAlternatives) {
+  auto r = analyze("helper_names", std::string(kPrelude) + R"(
+fn proj_names(vb: &VarBuilder) -> (&'static str, &'static str) {
+    if vb.contains_tensor("gate_proj.weight") {
+        ("gate_proj", "up_proj")
+    } else {
+        ("w1", "w3")
+    }
+}
+pub struct M { g: Tensor, u: Tensor, s: Tensor }
+impl M {
+    fn scale_name(vb: &VarBuilder) -> &'static str {
+        if vb.contains_tensor("weight_scale") { "weight_scale" } else { "scales" }
+    }
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let (g, u) = proj_names(&vb);
+        let gv = vb.pp(g);
+        let gw = gv.get((4, 8), "weight")?;
+        let uw = vb.pp(u).get((4, 8), "weight")?;
+        let scale = Self::scale_name(&gv);
+        let s = gv.get(4, scale)?;
+        Ok(Self { g: gw, u: uw, s })
+    }
+}
+)");
+  for (const char* key : {"gate_proj.weight", "up_proj.weight", "w1.weight", "w3.weight",
+                          "gate_proj.weight_scale", "gate_proj.scales", "w1.scales"}) {
+    const auto* p = r.param(key);
+    ASSERT_TRUE(p) << key << "\n" << r.keys();
+    EXPECT_EQ(p->confidence, cg::ir::Confidence::conditional) << key;
+  }
+  EXPECT_FALSE(r.has_finding("non-literal")) << r.keys();
+}
+
 // A method no source defines, called on a type that derives a procedural macro (candle-lora's
 // `#[derive(AutoLoraConvert)]` writes `get_lora_model`): the finding names the macro, whether the
 // receiver is a local built by a struct literal of that type or `Self { .. }`. A type without

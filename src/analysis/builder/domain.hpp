@@ -121,6 +121,8 @@ class BuilderDomain : public EvalContext {
   void around_let(Eng& eng, NodeId stmt, bool begin);
   std::vector<Names> split_flag(NodeId let);
   std::vector<Names> split(Eng& eng, NodeId let);
+  // A call `split` may fork over: a crate function whose body is an `if` of literals.
+  bool splits_call(Eng&, NodeId call) { return literal_helper(call).has_value(); }
   void fork_begin(Eng& eng, NodeId let);
   void split_end(Eng& eng, NodeId let);
   bool agree(const std::vector<Value>& vs) const;
@@ -285,7 +287,9 @@ class BuilderDomain : public EvalContext {
   void shadow_expr(NodeId n, Names& out) const;
   std::vector<NodeId> pattern_elems(NodeId pat) const;
   void name_held_modules(NodeId value, const std::string& field, int depth = 0);
-  std::optional<std::vector<std::vector<SymValue>>> fork_arms(NodeId value, std::size_t names);
+  std::optional<std::vector<std::vector<SymValue>>> fork_arms(const rust::Body& b, NodeId value,
+                                                              std::size_t names);
+  std::optional<std::pair<const rust::Body*, NodeId>> literal_helper(NodeId value);
   Loop loop_of(NodeId iter, NodeId pat);
   Value iteration(const Loop& lp, std::int64_t i) const;
   bool row_pattern(NodeId pat, std::size_t arity) const;

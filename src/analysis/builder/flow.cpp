@@ -332,30 +332,56 @@ void BuilderDomain::around_let(Eng& eng, NodeId s, bool begin) {
   optional_lets_.back().pushed = true;
 }
 
-// The literal values each arm of `if c { ("a", "b") } else { ("c", "d") }` gives the `names`
-// names of a pattern; nullopt unless every arm is such literals.
-std::optional<std::vector<std::vector<SymValue>>> BuilderDomain::fork_arms(NodeId value,
+// The literal values each arm of `if c { ("a", "b") } else { ("c", "d") }` (in body `b`) gives
+// the `names` names of a pattern; nullopt unless every arm is such literals.
+std::optional<std::vector<std::vector<SymValue>>> BuilderDomain::fork_arms(const rust::Body& b,
+                                                                           NodeId value,
                                                                            std::size_t names) {
   std::vector<std::vector<SymValue>> arms;
-  for (NodeId block : {node(value).b, node(value).c}) {
-    if (block == kNone || node(block).kids_count != 1) return std::nullopt;
-    NodeId only = body().tail(block);
+  for (NodeId block : {b[value].b, b[value].c}) {
+    if (block == kNone || b[block].kids_count != 1) return std::nullopt;
+    NodeId only = b.tail(block);
     if (only == kNone) return std::nullopt;
     std::vector<NodeId> parts;
     if (names == 1)
       parts.push_back(only);
-    else if (node(only).kind == Kind::Tuple)
-      parts = body().kids(only);
+    else if (b[only].kind == Kind::Tuple)
+      parts = b.kids(only);
     if (parts.size() != names) return std::nullopt;
     std::vector<SymValue> vals;
     for (NodeId part : parts) {
-      SymValue v = eval_sym(part);
+      SymValue v = evaluate(b, part, *this);
       if (!v.concrete()) return std::nullopt;
       vals.push_back(v);
     }
     arms.push_back(std::move(vals));
   }
   return arms;
+}
+
+// `let (g, u, d) = resolve_names(&vb);` where the crate function's whole body is `if c { ("a",
+// "b", "c") } else { ("x", "y", "z") }` with `c` undecided (it asks the checkpoint): the callee
+// and its `if`, for the split to fork over the arms' literals as it does an inline `if`.
+std::optional<std::pair<const rust::Body*, NodeId>> BuilderDomain::literal_helper(NodeId value) {
+  value = body().peel(value, {Kind::Paren});
+  if (value == kNone || node(value).kind != Kind::Call) return std::nullopt;
+  const std::string path = inventory::strip_generics(text(node(value).a));
+  std::optional<std::size_t> callee;
+  for (const auto& c : resolve_in(eng_->item(), path))
+    if (c.kind == rust::Candidate::Kind::Item &&
+        (crate_.items()[c.item].kind == rust::ItemKind::Function ||
+         crate_.items()[c.item].kind == rust::ItemKind::Method)) {
+      if (callee) return std::nullopt;  // two candidates: not one body
+      callee = c.item;
+    }
+  if (!callee) return std::nullopt;
+  const rust::Body& b = crate_.lowered(*callee);
+  if (b.root == kNone || b[b.root].kids_count != 1) return std::nullopt;
+  NodeId tail = b.peel(b.value_tail(b.root), {Kind::Paren});
+  if (tail == kNone || b[tail].kind != Kind::If || b[tail].c == kNone ||
+      b[b[tail].a].kind == Kind::LetCond || b[b[tail].c].kind != Kind::Block)
+    return std::nullopt;
+  return std::make_pair(&b, tail);
 }
 
 // `let (q, k) = if c { ("to_q", "to_k") } else { ("query", "key") };` with `c` unknown: the
@@ -409,26 +435,39 @@ std::vector<BuilderDomain::Names> BuilderDomain::split_flag(NodeId let) {
 std::vector<BuilderDomain::Names> BuilderDomain::split(Eng&, NodeId let) {
   NodeId pat = node(let).a, value = node(let).b;
   if (pat == kNone || value == kNone || forks_ >= 4) return {};
-  if (node(value).kind != Kind::If) return split_flag(let);
-  NodeId cond = node(value).a, alt = node(value).c;
-  if (node(cond).kind == Kind::LetCond || alt == kNone) return {};
-  SymValue c = eval_sym(cond);
-  if (c.concrete()) return {};
-  if (node(alt).kind != Kind::Block || !node(alt).is_block_expression()) return {};
   std::vector<NodeId> names;
   if (is_ident(pat)) names.push_back(pat);
   if (node(pat).kind == Kind::PTuple)
     for (NodeId p : body().kids_view(pat))
       if (is_ident(p)) names.push_back(p);
-  if (names.empty()) return {};
-  auto arms = fork_arms(value, names.size());
+  std::optional<std::vector<std::vector<SymValue>>> arms;
+  std::string cond_text;
+  if (node(value).kind != Kind::If) {
+    // A crate function whose body is such an `if`: its condition is the callee's (its
+    // parameters are not bound here, so it stays undecided: a checkpoint probe).
+    auto helper = names.empty() ? std::nullopt : literal_helper(value);
+    if (!helper) return split_flag(let);
+    const rust::Body& hb = *helper->first;
+    if (evaluate(hb, hb[helper->second].a, *this).concrete()) return {};
+    arms = fork_arms(hb, helper->second, names.size());
+    cond_text = inventory::one_line(std::string(hb.source(hb[helper->second].a)));
+  } else {
+    NodeId cond = node(value).a, alt = node(value).c;
+    if (node(cond).kind == Kind::LetCond || alt == kNone) return {};
+    SymValue c = eval_sym(cond);
+    if (c.concrete()) return {};
+    if (node(alt).kind != Kind::Block || !node(alt).is_block_expression()) return {};
+    if (names.empty()) return {};
+    arms = fork_arms(body(), value, names.size());
+    cond_text = inventory::one_line(c.text);
+  }
   if (!arms) return {};
   ++forks_;
   Branch b;
   b.node = value;
   b.kind = Branch::Kind::split;
   b.outer = ctx().cert;
-  b.cond_text = inventory::one_line(c.text);
+  b.cond_text = cond_text;
   b.group = new_group(value);
   b.count = 2;
   splits_.emplace_back(let, std::move(b));

@@ -67,6 +67,9 @@
 //       non-empty: the `let` is not evaluated; the rest of its block runs once per alternative
 //       with its names bound, between the branch hooks (the `let` as the branch node), and the
 //       values and locals join
+//   bool splits_call(Engine&, NodeId call)  a `let` of this call may split (default: only an
+//       `if` may): a statement naming a pending split's names that may split again runs the
+//       rest of its block once per alternative
 //   std::vector<std::pair<std::string, Value>> bindings(Engine&, NodeId owner, NodeId pat,
 //                                                       const Value& v)
 //       the names pattern `pat` of `owner` binds to `v`, in place of the engine's own rules:
@@ -238,7 +241,7 @@ class Engine {
                    const std::vector<Pending>& inherited);
   Value eval_statement(std::span<const NodeId> stmts, std::size_t k, NodeId tail);
   std::vector<std::size_t> referring(NodeId s, const std::vector<Pending>& pending) const;
-  bool splittable(NodeId s) const;
+  bool splittable(NodeId s);
   bool rebinds(NodeId s, const Pending& p) const;
   template <class F>
   Value fork_statement(Pending& p, F&& what);

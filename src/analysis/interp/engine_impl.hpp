@@ -335,11 +335,16 @@ std::vector<std::size_t> Engine<D>::referring(NodeId s, const std::vector<Pendin
   return out;
 }
 
-// A `let` whose value is an `if` (the domain may split it).
+// A `let` whose value is an `if`, or a call of a function whose body may be one (the domain may
+// split it).
 template <class D>
-bool Engine<D>::splittable(NodeId s) const {
+bool Engine<D>::splittable(NodeId s) {
   const rust::Node& st = body()[s];
-  return st.kind == Kind::Let && st.b != rust::kNone && body()[st.b].kind == Kind::If;
+  if (st.kind != Kind::Let || st.b == rust::kNone) return false;
+  if (body()[st.b].kind == Kind::If) return true;
+  if constexpr (requires { dom_.splits_call(*this, st.b); })
+    return body()[st.b].kind == Kind::Call && dom_.splits_call(*this, st.b);
+  return false;
 }
 
 // A `let` or `=` of `s` binding a name of `p` again.
