@@ -78,6 +78,15 @@ NumericDomain unary_domain(std::string_view op, NumericDomain in, NumericDomain 
   if ((op == "sqrt" || op == "abs" || op == "relu") &&
       (in == D::strictly_positive || in == D::zero))
     return in;
+  // Rounding keeps what is known of its operand's sign and nothing else: of an unknown operand
+  // it is unknown (llama4's `log(floor((pos + 1) / s) + 1)` of positions is no finding); of a
+  // non-negative one non-negative (`floor(0.5)` is 0, `ceil` of a positive value is positive).
+  if (op == "floor" || op == "round" || op == "ceil" || op == "sign") {
+    if (in == D::unknown || in == D::zero) return in;
+    if (in == D::strictly_positive && (op == "ceil" || op == "sign")) return in;
+    if (non_negative_family(in)) return D::non_negative;
+    return D::real;
+  }
   return otherwise;
 }
 

@@ -234,6 +234,21 @@ TEST(NumericDomain, StrictlyPositiveTermKeepsASumPositive) {
   EXPECT_EQ(unary_domain("exp", D::zero, D::non_negative), D::non_negative);
 }
 
+// Rounding keeps only the sign of what it rounds: of an unknown operand unknown (a false
+// warning on llama4's `log(floor((pos + 1) / s) + 1)` said "real"), of a non-negative one
+// non-negative (floor(0.5) is 0), `ceil` of a positive value positive.
+TEST(NumericDomain, RoundingKeepsTheOperandsSign) {
+  using D = NumericDomain;
+  EXPECT_EQ(unary_domain("floor", D::unknown, D::real), D::unknown);
+  EXPECT_EQ(unary_domain("floor", D::strictly_positive, D::real), D::non_negative);
+  EXPECT_EQ(unary_domain("ceil", D::strictly_positive, D::real), D::strictly_positive);
+  EXPECT_EQ(unary_domain("round", D::saturating_unit, D::real), D::non_negative);
+  EXPECT_EQ(unary_domain("floor", D::real, D::real), D::real);
+  // + 1 of the floor of a non-negative value is positive: log of it is no hazard.
+  EXPECT_EQ(affine_domain(unary_domain("floor", D::non_negative, D::real), 1.0, 1.0),
+            D::strictly_positive);
+}
+
 TEST(NumericDomain, EpsilonGuardDischargesLogOfSigmoid) {
   // log(sigmoid(x) + 1e-7): affine(1, 1e-7) turns [0, 1] into (0, inf).
   EXPECT_EQ(affine_domain(NumericDomain::saturating_unit, 1.0, 1e-7),
