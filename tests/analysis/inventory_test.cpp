@@ -449,6 +449,37 @@ impl M {
   EXPECT_FALSE(r.has_finding("non-literal")) << r.keys();
 }
 
+// The same name bound again by such a helper (`let s = scale_name(&a); .. let s =
+// scale_name(&b);`, candle-vllm's mxfp4 experts) ends the old split rather than nesting the new
+// one in it: five in a row stay within the limit on nested splits, each key read as written.
+TEST(Inventory, ANameBoundAgainEndsItsSplit) {
+  auto r = analyze("rebound_names", std::string(kPrelude) + R"(
+fn scale_name(vb: &VarBuilder) -> &'static str {
+    if vb.contains_tensor("weight_scale") { "weight_scale" } else { "scales" }
+}
+pub struct M { t: Vec<Tensor> }
+impl M {
+    pub fn new(vb: VarBuilder) -> Result<Self> {
+        let mut t = Vec::new();
+        let s = scale_name(&vb.pp("a"));
+        t.push(vb.pp("a").get(4, s)?);
+        let s = scale_name(&vb.pp("b"));
+        t.push(vb.pp("b").get(4, s)?);
+        let s = scale_name(&vb.pp("c"));
+        t.push(vb.pp("c").get(4, s)?);
+        let s = scale_name(&vb.pp("d"));
+        t.push(vb.pp("d").get(4, s)?);
+        let s = scale_name(&vb.pp("e"));
+        t.push(vb.pp("e").get(4, s)?);
+        Ok(Self { t })
+    }
+}
+)");
+  for (const char* key : {"a.scales", "b.weight_scale", "c.scales", "d.weight_scale", "e.scales"})
+    EXPECT_TRUE(r.param(key)) << key << "\n" << r.keys();
+  EXPECT_FALSE(r.has_finding("non-literal")) << r.keys();
+}
+
 // A method no source defines, called on a type that derives a procedural macro (candle-lora's
 // `#[derive(AutoLoraConvert)]` writes `get_lora_model`): the finding names the macro, whether the
 // receiver is a local built by a struct literal of that type or `Self { .. }`. A type without

@@ -252,6 +252,20 @@ typename Engine<D>::Value Engine<D>::eval_stmts(std::span<const NodeId> stmts, s
     const rust::Node& st = b[s];
     if (st.cfg == rust::Tri::False || st.kind == Kind::Item) continue;
     if constexpr (requires { dom_.split(*this, s); }) {
+      // A `let` binding again every name of a split of this block, its value not naming them
+      // (`let packed = name_of(&a); .. let packed = name_of(&b);`): the old alternatives are
+      // shadowed, no statement can reach them, so the split ends here instead of forking the rest.
+      if (st.kind == Kind::Let && st.a != rust::kNone && st.b != rust::kNone)
+        for (std::size_t i = pending.size(); i-- > own;) {
+          const Pending& p = pending[i];
+          if (!referring(st.b, {p}).empty()) continue;
+          const bool covered = std::all_of(p.names.begin(), p.names.end(), [&](const auto& n) {
+            return !referring(st.a, {Pending{p.let, {n}, {}}}).empty();
+          });
+          if (!covered) continue;
+          if constexpr (requires { dom_.split_end(*this, p.let); }) dom_.split_end(*this, p.let);
+          pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+        }
       std::vector<std::size_t> refs = referring(s, pending);
       // A statement naming the alternatives of two splits, or one that may split again or
       // rebind a name of one: the rest of the block runs once per alternative of the first.
