@@ -396,6 +396,20 @@ TensorShape tensor_shape(const Reader& r, const Node& shape) {
   return s;
 }
 
+std::vector<BranchArm> branch_arms(const Reader& r, const Node& list) {
+  std::vector<BranchArm> v;
+  r.each(list, [&](const Node& n) {
+    BranchArm b;
+    b.site = r.s(n, "site");
+    b.offset = r.u(n, "offset");
+    b.arms = r.uints(r.at(n, "arms"));
+    b.count = r.u(n, "count");
+    if (r.has(n, "dead")) b.dead = r.uints(r.at(n, "dead"));
+    v.push_back(std::move(b));
+  });
+  return v;
+}
+
 InstanceCall instance_call(const Reader& r, const Node& n) {
   InstanceCall c;
   c.id = r.s(n, "id");
@@ -420,6 +434,11 @@ InstanceCall instance_call(const Reader& r, const Node& n) {
   if (r.has(n, "operation_shapes"))
     r.each_member(r.at(n, "operation_shapes"), [&](const std::string& k, const Node& v) {
       c.operation_shapes[k] = tensor_shape(r, v);
+    });
+  if (r.has(n, "branch")) c.branch = branch_arms(r, r.at(n, "branch"));
+  if (r.has(n, "operation_branches"))
+    r.each_member(r.at(n, "operation_branches"), [&](const std::string& k, const Node& v) {
+      c.operation_branches[k] = branch_arms(r, v);
     });
   return c;
 }

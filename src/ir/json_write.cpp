@@ -323,6 +323,23 @@ void write_record(W& w, const Buffer& b) {
   w.end_object();
 }
 
+void branch_arms(W& w, std::string_view k, const std::vector<BranchArm>& v) {
+  w.key(k).begin_array();
+  for (const BranchArm& b : v) {
+    w.begin_object();
+    w.field("site", b.site).field("offset", b.offset);
+    w.key("arms");
+    uints(w, b.arms);
+    w.field("count", b.count);
+    if (!b.dead.empty()) {
+      w.key("dead");
+      uints(w, b.dead);
+    }
+    w.end_object();
+  }
+  w.end_array();
+}
+
 void write_record(W& w, const InstanceCall& c) {
   w.begin_object();
   w.field("id", c.id).field("entrypoint", c.entrypoint);
@@ -349,6 +366,13 @@ void write_record(W& w, const InstanceCall& c) {
     w.key("operation_shapes").begin_object();
     for (const auto& [k, v] : c.operation_shapes)
       shape(w, k, v);
+    w.end_object();
+  }
+  if (!c.branch.empty()) branch_arms(w, "branch", c.branch);
+  if (!c.operation_branches.empty()) {
+    w.key("operation_branches").begin_object();
+    for (const auto& [k, v] : c.operation_branches)
+      branch_arms(w, k, v);
     w.end_object();
   }
   w.end_object();

@@ -211,6 +211,21 @@ struct Operation {
   bool operator==(const Operation&) const = default;
 };
 
+// One arm of an undecided `if`/`match` that an instance call or an operation ran in (the run
+// could not tell which arm executes, so it ran each): the arms of one branch point are
+// alternatives, of which one runs per call. `arms` has one entry for an arm; the rest of a
+// function after arms that `return` stands in every arm that did not return (several entries).
+struct BranchArm {
+  std::string site;                 // "src/models/qwen3.rs:232": the `if`/`match`
+  std::uint64_t offset = 0;         // its byte offset in that file (two on one line differ)
+  std::vector<std::uint64_t> arms;  // the arms (0-based, `if`: 0 then, 1 else), ascending
+  std::uint64_t count = 0;          // how many arms the branch point has
+  // Arms that never complete in this run (they panic, `bail!` or `return Err(..)`): no forward
+  // pass takes them, so they are no alternative. Written when not empty.
+  std::vector<std::uint64_t> dead;
+  bool operator==(const BranchArm&) const = default;
+};
+
 // One call of a module's method on a known module instance, as one entrypoint's run reached it
 // (issue #18): the dataflow unrolled along the module tree. Operations keep their static ids;
 // `operations` lists those the call ran in its own frame (an operation run inside a nested instance
@@ -245,6 +260,11 @@ struct InstanceCall {
   // shape every analysed context agreed on): the root's `[b_sz, seq_len, 4096]` where a second
   // entrypoint leaves the embedding size unknown. Operation id -> shape; written when not empty.
   std::map<std::string, TensorShape> operation_shapes;
+  // The undecided branches the call was made in, outermost first (empty: it runs on every path
+  // of its run), and per operation of `operations` run in a branch its parent call was not in,
+  // that operation's (written when not empty). Totals add one arm of each branch point, not all.
+  std::vector<BranchArm> branch;
+  std::map<std::string, std::vector<BranchArm>> operation_branches;
   bool operator==(const InstanceCall&) const = default;
 };
 

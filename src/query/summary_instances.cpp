@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 
 #include "query/summary_table.hpp"
 #include "util/text.hpp"
@@ -45,6 +46,82 @@ void names_of(const std::string& key, std::set<std::string>& out) {
     pos = star == std::string::npos ? key.size() + 1 : star + 1;
   }
 }
+
+// A call's figures by the undecided branches they were counted in (ir::BranchArm): per branch
+// point, one sum per arm; folding adds, per point, the least that every arm reaches (termwise,
+// so a symbolic sum stays a lower bound of each arm), marked when the arms differ. The rest of a
+// body after arms that returned stands in several arms and adds to each.
+class BranchTree {
+ public:
+  // The sum the items of branch path `path` (from index `from` on) add to.
+  SymSum& at(const std::vector<ir::BranchArm>& path, std::size_t from) {
+    BranchTree* t = this;
+    for (std::size_t i = from; i < path.size(); ++i) {
+      const ir::BranchArm& b = path[i];
+      Point& p = t->points_[{b.site, b.offset}];
+      p.count = std::max<std::uint64_t>(p.count, b.count);
+      p.dead.insert(b.dead.begin(), b.dead.end());
+      auto& kid = p.arms[b.arms];
+      if (!kid) kid = std::make_unique<BranchTree>();
+      t = kid.get();
+    }
+    return t->base_;
+  }
+
+  SymSum fold() const {
+    SymSum out = base_;
+    for (const auto& [site, p] : points_) {
+      // An arm that never completes (a panic, `return Err(..)`) is no alternative.
+      std::map<std::uint64_t, SymSum> arms;
+      for (std::uint64_t a = 0; a < p.count; ++a)
+        if (!p.dead.count(a)) arms[a];
+      for (const auto& [which, tree] : p.arms) {
+        SymSum sum = tree->fold();
+        for (auto a : which)
+          if (auto it = arms.find(a); it != arms.end()) it->second.add(sum, 1);
+      }
+      std::vector<SymSum> live;
+      for (auto& [a, sum] : arms)
+        live.push_back(std::move(sum));
+      out.add(least(live, site.first), 1);
+    }
+    return out;
+  }
+
+ private:
+  struct Point {
+    std::uint64_t count = 0;
+    std::set<std::uint64_t> dead;
+    std::map<std::vector<std::uint64_t>, std::unique_ptr<BranchTree>> arms;
+  };
+  SymSum base_;
+  std::map<std::pair<std::string, std::uint64_t>, Point> points_;
+
+  static SymSum least(const std::vector<SymSum>& arms, const std::string& site) {
+    SymSum out;
+    if (arms.empty()) return out;
+    out.terms = arms.front().terms;
+    bool differ = false;
+    for (const SymSum& a : arms) {
+      out.overflow = out.overflow || a.overflow;
+      out.missing.insert(a.missing.begin(), a.missing.end());
+      out.branches.insert(a.branches.begin(), a.branches.end());
+      out.missing_ops = std::max(out.missing_ops, a.missing_ops);
+      if (a.terms != arms.front().terms) differ = true;
+      for (auto it = out.terms.begin(); it != out.terms.end();) {
+        auto o = a.terms.find(it->first);
+        if (o == a.terms.end()) {
+          it = out.terms.erase(it);
+          continue;
+        }
+        it->second = std::min(it->second, o->second);
+        ++it;
+      }
+    }
+    if (differ) out.branches.insert(site);
+    return out;
+  }
+};
 
 }  // namespace
 
@@ -97,6 +174,7 @@ bool SymSum::add(const std::string& expr, std::uint64_t times, const InputDims& 
 void SymSum::add(const SymSum& o, std::optional<std::uint64_t> times) {
   overflow = overflow || o.overflow;
   missing.insert(o.missing.begin(), o.missing.end());
+  branches.insert(o.branches.begin(), o.branches.end());
   if (!times) {  // a family of unknown count: none of it is summed
     if (!o.terms.empty() || o.missing_ops > 0) {
       missing.insert("(a family of unknown count)");
@@ -340,15 +418,27 @@ std::string InstanceIndex::output_shape(const ir::InstanceCall& c) const {
   return out + "]";
 }
 
+namespace {
+
+// Where an operation of call `c` adds in the call's branch tree.
+SymSum& op_sum(BranchTree& tree, const ir::InstanceCall& c, const std::string& op_id) {
+  static const std::vector<ir::BranchArm> none;
+  auto b = c.operation_branches.find(op_id);
+  return tree.at(b == c.operation_branches.end() ? none : b->second, c.branch.size());
+}
+
+}  // namespace
+
 SymSum InstanceIndex::mult_adds(const ir::InstanceCall& c) const {
-  SymSum s;
+  BranchTree tree;
   // A candle-nn layer's call, or a wrapper layer's applying the layer it holds, carries this
   // instance's own count (the operation keeps the first instance's).
-  bool layer_counted = c.mult_adds && s.add(*c.mult_adds, 1, dims_);
+  bool layer_counted = c.mult_adds && tree.at({}, 0).add(*c.mult_adds, 1, dims_);
   if (!layer_counted)
     for (const auto& id : c.operations) {
       auto it = ops_.find(id);
       if (it == ops_.end()) continue;
+      SymSum& s = op_sum(tree, c, id);
       const ir::Operation& o = *it->second;
       // This call's own figure (in the root forward's dimension names) where the dataflow
       // recorded one; else the operation's, unless that is another module's (an operation run
@@ -367,15 +457,16 @@ SymSum InstanceIndex::mult_adds(const ir::InstanceCall& c) const {
     }
   if (auto k = kids_.find(c.id); k != kids_.end())
     for (const auto* child : k->second)
-      s.add(mult_adds(*child), child->count);
-  return s;
+      tree.at(child->branch, c.branch.size()).add(mult_adds(*child), child->count);
+  return tree.fold();
 }
 
 SymSum InstanceIndex::activations(const ir::InstanceCall& c) const {
-  SymSum s;
+  BranchTree tree;
   for (const auto& id : c.operations) {
     auto it = ops_.find(id);
     if (it == ops_.end()) continue;
+    SymSum& s = op_sum(tree, c, id);
     const ir::Operation& o = *it->second;
     // This call's shape of it, in the root's names where the call ties them.
     const ir::TensorShape own = op_shape(c, id);
@@ -402,8 +493,8 @@ SymSum InstanceIndex::activations(const ir::InstanceCall& c) const {
   }
   if (auto k = kids_.find(c.id); k != kids_.end())
     for (const auto* child : k->second)
-      s.add(activations(*child), child->count);
-  return s;
+      tree.at(child->branch, c.branch.size()).add(activations(*child), child->count);
+  return tree.fold();
 }
 
 std::set<std::string> InstanceIndex::symbols() const {

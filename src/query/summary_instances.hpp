@@ -25,8 +25,11 @@ struct SymSum {
   bool overflow = false;
   std::set<std::string> missing;  // operation names left out
   std::uint64_t missing_ops = 0;  // how many operations (per call of the root) were left out
+  // Undecided `if`/`match` sites ("src/models/qwen3.rs:232") whose arms add different sums:
+  // the least of them is added (ir::BranchArm), so the sum is a lower bound.
+  std::set<std::string> branches;
   bool empty() const { return terms.empty() && !overflow; }
-  bool lower_bound() const { return missing_ops > 0; }
+  bool lower_bound() const { return missing_ops > 0 || !branches.empty(); }
   // Adds `times` × a product written `b*t*65536` (names bound by `dims` become numbers);
   // false when the expression is not such a product (nothing is added).
   bool add(const std::string& expr, std::uint64_t times, const InputDims& dims);

@@ -916,6 +916,8 @@ SummaryModel build_summary(const ir::ModelIr& ir, const std::string& dtype, int 
     if (ma.lower_bound()) out.totals.mult_adds_missing.assign(ma.missing.begin(), ma.missing.end());
     out.totals.activations = !act.text().empty() ? act.text() : act.lower_bound() ? "unknown" : "0";
     out.totals.activation_unknown_ops = act.missing_ops;
+    out.totals.mult_adds_branches.assign(ma.branches.begin(), ma.branches.end());
+    out.totals.activation_branches.assign(act.branches.begin(), act.branches.end());
     if (auto n = act.number(); n && !act.text().empty() && dtype_bytes(dtype) > 0)
       out.totals.activation_bytes = mul(Count::of(*n), Count::of(dtype_bytes(dtype))).n;
   } else if (!t.mult_total.empty() && max_depth < 0) {

@@ -97,6 +97,16 @@ std::string megabytes(std::uint64_t bytes) {
   return buf;
 }
 
+// "a, b, c and 2 more": the first few of `v`.
+std::string join_named(const std::vector<std::string>& v) {
+  constexpr std::size_t kNamed = 4;
+  std::string out;
+  for (std::size_t i = 0; i < v.size() && i < kNamed; ++i)
+    out += (i ? ", " : "") + v[i];
+  if (v.size() > kNamed) out += " and " + std::to_string(v.size() - kNamed) + " more";
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -465,13 +475,14 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   if (totals.total && totals.trainable && *totals.total >= *totals.trainable)
     out += "Non-trainable params: " + group_thousands(*totals.total - *totals.trainable) + "\n";
   if (totals.mult_adds_from_instances) {
-    out += "Mult-adds per forward pass" +
-           (totals.forward_runs.empty() ? std::string() : " (" + totals.forward_runs + ")") + ": " +
-           std::string(totals.mult_adds_missing.empty() || totals.mult_adds == "unknown" ||
-                               totals.mult_adds.starts_with("over ")
-                           ? ""
-                           : "at least ") +
-           totals.mult_adds + "\n";
+    out +=
+        "Mult-adds per forward pass" +
+        (totals.forward_runs.empty() ? std::string() : " (" + totals.forward_runs + ")") + ": " +
+        std::string((totals.mult_adds_missing.empty() && totals.mult_adds_branches.empty()) ||
+                            totals.mult_adds == "unknown" || totals.mult_adds.starts_with("over ")
+                        ? ""
+                        : "at least ") +
+        totals.mult_adds + "\n";
     if (!totals.mult_adds_missing.empty()) {
       std::string names;
       constexpr std::size_t kNamed = 8;
@@ -484,6 +495,11 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
           "Mult-Adds rule or no known shapes: " +
           names + "\n";
     }
+    if (!totals.mult_adds_branches.empty())
+      out +=
+          "  ≥ also where the analysis cannot tell which arm of an `if`/`match` runs and the "
+          "arms differ: the least is counted (" +
+          join_named(totals.mult_adds_branches) + ")\n";
   } else if (!totals.mult_adds.empty()) {
     out += "Mult-adds per forward pass (counted layers): " + totals.mult_adds + "\n";
   }
@@ -512,7 +528,10 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
   }
   if (!totals.activations.empty()) {
     const bool over = totals.activations.starts_with("over ");
-    const char* least = totals.activation_unknown_ops > 0 && !over ? "at least " : "";
+    const char* least =
+        (totals.activation_unknown_ops > 0 || !totals.activation_branches.empty()) && !over
+            ? "at least "
+            : "";
     if (totals.activations == "unknown")
       out += "Activations, one forward: unknown";
     else if (over)
@@ -529,6 +548,9 @@ std::string render_summary_table(const std::string& title, const std::vector<Sum
              ": " + group_thousands(totals.activation_unknown_ops) +
              " operation runs of the forward pass (each family member counted) have no known "
              "output shape\n";
+    if (!totals.activation_branches.empty())
+      out += "  lower bound: the least arm of an undecided `if`/`match` is counted (" +
+             join_named(totals.activation_branches) + ")\n";
   }
   if (!totals.shared.empty()) {
     out += "Shared weights are counted once (rows marked shared):\n";

@@ -47,6 +47,9 @@ struct SummaryTotals {
   // Operations without a Mult-Adds rule in the forward pass ("matmul", "repeat_kv"): every figure
   // they are under is a lower bound (marked "≥").
   std::vector<std::string> mult_adds_missing;
+  // Undecided `if`/`match` sites whose arms count differently: the least arm is added (a lower
+  // bound); the same for the activations.
+  std::vector<std::string> mult_adds_branches, activation_branches;
   bool mult_adds_from_instances = false;  // per module, rolled up along the instance calls
   // A root with no forward of its own: the children's runs the forward pass adds up
   // ("model.encoder.forward + model.decoder.forward"); empty when the root's own forward is it.

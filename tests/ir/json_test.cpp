@@ -36,6 +36,38 @@ TEST(ModelJson, FullModelRoundTripsByteExactly) {
   EXPECT_EQ(write_model_ir(ir), text);  // deterministic
 }
 
+// The undecided branches an instance call and its operations ran in (ir::BranchArm, dead arms
+// included) round-trip; an IR without them writes neither key.
+TEST(ModelJson, BranchArmsRoundTrip) {
+  ModelIr ir = testing::sample_model();
+  InstanceCall c;
+  c.id = "instance-call:f:o_proj:forward:1";
+  c.entrypoint = "f";
+  c.path = "o_proj";
+  c.method = "forward";
+  c.operations = {"op:a"};
+  ir.instance_calls.push_back(c);
+  EXPECT_EQ(write_model_ir(ir).find("\"branch\""), std::string::npos);
+  EXPECT_EQ(write_model_ir(ir).find("\"operation_branches\""), std::string::npos);
+  BranchArm rest;
+  rest.site = "src/models/qwen3.rs:232";
+  rest.offset = 9123;
+  rest.arms = {1};
+  rest.count = 2;
+  BranchArm flash = rest;
+  flash.site = "src/models/qwen3.rs:240";
+  flash.offset = 9400;
+  flash.arms = {0};
+  flash.dead = {1};
+  ir.instance_calls.back().branch = {rest};
+  ir.instance_calls.back().operation_branches = {{"op:a", {rest, flash}}};
+  const std::string text = write_model_ir(ir);
+  EXPECT_NE(text.find("\"dead\": ["), std::string::npos) << text;
+  const ModelIr back = parse_model_ir(text, "model.json");
+  EXPECT_EQ(back, ir);
+  EXPECT_EQ(write_model_ir(back), text);
+}
+
 // A conv layer's config (`Module.attributes`) and an instance call's own figures of its operations
 // (`operation_mult_adds`) round-trip; an IR without them writes neither key (older IRs and
 // models without conv layers are unchanged).

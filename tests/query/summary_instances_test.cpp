@@ -2,8 +2,11 @@
 // figures in `query module` (issue #18), on models whose numbers are computed here by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "pipeline/pipeline.hpp"
 #include "query/query.hpp"
@@ -23,6 +26,8 @@ const std::string kTied = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow
 const std::string kRotary = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/partial_rotary";
 const std::string kNoRootForward =
     std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/no_root_forward";
+const std::string kEarlyReturn =
+    std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/early_return";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
@@ -173,6 +178,48 @@ TEST(SummaryInstances, ARootWithoutForwardAddsUpItsChildrensRuns) {
   EXPECT_NE(text.find("Mult-adds per forward pass (decoder.forward + encoder.forward): b*t*1,600"),
             std::string::npos)
       << text;
+}
+
+// early_return (qwen3's attention): `if on_cpu { return self.fused(&q); } self.standard(..)`
+// applies o_proj (16 -> 16) on either path, the standard one adding two products of t x t. A
+// total that added both paths counted o_proj twice (b*t*1,280 + b*t*t*32, neither a count nor a
+// lower bound); one path runs, so the total is qkv 768 + o_proj 256 + up 512 at least, and the
+// site is named. The MLP's arms both apply `up` (they agree: no mark), and its `fast` arm calls
+// a function that only panics: no alternative, its value leaves the output shape alone.
+TEST(SummaryInstances, OnePathOfAnUndecidedBranchIsCounted) {
+  cg::pipeline::Options o;
+  o.path = kEarlyReturn;
+  o.root = "Model";
+  auto a = cg::pipeline::analyze(o);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.mult_adds, "b*t*1,536");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  EXPECT_EQ(m.totals.mult_adds_branches, std::vector<std::string>{"src/lib.rs:38"});
+  EXPECT_EQ(m.totals.activation_branches,
+            (std::vector<std::string>{"src/lib.rs:38", "src/lib.rs:60"}));
+  const auto* attn = row(m, "attn", "Attention");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_EQ(attn->mult_adds, "≥ b*t*1,024");
+  EXPECT_TRUE(attn->mult_adds_lower_bound);
+  const auto* mlp = row(m, "mlp", "Mlp");
+  ASSERT_NE(mlp, nullptr);
+  EXPECT_EQ(mlp->mult_adds, "b*t*512");
+  EXPECT_FALSE(mlp->mult_adds_lower_bound);
+  EXPECT_EQ(mlp->output_shape, "[b, t, 32]");
+  // The IR says which path each o_proj call is on: the returning arm, and the rest of the body.
+  std::vector<std::vector<std::uint64_t>> arms;
+  for (const auto& c : a.ir.instance_calls)
+    if (c.path == "attn.o_proj" && c.entrypoint.find("Model%3A%3Aforward") != std::string::npos) {
+      ASSERT_EQ(c.branch.size(), 1u);
+      EXPECT_EQ(c.branch[0].site, "src/lib.rs:38");
+      EXPECT_EQ(c.branch[0].count, 2u);
+      arms.push_back(c.branch[0].arms);
+    }
+  std::sort(arms.begin(), arms.end());
+  EXPECT_EQ(arms, (std::vector<std::vector<std::uint64_t>>{{0}, {1}}));
+  std::string text = cg::query::render_model_summary(a, "");
+  EXPECT_NE(text.find("Mult-adds per forward pass: at least b*t*1,536"), std::string::npos) << text;
+  EXPECT_NE(text.find("the least is counted"), std::string::npos) << text;
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

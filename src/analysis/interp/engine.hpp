@@ -41,6 +41,12 @@
 //   void branch_end(Engine&, NodeId n, std::size_t i) / void branches_joined(Engine&, NodeId n)
 //       around each branch of an undecided `if`/`match` (an `if` without `else` has count 2 and
 //       its branch 1 runs nothing), then once after the join
+//   void body_begin(Engine&) / void body_end(Engine&, bool called)
+//       around the run of an inlined function's body and of a closure's (what a `return` ends);
+//       `called` false: a closure's body analyzed where it is written, not run there
+//   void returning(Engine&, NodeId ret)   a `return e` statement, before `e` is evaluated
+//   void arm_value(Engine&, Value& v)   an undecided branch's value, before branch_end (a domain
+//       empties the value of an arm that never completes, so the join is the other arms')
 //   void loop_begin(Engine&, NodeId loop, const Value& iter) / void loop_end(Engine&, NodeId)
 //   std::optional<std::vector<Value>> expand(Engine&, NodeId for_loop, const Value& iter)
 //       a `for` run once per value, each bound to its pattern in its own scope
@@ -168,7 +174,9 @@ class Engine {
       fr.env.set(params[i].name, dom_.parameter(item, i, i < args.size() ? args[i] : Value{}));
     stack_.push_back(item);
     frames_.push_back(&fr);
+    if constexpr (requires { dom_.body_begin(*this); }) dom_.body_begin(*this);
     Value r = eval(body.root);
+    if constexpr (requires { dom_.body_end(*this, true); }) dom_.body_end(*this, true);
     fr.returns.push_back(std::move(r));
     frames_.pop_back();
     stack_.pop_back();

@@ -83,6 +83,7 @@ typename Engine<D>::Value Engine<D>::dispatch(NodeId n) {
     case Kind::Struct:
       return eval_struct(n);
     case Kind::Return:
+      if constexpr (requires { dom_.returning(*this, n); }) dom_.returning(*this, n);
       if (nd.a != rust::kNone) {
         Value v = eval(nd.a);
         frame().returns.push_back(std::move(v));
@@ -211,7 +212,9 @@ typename Engine<D>::Value Engine<D>::eval_struct(NodeId n) {
 template <class D>
 void Engine<D>::eval_forked(NodeId n) {
   Env saved = env();
+  if constexpr (requires { dom_.body_begin(*this); }) dom_.body_begin(*this);
   eval(n);
+  if constexpr (requires { dom_.body_end(*this, false); }) dom_.body_end(*this, false);
   env() = std::move(saved);
 }
 
@@ -512,6 +515,7 @@ typename Engine<D>::Value Engine<D>::run_branch(NodeId n, std::size_t i, std::si
   if constexpr (requires { dom_.branch_begin(*this, n, i, count); })
     dom_.branch_begin(*this, n, i, count);
   Value v = what();
+  if constexpr (requires { dom_.arm_value(*this, v); }) dom_.arm_value(*this, v);
   if constexpr (requires { dom_.branch_end(*this, n, i); }) dom_.branch_end(*this, n, i);
   return v;
 }
@@ -574,7 +578,9 @@ typename Engine<D>::Value Engine<D>::run_closure(const rust::Body& where, NodeId
   const auto params = where.kids_view(closure);
   for (std::size_t i = 0; i < params.size(); ++i)
     bind_at(closure, params[i], i < args.size() ? args[i] : Value{});
+  if constexpr (requires { dom_.body_begin(*this); }) dom_.body_begin(*this);
   Value v = eval(where[closure].a);
+  if constexpr (requires { dom_.body_end(*this, true); }) dom_.body_end(*this, true);
   close_scope();
   fr.returns.push_back(std::move(v));
   Value out = dom_.join(fr.returns);

@@ -330,6 +330,7 @@ std::size_t TensorDomain::run_function_root(Eng& eng, std::size_t fn_index, std:
       root_run_ = false;
       Val ret = out ? *out : Val{};
       close_instance(root, ret, shape_of_tensor(&ret), "");
+      settle_branches();
       if (ret.tensor && !ret.tid.empty()) {
         run_.returned.insert(ret.tid);
         auto& outs = ir_.functions[fn_index].tensor_outputs;

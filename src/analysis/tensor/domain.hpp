@@ -96,7 +96,7 @@ class TensorDomain {
   Val binary(Eng& eng, NodeId n, Val l, Val r);
   Val unary(Eng& eng, NodeId n, Val v);
   Val cast(Eng& eng, NodeId n, Val v);
-  Val macro(Eng&, NodeId) { return {}; }
+  Val macro(Eng& eng, NodeId n);  // instances.cpp: `panic!`, `bail!` … end the path
   Val aggregate(Eng& eng, NodeId n, std::vector<Val> elems);
   void array_argument(std::vector<Val> elems, std::vector<Val>& args);
   void let_begin(Eng&, NodeId) { dims_tid_.clear(); }
@@ -126,6 +126,18 @@ class TensorDomain {
   // A trailing `if`/`match` statement (no `;`) is the block's value, as in Rust: `if n_rep == 1 {
   // Ok(xs) } else { .. }` ending a helper returns `xs`.
   bool statement_value(Eng&, NodeId) const { return true; }
+  // Undecided branches (instances.cpp): the arms an instance call or an operation ran in, so
+  // that a total adds one arm of each branch point; the rest of a body after arms that `return`
+  // stands in the arms that did not.
+  void branch_begin(Eng& eng, NodeId n, std::size_t i, std::size_t count);
+  void branch_end(Eng& eng, NodeId n, std::size_t i);
+  void branches_joined(Eng& eng, NodeId n);
+  void body_begin(Eng& eng);
+  void body_end(Eng& eng, bool called);
+  void returning(Eng& eng, NodeId ret);
+  void arm_value(Eng&, Val& v) const {
+    if (diverged_) v = Val{};
+  }
 
  private:
   // ---- closures and constructor runs (closures.cpp) -----------------------------------------
@@ -198,7 +210,16 @@ class TensorDomain {
     inst_occ_ = {};
     call_seq_ = 0;
     open_instances_.clear();
+    branch_.clear();
+    points_.clear();
+    body_marks_.clear();
+    arm_fates_.clear();
+    diverged_ = returned_ = false;
+    run_calls_begin_ = ir_.instance_calls.size();
   }
+  // At a run's end: what ran in arms that never complete is dropped, and every branch path
+  // names the arms that are dead.
+  void settle_branches();
   // In the innermost open instance call, with this call's multiply-adds of it.
   void note_op(const std::string& op_id);
   void wrapped_layer(const OpRule& rule, const std::vector<Val>& args, const Val& recv);
@@ -249,7 +270,31 @@ class TensorDomain {
   std::map<std::string, std::vector<std::size_t>> params_by_module_;
   std::unordered_map<std::string, std::size_t> op_by_node_;  // "file:byte:name" -> operation
   std::unordered_map<std::string, const ir::Module*> module_by_id_;
-  std::vector<std::size_t> open_instances_;       // indexes into ir.instance_calls, innermost last
+  std::vector<std::size_t> open_instances_;   // indexes into ir.instance_calls, innermost last
+  std::vector<ir::BranchArm> branch_;         // the undecided arms being run, outermost first
+  struct BranchPoint {                        // an undecided `if`/`match` being run
+    std::size_t depth = 0;                    // branch_.size() before it
+    bool diverged = false, returned = false;  // the path's state before it
+    std::set<std::size_t> returned_arms;      // arms that reached a `return` of a value
+    std::set<std::size_t> dead;               // arms that never complete
+    std::size_t count = 0;
+    NodeId node = rust::kNone;  // the `if`/`match`, in
+    const rust::Body* body = nullptr;
+  };
+  std::vector<BranchPoint> points_;
+  struct BodyMark {  // a running body: branch_.size() and the path's state where it began
+    std::size_t branch = 0;
+    bool diverged = false, returned = false;
+  };
+  std::vector<BodyMark> body_marks_;
+  // The path being run never completes (a `panic!`, `bail!`, `return Err(..)`, a call of a
+  // function that always does), or it has returned a value.
+  bool diverged_ = false, returned_ = false;
+  // Per run: (site, offset) of an undecided branch point -> the arms seen dead, seen completing.
+  std::map<std::pair<std::string, std::uint64_t>,
+           std::pair<std::set<std::uint64_t>, std::set<std::uint64_t>>>
+      arm_fates_;
+  std::size_t run_calls_begin_ = 0;               // the run's first instance call
   ir::OccurrenceCounter inst_occ_;                // per run: path + method
   std::uint64_t call_seq_ = 0;                    // per run: instance calls opened so far
   std::size_t last_op_ = 0;                       // the operation make_op last recorded

@@ -138,6 +138,7 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
   fn_root_run_ = false;
   bool single = it.return_type.find('(') == std::string::npos;
   close_instance(root, ret, single ? shape_of_tensor(&ret) : nullptr, "");
+  settle_branches();
   if (ret.tensor && !ret.tid.empty()) {
     run_.returned.insert(ret.tid);
     add_unique(ir_.functions[fn_index].tensor_outputs, ret.tid);

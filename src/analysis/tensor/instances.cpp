@@ -167,6 +167,7 @@ std::size_t TensorDomain::open_instance(const std::set<std::string>& mods,
   } else if (per_parent > 1) {
     c.repeat = "i in 0.." + std::to_string(per_parent);
   }
+  c.branch = branch_;
   c.sequence = call_seq_++;
   c.id = ir::instance_call_id(run_.entry_fid, c.path, method,
                               inst_occ_.next(c.path + std::string(1, '\0') + method));
@@ -196,6 +197,153 @@ void TensorDomain::note_op(const std::string& op_id) {
   // Every call's own figure for now; finish() keeps those that differ from the operation's.
   ic.operation_mult_adds[op_id] = context_mult_adds_.value_or("");
   ic.operation_shapes[op_id] = context_shape_;
+  if (branch_.size() > ic.branch.size()) ic.operation_branches[op_id] = branch_;
+}
+
+void TensorDomain::branch_begin(Eng& eng, NodeId n, std::size_t i, std::size_t count) {
+  if (i == 0) {
+    BranchPoint p;
+    p.depth = branch_.size();
+    p.count = count;
+    p.node = n;
+    p.body = &eng.body();
+    p.diverged = diverged_;
+    p.returned = returned_;
+    points_.push_back(std::move(p));
+  }
+  if (points_.empty() || points_.back().node != n || points_.back().body != &eng.body()) return;
+  BranchPoint& p = points_.back();
+  branch_.resize(p.depth);
+  diverged_ = returned_ = false;
+  ir::BranchArm arm;
+  arm.site = src(eng, n);
+  arm.offset = eng.node(n).start;
+  arm.arms = {i};
+  arm.count = count;
+  branch_.push_back(std::move(arm));
+}
+
+void TensorDomain::branch_end(Eng& eng, NodeId n, std::size_t i) {
+  if (points_.empty() || points_.back().node != n || points_.back().body != &eng.body()) return;
+  BranchPoint& p = points_.back();
+  if (diverged_)
+    p.dead.insert(i);
+  else if (returned_)
+    p.returned_arms.insert(i);
+  auto& fate = arm_fates_[{src(eng, n), eng.node(n).start}];
+  (diverged_ ? fate.first : fate.second).insert(i);
+  diverged_ = p.diverged;
+  returned_ = p.returned;
+  branch_.resize(std::min(branch_.size(), p.depth));  // the arm and what it pushed
+}
+
+// After an undecided `if c { return a; }`, the rest of the body runs only where `c` was false:
+// it stands in the arms that did not return. (Arms that may return on some path only are taken as
+// returning: the total then adds less, never more, than a path does.) An arm that never completes
+// is no alternative: when every arm is dead, so is the path.
+void TensorDomain::branches_joined(Eng& eng, NodeId n) {
+  if (points_.empty() || points_.back().node != n || points_.back().body != &eng.body()) return;
+  BranchPoint p = std::move(points_.back());
+  points_.pop_back();
+  if (p.dead.size() >= p.count) {
+    diverged_ = true;
+    return;
+  }
+  const std::size_t live = p.count - p.dead.size();
+  if (p.returned_arms.empty()) return;
+  if (p.returned_arms.size() >= live) {
+    returned_ = true;
+    return;
+  }
+  ir::BranchArm rest;
+  rest.site = src(eng, n);
+  rest.offset = eng.node(n).start;
+  rest.count = p.count;
+  for (std::size_t i = 0; i < p.count; ++i)
+    if (!p.returned_arms.count(i) && !p.dead.count(i)) rest.arms.push_back(i);
+  branch_.push_back(std::move(rest));
+}
+
+void TensorDomain::body_begin(Eng&) {
+  body_marks_.push_back({branch_.size(), diverged_, returned_});
+  diverged_ = returned_ = false;
+}
+
+// A body that never completes makes its call never complete; a `return` ends the body only.
+void TensorDomain::body_end(Eng&, bool called) {
+  if (body_marks_.empty()) return;
+  const BodyMark m = body_marks_.back();
+  body_marks_.pop_back();
+  if (branch_.size() > m.branch) branch_.resize(m.branch);
+  const bool dies = called && diverged_ && !returned_;
+  diverged_ = m.diverged || dies;
+  returned_ = m.returned;
+}
+
+void TensorDomain::returning(Eng& eng, NodeId ret) {
+  const rust::Body& b = eng.body();
+  const NodeId e = b[ret].a;
+  const bool err = e != rust::kNone && b[e].kind == rust::Kind::Call && b[e].a != rust::kNone &&
+                   b[b[e].a].kind == rust::Kind::Path && b[b[e].a].str == "Err";
+  if (diverged_) return;
+  (err ? diverged_ : returned_) = true;
+}
+
+Val TensorDomain::macro(Eng& eng, NodeId n) {
+  std::string_view name = eng.node(n).str;
+  if (auto colons = name.rfind("::"); colons != std::string_view::npos)
+    name = name.substr(colons + 2);
+  if (!returned_ && (name == "panic" || name == "unimplemented" || name == "todo" ||
+                     name == "unreachable" || name == "bail"))
+    diverged_ = true;
+  return {};
+}
+
+void TensorDomain::settle_branches() {
+  auto dead_arms = [&](const ir::BranchArm& b) {
+    std::vector<std::uint64_t> dead;
+    auto f = arm_fates_.find({b.site, b.offset});
+    if (f == arm_fates_.end()) return dead;
+    for (auto a : f->second.first)
+      if (!f->second.second.count(a)) dead.push_back(a);
+    return dead;
+  };
+  // A path through a dead arm: every arm it names is dead.
+  auto settle = [&](std::vector<ir::BranchArm>& path) {
+    bool dies = false;
+    for (auto& b : path) {
+      b.dead = dead_arms(b);
+      if (std::all_of(b.arms.begin(), b.arms.end(), [&](std::uint64_t a) {
+            return std::find(b.dead.begin(), b.dead.end(), a) != b.dead.end();
+          }))
+        dies = true;
+    }
+    return dies;
+  };
+  std::set<std::string> dropped;
+  for (std::size_t i = run_calls_begin_; i < ir_.instance_calls.size(); ++i) {
+    ir::InstanceCall& c = ir_.instance_calls[i];
+    if (settle(c.branch) || (c.parent && dropped.count(*c.parent))) {
+      dropped.insert(c.id);
+      continue;
+    }
+    for (auto it = c.operation_branches.begin(); it != c.operation_branches.end();) {
+      if (!settle(it->second)) {
+        ++it;
+        continue;
+      }
+      std::erase(c.operations, it->first);
+      c.operation_mult_adds.erase(it->first);
+      c.operation_shapes.erase(it->first);
+      it = c.operation_branches.erase(it);
+    }
+  }
+  if (dropped.empty()) return;
+  const auto first = ir_.instance_calls.begin() + static_cast<std::ptrdiff_t>(run_calls_begin_);
+  ir_.instance_calls.erase(
+      std::remove_if(first, ir_.instance_calls.end(),
+                     [&](const ir::InstanceCall& c) { return dropped.count(c.id) > 0; }),
+      ir_.instance_calls.end());
 }
 
 // A candle-nn layer held by a module instance (`self.q_proj.forward(xs)`): one operation, in an
