@@ -76,45 +76,62 @@ JsonWriter& JsonWriter::key(std::string_view k) {
 void JsonWriter::append_quoted(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
+  // Runs of characters written as they are go out in one append (IR strings are mostly plain).
+  std::size_t plain = 0;
+  auto flush = [&](std::size_t i) {
+    out.append(s.data() + plain, i - plain);
+    plain = i + 1;
+  };
   for (std::size_t i = 0; i < s.size(); ++i) {
     auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f && c != 0xe2) continue;
     switch (c) {
       case '"':
+        flush(i);
         out += "\\\"";
         break;
       case '\\':
+        flush(i);
         out += "\\\\";
         break;
       case '\n':
+        flush(i);
         out += "\\n";
         break;
       case '\r':
+        flush(i);
         out += "\\r";
         break;
       case '\t':
+        flush(i);
         out += "\\t";
         break;
       case '\b':
+        flush(i);
         out += "\\b";
         break;
       case '\f':
+        flush(i);
         out += "\\f";
         break;
       default:
         if (c < 0x20 || c == 0x7f) {
+          flush(i);
           out += "\\u00";
           out.push_back(kHex[c >> 4]);
           out.push_back(kHex[c & 0xf]);
         } else if (c == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
                    (static_cast<unsigned char>(s[i + 2]) == 0xa8 ||
                     static_cast<unsigned char>(s[i + 2]) == 0xa9)) {
+          flush(i);
           out += static_cast<unsigned char>(s[i + 2]) == 0xa8 ? "\\u2028" : "\\u2029";
           i += 2;
-        } else {
-          out.push_back(static_cast<char>(c));
+          plain = i + 1;
         }
+        // else: a plain 0xe2 byte of another character, kept in the run
     }
   }
+  out.append(s.data() + plain, s.size() - plain);
   out.push_back('"');
 }
 

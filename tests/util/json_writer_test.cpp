@@ -25,6 +25,14 @@ TEST(JsonWriter, EscapesEverythingAScriptTagOrParserWouldChokeOn) {
   EXPECT_EQ(w.str(), "\"q\\\"\\\\\\n\\u0001\\u007f\\u2028<\"");
 }
 
+// Plain runs between escapes are kept whole, and a multi-byte character that starts like a line
+// separator (`≥`, U+2265: e2 89 a5) is written as it is.
+TEST(JsonWriter, PlainRunsAndOtherCharactersKeepTheirBytes) {
+  cg::JsonWriter w(0);
+  w.value(std::string("ab\"cd≥ef\\\xe2\x80\xa9gh\xe2"));
+  EXPECT_EQ(w.str(), "\"ab\\\"cd≥ef\\\\\\u2029gh\xe2\"");
+}
+
 TEST(JsonWriter, DoublesRoundTripAndNonFiniteBecomesNull) {
   cg::JsonWriter w(0);
   w.begin_array().value(0.1).value(2.0).value(std::nan("")).value(-1e300).end_array();
