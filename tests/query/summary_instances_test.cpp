@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ const std::string kTied = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow
 const std::string kRotary = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/partial_rotary";
 const std::string kNoRootForward =
     std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/no_root_forward";
+const std::string kTiedField = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tied_field";
 const std::string kEarlyReturn =
     std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/early_return";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
@@ -119,6 +121,26 @@ TEST(SummaryInstances, TiedHeadThroughACrateWrapperHasItsRowAndMultAdds) {
   // One note for the head, not a second one for the candle-nn Linear its wrapper holds.
   ASSERT_EQ(m.totals.shared.size(), 1u);
   EXPECT_NE(m.totals.shared[0].find("reuses the weights of embed"), std::string::npos);
+}
+
+// tied_field (qwen3's ModelForCausalLM): the head ties to `base.embed`, a field of the sub-model
+// the constructor built (`let base = Base::new(..)?`): 32 x 100 per position, counted once
+// among the parameters (3,200 + 1,024), the logits the root's output.
+TEST(SummaryInstances, AHeadTiedThroughASubModelsFieldIsCounted) {
+  cg::pipeline::Options o;
+  o.path = kTiedField;
+  o.config = kTiedField + "/config.json";
+  o.root = "ForCausalLm";
+  auto a = cg::pipeline::analyze(o);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.mult_adds, "b*t*4,224");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  EXPECT_EQ(m.totals.total, std::optional<std::uint64_t>(4224));
+  ASSERT_FALSE(m.rows.empty());
+  EXPECT_EQ(m.rows[0].output_shape, "[b, t, 100]");
+  ASSERT_EQ(m.totals.shared.size(), 1u);
+  EXPECT_NE(m.totals.shared[0].find("reuses the weights of model.embed"), std::string::npos)
+      << m.totals.shared[0];
 }
 
 // tuple_match (DistilBERT's loading): `let (embeddings, attention) = match (A::load(..),

@@ -464,7 +464,21 @@ BuilderDomain::Value BuilderDomain::path(Eng& eng, NodeId n) {
 BuilderDomain::Value BuilderDomain::field(Eng& eng, NodeId n, Value base) {
   if (base.kind == Value::Kind::config || base.kind == Value::Kind::layer_config)
     return member(std::move(base), node(n).str);
-  return sym_of(eng, n);
+  Value v = sym_of(eng, n);
+  // `base.embed_tokens` of a module this constructor built (`let base = Model::new(..)?`): the
+  // child built for that field, as the module value (qwen3's tied head reads
+  // `base.embed_tokens.embeddings()`).
+  if (!base.modules.empty() && v.modules.empty()) {
+    const std::set<std::size_t> held(base.modules.begin(), base.modules.end());
+    const std::string_view name = node(n).str;
+    for (std::size_t m : base.modules) {
+      const auto& parent = out.insts[m].parent;
+      if (parent && held.count(*parent)) continue;  // only the value's outermost modules
+      for (std::size_t c = 0; c < out.insts.size(); ++c)
+        if (out.insts[c].parent == m && out.insts[c].field == name) v.modules.push_back(c);
+    }
+  }
+  return v;
 }
 
 // Field `name` of a config (a nested config stays one) or of a record literal.
