@@ -20,6 +20,7 @@ if [ -n "${CG_CANDLE_SRC:-}" ]; then
     "Mistral-7B-v0.1|$ct|models::mistral::Model|$p/mistral-7b-v0.1.json|b_size=1,seq_len=128|897,779,236,864"
     "starcoder2-3b|$ct|models::starcoder2::Model|$p/starcoder2-3b.json|b_size=1,seq_len=128|371,598,557,184"
     "Qwen2-0.5B|$ct|models::qwen2::ModelForCausalLM|$p/qwen2-0.5b.json|b_size=1,seq_len=128|46,642,577,408"
+    "gemma-7b (16 heads of 256: q projects 3072 up to 4096)|$ct|models::gemma::Model|$p/gemma-7b.json|b_size=1,seq_len=128|996,681,973,760"
     "gemma-2-2b|$ct|models::gemma2::Model|$p/gemma-2-2b.json|b_size=1,seq_len=128|261,441,978,368"
     "gemma-2b|$ct|models::gemma::Model|$p/gemma-2b.json|b_size=1,seq_len=128|255,403,753,472"
     "TinyLlama-1.1B|$ct|models::llama::Llama|$p/tinyllama-1.1b.json|b_sz=1,seq_len=128|125,559,111,680"
