@@ -33,6 +33,7 @@ if [ -n "${CG_CANDLE_SRC:-}" ]; then
     "distilbert-base-uncased (encoder, 128 tokens)|$ct|models::distilbert::DistilBertModel|$p/distilbert-base-uncased.json|input_ids=1x128|5,586,812,928"
     "bert-base-uncased (encoder, 128 tokens)|$ct|models::bert::BertModel|$p/bert-base-uncased.json|input_ids=1x128|11,173,625,856"
     "bert-large-uncased (encoder, 128 tokens)|$ct|models::bert::BertModel|$p/bert-large-uncased.json|input_ids=1x128|39,460,012,032"
+    "falcon-7b (lower bound: the rotary frequencies' small matmul has no shape)|$ct|models::falcon::Falcon|$p/falcon-7b.json|b_sz=1,seq_len=128|at least 853,182,021,632"
     "Qwen3-0.6B (lower bound: the CPU-flash path's kernel has no count)|$ct|models::qwen3::ModelForCausalLM|$p/qwen3-0.6b.json|input=1x128|at least 56,527,028,224"
     "vit-base-patch16-224 (encoder, one 224x224 image)|$ct|models::vit::Model|$p/vit-base-patch16-224.json|xs=1x3x224x224|17,563,828,224|--arg num_labels=1000"
   )

@@ -418,6 +418,17 @@ Val TensorDomain::binary(Eng& eng, NodeId n, Val l, Val r) {
         else if (op != "%" && op != "/" && op != "+" && op != "-" && op != "*")
           v.num.reset();
       }
+    } else if ((op == "+" && l.num == 0.0) || ((op == "+" || op == "-") && r.num == 0.0)) {
+      // `past_kv_len + seq_len` with nothing cached yet (a fresh model's first call): the other
+      // operand's size, or the name it is written with.
+      const rust::Body& b = eng.body();
+      const bool left = !(l.num == 0.0);
+      const Val& other = left ? l : r;
+      const NodeId side = b.peel(left ? b[n].a : b[n].b, {Kind::Paren});
+      if (!other.dim.empty())
+        v.dim = other.dim;
+      else if (side != rust::kNone && b[side].kind == Kind::Path && b[side].is_identifier())
+        v.dim = std::string(b[side].str);
     }
     return v;
   }
