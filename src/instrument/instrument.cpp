@@ -528,11 +528,29 @@ void plan_child_scopes(const rust::Crate& crate, const ir::ModelIr& ir,
     bool scoped = true;  // every instance is an instrumented type: it times itself
   };
   std::map<std::pair<std::size_t, std::string>, Child> children;  // (parent struct, field)
+  // A module with no weights of its own at a key another module registered (a head tied to the
+  // embedding: `Linear::from_weights(embed.embeddings().clone(), None)`) has the owner's key, not
+  // a path of its own: it adds no segment to its field, whose other alternatives name it
+  // (`lm_head`), so the tied configuration's head is timed under that field's path too.
+  std::set<std::string> owns_weights;
+  for (const auto& prm : ir.parameters)
+    if (prm.module) owns_weights.insert(*prm.module);
+  std::map<std::string, std::vector<const ir::Module*>> at_prefix;
+  for (const auto& m : ir.modules)
+    at_prefix[m.component + '\0' + m.prefix].push_back(&m);
+  auto tied = [&](const ir::Module& c) {
+    if (owns_weights.count(c.id)) return false;
+    const auto& same = at_prefix[c.component + '\0' + c.prefix];
+    return std::any_of(same.begin(), same.end(), [&](const ir::Module* o) {
+      return o->id != c.id && o->parent != c.id && c.parent != o->id && owns_weights.count(o->id);
+    });
+  };
   for (const auto& c : ir.modules) {
     if (!c.parent || !c.field) continue;
     auto p = by_id.find(*c.parent);
     if (p == by_id.end() || !p->second->qualified_type) continue;
     const ir::Module& pm = *p->second;
+    if (tied(c)) continue;
     // The child's key segment; "=" for a child at its parent's own path (a wrapper's inner
     // layer, `Self { inner: candle_nn::rms_norm(.., vb)? }`), which the parent's scope times.
     std::string segment;

@@ -140,7 +140,22 @@ std::optional<ModulePathMatch> ModulePathResolver::match(const std::string& comp
     if (m.prefix.empty()) fp = options_.prefix;
     family = ModulePathMatch{m.id, index, true, fp};
   }
-  return family;
+  if (family) return family;
+  // A module at another module's key (a head tied to the embedding: no weights of its own at
+  // `model.embed_tokens`) is timed under its field's path (`lm_head`, docs/instrument.md): the
+  // parent's prefix and the field name.
+  std::map<std::string_view, const ir::Module*> by_id;
+  for (const ir::Module& m : ir_.modules)
+    if (m.component == component) by_id.emplace(m.id, &m);
+  for (const ir::Module& m : ir_.modules) {
+    if (m.component != component || !m.parent || !m.field || m.repeat) continue;
+    auto p = by_id.find(*m.parent);
+    if (p == by_id.end()) continue;
+    const std::string& base = p->second->prefix;
+    if ((base.empty() ? *m.field : base + "." + *m.field) == rel && m.prefix != rel)
+      return ModulePathMatch{m.id, std::nullopt, false, {}};
+  }
+  return std::nullopt;
 }
 
 std::map<std::string, std::optional<ModulePathMatch>> ModulePathResolver::resolve(

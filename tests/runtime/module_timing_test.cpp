@@ -133,6 +133,31 @@ TEST(ModuleTimings, RootSelectsTheComponent) {
   EXPECT_EQ(m.runtime->unmatched_module_paths, 2u);
 }
 
+// A head tied to the embedding is a module with no weights of its own at the embedding's key
+// (`embed`); the instrumented model times it under its field's path (`lm_head`): that path is the
+// tied module's, not an unmatched one.
+TEST(ModuleTimings, ATiedHeadIsFoundByItsFieldsPath) {
+  auto m = model_ir();
+  ir::Module embed;
+  embed.id = "module:e-embed";
+  embed.component = "component:Model";
+  embed.prefix = "embed";
+  embed.parent = "module:a-root";
+  embed.field = "embed";
+  m.modules.push_back(embed);
+  ir::Module head = embed;
+  head.id = "module:f-head";
+  head.field = "lm_head";
+  m.modules.push_back(head);
+  ModulePathResolver r(m, {"model", ""});
+  auto got = r.resolve({"model.lm_head", "model.embed", "model.nothing"});
+  ASSERT_TRUE(got.at("model.lm_head"));
+  EXPECT_EQ(got.at("model.lm_head")->module, "module:f-head");
+  ASSERT_TRUE(got.at("model.embed"));
+  EXPECT_EQ(got.at("model.embed")->module, "module:e-embed");
+  EXPECT_FALSE(got.at("model.nothing"));
+}
+
 TEST(ModuleTimings, SegmentTemplates) {
   std::optional<std::uint64_t> i;
   EXPECT_TRUE(match_segment("block_{i}", "block_12", i));
