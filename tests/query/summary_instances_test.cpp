@@ -32,10 +32,12 @@ const std::string kEarlyReturn =
     std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/early_return";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
 
-cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "") {
+cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "",
+                               const std::string& root = "") {
   cg::pipeline::Options o;
   o.path = crate;
   o.config = config;
+  o.root = root;
   return cg::pipeline::analyze(o);
 }
 
@@ -127,11 +129,7 @@ TEST(SummaryInstances, TiedHeadThroughACrateWrapperHasItsRowAndMultAdds) {
 // the constructor built (`let base = Base::new(..)?`): 32 x 100 per position, counted once
 // among the parameters (3,200 + 1,024), the logits the root's output.
 TEST(SummaryInstances, AHeadTiedThroughASubModelsFieldIsCounted) {
-  cg::pipeline::Options o;
-  o.path = kTiedField;
-  o.config = kTiedField + "/config.json";
-  o.root = "ForCausalLm";
-  auto a = cg::pipeline::analyze(o);
+  auto a = analyze(kTiedField, kTiedField + "/config.json", "ForCausalLm");
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_EQ(m.totals.mult_adds, "b*t*4,224");
   EXPECT_TRUE(m.totals.mult_adds_missing.empty());
@@ -179,10 +177,7 @@ TEST(SummaryInstances, RangeToTheEndOfAKnownDimensionKeepsTheShape) {
 // forward pass is theirs, each once, and says so; every projection shows its own figure although
 // one wrapper operation runs them all (8 × 32, 32 × 16, 16 × 4), not the first one's.
 TEST(SummaryInstances, ARootWithoutForwardAddsUpItsChildrensRuns) {
-  cg::pipeline::Options o;
-  o.path = kNoRootForward;
-  o.root = "Model";
-  auto a = cg::pipeline::analyze(o);
+  auto a = analyze(kNoRootForward, "", "Model");
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_EQ(m.totals.mult_adds, "b*t*1,600");
   EXPECT_TRUE(m.totals.mult_adds_missing.empty());
@@ -209,10 +204,7 @@ TEST(SummaryInstances, ARootWithoutForwardAddsUpItsChildrensRuns) {
 // site is named. The MLP's arms both apply `up` (they agree: no mark), and its `fast` arm calls
 // a function that only panics: no alternative, its value leaves the output shape alone.
 TEST(SummaryInstances, OnePathOfAnUndecidedBranchIsCounted) {
-  cg::pipeline::Options o;
-  o.path = kEarlyReturn;
-  o.root = "Model";
-  auto a = cg::pipeline::analyze(o);
+  auto a = analyze(kEarlyReturn, "", "Model");
   auto m = cg::query::build_summary(a.ir, "F32");
   EXPECT_EQ(m.totals.mult_adds, "b*t*1,536");
   EXPECT_TRUE(m.totals.mult_adds_missing.empty());
