@@ -462,7 +462,7 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
     for (const auto& f : ir.functions)
       if (f.is_entrypoint && f.owner_type && *f.owner_type == t.qualified)
         comp.entrypoints.push_back(f.id);
-    if (!w.unbound_config.empty() && opts.config != nullptr)
+    if (!w.unbound_config.empty() && !w.config_bound && opts.config != nullptr)
       add_finding(ir, "config-binding", ir::Severity::warning,
                   opts.config->origin + " is not bound to `" + w.unbound_config +
                       "`: it does not derive Deserialize and no crate-local conversion from a " +

@@ -117,7 +117,10 @@ struct Walked {
   // not evaluate to the config's struct literal, a field of it left unknown).
   std::map<std::string, std::string> arg_problems;
   std::map<std::size_t, ConfigRef> arg_configs;  // what an --arg call built, by struct item
-  std::string unbound_config;  // the root's config type, when --config could not bind it
+  // A struct parameter of the root --config could not bind (warned about only when no other
+  // parameter took the config: `new(cfg: &Config, vb, meta: LoadingMetadata)` binds `cfg`).
+  std::string unbound_config;
+  bool config_bound = false;
   bool truncated = false;
 };
 

@@ -14,11 +14,6 @@ using Value = inventory::Value;
 
 namespace {
 
-bool any_builder(const std::vector<Value>& args) {
-  return std::any_of(args.begin(), args.end(),
-                     [](const Value& v) { return v.kind == Value::Kind::builder; });
-}
-
 // An argument that is a tensor a layer instance holds (`embed.embeddings().clone()`): a crate
 // function given one builds a module that reuses that instance's weights (a tied head).
 const Value* layer_tensor(const std::vector<Value>& args) {
@@ -425,14 +420,18 @@ BuilderDomain::Value BuilderDomain::method_call(Eng& eng, NodeId n, Value recv,
     recv.modules.clear();
     return recv;
   }
-  // A method of a crate-local value receiving a builder (`self.make(vb)` in a helper, a
-  // config's factory) is not followed. Where the receiver is a module whose type has no such
-  // method in the source but derives a procedural macro, the message names the macro: the method
-  // is its expansion, which the analysis never sees.
-  if (any_builder(args))
+  // A method of a crate value receiving a builder runs what Rust would run (dispatch.cpp).
+  // Where no impl is found and the receiver is a module whose type derives a procedural macro,
+  // the message names the macro: the method is its expansion, which the analysis never sees.
+  if (any_builder(args)) {
+    if (recv.kind != Value::Kind::builder)
+      if (Impls impls = method_impls(nd.a, recv, std::string(nd.str)); !impls.methods.empty())
+        return call_impls(eng, n, impls, args);
     diag(n, "method call `." + std::string(nd.str) + "(..)` receives a VarBuilder; " +
                 generated_by(receiver_items(nd.a, recv), std::string(nd.str)) +
-                "any parameters it registers are unknown");
+                "no impl of it is found in the crate or its dependencies; any parameters it "
+                "registers are unknown");
+  }
   return sym_of(eng, n);
 }
 

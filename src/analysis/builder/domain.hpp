@@ -12,8 +12,11 @@
 //   values.cpp    values of expressions, the evaluator's context, builder algebra, prefixes
 //   calls.cpp     calls: crate-local constructors (child instances) and helpers, closures,
 //                 method calls the domain takes over (raw gets, fallbacks, iterator maps, push)
+//   dispatch.cpp  method calls on crate values given a builder, resolved over the impls the
+//                 receiver's type (or, for a trait object or generic, its trait) may run
 //   flow.cpp      branches, alternatives, loops, patterns, `let`, struct literals, limits
 //   leaves.cpp    leaf registration (catalog constructors, raw `get`s)
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -43,6 +46,13 @@ inline bool raw_get(std::string_view name) {
 
 using inventory::Cert;
 using rust::NodeId;
+
+// Whether a call's arguments hold a builder (the calls the domain follows).
+inline bool any_builder(const std::vector<inventory::Value>& args) {
+  return std::any_of(args.begin(), args.end(), [](const inventory::Value& v) {
+    return v.kind == inventory::Value::Kind::builder;
+  });
+}
 
 // Facts that depend only on the crate (not on a walk's state), remembered across every walk of one
 // `build_inventory`: name resolution from an item, whether a type names a VarBuilder, a type's
@@ -121,6 +131,9 @@ class BuilderDomain : public EvalContext {
   void around_let(Eng& eng, NodeId stmt, bool begin);
   std::vector<Names> split_flag(NodeId let);
   std::vector<Names> split(Eng& eng, NodeId let);
+  // `let vb_m = layout.text(vb.clone());` whose impls return different builders: the rest of the
+  // block runs once per impl (dispatch.cpp).
+  std::vector<Names> split_impls(Eng& eng, NodeId let);
   // A call `split` may fork over: a crate function whose body is an `if` of literals.
   bool splits_call(Eng&, NodeId call) { return literal_helper(call).has_value(); }
   void fork_begin(Eng& eng, NodeId let);
@@ -159,6 +172,7 @@ class BuilderDomain : public EvalContext {
     NodeId node = rust::kNone;
     enum class Kind { if_, match, fallback, split } kind = Kind::if_;
     std::string group, reason, scrut_text, cond_text;
+    std::vector<std::string> labels;  // per alternative, where they are named (impls)
     Cert outer;
     std::vector<Marks> marks;
     std::size_t count = 0;
@@ -229,6 +243,28 @@ class BuilderDomain : public EvalContext {
   // The derive macro that may generate a method the source lacks (calls.cpp), for messages.
   std::string generated_by(const std::vector<std::size_t>& items, const std::string& method) const;
   std::vector<std::size_t> receiver_items(NodeId recv_node, const Value& recv);
+
+  // Method dispatch (dispatch.cpp): the methods a call `recv.name(..)` may run, each with the
+  // impl it belongs to (`impl DeviceMapper for LayerDeviceMapper`), and their run.
+  struct Impls {
+    std::vector<std::size_t> methods;
+    std::vector<std::string> labels;
+    std::string via;  // how the receiver's type was found, for messages
+  };
+  Impls method_impls(NodeId recv_node, const Value& recv, const std::string& name);
+  std::optional<std::pair<std::string, std::string>> written_type(NodeId r, int depth = 0);
+  Impls impls_of_type(const std::string& module, const std::string& type_text,
+                      const std::string& name);
+  Impls trait_impls(const std::vector<std::size_t>& traits, const std::string& name);
+  Impls impls_by_name(const std::string& name);
+  std::string impl_label(std::size_t method) const;
+  Value call_impls(Eng& eng, NodeId n, const Impls& impls, const std::vector<Value>& args);
+  // Runs every impl as an alternative of branch `br` (opened by the caller); their returns.
+  std::vector<Value> run_impls(Eng& eng, NodeId n, const Impls& impls,
+                               const std::vector<Value>& args, Branch& br);
+  bool side_effect_free(NodeId n, int depth = 0) const;
+  // Method calls a split already ran, whose impls agreed: their value, by body and node.
+  std::map<std::pair<const rust::Body*, NodeId>, Value> settled_;
 
   // Crate-only facts, remembered (values.cpp).
   const std::vector<rust::Candidate>& resolve_in(std::size_t item, const std::string& path);

@@ -113,6 +113,7 @@ BuilderDomain::Branch BuilderDomain::open_branch(NodeId n, Branch::Kind kind) {
 
 // The label of alternative `i` of branch `b`.
 std::string BuilderDomain::label_of(const Branch& b, std::size_t i) {
+  if (i < b.labels.size()) return b.labels[i];
   switch (b.kind) {
     case Branch::Kind::if_:
     case Branch::Kind::split:
@@ -432,9 +433,12 @@ std::vector<BuilderDomain::Names> BuilderDomain::split_flag(NodeId let) {
   return out_alts;
 }
 
-std::vector<BuilderDomain::Names> BuilderDomain::split(Eng&, NodeId let) {
+std::vector<BuilderDomain::Names> BuilderDomain::split(Eng& eng, NodeId let) {
   NodeId pat = node(let).a, value = node(let).b;
   if (pat == kNone || value == kNone || forks_ >= 4) return {};
+  if (NodeId call = body().peel(value, {Kind::Try, Kind::Paren});
+      call != kNone && node(call).kind == Kind::MethodCall)
+    if (auto alts = split_impls(eng, let); !alts.empty()) return alts;
   std::vector<NodeId> names;
   if (is_ident(pat)) names.push_back(pat);
   if (node(pat).kind == Kind::PTuple)

@@ -201,10 +201,12 @@ BuilderDomain::Value BuilderDomain::param_value(const rust::Param& p, const std:
         return v;
       }
     if (bind_config_) {
-      if (auto b = binding_.bind_root(*c))
+      if (auto b = binding_.bind_root(*c)) {
         v.config = *b;
-      else
+        out.config_bound = true;
+      } else {
         out.unbound_config = crate_.items()[c->item].qualified;
+      }
     }
     return v;
   }
