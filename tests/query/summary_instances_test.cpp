@@ -30,6 +30,7 @@ const std::string kNoRootForward =
 const std::string kTiedField = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tied_field";
 const std::string kEarlyReturn =
     std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/early_return";
+const std::string kEnums = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/enum_variants";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "",
@@ -234,6 +235,38 @@ TEST(SummaryInstances, OnePathOfAnUndecidedBranchIsCounted) {
   std::string text = cg::query::render_model_summary(a, "");
   EXPECT_NE(text.find("Mult-adds per forward pass: at least b*t*1,536"), std::string::npos) << text;
   EXPECT_NE(text.find("the least is counted"), std::string::npos) << text;
+}
+
+// enum_variants (deepseek2's `QProj` and `MoeOrMlp`): `q: QProj` holds one Linear, so it is
+// `QProj::Plain`, and `match self { Self::Lora { .. } => .., Self::Plain(lin) =>
+// lin.forward(xs) }` runs the Plain arm with `lin` that Linear; `ffn: Ffn` holds one Mlp, so it
+// is `Ffn::Dense(Box<Mlp>)`. For xs [2, 5, 8] (hidden 8, intermediate 16): q 10 x 8 x 8 = 640,
+// up 10 x 8 x 16 = 1,280, down 1,280; 3,200 in all, exact. (Before, `lin` was the enum again and
+// its `forward` the enum's own: no Mult-Adds for either layer.)
+TEST(SummaryInstances, AnEnumFieldTakesTheVariantItsModulesAre) {
+  cg::pipeline::Options o;
+  o.path = kEnums;
+  o.config = kEnums + "/config.json";
+  o.input_tensors["xs"] = {"2", "5", "8"};
+  auto a = cg::pipeline::analyze(o);
+  auto m = cg::query::build_summary(a.ir, "F32");
+  EXPECT_EQ(m.totals.mult_adds, "3,200");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  EXPECT_TRUE(m.totals.mult_adds_branches.empty());
+  const auto* q = row(m, "q_proj", "Linear");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->output_shape, "[2, 5, 8]");
+  EXPECT_EQ(q->mult_adds, "640");
+  const auto* mlp = row(m, "mlp", "Mlp");
+  ASSERT_NE(mlp, nullptr);
+  EXPECT_EQ(mlp->mult_adds, "2,560");
+  // The LoRA variant holds two Linears and a norm: which Linear is `a` and which `b` the
+  // modules do not say, so the figure is not guessed.
+  o.config = kEnums + "/config_lora.json";
+  auto lora = cg::pipeline::analyze(o);
+  auto ml = cg::query::build_summary(lora.ir, "F32");
+  EXPECT_TRUE(ml.totals.mult_adds.empty() || !ml.totals.mult_adds_missing.empty())
+      << ml.totals.mult_adds;
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

@@ -65,6 +65,16 @@ void Engine<D>::bind(NodeId pat, const Value& v) {
       if (single(p.str)) bind_name(std::string(p.str), v);
       return;
     case Kind::PTupleStruct:
+      // A variant pattern of an enum whose variant the domain knows binds its payload
+      // (optional member `payload`).
+      if constexpr (requires { dom_.payload(*this, pat, v, std::string_view{}); }) {
+        const auto kids = b.kids_view(pat);
+        if (kids.size() == 1)
+          if (auto part = dom_.payload(*this, pat, v, std::string_view{})) {
+            bind(kids[0], *part);
+            return;
+          }
+      }
       if (single(p.str)) bind_name(std::string(p.str), v);
       for (NodeId k : b.kids_view(pat))
         bind(k, v);
@@ -94,8 +104,27 @@ void Engine<D>::bind(NodeId pat, const Value& v) {
       for (NodeId k : b.kids_view(pat))
         bind(k, v);
       return;
-    case Kind::PSlice:
     case Kind::PStruct:
+      // `Self::Lora { a, norm, b }`: each field's part of the payload where the domain knows it.
+      if constexpr (requires { dom_.payload(*this, pat, v, std::string_view{}); }) {
+        for (NodeId k : b.kids_view(pat)) {
+          const rust::Node& f = b[k];
+          std::optional<Value> part;
+          if (f.kind == Kind::PField) part = dom_.payload(*this, pat, v, f.str);
+          if (!part) {
+            bind(k, v);
+          } else if (f.a != rust::kNone && b[f.a].start != f.start) {
+            bind(f.a, *part);
+          } else {
+            bind_name(std::string(f.str), *part);
+          }
+        }
+        return;
+      }
+      for (NodeId k : b.kids_view(pat))
+        bind(k, v);
+      return;
+    case Kind::PSlice:
     case Kind::POr:
       for (NodeId k : b.kids_view(pat))
         bind(k, v);

@@ -96,6 +96,8 @@ std::optional<std::size_t> TensorDomain::choose(Eng& eng, NodeId n, const Val& c
     }
   }
   if (!cond.word.empty() && nd.kind == Kind::Match) return interp::variant_arm(b, n, cond.word);
+  if (nd.kind == Kind::Match)
+    if (auto arm = variant_arm(eng, n, cond)) return arm;
   // A constructor run, and a root's forward run (`if k.dims()[1] > self.max_position_embeddings`
   // with both sizes from the config): an `if` on a known number takes that branch.
   if (!(ctor_ || root_run_) || !cond.num || nd.kind != Kind::If) return std::nullopt;

@@ -120,6 +120,12 @@ class TensorDomain {
   // runs, an `if` whose condition is a known number takes that branch (`if stride != 1 || c_in
   // != c_out` builds a projection shortcut or the identity).
   std::optional<std::size_t> choose(Eng& eng, NodeId n, const Val& cond) const;
+  // An enum value whose variant the modules it denotes tell (variants.cpp): deepseek2's `q:
+  // QProj` holding one `Linear` instance is `QProj::Plain(Linear)`, so `match self {
+  // Self::Lora { .. } => .., Self::Plain(lin) => lin.forward(xs) }` takes the `Plain` arm, and
+  // the pattern binds `lin` to that `Linear` (the payload), not to the enum again.
+  std::optional<std::size_t> variant_arm(Eng& eng, NodeId match, const Val& v) const;
+  std::optional<Val> payload(Eng& eng, NodeId pat, const Val& v, std::string_view field);
   // In a root's forward run, a `match`/`if let` on a cache the constructor leaves `None` runs
   // every arm, the `None` arm leading the join: the first call's shapes (Val::fresh_none).
   std::optional<std::size_t> lead(Eng& eng, NodeId n, const Val& cond) const;
