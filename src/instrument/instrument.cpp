@@ -851,50 +851,47 @@ std::string default_profile_dep() {
   return {};
 }
 
+namespace {
+Report edit_crate(const rust::LoadedCrate& loaded, const ir::ModelIr& ir,
+                  const pipeline::Options& opts, const std::string& dep_source, bool stats);
+}
+
+// The same pipeline as every other command (pipeline::analyze: dependencies, candle-nn's source,
+// --config, --arg, --root), then the edits on the crate it loaded.
 Report instrument_crate(const pipeline::Options& opts, const std::string& profile_dep, bool stats) {
   const std::string dep_source =
       profile_dep.empty() ? std::string("version = \"0.3\"") : dependency_source(profile_dep);
-  cargo::Selection sel;
-  sel.features = opts.features;
-  sel.all_features = opts.all_features;
-  sel.no_default_features = opts.no_default_features;
-  sel.target_triple = opts.target;
-  sel.cargo_target = opts.cargo_target;
-  std::error_code ec;
-  if (!fs::exists(opts.path, ec))
-    throw InputError(opts.path,
-                     "no such file or directory; expected a crate directory or its Cargo.toml");
-  rust::LoadedCrate loaded = rust::load_crate(opts.path, sel);
+  Report report;
+  pipeline::analyze(opts, [&](const rust::LoadedCrate& loaded, const pipeline::Analysis& a) {
+    report = edit_crate(loaded, a.ir, opts, dep_source, stats);
+  });
+  return report;
+}
+
+namespace {
+
+Report edit_crate(const rust::LoadedCrate& loaded, const ir::ModelIr& ir,
+                  const pipeline::Options& opts, const std::string& dep_source, bool stats) {
   if (!loaded.cargo)
     throw InputError(opts.path,
                      "no Cargo.toml: the instrumentation sits behind the Cargo feature "
                      "`candle-graph-profile`, so instrument needs a Cargo package");
   const rust::Crate& crate = loaded.crate;
-  for (const auto& f : crate.files())
-    if (!f->ok()) {
-      const auto& p = f->problems().front();
-      throw InputError(f->path() + ":" + std::to_string(p.line) + ":" + std::to_string(p.column),
-                       p.what +
-                           "; instrument only edits crates whose every source file parses "
-                           "(fix it, or select a cfg that leaves the file out)");
-    }
+  // Only the crate's own files are edited (a loaded dependency's are read, never patched).
+  for (std::size_t i = 0; i < crate.files().size(); ++i) {
+    const auto& f = crate.files()[i];
+    if (crate.unit_of_file(i) != 0 || f->ok()) continue;
+    const auto& p = f->problems().front();
+    throw InputError(f->path() + ":" + std::to_string(p.line) + ":" + std::to_string(p.column),
+                     p.what +
+                         "; instrument only edits crates whose every source file parses "
+                         "(fix it, or select a cfg that leaves the file out)");
+  }
   for (const auto& d : crate.diagnostics())
     if (d.rule == "source-load")
       throw InputError(d.file + (d.line ? ":" + std::to_string(d.line) : ""),
                        d.message + "; instrument needs every source file of the crate");
 
-  // The modules the inventory finds are the ones to instrument.
-  ir::ModelIr ir;
-  ir.functions = pipeline::functions_of(crate);
-  analysis::InventoryOptions inv;
-  inv.root = opts.root;
-  for (const auto& v : loaded.cargo->candle_versions)
-    if (v.package == "candle-nn" && v.exact) inv.candle_nn_version = v.version;
-  // The same constructors the analysis walks with: candle-nn's own source when it is on disk
-  // (any release or fork), else the hand-written catalogue.
-  auto sources = cargo::locate_dependency_sources(*loaded.cargo);
-  inv.layer_catalog = pipeline::use_candle_nn_source(*loaded.cargo, sources).catalog;
-  analysis::build_inventory(crate, inv, ir);
   // What a macro writes is tokens to the parser: never analyzed, never edited, always listed.
   Report report;
   for (auto& m : rust::macro_items(crate))
@@ -917,10 +914,23 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
   std::vector<std::size_t> types;
   std::set<std::size_t> seen;
   std::map<std::string, std::vector<std::size_t>> items_of;  // IR qualified type -> structs
-  std::set<std::string> not_structs;
+  std::set<std::string> not_structs, dependency_types;
   for (const auto& m : ir.modules) {
     if (!m.qualified_type) continue;
     const std::vector<std::size_t> found = crate.find(*m.qualified_type);
+    // A module type a loaded dependency defines (a serving engine's layers crate): its source
+    // is not the crate's to edit; listed once.
+    if (!found.empty() && !crate.is_local(found.front())) {
+      if (dependency_types.insert(*m.qualified_type).second)
+        report.skipped.push_back(
+            {crate.source(found.front()), "type `" + *m.qualified_type + "`",
+             "defined in the dependency `" +
+                 crate.units()[crate.items()[found.front()].unit].package +
+                 "`, whose source instrument does not edit; where a parent calls it through a "
+                 "field (`self.x.forward(..)`), that call is timed as the parent's child, else its "
+                 "time counts in its parent"});
+      continue;
+    }
     for (std::size_t i : found)
       if (crate.items()[i].kind == rust::ItemKind::Struct) {
         items_of[*m.qualified_type].push_back(i);
@@ -1344,5 +1354,7 @@ Report instrument_crate(const pipeline::Options& opts, const std::string& profil
   }
   return report;
 }
+
+}  // namespace
 
 }  // namespace cg::instrument

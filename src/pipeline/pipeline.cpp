@@ -426,6 +426,11 @@ runtime::SpanCatalog span_catalog(const rust::Crate& crate, const ir::ModelIr& i
 }
 
 Analysis analyze(const Options& opts) {
+  return analyze(opts, nullptr);
+}
+
+Analysis analyze(const Options& opts,
+                 const std::function<void(const rust::LoadedCrate&, const Analysis&)>& visit) {
   std::error_code ec;
   if (!fs::exists(opts.path, ec))
     throw InputError(opts.path,
@@ -569,6 +574,7 @@ Analysis analyze(const Options& opts) {
 
   merge_traces(opts, crate, a);
   ir::normalize(a.ir);
+  if (visit) visit(loaded, a);
   return a;
 }
 

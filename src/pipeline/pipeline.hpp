@@ -4,6 +4,7 @@
 // reports what it could not do as findings. The CLI, the tests and the benches call this one
 // pipeline; it knows nothing of command-line flags.
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,7 +16,8 @@
 
 namespace cg::rust {
 class Crate;
-}
+struct LoadedCrate;
+}  // namespace cg::rust
 
 namespace cg::pipeline {
 
@@ -74,6 +76,11 @@ struct Analysis {
 // Throws cg::InputError for a path that is not a crate, a malformed manifest or config, a bad
 // trace. Traces are read (streaming), validated and merged into the IR.
 Analysis analyze(const Options& opts);
+// The same, with `visit` given the loaded crate (its Cargo context, its dependencies joined) and
+// the finished analysis before the crate is released: `instrument` edits the sources the IR was
+// built from, under the same features, root, config and arguments.
+Analysis analyze(const Options& opts,
+                 const std::function<void(const rust::LoadedCrate&, const Analysis&)>& visit);
 
 // The crate's functions and methods (cfg-false items skipped) as IR records, with the entrypoint
 // rule applied: `Module(WithArgs)::forward`, `ModuleT(WithArgs)::forward_t`, or a public function

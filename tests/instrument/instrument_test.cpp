@@ -360,6 +360,22 @@ TEST_F(Scratch, RootSelectsOneComponent) {
   EXPECT_THROW(instrument_crate(o), InputError);
 }
 
+// instrument runs the pipeline every command runs: a --config or --arg it was given is read (a
+// missing file, a parameter the root does not take are errors, as for `check`), never ignored.
+TEST_F(Scratch, ConfigAndArgsAreReadAsEveryCommandReadsThem) {
+  const fs::path llama = source_dir() / "examples/tiny-llama";
+  pipeline::Options o;
+  o.path = llama.string();
+  o.config = (llama / "config.json").string();
+  Report r = instrument_crate(o);
+  EXPECT_FALSE(r.instrumented.empty());
+  o.config = (dir_ / "no-such-config.json").string();
+  EXPECT_THROW(instrument_crate(o), InputError);
+  o.config.clear();
+  o.args = {"no_such_parameter=3"};
+  EXPECT_THROW(instrument_crate(o), InputError);
+}
+
 // Which uses of the builder before a literal make `vb.prefix()` there wrong or uncompilable.
 TEST_F(Scratch, BuilderMovesAndBorrowsAreTold) {
   write(dir_ / "b/Cargo.toml", "[package]\nname = \"b\"\nversion = \"0.1.0\"\n");
