@@ -10,7 +10,7 @@ debs=(
   build-essential cmake ninja-build pkg-config git
   clang clang-format clang-tidy libclang-rt-14-dev
   libtree-sitter-dev libsimdjson-dev libcli11-dev libtomlplusplus-dev libssl-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev zlib1g-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev zlib1g-dev libmimalloc-dev
   chromium
   nodejs
 )

@@ -5,10 +5,14 @@
 // parameters and findings.
 #include "analysis/inventory.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "analysis/builder/domain.hpp"
 #include "analysis/config_binding.hpp"
@@ -101,6 +105,9 @@ std::vector<Candidate> find_candidates(const rust::Crate& crate, const BuilderTy
 struct Result {
   Candidate cand;
   inventory::Walked out;
+  // Child constructor calls its shallow walk met (Walked::children_met): what orders the full
+  // walks, never what they find.
+  std::size_t children_met = 0;
 };
 
 struct Setup {
@@ -147,7 +154,7 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
     std::set<std::string> built = std::move(d.out.constructed_types);
     for (const auto& q : built)
       if (q != t.qualified) built_elsewhere.insert(q);
-    if (t.visibility == rust::Visibility::Public) results.push_back({c, {}});
+    if (t.visibility == rust::Visibility::Public) results.push_back({c, {}, d.out.children_met});
   }
   if (!opts.root.empty() && results.empty()) results = function_roots(crate, opts.root, s.types);
   // A name that is some match's full path (`tiny_net` at the crate's top) picks that one.
@@ -431,6 +438,70 @@ void add_parameters(inventory::Walked& w, const std::vector<std::string>& module
   }
 }
 
+// Each root's full walk. The walks are independent: without a bound config what they share is
+// read-only (the crate, its lowered bodies, the catalogs) or a cache, so several roots walk at
+// once, one per core, each worker with its own caches (a ConfigBinding of no config records no
+// diagnostics; its struct cache and the memo are the only state a walk writes outside its own
+// domain). Results land by index, so the output is the serial one. A bound config is read by
+// every walk (and records what they read), so those walk one after another.
+void walk_roots(const rust::Crate& crate, const InventoryOptions& opts, const Setup& s,
+                std::vector<Result>& results) {
+  auto walk = [&](Result& r, const ConfigBinding& binding, builder::StaticMemo& memo) {
+    builder::BuilderDomain d(crate, s.catalog, s.audited, binding, s.types, opts.config != nullptr);
+    d.set_args(&opts.args);
+    d.set_memo(&memo);
+    d.run_root(r.cand.type_item, r.cand.ctor);
+    r.out = std::move(d.out);
+  };
+  const std::size_t n = results.size();
+  const std::size_t workers =
+      opts.config != nullptr
+          ? 1
+          : std::min<std::size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  if (workers <= 1) {
+    for (auto& r : results)
+      walk(r, s.binding, s.memo);
+    return;
+  }
+  // A root whose constructor forks on several prefixes walks its subtree once per alternative:
+  // one such root can cost as much as all the others (candle-vllm's Qwen3-VL), so the roots
+  // whose shallow walks met the most child constructor calls go first.
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return results[a].children_met > results[b].children_met;
+  });
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<std::size_t> next{0};
+  // The calling thread (already on a deep stack) is one worker and keeps the shared caches.
+  auto work = [&](const ConfigBinding& binding, builder::StaticMemo& memo) {
+    for (std::size_t k = next++; k < n; k = next++) {
+      const std::size_t i = order[k];
+      try {
+        walk(results[i], binding, memo);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < workers; ++t)
+    pool.emplace_back([&] {
+      util::run_on_deep_stack([&] {
+        ConfigBinding binding(crate, nullptr);
+        builder::StaticMemo memo;
+        work(binding, memo);
+      });
+    });
+  work(s.binding, s.memo);
+  for (auto& t : pool)
+    t.join();
+  // The first root's error in the roots' order, whichever thread met it first.
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts, ir::ModelIr& ir) {
   const LayerCatalog& catalog = opts.layer_catalog
                                     ? *opts.layer_catalog
@@ -443,16 +514,11 @@ void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts
   builder::StaticMemo memo;
   std::vector<Result> results = choose_roots(crate, find_candidates(crate, types), opts,
                                              Setup{catalog, audited, binding, types, memo});
-  for (auto& r : results) {
-    builder::BuilderDomain d(crate, catalog, audited, binding, types, opts.config != nullptr);
-    d.set_args(&opts.args);
-    d.set_memo(&memo);
-    d.run_root(r.cand.type_item, r.cand.ctor);
-    r.out = std::move(d.out);
-    if (opts.built_configs != nullptr)
+  walk_roots(crate, opts, Setup{catalog, audited, binding, types, memo}, results);
+  if (opts.built_configs != nullptr)
+    for (const auto& r : results)
       for (const auto& [item, c] : r.out.arg_configs)
         opts.built_configs->emplace(item, c);
-  }
   check_args(crate, results, opts);
   for (auto& r : results) {
     const rust::Item& t = crate.items()[r.cand.type_item];

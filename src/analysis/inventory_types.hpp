@@ -112,7 +112,10 @@ struct Walked {
   std::vector<Leaf> leaves;
   std::vector<Diag> diags;
   std::set<std::string> constructed_types;  // qualified types built as children
-  std::set<std::string> used_args;          // --arg names the root constructor took
+  // Child constructor calls a shallow walk met, once per alternative it forked into: how much a
+  // full walk of this root will expand (what orders the full walks, costliest first).
+  std::size_t children_met = 0;
+  std::set<std::string> used_args;  // --arg names the root constructor took
   // --arg values the root could not take, by name: why (a config given no call, a call that did
   // not evaluate to the config's struct literal, a field of it left unknown).
   std::map<std::string, std::string> arg_problems;

@@ -214,6 +214,7 @@ BuilderDomain::Value BuilderDomain::call_local(Eng& eng, NodeId n, std::size_t c
   if (tied && *tied->tensor_of >= out.insts.size()) tied = nullptr;
   if (child && (shallow_ || (builder == args.end() && !tied))) {
     out.constructed_types.insert(owner);
+    ++out.children_met;
     return {};
   }
   Ctx c;
