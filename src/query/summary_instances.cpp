@@ -4,6 +4,7 @@
 #include <cctype>
 #include <memory>
 
+#include "analysis/op_catalog.hpp"
 #include "query/summary_table.hpp"
 #include "util/text.hpp"
 
@@ -34,6 +35,12 @@ std::optional<std::uint64_t> mul(std::uint64_t a, std::uint64_t b) {
 // counted where they run.
 bool may_multiply(const ir::Operation& o) {
   if (o.shape_rule == "inlined_call") return false;
+  // A candle-nn Linear or Conv layer's forward multiplies whatever its input's shape: with no
+  // shape it is a figure missing, not a zero (a MoE expert fed rows the router picked).
+  if (o.qualified_name) {
+    const auto& t = analysis::op_traits(*o.qualified_name);
+    if (t.linear_weight || t.conv_spatial > 0) return true;
+  }
   return o.shape_rule == "matrix_product" || o.shape_rule == "unknown" ||
          o.name.find("conv") != std::string::npos;
 }

@@ -47,6 +47,23 @@ TEST(OpCatalog, DtypeRules) {
   EXPECT_EQ(audited().lookup("exp").dtype, DtypeRule::preserve);
 }
 
+// MoE routing: the write-back keeps the receiver's shape and dtype and has a backward; the sort
+// gives U32 indices with none (candle-core's sort.rs applies it with apply_op1_no_bwd).
+TEST(OpCatalog, RoutingOps) {
+  for (const char* op : {"index_add", "scatter_add"}) {
+    auto r = audited().lookup(op);
+    EXPECT_EQ(r.shape, ShapeRule::preserve) << op;
+    EXPECT_EQ(r.dtype, DtypeRule::preserve) << op;
+    EXPECT_EQ(r.grad, GradRule::propagates) << op;
+  }
+  auto sort = audited().lookup("arg_sort_last_dim");
+  EXPECT_EQ(sort.dtype, DtypeRule::fixed);
+  EXPECT_EQ(sort.fixed_dtype, "U32");
+  EXPECT_EQ(sort.grad, GradRule::severs);
+  EXPECT_EQ(sort.shape, ShapeRule::preserve);
+  EXPECT_FALSE(OpCatalog::for_version("0.7.2").lookup("index_add").known());
+}
+
 TEST(OpCatalog, DomainRequirements) {
   EXPECT_EQ(audited().lookup("log").requirement, Requirement::strictly_positive);
   EXPECT_EQ(audited().lookup("sqrt").requirement, Requirement::non_negative);

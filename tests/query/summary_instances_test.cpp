@@ -32,6 +32,7 @@ const std::string kEarlyReturn =
     std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/early_return";
 const std::string kEnums = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/enum_variants";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
+const std::string kMoe = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/moe_routing";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "",
                                const std::string& root = "") {
@@ -267,6 +268,46 @@ TEST(SummaryInstances, AnEnumFieldTakesTheVariantItsModulesAre) {
   auto ml = cg::query::build_summary(lora.ir, "F32");
   EXPECT_TRUE(ml.totals.mult_adds.empty() || !ml.totals.mult_adds_missing.empty())
       << ml.totals.mult_adds;
+}
+
+// The rows a router picked on the device (`arg_sort_last_dim`, `narrow`, `squeeze`) are a tensor
+// of known length: `index_select` of them has that many rows, `index_add` gives back the input's
+// shape, and every Linear after is counted. By hand at 4 tokens of 8: gate 4 x 8 x 4 = 128,
+// expert 4 x 8 x 8 = 256, out 4 x 8 x 8 = 256.
+TEST(SummaryInstances, RowsARouterPickedOnTheDeviceHaveTheirIndicesLength) {
+  cg::pipeline::Options o;
+  o.path = kMoe;
+  o.root = "MoeBlock";
+  o.config = kMoe + "/config.json";
+  o.input_tensors["xs"] = {"4", "8"};
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* expert = row(m, "expert", "Linear");
+  ASSERT_NE(expert, nullptr);
+  EXPECT_EQ(expert->output_shape, "[4, 8]");
+  EXPECT_EQ(expert->mult_adds, "256");
+  const auto* out = row(m, "out", "Linear");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->output_shape, "[4, 8]");
+  EXPECT_EQ(m.totals.mult_adds, "640");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+}
+
+// Routed as mixtral routes, through indices copied to the host: how many rows the expert sees is
+// data. Its Linear is `?` and the total a marked lower bound naming it, never a complete-looking
+// 128 that silently leaves the expert out.
+TEST(SummaryInstances, ALayerFedRowsOfUnknownCountIsALowerBoundNotAZero) {
+  cg::pipeline::Options o;
+  o.path = kMoe;
+  o.root = "HostRoutedMoe";
+  o.config = kMoe + "/config.json";
+  o.input_tensors["xs"] = {"4", "8"};
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* expert = row(m, "expert", "Linear");
+  ASSERT_NE(expert, nullptr);
+  EXPECT_EQ(expert->mult_adds, "?");
+  EXPECT_EQ(m.totals.mult_adds, "128");
+  ASSERT_EQ(m.totals.mult_adds_missing.size(), 1u);
+  EXPECT_EQ(m.totals.mult_adds_missing[0], "Linear::forward");
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

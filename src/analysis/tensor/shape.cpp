@@ -893,6 +893,19 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
         out = *a;
         auto k = dim_product(eng, arg(2), 0);
         out.dimensions[*d] = {std::nullopt, k ? *k : "?"};
+      } else if (a && (rule.name == "index_select" || rule.name == "gather") && has_args &&
+                 ins.size() >= 2) {
+        // `xs.index_select(&ids, d)`: dimension d is as long as the 1-D `ids` (the rows a MoE
+        // router picked); `xs.gather(&ids, d)` has the shape of `ids`, which has xs's rank.
+        const ir::TensorShape* ids = shape_of_tensor(ins[1]);
+        auto d = dim_arg(arg(1));
+        if (!ids || !ids->rank || !d) break;
+        if (rule.name == "gather") {
+          if (ids->dimensions.size() == a->dimensions.size()) out = *ids;
+        } else if (ids->dimensions.size() == 1) {
+          out = *a;
+          out.dimensions[*d] = ids->dimensions[0];
+        }
       } else if (a && rule.name == "chunk" && has_args && b.kids(node).size() == 2) {
         // `x.chunk(2, D::Minus1)`: the pieces (one value stands for all of them) are that
         // dimension / n long. Candle's pieces are ceil(size / n) long and the last may be shorter,
