@@ -118,6 +118,60 @@ struct Setup {
   builder::StaticMemo& memo;
 };
 
+// Runs `walk(i, binding, memo)` for each i of `order` (a permutation of 0..n, the order to start
+// them in), on one worker per core when `parallel`.
+// Walks are independent: without a bound config what they share is read-only (the crate, its
+// lowered bodies, the catalogs) or a cache, so the calling thread (already on a deep stack) walks
+// with the shared caches of `s` and every other worker on a deep stack of its own with its own
+// memo and config-binding cache (a binding of no config records no diagnostics). Callers store
+// results by index, so the output is the serial one; the error of the lowest index is rethrown,
+// whichever thread met it first. With a bound config the walks run one after another: each
+// records what it read of the file.
+template <class Walk>
+void run_walks(const rust::Crate& crate, const Setup& s, const std::vector<std::size_t>& order,
+               bool parallel, Walk&& walk) {
+  const std::size_t n = order.size();
+  const std::size_t workers =
+      parallel ? std::min<std::size_t>(n, std::max(1u, std::thread::hardware_concurrency())) : 1;
+  if (workers <= 1) {  // in index order, as every walk's reads of a bound config are recorded
+    for (std::size_t i = 0; i < n; ++i)
+      walk(i, s.binding, s.memo);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<std::size_t> next{0};
+  auto work = [&](const ConfigBinding& binding, builder::StaticMemo& memo) {
+    for (std::size_t k = next++; k < n; k = next++) {
+      try {
+        walk(order[k], binding, memo);
+      } catch (...) {
+        errors[order[k]] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < workers; ++t)
+    pool.emplace_back([&] {
+      util::run_on_deep_stack([&] {
+        ConfigBinding binding(crate, nullptr);
+        builder::StaticMemo memo;
+        work(binding, memo);
+      });
+    });
+  work(s.binding, s.memo);
+  for (auto& t : pool)
+    t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+std::vector<std::size_t> each_index(std::size_t n) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i)
+    order[i] = i;
+  return order;
+}
+
 // A function-style model (`pub fn resnet18(num_classes: usize, vb: VarBuilder) -> Result<Func>`)
 // named by `--root`: the function is both the component and its constructor. Never chosen
 // without `--root`: every layer helper (`fn linear(.., vb)`) has that shape too.
@@ -139,22 +193,28 @@ std::vector<Result> choose_roots(const rust::Crate& crate, const std::vector<Can
                                  const InventoryOptions& opts, const Setup& s) {
   std::vector<Result> results;
   std::set<std::string> built_elsewhere;
-  for (const auto& c : cands) {
+  // Roots are the public candidates no other candidate builds; finding them needs every walk,
+  // unbound (the config belongs to the root only), shallow (children are not expanded).
+  std::vector<inventory::Walked> shallow(opts.root.empty() ? cands.size() : 0);
+  run_walks(crate, s, each_index(shallow.size()), opts.config == nullptr,
+            [&](std::size_t i, const ConfigBinding& binding, builder::StaticMemo& memo) {
+              builder::BuilderDomain d(crate, s.catalog, s.audited, binding, s.types, false);
+              d.set_shallow();
+              d.set_memo(&memo);
+              d.run_root(cands[i].type_item, cands[i].ctor);
+              shallow[i] = std::move(d.out);
+            });
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    const Candidate& c = cands[i];
     const rust::Item& t = crate.items()[c.type_item];
     if (!opts.root.empty()) {
       if (t.name == opts.root || t.qualified == opts.root) results.push_back({c, {}});
       continue;
     }
-    // Roots are the public candidates no other candidate builds; finding them needs every
-    // walk, unbound (the config belongs to the root only).
-    builder::BuilderDomain d(crate, s.catalog, s.audited, s.binding, s.types, false);
-    d.set_shallow();
-    d.set_memo(&s.memo);
-    d.run_root(c.type_item, c.ctor);
-    std::set<std::string> built = std::move(d.out.constructed_types);
-    for (const auto& q : built)
+    for (const auto& q : shallow[i].constructed_types)
       if (q != t.qualified) built_elsewhere.insert(q);
-    if (t.visibility == rust::Visibility::Public) results.push_back({c, {}, d.out.children_met});
+    if (t.visibility == rust::Visibility::Public)
+      results.push_back({c, {}, shallow[i].children_met});
   }
   if (!opts.root.empty() && results.empty()) results = function_roots(crate, opts.root, s.types);
   // A name that is some match's full path (`tiny_net` at the crate's top) picks that one.
@@ -438,68 +498,24 @@ void add_parameters(inventory::Walked& w, const std::vector<std::string>& module
   }
 }
 
-// Each root's full walk. The walks are independent: without a bound config what they share is
-// read-only (the crate, its lowered bodies, the catalogs) or a cache, so several roots walk at
-// once, one per core, each worker with its own caches (a ConfigBinding of no config records no
-// diagnostics; its struct cache and the memo are the only state a walk writes outside its own
-// domain). Results land by index, so the output is the serial one. A bound config is read by
-// every walk (and records what they read), so those walk one after another.
+// Each root's full walk (run_walks). A root whose constructor forks on several prefixes walks its
+// subtree once per alternative: one such root can cost as much as all the others (candle-vllm's
+// Qwen3-VL), so the roots whose shallow walks met the most child constructor calls go first.
 void walk_roots(const rust::Crate& crate, const InventoryOptions& opts, const Setup& s,
                 std::vector<Result>& results) {
-  auto walk = [&](Result& r, const ConfigBinding& binding, builder::StaticMemo& memo) {
-    builder::BuilderDomain d(crate, s.catalog, s.audited, binding, s.types, opts.config != nullptr);
-    d.set_args(&opts.args);
-    d.set_memo(&memo);
-    d.run_root(r.cand.type_item, r.cand.ctor);
-    r.out = std::move(d.out);
-  };
-  const std::size_t n = results.size();
-  const std::size_t workers =
-      opts.config != nullptr
-          ? 1
-          : std::min<std::size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
-  if (workers <= 1) {
-    for (auto& r : results)
-      walk(r, s.binding, s.memo);
-    return;
-  }
-  // A root whose constructor forks on several prefixes walks its subtree once per alternative:
-  // one such root can cost as much as all the others (candle-vllm's Qwen3-VL), so the roots
-  // whose shallow walks met the most child constructor calls go first.
-  std::vector<std::size_t> order(n);
-  for (std::size_t i = 0; i < n; ++i)
-    order[i] = i;
+  std::vector<std::size_t> order = each_index(results.size());
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return results[a].children_met > results[b].children_met;
   });
-  std::vector<std::exception_ptr> errors(n);
-  std::atomic<std::size_t> next{0};
-  // The calling thread (already on a deep stack) is one worker and keeps the shared caches.
-  auto work = [&](const ConfigBinding& binding, builder::StaticMemo& memo) {
-    for (std::size_t k = next++; k < n; k = next++) {
-      const std::size_t i = order[k];
-      try {
-        walk(results[i], binding, memo);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < workers; ++t)
-    pool.emplace_back([&] {
-      util::run_on_deep_stack([&] {
-        ConfigBinding binding(crate, nullptr);
-        builder::StaticMemo memo;
-        work(binding, memo);
-      });
-    });
-  work(s.binding, s.memo);
-  for (auto& t : pool)
-    t.join();
-  // The first root's error in the roots' order, whichever thread met it first.
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  run_walks(crate, s, order, opts.config == nullptr,
+            [&](std::size_t i, const ConfigBinding& binding, builder::StaticMemo& memo) {
+              builder::BuilderDomain d(crate, s.catalog, s.audited, binding, s.types,
+                                       opts.config != nullptr);
+              d.set_args(&opts.args);
+              d.set_memo(&memo);
+              d.run_root(results[i].cand.type_item, results[i].cand.ctor);
+              results[i].out = std::move(d.out);
+            });
 }
 
 void build_inventory_here(const rust::Crate& crate, const InventoryOptions& opts, ir::ModelIr& ir) {
