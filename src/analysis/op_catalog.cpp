@@ -402,6 +402,12 @@ std::vector<OpRule> rules_0_11_0() {
     method(std::string(layer) + "::forward", G::propagates, "candle-nn layer forward");
     method(std::string(layer) + "::forward_t", G::propagates, "candle-nn layer forward");
   }
+  // candle-nn ops.rs: `Dropout::forward(xs, train)` is `ops::dropout` in training, `xs.clone()`
+  // otherwise; `forward_t` (ModuleT) calls it.
+  method("Dropout::forward", G::propagates, "candle-nn Dropout: ops::dropout when training",
+         S::preserve);
+  method("Dropout::forward_t", G::propagates, "candle-nn Dropout: ops::dropout when training",
+         S::preserve);
   // An embedding's output has its table's dtype, not its (integer) ids' (candle-nn
   // embedding.rs: `self.embeddings.index_select(..)`): the table's dtype is not known here.
   for (auto& r : out)
@@ -508,6 +514,11 @@ OpRule OpCatalog::lookup(std::string_view op) const {
     if (name == leaf)
       unknown.note = "`" + name + "` is not in candle " + version_ + " (added in " + release + ")";
   return unknown;
+}
+
+bool OpCatalog::knows_layer(std::string_view type) const {
+  const std::string t(type);
+  return find(t + "::forward") || find(t + "::forward_t");
 }
 
 OpRule OpCatalog::lookup_method(std::string_view receiver_type, std::string_view method) const {

@@ -83,6 +83,9 @@ class OpCatalog {
   // Receiver-qualified rules first (`RmsNorm::forward`), then the bare method.
   OpRule lookup_method(std::string_view receiver_type, std::string_view method) const;
 
+  // A candle-nn type whose `forward` or `forward_t` has a receiver-qualified rule (`Linear`).
+  bool knows_layer(std::string_view type) const;
+
   const std::vector<OpRule>& rules() const { return rules_; }
 
  private:

@@ -253,6 +253,33 @@ impl M {
   EXPECT_EQ(b.param("q.bias")->confidence, Confidence::proven);
 }
 
+// Every arm registers `w`, but each with its own shape: the key is no alternative, its shape is.
+// Before, the first arm's [16, 32] was taken as proven and the total (512) looked final.
+TEST(Inventory, AKeyEveryArmRegistersWithDifferentShapesHasAShapePerArm) {
+  std::string lib = std::string(kPrelude) + R"(
+pub struct M { w: Tensor, b: Tensor }
+impl M {
+    pub fn new(vb: VarBuilder, wide: bool) -> Result<Self> {
+        let w = if wide { vb.get((16, 32), "w")? } else { vb.get((16, 8), "w")? };
+        let b = if wide { vb.get(16, "b")? } else { vb.get(16, "b")? };
+        Ok(Self { w, b })
+    }
+}
+)";
+  auto r = analyze("per-arm-shape", lib);
+  ASSERT_TRUE(r.param("w")) << r.keys();
+  EXPECT_FALSE(r.param("w")->shape) << "no single shape: one per arm";
+  EXPECT_NE(r.param("w")->reason.value_or("").find("its shape differs by alternative"),
+            std::string::npos);
+  std::string shapes;
+  for (const auto& e : r.param("w")->evidence)
+    if (e.detail.starts_with("shape in this alternative")) shapes += e.detail + "\n";
+  EXPECT_EQ(shapes, "shape in this alternative: [16, 32]\nshape in this alternative: [16, 8]\n");
+  ASSERT_TRUE(r.param("b"));
+  EXPECT_EQ(r.param("b")->confidence, Confidence::proven) << "the same shape in both arms";
+  ASSERT_TRUE(r.param("b")->shape);
+}
+
 TEST(Inventory, LinearBBiasFollowsItsArgument) {
   std::string lib = std::string(kPrelude) + R"(
 #[derive(serde::Deserialize)]

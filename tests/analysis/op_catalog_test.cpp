@@ -64,6 +64,23 @@ TEST(OpCatalog, RoutingOps) {
   EXPECT_FALSE(OpCatalog::for_version("0.7.2").lookup("index_add").known());
 }
 
+// candle-nn's Dropout (ops.rs: `ops::dropout` when training, the input otherwise) keeps its
+// input's shape and dtype; a layer type is known by its forward rules, a type it has none for is
+// not (a crate's own `Linear`-named struct is resolved before the catalog is asked).
+TEST(OpCatalog, DropoutAndLayerTypes) {
+  for (const char* m : {"forward", "forward_t"}) {
+    auto r = audited().lookup_method("candle_nn::Dropout", m);
+    EXPECT_EQ(r.shape, ShapeRule::preserve) << m;
+    EXPECT_EQ(r.dtype, DtypeRule::preserve) << m;
+    EXPECT_EQ(r.grad, GradRule::propagates) << m;
+  }
+  EXPECT_TRUE(audited().knows_layer("Linear"));
+  EXPECT_TRUE(audited().knows_layer("Dropout"));
+  EXPECT_TRUE(audited().knows_layer("BatchNorm"));
+  EXPECT_FALSE(audited().knows_layer("VarBuilder"));
+  EXPECT_FALSE(OpCatalog::for_version("0.7.2").knows_layer("Linear"));
+}
+
 TEST(OpCatalog, DomainRequirements) {
   EXPECT_EQ(audited().lookup("log").requirement, Requirement::strictly_positive);
   EXPECT_EQ(audited().lookup("sqrt").requirement, Requirement::non_negative);

@@ -36,6 +36,8 @@ if [ -n "${CG_CANDLE_SRC:-}" ]; then
     "falcon-7b (lower bound: the rotary frequencies' small matmul has no shape)|$ct|models::falcon::Falcon|$p/falcon-7b.json|b_sz=1,seq_len=128|at least 853,182,021,632"
     "Qwen3-0.6B (lower bound: the CPU-flash path's kernel has no count)|$ct|models::qwen3::ModelForCausalLM|$p/qwen3-0.6b.json|input=1x128|at least 56,527,028,224"
     "vit-base-patch16-224 (encoder, one 224x224 image)|$ct|models::vit::Model|$p/vit-base-patch16-224.json|xs=1x3x224x224|17,563,828,224|--arg num_labels=1000"
+    "resnet50 (conv net, one 224x224 image)|$ct|models::resnet::resnet50||xs=1x3x224x224|4,089,184,256|--arg num_classes=1000"
+    "vgg16 (conv net, pre-logits built by Linear::new from reshaped tensors)|$ct|models::vgg::Vgg||xs=3x224x224|15,470,264,320|--arg model=Models::Vgg16"
   )
 else
   echo "CG_CANDLE_SRC not set: only the bundled example's row runs"
@@ -43,7 +45,8 @@ fi
 bad=0
 for r in "${rows[@]}"; do
   IFS='|' read -r name crate model config shape want extra <<<"$r"
-  args=(summary "$crate" --config "$config" --input-shape "$shape")
+  args=(summary "$crate" --input-shape "$shape")
+  [ -n "$config" ] && args+=(--config "$config")
   # shellcheck disable=SC2206
   [ -n "${extra:-}" ] && args+=($extra)
   [ -n "$model" ] && args+=(--root "$model")

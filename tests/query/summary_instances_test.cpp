@@ -33,6 +33,8 @@ const std::string kEarlyReturn =
 const std::string kEnums = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/enum_variants";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
 const std::string kMoe = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/moe_routing";
+const std::string kTensorBuilt =
+    std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tensor_built_layers";
 
 cg::pipeline::Analysis analyze(const std::string& crate, const std::string& config = "",
                                const std::string& root = "") {
@@ -308,6 +310,38 @@ TEST(SummaryInstances, ALayerFedRowsOfUnknownCountIsALowerBoundNotAZero) {
   EXPECT_EQ(m.totals.mult_adds, "128");
   ASSERT_EQ(m.totals.mult_adds_missing.size(), 1u);
   EXPECT_EQ(m.totals.mult_adds_missing[0], "Linear::forward");
+}
+
+// vgg's pre-logits: a loaded [64, 8, 2, 2] tensor reshaped to [64, 32] and made a Linear by
+// `candle_nn::Linear::new`, its sizes passed in a struct literal, applied after a Dropout's
+// `apply_t`. By hand: 32·64 + 64·10 = 2,688, complete.
+TEST(SummaryInstances, ALinearMadeFromATensorCountsItsWeightsShape) {
+  cg::pipeline::Options o;
+  o.path = kTensorBuilt;
+  o.root = "Classifier";
+  o.args = {"num_classes=10"};
+  o.input_tensors["xs"] = {"8", "2", "2"};
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* out = row(m, "head", "Linear");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->output_shape, "[1, 10]");
+  EXPECT_EQ(out->mult_adds, "640");
+  EXPECT_EQ(m.totals.mult_adds, "2,688");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+}
+
+// Branches giving different numbers leave no number: `let rows = if wide { 1 } else { 2 }` is
+// not 1, so the projection's count stays in `rows` (before: 512, the first branch's, as final).
+TEST(SummaryInstances, NumbersThatDifferByBranchAreNotTheFirstBranchs) {
+  cg::pipeline::Options o;
+  o.path = kTensorBuilt;
+  o.root = "Pick";
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* proj = row(m, "proj", "Linear");
+  ASSERT_NE(proj, nullptr);
+  EXPECT_EQ(proj->output_shape, "[rows, 16]");
+  EXPECT_EQ(proj->mult_adds, "rows*512");
+  EXPECT_EQ(m.totals.mult_adds, "rows*512");
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

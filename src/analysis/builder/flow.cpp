@@ -208,9 +208,18 @@ void BuilderDomain::branches_joined(Eng&, NodeId) {
 }
 
 // Leaves every alternative registers are as certain as the branch (Rust matches are
-// exhaustive): they keep the outer certainty and are no alternative of its group.
+// exhaustive): they keep the outer certainty and are no alternative of its group. Only with the
+// same shape in every arm: `if wide { vb.get((16, 32), "w")? } else { vb.get((16, 8), "w")? }`
+// registers `w` whichever arm runs, but its shape is the arm's (the parameter is then per arm).
 void BuilderDomain::unify(const Branch& b, bool instances) {
-  auto sig = [&](std::size_t i) { return out.leaves[i].root + "\n" + out.leaves[i].key; };
+  auto sig = [&](std::size_t i) {
+    const auto& l = out.leaves[i];
+    std::string s = l.root + "\n" + l.key + "\n";
+    if (!l.shape) return s + "?";
+    for (const auto& d : *l.shape)
+      s += (d.concrete() ? d.display() : d.text) + ",";
+    return s;
+  };
   std::map<std::string, std::size_t> counts;
   const std::size_t arms = b.marks.size() - 1;
   for (std::size_t a = 0; a < arms; ++a) {

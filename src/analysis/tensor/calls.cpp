@@ -121,6 +121,7 @@ Val TensorDomain::free_call(Eng& eng, NodeId n, const std::string& path, std::ve
   // A VarBuilder exists only in constructor runs, and in the closures they built: a layer made
   // at forward time (`FuncT::new(move |xs, t| { let lin3 = linear(.., vb.pp("head.fc"))?; ..`).
   if (auto v = built_layer(args, leaf)) return *v;
+  if (auto v = layer_from_tensors(eng.item(), path, args)) return *v;
   if (first == "Var" && var_constructor(leaf)) {
     OpRule rule = cat_.lookup(leaf);
     Val v = apply_catalog(eng, n, "Var::" + leaf, rule, args, nullptr);
@@ -213,7 +214,8 @@ Val TensorDomain::method_call(Eng& eng, NodeId n, Val recv, std::vector<Val> arg
     }
   }
   // `xs.apply_t(&bn, train)` is `bn.forward_t(xs, train)`.
-  if (method == "apply_t" && !args.empty() && recv.tensor && !args[0].modules.empty()) {
+  if (method == "apply_t" && !args.empty() && recv.tensor &&
+      (!args[0].modules.empty() || !args[0].ext_type.empty())) {
     std::ptrdiff_t fwd = pick_method(args[0].type_item, "forward_t");
     if (fwd >= 0) {
       std::vector<Val> a{recv};

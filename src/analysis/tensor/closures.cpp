@@ -254,6 +254,35 @@ std::optional<Val> TensorDomain::built_layer(const std::vector<Val>& args, const
   return v;
 }
 
+// A candle-nn layer made from values rather than a VarBuilder (`candle_nn::Linear::new(w, b)`,
+// `Embedding::new(table, h)`, `Dropout::new(0.5)`): a value of that type, its weight the first
+// argument's tensor (vgg's pre-logits reshape a loaded tensor into a Linear's). Only a path Rust
+// resolves into a candle crate, to a type whose forward the catalog knows; a crate's own `Linear`
+// resolved earlier (TensorDomain::free_call).
+std::optional<Val> TensorDomain::layer_from_tensors(std::size_t fn_item, const std::string& path,
+                                                    const std::vector<Val>& args) {
+  if (last_path_segment(path) != "new") return std::nullopt;
+  for (const auto& c : crate_.resolve_in(fn_item, path)) {
+    if (c.kind != rust::Candidate::Kind::External) continue;
+    const std::string& full = c.path;
+    if (!(full.starts_with("candle_nn::") || full.starts_with("candle_core::") ||
+          full.starts_with("candle::")))
+      continue;
+    const std::string owner = full.substr(0, full.size() - 5);  // less `::new`
+    const std::string type(last_path_segment(owner));
+    if (!cat_.knows_layer(type)) continue;
+    Val v;
+    v.ext_type = type;
+    if (!args.empty() && args[0].tensor) {
+      auto f = std::make_shared<std::map<std::string, Val>>();
+      (*f)["weight"] = args[0];
+      v.fields = std::move(f);
+    }
+    return v;
+  }
+  return std::nullopt;
+}
+
 // A root's constructor run: its VarBuilder parameter at the empty prefix, the others the values
 // `--arg` gives (a number, an enum variant's name), the rest unknown.
 Val TensorDomain::run_constructor(Eng& eng, std::size_t item, const std::string& component) {

@@ -165,6 +165,8 @@ class TensorDomain {
   // A candle-nn layer constructor given a VarBuilder (`conv2d(.., vb.pp("conv1"))`): the
   // inventory modules under that prefix; nullopt when no argument is a VarBuilder.
   std::optional<Val> built_layer(const std::vector<Val>& args, const std::string& leaf);
+  std::optional<Val> layer_from_tensors(std::size_t fn_item, const std::string& path,
+                                        const std::vector<Val>& args);
   std::set<std::string> modules_at(const std::string& prefix, const std::string* type) const;
   std::optional<Val> collection(std::vector<Val>& elems) const;  // facts.cpp
 
@@ -193,8 +195,7 @@ class TensorDomain {
   ir::DeviceFact device_of(Eng& eng, NodeId node, const std::string& name,
                            const std::vector<const Val*>& ins);
   const ir::TensorShape* shape_of_tensor(const Val* v);
-  std::optional<std::vector<std::uint64_t>> linear_weight(const Val* recv,
-                                                          std::size_t rank = 2) const;
+  std::optional<std::vector<std::uint64_t>> linear_weight(const Val* recv, std::size_t rank = 2);
   std::optional<std::string> conv_mult_adds(const OpTraits& tr, const std::vector<const Val*>& ins,
                                             const Val* recv, ir::TensorShape& out_shape);
   std::optional<double> static_num(Eng& eng, NodeId n, int depth);

@@ -439,7 +439,8 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
   if (base.fields)
     if (auto w = base.fields->find(f); w != base.fields->end()) {
       const Val& v = w->second;
-      if (v.tensor || v.fn || v.items || v.fields) {
+      if (v.tensor || v.fn || v.items || v.fields || v.num || v.elems || !v.word.empty() ||
+          !v.ext_type.empty()) {
         Val out = v;
         out.field = f;
         return out;

@@ -408,10 +408,24 @@ std::optional<std::string> TensorDomain::dim_product(Eng& eng, NodeId n, int dep
 }
 
 // A candle-nn layer's weight shape from the receiver module's parameters: a Linear's [out, in]
-// (rank 2), a conv's [out, in / groups, k..] (rank 3 or 4).
+// (rank 2), a conv's [out, in / groups, k..] (rank 3 or 4); for a layer built from tensors
+// (`Linear::new(w, b)`, TensorDomain::layer_from_tensors), the weight tensor's shape when every
+// dimension of it is a number.
 std::optional<std::vector<std::uint64_t>> TensorDomain::linear_weight(const Val* recv,
-                                                                      std::size_t rank) const {
+                                                                      std::size_t rank) {
   if (!recv) return std::nullopt;
+  if (recv->modules.empty() && recv->fields)
+    if (auto w = recv->fields->find("weight"); w != recv->fields->end() && w->second.tensor)
+      if (const ir::TensorShape* s = shape_of_tensor(&w->second); s && s->rank == rank) {
+        std::vector<std::uint64_t> dims;
+        for (const auto& d : s->dimensions) {
+          const std::string& e = d.expr;
+          if (e.empty() || e.size() > 15 || e.find_first_not_of("0123456789") != std::string::npos)
+            return std::nullopt;
+          dims.push_back(std::stoull(e));
+        }
+        return dims;
+      }
   for (const auto& m : recv->modules) {
     auto it = params_by_module_.find(m);
     if (it == params_by_module_.end()) continue;

@@ -66,6 +66,8 @@ Val join(const std::vector<Val>& vs, bool led) {
   }
   for (std::size_t i = 1; i < live.size(); ++i) {
     const Val& o = *live[i];
+    // Numbers that differ between branches are no number (`if c { 3 } else { 5 }`).
+    if (o.num && out.num && *o.num != *out.num) out.num.reset();
     if (o.dtype != out.dtype) out.dtype = "Unknown";
     if (o.dtype_param != out.dtype_param) out.dtype_param.clear();
     out.grad = join_grad(out.grad, o.grad);

@@ -107,7 +107,7 @@ inline Grad join_grad(Grad a, Grad b) {
 }
 
 // The value of a join (branches, returns): values that carry nothing are ignored; the first
-// carrying one gives the tensor id, type and number; dtype, gradient and domain agree or are
+// carrying one gives the tensor id and type; a number, dtype, gradient and domain agree or are
 // unknown; module sets unite.
 // `led`: the first value leads (TensorDomain::lead): where the values' shapes differ, the join
 // keeps the first's rather than none.
