@@ -450,6 +450,19 @@ std::string ConfigBinding::field_type(const ConfigRef& c, std::string_view name)
   return {};
 }
 
+std::optional<ConfigRef> ConfigBinding::bind_param(const std::string& type_text,
+                                                   const std::string& module, bool given) const {
+  auto ref = config_of_type(type_text, module);
+  if (!ref) return std::nullopt;
+  if (given) {
+    if (built_ == nullptr) return std::nullopt;
+    auto b = built_->find(ref->item);
+    if (b == built_->end()) return std::nullopt;
+    return b->second;
+  }
+  return bind_root(*ref);
+}
+
 std::optional<ConfigRef> ConfigBinding::bind_root(const ConfigRef& c) const {
   if (values_ == nullptr) return std::nullopt;
   ConfigRef r = c;

@@ -85,6 +85,11 @@ class ConfigBinding {
   // The root constructor's config bound to the file: directly when it derives Deserialize, else
   // through a crate-local conversion from a Deserialize struct; nullopt when neither applies.
   std::optional<ConfigRef> bind_root(const ConfigRef& c) const;
+  // A root constructor's parameter of config type `type_text` (from `module`): the config an
+  // `--arg` call built for it when `given`, else the file bound as bind_root binds it; nullopt
+  // when neither applies or the type is no crate-local struct.
+  std::optional<ConfigRef> bind_param(const std::string& type_text, const std::string& module,
+                                      bool given) const;
   FieldResult field(const ConfigRef& c, std::string_view name) const;
   // The declared Rust type of a config field ("f64", "Option<usize>"); empty when unknown.
   std::string field_type(const ConfigRef& c, std::string_view name) const;

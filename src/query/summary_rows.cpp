@@ -456,13 +456,15 @@ struct Tree {
 
   // A layer several arms build at one key (`features.0` in each size of a network) registers its
   // weights once, on one of the arms' modules: the others hold nothing and are no rows of their
-  // own (the row with the weights stands for all of them).
+  // own (the row with the weights stands for all of them). Also when every arm builds it into
+  // the same field, so the module is certain (`let p = if bias { linear(.., vb.pp("p"))? } else {
+  // linear_no_bias(.., vb.pp("p"))? }`); two fields given one key are a shared weight, each a row.
   bool shell(const ir::Module& c, const std::vector<const ir::Module*>& siblings) {
     if (!params[c.id].empty() || !children[c.id].empty()) return false;
-    if (c.confidence != ir::Confidence::conditional) return false;
     return std::any_of(siblings.begin(), siblings.end(), [&](const ir::Module* s) {
       return s != &c && s->prefix == c.prefix && s->type_name == c.type_name &&
              s->builder_root == c.builder_root &&
+             (c.confidence == ir::Confidence::conditional || s->field == c.field) &&
              (!params[s->id].empty() || !children[s->id].empty());
     });
   }

@@ -38,6 +38,7 @@ if [ -n "${CG_CANDLE_SRC:-}" ]; then
     "vit-base-patch16-224 (encoder, one 224x224 image)|$ct|models::vit::Model|$p/vit-base-patch16-224.json|xs=1x3x224x224|17,563,828,224|--arg num_labels=1000"
     "resnet50 (conv net, one 224x224 image)|$ct|models::resnet::resnet50||xs=1x3x224x224|4,089,184,256|--arg num_classes=1000"
     "vgg16 (conv net, pre-logits built by Linear::new from reshaped tensors)|$ct|models::vgg::Vgg||xs=3x224x224|15,470,264,320|--arg model=Models::Vgg16"
+    "convnext-tiny (conv net, config built by Config::tiny())|$ct|models::convnext::convnext||xs=1x3x224x224|4,455,531,264|--arg cfg=Config::tiny() --arg nclasses=1000"
   )
 else
   echo "CG_CANDLE_SRC not set: only the bundled example's row runs"

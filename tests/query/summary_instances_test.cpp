@@ -33,6 +33,7 @@ const std::string kEarlyReturn =
 const std::string kEnums = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/enum_variants";
 const std::string kTupleMatch = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tuple_match";
 const std::string kMoe = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/moe_routing";
+const std::string kStaged = std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/staged_net";
 const std::string kTensorBuilt =
     std::string(CG_SOURCE_DIR) + "/tests/fixtures/dataflow/tensor_built_layers";
 
@@ -342,6 +343,43 @@ TEST(SummaryInstances, NumbersThatDifferByBranchAreNotTheFirstBranchs) {
   EXPECT_EQ(proj->output_shape, "[rows, 16]");
   EXPECT_EQ(proj->mult_adds, "rows*512");
   EXPECT_EQ(m.totals.mult_adds, "rows*512");
+}
+
+// convnext's way: a config built in code (`--arg cfg=Config::small()`) whose arrays bound the
+// loops that push each stage's blocks, `vb.pp(format!("blocks.{block_idx}"))` naming them, a
+// decided `if` choosing a pair of closures. By hand, 10 rows (2×5): stage 0, 2 blocks × 4
+// Linears × 10·8·16 = 10,240; stage 1, the projection 10·8·16 = 1,280 and 3 blocks × 4 Linears
+// × 10·16·32 = 61,440: 72,960.
+TEST(SummaryInstances, AConfigBuiltInCodeSizesTheStagesItsLoopsBuild) {
+  cg::pipeline::Options o;
+  o.path = kStaged;
+  o.root = "staged";
+  o.args = {"cfg=Config::small()"};
+  o.input_tensors["xs"] = {"2", "5", "8"};
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* last = row(m, "stages.1.blocks.2.b.down", "Linear");
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->output_shape, "[2, 5, 16]");
+  EXPECT_EQ(last->mult_adds, "5,120");
+  const auto* proj = row(m, "stages.1.proj", "Linear");
+  ASSERT_NE(proj, nullptr);
+  EXPECT_EQ(proj->mult_adds, "1,280");
+  EXPECT_EQ(m.totals.mult_adds, "72,960");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  EXPECT_EQ(m.totals.total, 7696u);
+}
+
+// Two arms building one layer at one key (with and without a bias) are one row, whichever is
+// certain: the arm's module that holds nothing is no second `p (Linear) 0` row.
+TEST(SummaryInstances, ALayerEveryArmBuildsAtOneKeyIsOneRow) {
+  cg::pipeline::Options o;
+  o.path = kTensorBuilt;
+  o.root = "Biased";
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  int rows = 0;
+  for (const auto& r : m.rows)
+    if (r.name == "p" && r.type == "Linear") ++rows;
+  EXPECT_EQ(rows, 1);
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

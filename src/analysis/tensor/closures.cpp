@@ -291,6 +291,11 @@ Val TensorDomain::run_constructor(Eng& eng, std::size_t item, const std::string&
   for (const auto& p : it.params) {
     Val v;
     if (p.type_text.find("VarBuilder") != std::string::npos) v.vb = "";
+    // A config parameter: bound to config.json, or to what an `--arg cfg=Config::tiny()` call
+    // built (convnext's `cfg.blocks[stage_idx]` then bounds the loop that builds the blocks).
+    if (!v.vb && binding_)
+      if (auto c = binding_->bind_param(p.type_text, it.module, arg(p.name) != nullptr))
+        v.config = std::make_shared<const ConfigRef>(std::move(*c));
     if (const SymValue* a = arg(p.name)) {
       const SymValue& s = *a;
       if (s.kind == SymValue::Kind::integer) v.num = static_cast<double>(s.integer);

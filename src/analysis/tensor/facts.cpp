@@ -360,7 +360,7 @@ Val TensorDomain::aggregate(Eng& eng, NodeId n, std::vector<Val> elems) {
   // A tuple's elements stay apart, so `let (q, k) = (..)` / `Ok((q, k))` bind each its own.
   bool carries = std::any_of(elems.begin(), elems.end(), [](const Val& v) {
     return v.tensor || v.type_item >= 0 || !v.ext_type.empty() || v.num || v.elems ||
-           !v.word.empty();
+           !v.word.empty() || v.fn || v.items || !v.modules.empty() || v.fields || v.config;
   });
   if (eng.node(n).kind == Kind::Tuple && carries) {
     out.elems = std::make_shared<const std::vector<Val>>(std::move(elems));
@@ -457,6 +457,22 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
     } else if (r.value.kind == SymValue::Kind::real) {
       out.num = r.value.real;
       out.real = true;
+    } else if (r.value.kind == SymValue::Kind::boolean) {
+      out.num = r.value.boolean ? 1 : 0;
+    } else if (r.value.elements) {
+      // `cfg.blocks[stage_idx]` of `blocks: [3, 3, 9, 3]`: the array's numbers, indexable.
+      auto es = std::make_shared<std::vector<Val>>();
+      for (const auto& e : *r.value.elements) {
+        Val ev;
+        if (e.kind == SymValue::Kind::integer) ev.num = static_cast<double>(e.integer);
+        if (e.kind == SymValue::Kind::real) {
+          ev.num = e.real;
+          ev.real = true;
+        }
+        if (e.kind == SymValue::Kind::boolean) ev.num = e.boolean ? 1 : 0;
+        es->push_back(std::move(ev));
+      }
+      out.elems = std::move(es);
     }
     out.field = f;
     return out;
@@ -650,6 +666,7 @@ Val TensorDomain::parameter(std::size_t item, std::size_t i, Val v) {
   t.modules = v.modules;
   t.word = v.word;      // `depth: Depth` given `--arg depth=Deep`
   t.fields = v.fields;  // a struct literal passed on
+  t.config = v.config;  // a bound config passed on (`convnext_stage(cfg, 0, vb.pp(0))`)
   return t;
 }
 

@@ -296,6 +296,24 @@ Val TensorDomain::macro(Eng& eng, NodeId n) {
   if (!returned_ && (name == "panic" || name == "unimplemented" || name == "todo" ||
                      name == "unreachable" || name == "bail"))
     diverged_ = true;
+  // `format!("blocks.{block_idx}")` with every argument a known number or string: that text
+  // (`vb.pp(format!(..))` in an expanded constructor loop names each instance's prefix).
+  if (name == "format") {
+    rust::FormatArgs f = rust::parse_format_args(eng.node(n).text);
+    if (!f.ok) return {};
+    bool known = true;
+    std::string text = inventory::format_key(f, [&](const std::string& expr) -> std::string {
+      const Val* v = eng.lookup(expr);
+      if (v && !v->tensor && v->num && !v->real && *v->num >= 0 && *v->num < 1e15)
+        return std::to_string(static_cast<long long>(*v->num));
+      if (v && !v->tensor && !v->word.empty()) return v->word;
+      known = false;
+      return "";
+    });
+    Val out;
+    if (known && f.templ.find(':') == std::string::npos) out.word = std::move(text);
+    return out;
+  }
   return {};
 }
 
