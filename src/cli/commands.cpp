@@ -439,7 +439,8 @@ void summary_flags(CLI::App& cmd, Args& args) {
                  "Size the parameters at this dtype (default: config.json torch_dtype, else F32)");
   cmd.add_option("--input-shape", args.input_shape,
                  "Sizes of the input's symbolic dimensions, e.g. b=1,t=2048: Mult-Adds become "
-                 "numbers; or a tensor input's whole shape, e.g. xs=1x3x224x224");
+                 "numbers; or a tensor input's whole shape, e.g. xs=1x3x224x224 (for a root "
+                 "without a forward, a child's by its key path: model.encoder.x=1x80x3000)");
   cmd.add_option("--runtime-trace", args.crate.runtime_traces,
                  "runtime/4 trace with module scopes: adds Time, Self, % and Calls per module "
                  "(repeat for several runs or ranks)");

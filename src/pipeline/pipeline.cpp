@@ -554,8 +554,13 @@ Analysis analyze(const Options& opts,
   for (const auto& [name, dims] : opts.input_tensors)
     if (!inputs_used.count(name)) {
       std::set<std::string> names;
+      std::set<std::string> in_scope;
       for (const auto& t : a.ir.tensors)
-        if (t.role == ir::TensorRole::input && inputs_offered.count(t.name)) names.insert(t.name);
+        if (t.role == ir::TensorRole::input) in_scope.insert(t.name);
+      // An input offered by name (`xs`), or by a child's key path (`model.encoder.x`).
+      for (const auto& n : inputs_offered)
+        if (in_scope.count(n.substr(n.rfind('.') == std::string::npos ? 0 : n.rfind('.') + 1)))
+          names.insert(n);
       std::string inputs;
       for (const auto& n : names)
         inputs += (inputs.empty() ? "`" : ", `") + n + "`";

@@ -987,11 +987,19 @@ void each_input_entry(
     bool shape_ok = dims.size() >= 2 && dims.size() <= 8 &&
                     std::all_of(dims.begin(), dims.end(),
                                 [](const std::string& d) { return positive(d) || identifier(d); });
-    if (!identifier(name) || (!positive(value) && !shape_ok))
+    // A child's forward input, for a root without a forward of its own, is named by the child's
+    // key path (`model.encoder.x=1x80x3000`): whole shapes only.
+    bool dotted = shape_ok && name.find('.') != std::string::npos && name.front() != '.' &&
+                  name.back() != '.' && name.find("..") == std::string::npos &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return c == '.' || c == '_' || std::isalnum(static_cast<unsigned char>(c));
+                  });
+    if ((!identifier(name) && !dotted) || (!positive(value) && !shape_ok))
       throw InputError("--input-shape " + text,
                        "expected name=size pairs of the input's symbolic dimensions (sizes "
                        "positive integers, e.g. b=1,t=2048), or a tensor input's whole shape "
-                       "(xs=1x3x224x224) (got `" +
+                       "(xs=1x3x224x224; a child's forward input by its key path, "
+                       "model.encoder.x=1x80x3000) (got `" +
                            part + "`)");
     if (shape_ok)
       tensor(name, std::move(dims));

@@ -785,6 +785,32 @@ TEST(SummaryInstances, SharedWeightCountedOnceAndMemoryByHand) {
   EXPECT_NE(text.find("Training with AdamW (MB): 0.00"), std::string::npos) << text;
 }
 
+// A root without a forward runs its children's; each child's input is given by its key path.
+// By hand: the encoder's 2·3 rows × (8·32 + 32·16) = 4,608, the decoder's 2·5 rows × (768 +
+// 16·4) = 8,320: 12,928. A dotted name that is no child's input is refused, naming the inputs.
+TEST(SummaryInstances, AChildsForwardInputIsNamedByItsKeyPath) {
+  cg::pipeline::Options o;
+  o.path = kNoRootForward;
+  o.root = "Model";
+  o.input_tensors = cg::query::parse_input_tensors("encoder.xs=2x3x8,decoder.xs=2x5x8");
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  EXPECT_EQ(m.totals.mult_adds, "12,928");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  const auto* head = row(m, "head", "Linear");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->output_shape, "[2, 5, 4]");
+  o.input_tensors = cg::query::parse_input_tensors("encoder.ys=2x3x8");
+  try {
+    cg::pipeline::analyze(o);
+    ADD_FAILURE() << "a dotted name that is no input was accepted";
+  } catch (const cg::InputError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("`encoder.xs`"), std::string::npos) << what;
+  }
+  EXPECT_THROW(cg::query::parse_input_tensors("encoder..xs=2x3"), cg::InputError);
+  EXPECT_THROW(cg::query::parse_input_tensors("encoder.xs=2"), cg::InputError);
+}
+
 // `query module` carries the row's figures beside the IR record.
 TEST(SummaryInstances, QueryModuleHasOutputShapeMultAddsAndWeightBytes) {
   auto a = analyze(kLlama, kLlama + "/config.json");

@@ -165,6 +165,7 @@ class TensorDomain {
   // A candle-nn layer constructor given a VarBuilder (`conv2d(.., vb.pp("conv1"))`): the
   // inventory modules under that prefix; nullopt when no argument is a VarBuilder.
   std::optional<Val> built_layer(const std::vector<Val>& args, const std::string& leaf);
+  std::optional<std::string> child_of_root(std::ptrdiff_t owner) const;
   std::optional<Val> layer_from_tensors(std::size_t fn_item, const std::string& path,
                                         const std::vector<Val>& args);
   std::set<std::string> modules_at(const std::string& prefix, const std::string* type) const;

@@ -80,6 +80,23 @@ void TensorDomain::begin_run(std::size_t fn_index) {
     c->run_begin();
 }
 
+// A root with no forward of its own (whisper's `Whisper`) runs its children's: the key path of
+// `owner`'s one instance when that is a child of the root module of a component without
+// entrypoints ("model.encoder"), so `--input-shape model.encoder.x=1x80x3000` names that
+// forward's input. nullopt otherwise.
+std::optional<std::string> TensorDomain::child_of_root(std::ptrdiff_t owner) const {
+  if (owner < 0) return std::nullopt;
+  auto mit = modules_by_type_.find(crate_.items()[static_cast<std::size_t>(owner)].qualified);
+  if (mit == modules_by_type_.end() || mit->second.size() != 1) return std::nullopt;
+  const ir::Module* m = module_by_id_.at(*mit->second.begin());
+  if (!m->parent || m->repeat || m->prefix.empty()) return std::nullopt;
+  auto pit = module_by_id_.find(*m->parent);
+  if (pit == module_by_id_.end() || pit->second->parent) return std::nullopt;
+  for (const auto& c : ir_.components)
+    if (c.id == m->component && c.entrypoints.empty()) return m->prefix;
+  return std::nullopt;
+}
+
 std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t item) {
   begin_run(fn_index);
   const auto& it = crate_.items()[item];
@@ -107,7 +124,10 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
     if (v.tensor) {
       v.tid = ir::contract_tensor_id(run_.entry_fid, p.name);
       auto ti = out_.add_tensor(v.tid, p.name, ir::TensorRole::input, run_.entry_fid);
-      if (root_types_.count(owner)) given_shape(p.name, ti);
+      if (root_types_.count(owner))
+        given_shape(p.name, ti);
+      else if (auto at = child_of_root(owner))
+        given_shape(*at + "." + p.name, ti);
       if (v.grad == Grad::trainable) {
         ir_.tensors[ti].requires_grad = true;
         run_.trainable.insert(v.tid);
