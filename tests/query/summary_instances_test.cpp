@@ -382,6 +382,23 @@ TEST(SummaryInstances, ALayerEveryArmBuildsAtOneKeyIsOneRow) {
   EXPECT_EQ(rows, 1);
 }
 
+// `x.reshape(target_dims)` of a local `&[n_batch, n_ctx, self.n_head, n_state / self.n_head]`
+// (whisper's heads) has that shape, so the projection after the heads merge is counted: 4 rows ×
+// 8 × 8 = 256, as the first one (before, `out` was `?` and the total a lower bound).
+TEST(SummaryInstances, AShapeHeldInALocalArrayReshapes) {
+  cg::pipeline::Options o;
+  o.path = kTensorBuilt;
+  o.root = "Heads";
+  o.input_tensors["x"] = {"1", "4", "8"};
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* out = row(m, "out", "Linear");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->output_shape, "[1, 4, 8]");
+  EXPECT_EQ(out->mult_adds, "256");
+  EXPECT_EQ(m.totals.mult_adds, "512");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+}
+
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
   auto a = analyze(kLlama, kLlama + "/config.json");
   auto m =

@@ -367,8 +367,22 @@ Val TensorDomain::aggregate(Eng& eng, NodeId n, std::vector<Val> elems) {
   } else {
     out.elems.reset();
   }
-  if (eng.node(n).kind == Kind::Array && !out.tensor)
+  if (eng.node(n).kind == Kind::Array && !out.tensor) {
+    // Outside constructor runs, an element of no known number is its expression, as a shape's
+    // dimension it is (`&[n_batch, n_ctx, self.n_head, n_state / self.n_head]`, then
+    // `reshape(target_dims)`: whisper's heads), when the others are numbers or dimensions.
+    const auto kids = eng.body().kids(n);
+    if (!ctor_ && kids.size() == elems.size())
+      for (std::size_t i = 0; i < elems.size(); ++i) {
+        Val& e = elems[i];
+        const Kind k = eng.node(kids[i]).kind;
+        if (!e.num && e.dim.empty() && !e.tensor && e.type_item < 0 && e.ext_type.empty() &&
+            !e.fn && !e.items && !e.elems && !e.fields && e.modules.empty() && e.word.empty() &&
+            (k == Kind::Field || k == Kind::Binary || k == Kind::Path))
+          e.dim = std::string(eng.body().source(kids[i]));
+      }
     if (auto c = collection(elems)) out = std::move(*c);
+  }
   return out;
 }
 
@@ -379,10 +393,13 @@ std::optional<Val> TensorDomain::collection(std::vector<Val>& elems) const {
   bool known = !elems.empty() && std::all_of(elems.begin(), elems.end(), [](const Val& v) {
     return v.fn || v.items || !v.modules.empty() || v.elems || v.num || !v.word.empty();
   });
-  // Elsewhere, an array of numbers (`&[nope_dim, rope_dim]`), iterated or indexed.
-  const bool numbers = !elems.empty() && elems.size() <= 1024 &&
-                       std::all_of(elems.begin(), elems.end(),
-                                   [](const Val& v) { return v.num && !v.tensor && !v.elems; });
+  // Elsewhere, an array of numbers (`&[nope_dim, rope_dim]`) or of a tensor's dimensions
+  // (`&[n_batch, n_ctx, self.n_head, n_state / self.n_head]`), iterated, indexed or a shape.
+  const bool numbers =
+      !elems.empty() && elems.size() <= 1024 &&
+      std::all_of(elems.begin(), elems.end(), [](const Val& v) {
+        return (v.num || !v.dim.empty()) && !v.tensor && !v.elems;
+      });
   if (!(ctor_ ? known : numbers)) return std::nullopt;
   Val out;
   out.items = std::make_shared<const std::vector<Val>>(std::move(elems));
