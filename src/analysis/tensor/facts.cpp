@@ -395,11 +395,10 @@ std::optional<Val> TensorDomain::collection(std::vector<Val>& elems) const {
   });
   // Elsewhere, an array of numbers (`&[nope_dim, rope_dim]`) or of a tensor's dimensions
   // (`&[n_batch, n_ctx, self.n_head, n_state / self.n_head]`), iterated, indexed or a shape.
-  const bool numbers =
-      !elems.empty() && elems.size() <= 1024 &&
-      std::all_of(elems.begin(), elems.end(), [](const Val& v) {
-        return (v.num || !v.dim.empty()) && !v.tensor && !v.elems;
-      });
+  const bool numbers = !elems.empty() && elems.size() <= 1024 &&
+                       std::all_of(elems.begin(), elems.end(), [](const Val& v) {
+                         return (v.num || !v.dim.empty()) && !v.tensor && !v.elems;
+                       });
   if (!(ctor_ ? known : numbers)) return std::nullopt;
   Val out;
   out.items = std::make_shared<const std::vector<Val>>(std::move(elems));
