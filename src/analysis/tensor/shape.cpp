@@ -747,9 +747,8 @@ ir::TensorShape TensorDomain::shape_of(Eng& eng, NodeId node, const OpRule& rule
         out.rank = out.dimensions.size();
         if (a) infer_hole(*a, out);
       } else if (NodeId l = b.peel(t, {Kind::Ref, Kind::Paren});
-                 l != rust::kNone &&
-                 ((b[l].kind == Kind::MethodCall && b[l].str == "as_slice") ||
-                  (b[l].kind == Kind::Path && b[l].is_identifier()))) {
+                 l != rust::kNone && ((b[l].kind == Kind::MethodCall && b[l].str == "as_slice") ||
+                                      (b[l].kind == Kind::Path && b[l].is_identifier()))) {
         // `reshape(dims.as_slice())` of a local `Vec` of dimensions the run built, and
         // `reshape(target_dims)` of a local array of them (`let target_dims = &[n_batch, n_ctx,
         // self.n_head, n_state / self.n_head];` in whisper).
