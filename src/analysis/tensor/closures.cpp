@@ -266,7 +266,8 @@ std::optional<Val> TensorDomain::layer_from_tensors(std::size_t fn_item, const s
     if (c.kind != rust::Candidate::Kind::External) continue;
     const std::string& full = c.path;
     if (!(full.starts_with("candle_nn::") || full.starts_with("candle_core::") ||
-          full.starts_with("candle::")))
+          full.starts_with("candle::")) ||
+        !full.ends_with("::new"))
       continue;
     const std::string owner = full.substr(0, full.size() - 5);  // less `::new`
     const std::string type(last_path_segment(owner));
