@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Mult-Adds against hand arithmetic (docs/dataflow.md, "Against hand arithmetic"): one forward
 # of a fresh model (batch 1, 128 tokens) on the bundled example and on candle-transformers
-# decoders with their public configs. Each total must be complete (no "at least") and equal to
+# decoders with their public configs, and one image through encoders and conv nets (vit, resnet50,
+# vgg16, convnext-tiny; a conv net's config given by `--arg`). Each total must be complete (no
+# "at least", except the two rows that say why) and equal to the hand arithmetic in
+# docs/dataflow.md; for a decoder
 #   V*h + T*L*(h*(H+2K)*d + H*d*h + m*h*I) + T*T*L*2*H*d
 # (lm_head on the last position; q, k, v, o and the m MLP matrices per token; the attention's two
-# matmuls per query and key position), computed by hand in the docs. The candle rows need
-# CG_CANDLE_SRC; without it only the bundled example runs.
+# matmuls per query and key position). The candle rows need CG_CANDLE_SRC; without it only the
+# bundled example runs.
 # Usage: mult_adds_truth.sh <candle-graph binary> <repo root>
 set -uo pipefail
 cg="$1"; root="$2"
