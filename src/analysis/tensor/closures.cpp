@@ -299,12 +299,9 @@ Val TensorDomain::run_constructor(Eng& eng, std::size_t item, const std::string&
         v.config = std::make_shared<const ConfigRef>(std::move(*c));
     if (const SymValue* a = arg(p.name)) {
       const SymValue& s = *a;
-      if (s.kind == SymValue::Kind::integer) v.num = static_cast<double>(s.integer);
-      if (s.kind == SymValue::Kind::real) {
-        v.num = s.real;
-        v.real = true;
-      }
-      if (s.kind == SymValue::Kind::boolean) v.num = s.boolean ? 1 : 0;
+      Val n = number_val(s);
+      v.num = n.num;
+      v.real = n.real;
       if (s.kind == SymValue::Kind::string) v.word = std::string(last_path_segment(s.text));
       if (s.kind == SymValue::Kind::none)
         v.variant = Val::Variant::none;

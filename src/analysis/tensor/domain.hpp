@@ -364,4 +364,9 @@ class TensorDomain {
   std::set<std::string>* inputs_offered_ = nullptr;
 };
 
+// A number the symbolic evaluator gave (`--arg`, a config field or array element) as a value:
+// integers and reals as numbers, a boolean as 1 or 0 (Rust's `b as usize`); anything else carries
+// no number.
+Val number_val(const SymValue& s);
+
 }  // namespace cg::analysis::tensor

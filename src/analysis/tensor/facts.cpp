@@ -212,6 +212,17 @@ std::ptrdiff_t TensorDomain::tensor_trait_method(const std::string& name) const 
   return found;
 }
 
+Val number_val(const SymValue& s) {
+  Val v;
+  if (s.kind == SymValue::Kind::integer) v.num = static_cast<double>(s.integer);
+  if (s.kind == SymValue::Kind::real) {
+    v.num = s.real;
+    v.real = true;
+  }
+  if (s.kind == SymValue::Kind::boolean) v.num = s.boolean ? 1 : 0;
+  return v;
+}
+
 // The element types of a tuple type written `(A, B)`, `Option<(A, B)>` or `&mut (A, B)`; empty
 // when the type is no tuple.
 static std::vector<std::string> tuple_parts(std::string t) {
@@ -468,27 +479,14 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
     FieldResult r = binding_->field(*base.config, f);
     if (r.config) {
       out.config = std::make_shared<const ConfigRef>(std::move(*r.config));
-    } else if (r.value.kind == SymValue::Kind::integer) {
-      out.num = static_cast<double>(r.value.integer);
-    } else if (r.value.kind == SymValue::Kind::real) {
-      out.num = r.value.real;
-      out.real = true;
-    } else if (r.value.kind == SymValue::Kind::boolean) {
-      out.num = r.value.boolean ? 1 : 0;
     } else if (r.value.elements) {
       // `cfg.blocks[stage_idx]` of `blocks: [3, 3, 9, 3]`: the array's numbers, indexable.
       auto es = std::make_shared<std::vector<Val>>();
-      for (const auto& e : *r.value.elements) {
-        Val ev;
-        if (e.kind == SymValue::Kind::integer) ev.num = static_cast<double>(e.integer);
-        if (e.kind == SymValue::Kind::real) {
-          ev.num = e.real;
-          ev.real = true;
-        }
-        if (e.kind == SymValue::Kind::boolean) ev.num = e.boolean ? 1 : 0;
-        es->push_back(std::move(ev));
-      }
+      for (const auto& e : *r.value.elements)
+        es->push_back(number_val(e));
       out.elems = std::move(es);
+    } else {
+      out = number_val(r.value);
     }
     out.field = f;
     return out;
