@@ -61,6 +61,9 @@ struct Value {
   // A tensor a candle-nn layer instance holds (`embed.embeddings()`, `lin.weight().clone()`):
   // a layer built from it (`Linear::new(..)`) ties its weights to that instance's.
   std::optional<std::size_t> tensor_of;
+  // A tensor the code asked its VarBuilder for (`vb.get(shape, "weight")?`): its leaf, which a
+  // candle-nn layer built from it (`Conv1d::new(weight, Some(bias), cfg)`) owns.
+  std::optional<std::size_t> leaf_of;
   // An array of literals or of tuples of literals (`&[(3, 64, "features.0"), (64, 64, ..)]`), one
   // row per element (a scalar element is a row of one): a loop over it is expanded, each
   // iteration's pattern bound to its row. One row: a tuple of literals.

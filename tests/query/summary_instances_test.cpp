@@ -399,6 +399,28 @@ TEST(SummaryInstances, AShapeHeldInALocalArrayReshapes) {
   EXPECT_TRUE(m.totals.mult_adds_missing.empty());
 }
 
+// `candle_nn::Conv1d::new(weight, Some(bias), config)` in a helper that asked its VarBuilder for
+// both tensors (whisper's `conv1d`) is a Conv1d row of its own with its weight shape and the
+// stride its config literal gives: length (100 + 2 − 2 − 1) / 2 + 1 = 50, 16 × 50 outputs × 8 × 3
+// = 19,200 multiply-adds. Before, the tensors were the parent's and the conv had no shape.
+TEST(SummaryInstances, ALayerMadeFromItsOwnTensorsIsAModule) {
+  cg::pipeline::Options o;
+  o.path = kTensorBuilt;
+  o.root = "Stem";
+  o.input_tensors["x"] = {"1", "8", "100"};
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* conv = row(m, "conv", "Conv1d");
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->params, 16u * 8 * 3 + 16);
+  EXPECT_EQ(conv->output_shape, "[1, 16, 50]");
+  EXPECT_EQ(conv->mult_adds, "19,200");
+  const auto* ln = row(m, "ln", "LayerNorm");
+  ASSERT_NE(ln, nullptr);
+  EXPECT_EQ(ln->params, 32u);
+  EXPECT_EQ(ln->output_shape, "[1, 50, 16]");
+  EXPECT_EQ(m.totals.mult_adds, "19,200");
+}
+
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
   auto a = analyze(kLlama, kLlama + "/config.json");
   auto m =

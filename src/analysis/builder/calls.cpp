@@ -152,6 +152,8 @@ BuilderDomain::Value BuilderDomain::call_path(Eng& eng, NodeId n, const std::str
   }
   if (!external.empty() && local_items.empty())
     if (auto tied = tied_layer(n, external, args)) return *tied;
+  if (!external.empty() && local_items.empty())
+    if (auto own = own_layer(n, external, args)) return *own;
   if (local_items.empty() && held_closure(external)) {
     // `FuncT::new(move |xs, train| { .. linear(.., vb.pp("head.fc")) .. })`: the module runs
     // the closure at every forward, so the tensors it asks for are the model's parameters.
@@ -295,8 +297,11 @@ std::optional<BuilderDomain::Value> BuilderDomain::takes_over(Eng& eng, NodeId n
   if (raw_get(name) || builder_types_.getter(name) != nullptr) {
     Value recv = eng.eval(nd.a);
     if (recv.kind == Value::Kind::builder) {
+      const std::size_t before = out.leaves.size();
       register_raw(n, recv, name);
-      return sym_of(eng, n);
+      Value v = sym_of(eng, n);
+      if (out.leaves.size() == before + 1) v.leaf_of = before;
+      return v;
     }
     std::vector<Value> argv;
     for (NodeId a : args)
@@ -529,21 +534,13 @@ std::optional<BuilderDomain::Value> BuilderDomain::held_tensor(NodeId n, const V
 // counts the weights once and marks it shared.
 std::optional<BuilderDomain::Value> BuilderDomain::tied_layer(NodeId n, const std::string& external,
                                                               const std::vector<Value>& args) {
-  std::string first = external.substr(0, external.find("::"));
-  auto sep = external.rfind("::");
-  if (!(first == "candle_nn" || first == "nn") || sep == std::string::npos ||
-      external.substr(sep + 2) != "new" || args.empty() || !args[0].tensor_of)
-    return std::nullopt;
-  std::string type = inventory::last_segment(external.substr(0, sep));
-  bool layer_type = false;
-  for (const auto& c : catalog_.constructors())
-    layer_type = layer_type || c.layer_type == type;
-  if (!layer_type) return std::nullopt;
+  auto type = new_layer_type(external);
+  if (!type || args.empty() || !args[0].tensor_of) return std::nullopt;
   const std::size_t owner = *args[0].tensor_of;
   if (out.insts.size() >= inventory::kMaxInstances) return std::nullopt;
   inventory::Inst tied;
-  tied.type_name = type;
-  tied.qualified_type = "candle_nn::" + type;
+  tied.type_name = *type;
+  tied.qualified_type = "candle_nn::" + *type;
   tied.parent = ctx().inst;
   tied.root = out.insts[owner].root;
   tied.prefix = out.insts[owner].prefix;
@@ -553,6 +550,75 @@ std::optional<BuilderDomain::Value> BuilderDomain::tied_layer(NodeId n, const st
   tied.layer = true;
   out.insts.push_back(std::move(tied));
   ctx().created.push_back(out.insts.size() - 1);
+  return plain_call_value(n, args);
+}
+
+// `candle_nn::Conv1d::new`, `nn::Linear::new`: the candle-nn layer type a `::new` path builds,
+// when the constructor catalog knows it; nullopt otherwise.
+std::optional<std::string> BuilderDomain::new_layer_type(const std::string& external) const {
+  std::string first = external.substr(0, external.find("::"));
+  auto sep = external.rfind("::");
+  if (!(first == "candle_nn" || first == "nn") || sep == std::string::npos ||
+      external.substr(sep + 2) != "new")
+    return std::nullopt;
+  std::string type = inventory::last_segment(external.substr(0, sep));
+  for (const auto& c : catalog_.constructors())
+    if (c.layer_type == type) return type;
+  return std::nullopt;
+}
+
+// `Conv1d::new(vb.get(..)?, Some(vb.get(..)?), cfg)` (whisper's `conv1d` helper): a candle-nn
+// layer built from tensors the code asked its own VarBuilder for is a module of that type at
+// their prefix and owns them, as the catalog constructor it stands for would: a row of its own
+// in the summary, and in the dataflow its weight shape and, for a conv, the padding, stride,
+// dilation and groups its config argument gives (`candle_nn::Conv1d::new(weight, bias, config)`
+// takes the config third).
+std::optional<BuilderDomain::Value> BuilderDomain::own_layer(NodeId n, const std::string& external,
+                                                             const std::vector<Value>& args) {
+  auto type = new_layer_type(external);
+  if (!type || args.empty() || !args[0].leaf_of || *args[0].leaf_of >= out.leaves.size())
+    return std::nullopt;
+  const inventory::Leaf& first = out.leaves[*args[0].leaf_of];
+  if (first.inst != ctx().inst || !first.key.ends_with(first.name)) return std::nullopt;
+  const std::string prefix = first.key.size() > first.name.size()
+                                 ? first.key.substr(0, first.key.size() - first.name.size() - 1)
+                                 : std::string();
+  auto key_of = [&](const std::string& name) {
+    return prefix.empty() ? name : prefix + "." + name;
+  };
+  std::vector<std::size_t> owned;
+  for (const Value& a : args) {
+    if (!a.leaf_of || *a.leaf_of >= out.leaves.size()) continue;
+    const inventory::Leaf& l = out.leaves[*a.leaf_of];
+    // Tensors from two prefixes are no one layer's: leave them where they are.
+    if (l.inst != ctx().inst || l.root != first.root || l.key != key_of(l.name))
+      return std::nullopt;
+    owned.push_back(*a.leaf_of);
+  }
+  if (out.insts.size() >= inventory::kMaxInstances) return std::nullopt;
+  inventory::Inst layer;
+  layer.type_name = *type;
+  layer.qualified_type = "candle_nn::" + *type;
+  layer.parent = ctx().inst;
+  layer.root = first.root;
+  layer.prefix = prefix;
+  layer.repeat = ctx().repeat.empty() ? "" : ctx().repeat.back();
+  layer.source = site(n);
+  layer.cert = first.cert;
+  layer.layer = true;
+  if (args.size() == 3) {
+    ConstructorSpec spec;
+    spec.layer_type = *type;
+    spec.params = {"weight", "bias", "cfg"};
+    const auto nodes = body().kids_view(n);
+    layer.attributes = inventory::conv_attributes(
+        spec, [&](const std::string& term) { return term_value(term, spec, args, nodes); });
+  }
+  out.insts.push_back(std::move(layer));
+  const std::size_t li = out.insts.size() - 1;
+  for (std::size_t l : owned)
+    out.leaves[l].inst = li;
+  ctx().created.push_back(li);
   return plain_call_value(n, args);
 }
 

@@ -346,6 +346,9 @@ class BuilderDomain : public EvalContext {
   bool is_float(NodeId arg);
   void register_raw(NodeId n, const Value& b, const std::string& method);
   std::optional<Value> held_tensor(NodeId n, const Value& recv, const std::vector<Value>& args);
+  std::optional<std::string> new_layer_type(const std::string& external) const;
+  std::optional<Value> own_layer(NodeId n, const std::string& external,
+                                 const std::vector<Value>& args);
   std::optional<Value> tied_layer(NodeId n, const std::string& external,
                                   const std::vector<Value>& args);
   void raw_shape(inventory::Leaf& leaf, NodeId arg);
