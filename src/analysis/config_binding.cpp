@@ -823,9 +823,10 @@ SymValue ConfigBinding::eval_fn_body(std::size_t fn_item, const std::optional<Co
 // literal. False when there is none.
 bool ConfigBinding::with_constructor(
     std::size_t type_item,
-    const std::function<void(const rust::Body&, NodeId, EvalContext&, const LetValues&)>& visit)
-    const {
-  if (values_ == nullptr && (built_ == nullptr || built_->empty())) return false;
+    const std::function<void(const rust::Body&, NodeId, EvalContext&, const LetValues&)>& visit,
+    const std::map<std::string, SymValue>& arguments) const {
+  if (arguments.empty() && values_ == nullptr && (built_ == nullptr || built_->empty()))
+    return false;
   const std::string& type_name = crate_.items()[type_item].name;
   for (const char* ctor : {"new", "load"}) {
     for (std::size_t m : crate_.methods(type_item, ctor)) {
@@ -846,7 +847,13 @@ bool ConfigBinding::with_constructor(
           if (auto b = built_->find(ref->item); b != built_->end())
             ctx.config_locals[p.name] = b->second;
       }
-      if (ctx.config_locals.empty()) continue;
+      bool bound = false;
+      for (const auto& p : f.params)
+        if (auto a = arguments.find(p.name); a != arguments.end()) {
+          ctx.locals[p.name] = a->second;
+          bound = true;
+        }
+      if (ctx.config_locals.empty() && !bound) continue;
       // Top-level `let x = <expr>;` bindings before the literal (the usual shape of a `new`).
       LetValues lets;
       for (NodeId st : body.kids(body.root)) {
@@ -866,19 +873,22 @@ bool ConfigBinding::with_constructor(
   return false;
 }
 
-std::map<std::string, SymValue> ConfigBinding::constructor_fields(std::size_t type_item) const {
+std::map<std::string, SymValue> ConfigBinding::constructor_fields(
+    std::size_t type_item, const std::map<std::string, SymValue>& arguments) const {
   std::map<std::string, SymValue> out;
-  with_constructor(type_item,
-                   [&](const rust::Body& body, NodeId lit, EvalContext& ctx, const LetValues&) {
-                     for (NodeId c : body.kids(lit)) {
-                       if (body[c].flags & rust::kShorthand) {
-                         std::string name(body.source(c));
-                         if (auto v = ctx.lookup(name)) out.emplace(name, *v);
-                       } else {
-                         out.emplace(std::string(body[c].str), evaluate(body, body[c].a, ctx));
-                       }
-                     }
-                   });
+  with_constructor(
+      type_item,
+      [&](const rust::Body& body, NodeId lit, EvalContext& ctx, const LetValues&) {
+        for (NodeId c : body.kids(lit)) {
+          if (body[c].flags & rust::kShorthand) {
+            std::string name(body.source(c));
+            if (auto v = ctx.lookup(name)) out.emplace(name, *v);
+          } else {
+            out.emplace(std::string(body[c].str), evaluate(body, body[c].a, ctx));
+          }
+        }
+      },
+      arguments);
   return out;
 }
 

@@ -100,8 +100,11 @@ class ConfigBinding {
   // struct's fields, with the constructor's config parameter bound to the file: each struct
   // literal initializer (`head_dim: cfg.hidden_size / cfg.num_attention_heads`, or shorthand
   // `head_dim` after `let head_dim = ..;`). Empty when no file is bound or no constructor takes a
-  // config; values may still be symbolic.
-  std::map<std::string, SymValue> constructor_fields(std::size_t type_item) const;
+  // config; values may still be symbolic. `arguments`: numbers one instance's constructor call
+  // passed (ir::Module::arguments), bound to those parameters (`Self { n_head, .. }` of
+  // `load(n_state, n_head, vb)`); a constructor taking no config is then evaluated too.
+  std::map<std::string, SymValue> constructor_fields(
+      std::size_t type_item, const std::map<std::string, SymValue>& arguments = {}) const;
   // The call that builds field `field` in that constructor (written there, or a top-level `let`
   // the literal names in shorthand); nullopt when no file is bound or the field is not a call.
   std::optional<ConstructorCall> constructor_field_call(std::size_t type_item,
@@ -124,7 +127,8 @@ class ConfigBinding {
   using LetValues = std::map<std::string, rust::NodeId>;
   bool with_constructor(std::size_t type_item,
                         const std::function<void(const rust::Body&, rust::NodeId, EvalContext&,
-                                                 const LetValues&)>& visit) const;
+                                                 const LetValues&)>& visit,
+                        const std::map<std::string, SymValue>& arguments = {}) const;
   struct FieldInfo {
     std::string name, type_text, json_name;
     std::vector<std::string> aliases;

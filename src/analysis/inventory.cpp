@@ -344,6 +344,7 @@ std::vector<std::string> add_modules(const inventory::Walked& w, ir::Component& 
     m.source = in.source;
     m.confidence = confidence_of(in.cert);
     m.attributes = in.attributes;
+    m.arguments = in.arguments;
     comp.modules.push_back(m.id);
     ir.modules.push_back(std::move(m));
   }

@@ -84,6 +84,7 @@ struct Inst {
   Cert cert;
   bool layer = false;
   std::map<std::string, std::string> attributes;  // a conv layer's config (ir::Module::attributes)
+  std::map<std::string, std::string> arguments;   // numbers its constructor call passed
 };
 
 struct Leaf {

@@ -300,6 +300,9 @@ Module module(const Reader& r, const Node& n) {
   if (r.has(n, "attributes"))
     r.each_member(r.at(n, "attributes"),
                   [&](const std::string& k, const Node& v) { m.attributes[k] = r.str(v); });
+  if (r.has(n, "arguments"))
+    r.each_member(r.at(n, "arguments"),
+                  [&](const std::string& k, const Node& v) { m.arguments[k] = r.str(v); });
   return m;
 }
 

@@ -209,6 +209,12 @@ void write_record(W& w, const Module& m) {
       w.field(k, v);
     w.end_object();
   }
+  if (!m.arguments.empty()) {  // written only when present
+    w.key("arguments").begin_object();
+    for (const auto& [k, v] : m.arguments)
+      w.field(k, v);
+    w.end_object();
+  }
   w.end_object();
 }
 

@@ -94,6 +94,10 @@ struct Module {
   // "padding" -> "0"); a value the analysis does not evaluate is its expression text. Conv layers
   // only (padding, stride, dilation, groups, output_padding); empty otherwise.
   std::map<std::string, std::string> attributes;
+  // The numbers the instance's constructor call passed, by parameter name, where the call gave a
+  // number (`MultiHeadAttention::load(n_state, n_head, vb)` with the config bound: "n_head" ->
+  // "6"); parameters given anything else are absent. Empty for candle-nn layers.
+  std::map<std::string, std::string> arguments;
   bool operator==(const Module&) const = default;
 };
 

@@ -421,6 +421,45 @@ TEST(SummaryInstances, ALayerMadeFromItsOwnTensorsIsAModule) {
   EXPECT_EQ(m.totals.mult_adds, "19,200");
 }
 
+// A field the constructor sets from its parameter (`Self { q, n_head }` of `Attn::load(n_state,
+// n_head, vb)`) is the number each instance's call passed, and a field the call's numbers make
+// `None` (`Block::load(.., false, ..)` builds no `cross`) is None there: each block is its
+// attention alone, 256 for `q` (4 × 8 × 8) + two matmuls of 2 heads × 4 × 4 × 4 = 512, exact.
+// Before, `self.n_head` had no number (the matmuls `?`) and the `if let` was undecided.
+TEST(SummaryInstances, AFieldSetFromAConstructorParameterIsTheCallersNumber) {
+  cg::pipeline::Options o;
+  o.path = kTensorBuilt;
+  o.root = "Encoder";
+  o.input_tensors["x"] = {"1", "4", "8"};
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* attn = row(m, "attn", "Attn");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_EQ(attn->mult_adds, "512");
+  EXPECT_FALSE(attn->mult_adds_lower_bound);
+  EXPECT_EQ(m.totals.mult_adds, "1,024");
+  EXPECT_TRUE(m.totals.mult_adds_missing.empty());
+  EXPECT_TRUE(m.totals.mult_adds_branches.empty());
+}
+
+// Two instances of one type whose calls passed different numbers: each field decides by its own
+// instance. The block built with its second attention does not lose it to the other's `false`:
+// its `if let` stays undecided and the total is a marked lower bound, never 1,024 as final.
+TEST(SummaryInstances, InstancesBuiltWithDifferentNumbersDecideApart) {
+  cg::pipeline::Options o;
+  o.path = kTensorBuilt;
+  o.root = "Mixed";
+  o.input_tensors["x"] = {"1", "4", "8"};
+  auto m = cg::query::build_summary(cg::pipeline::analyze(o).ir, "F32");
+  const auto* first = row(m, "first", "Block");
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->mult_adds, "512");
+  EXPECT_FALSE(first->mult_adds_lower_bound);
+  const auto* second = row(m, "second", "Block");
+  ASSERT_NE(second, nullptr);
+  EXPECT_TRUE(second->mult_adds_lower_bound);
+  EXPECT_FALSE(m.totals.mult_adds_branches.empty());
+}
+
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {
   auto a = analyze(kLlama, kLlama + "/config.json");
   auto m =

@@ -240,6 +240,15 @@ BuilderDomain::Value BuilderDomain::call_local(Eng& eng, NodeId n, std::size_t c
     inst.source = site(n);
     inst.cfg = it.cfg.predicates;
     inst.cert = tied ? ctx().cert : inventory::join(ctx().cert, builder->cert);
+    // The numbers the call passes (`MultiHeadAttention::load(n_state, n_head, vb)`): a field the
+    // constructor sets from such a parameter is this instance's number in the dataflow.
+    for (std::size_t i = 0; i < it.params.size() && i < args.size(); ++i) {
+      const SymValue& s = args[i].sym;
+      if (args[i].kind == Value::Kind::sym &&
+          (s.kind == SymValue::Kind::integer || s.kind == SymValue::Kind::real ||
+           s.kind == SymValue::Kind::boolean))
+        inst.arguments[it.params[i].name] = s.display();
+    }
     c.cert = inst.cert;
     out.insts.push_back(inst);
     c.inst = out.insts.size() - 1;

@@ -201,7 +201,10 @@ class TensorDomain {
                                             const Val* recv, ir::TensorShape& out_shape);
   std::optional<double> static_num(Eng& eng, NodeId n, int depth);
   std::optional<std::string> dim_product(Eng& eng, NodeId n, int depth);
-  std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f);
+  std::optional<double> constructor_number(std::ptrdiff_t type_item, const std::string& f,
+                                           const Val* base = nullptr);
+  const std::map<std::string, SymValue>* instance_fields(std::ptrdiff_t type_item, const Val* base);
+  std::map<std::string, std::map<std::string, SymValue>> instance_fields_;  // type + arguments
   std::optional<OpRule> activation_rule(Eng& eng, NodeId layer, const Val& v);
   void record_dims(Eng& eng, NodeId let);
 
@@ -257,7 +260,8 @@ class TensorDomain {
   ir::ModelIr& ir_;
   checks::Reporter& out_;
   Checks& checks_;
-  std::optional<ConfigBinding> binding_;  // set when a config.json is bound
+  std::optional<ConfigBinding> binding_;       // set when a config.json is bound
+  std::optional<ConfigBinding> bare_binding_;  // no config: constructors over their arguments
   // struct item -> the numbers its constructor gives its fields with the config bound.
   std::unordered_map<std::ptrdiff_t, std::map<std::string, double>> ctor_nums_;
   // Per type: the fields its constructor writes `None` (Val::fresh_none).
@@ -271,6 +275,7 @@ class TensorDomain {
   std::optional<std::set<std::pair<std::ptrdiff_t, std::string>>> written_fields_;
   bool field_ever_written(std::ptrdiff_t type_item, const std::string& f);
   bool constructor_none(std::ptrdiff_t type_item, const std::string& f);
+  bool instance_none(std::ptrdiff_t type_item, const std::string& f, const Val& base);
   std::unordered_map<std::ptrdiff_t, std::map<std::string, std::string>> ctor_strings_;
   std::unordered_map<std::string, std::size_t> fn_index_;
   std::map<std::string, std::vector<std::string>> modules_by_type_;

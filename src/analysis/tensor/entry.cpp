@@ -152,7 +152,9 @@ std::size_t TensorDomain::run_entry(Eng& eng, std::size_t fn_index, std::size_t 
     }
     reset_instances();  // the constructor's calls are no part of the forward's
   }
-  root_run_ = root_types_.count(owner) > 0;
+  // The one instance of a child of a root without a forward (whisper's `model.encoder`) runs as
+  // the root would: what its type's constructor does is what that instance holds.
+  root_run_ = root_types_.count(owner) > 0 || child_of_root(owner).has_value();
   std::size_t root = open_instance(self.modules, it.name, run_.entry_fid);
   Val ret = eng.invoke(item, &self, args, true);
   fn_root_run_ = false;

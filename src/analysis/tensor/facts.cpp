@@ -498,12 +498,14 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
       Val typed = typed_val(owner.module, fl.type_text, fl.base_type);
       out = typed;
       if (!typed.tensor && typed.type_item < 0 && typed.ext_type.empty()) {
-        out.num = constructor_number(base.type_item, f);
+        out.num = constructor_number(base.type_item, f, &base);
         out.real = fl.type_text == "f64" || fl.type_text == "f32";
       }
       if (root_run_ && binding_ && typed.type_item >= 0 && !typed.tensor)
         out.config = constructor_config(base.type_item, f);
-      out.fresh_none = root_run_ && constructor_none(base.type_item, f);
+      // Outside a root's run only the instances' own constructor calls decide it.
+      out.fresh_none = instance_none(base.type_item, f, base) ||
+                       (root_run_ && constructor_none(base.type_item, f));
       // Written `None` by every constructor and by nothing else (no assignment, `take`,
       // `insert`, `&mut` borrow of a field of that name anywhere): it is `None` on every call,
       // so `if let Some(dea) = &self.dea` never runs (rwkv_v7's V7b-only attention).

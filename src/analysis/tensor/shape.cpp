@@ -3,6 +3,7 @@
 // dimensions, config-bound numbers, and torchinfo's "mult-adds" for matmuls and Linear forwards.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
@@ -93,8 +94,61 @@ const ir::TensorShape* TensorDomain::shape_of_tensor(const Val* v) {
 
 // The number the constructor of `type_item` gives primitive field `f` with config.json bound
 // (`head_dim: cfg.hidden_size / cfg.num_attention_heads`); nullopt when symbolic or unbound.
+// A constructor argument as ir::Module::arguments writes it (SymValue::display): an integer, a
+// real or a boolean.
+static SymValue argument_value(const std::string& text) {
+  if (text == "true" || text == "false") return SymValue::of_bool(text == "true");
+  std::int64_t i = 0;
+  const char* end = text.data() + text.size();
+  if (auto r = std::from_chars(text.data(), end, i); r.ec == std::errc() && r.ptr == end)
+    return SymValue::of_int(i);
+  double d = 0;
+  if (auto r = std::from_chars(text.data(), end, d); r.ec == std::errc() && r.ptr == end)
+    return SymValue::of_real(d);
+  return SymValue::symbolic(text, "a constructor argument");
+}
+
+// The fields the constructor of the instances `base` denotes gives, evaluated with the numbers
+// their constructor calls passed bound (ir::Module::arguments), when every instance's call passed
+// the same: `Self { n_head, .. }` of `load(n_state, n_head, vb)` is the number the caller passed,
+// `cross_attn` of `load(.., ca: false, ..)` is `None`. Null when `base` denotes no such instances.
+const std::map<std::string, SymValue>* TensorDomain::instance_fields(std::ptrdiff_t type_item,
+                                                                     const Val* base) {
+  if (type_item < 0 || !base || base->modules.empty()) return nullptr;
+  const std::map<std::string, std::string>* args = nullptr;
+  for (const auto& id : base->modules) {
+    auto m = module_by_id_.find(id);
+    const auto* a = m == module_by_id_.end() ? nullptr : &m->second->arguments;
+    if (!a || (args && *args != *a)) return nullptr;
+    args = a;
+  }
+  if (!args || args->empty()) return nullptr;
+  std::string key = std::to_string(type_item);
+  for (const auto& [k, v] : *args)
+    key += "\n" + k + "=" + v;
+  auto it = instance_fields_.find(key);
+  if (it == instance_fields_.end()) {
+    std::map<std::string, SymValue> bound;
+    for (const auto& [k, v] : *args)
+      bound[k] = argument_value(v);
+    // Without a config.json the constructor still evaluates over the numbers its caller passed.
+    if (!binding_ && !bare_binding_) bare_binding_.emplace(crate_, nullptr, nullptr);
+    const ConfigBinding& cb = binding_ ? *binding_ : *bare_binding_;
+    it = instance_fields_
+             .emplace(std::move(key),
+                      cb.constructor_fields(static_cast<std::size_t>(type_item), bound))
+             .first;
+  }
+  return &it->second;
+}
+
 std::optional<double> TensorDomain::constructor_number(std::ptrdiff_t type_item,
-                                                       const std::string& f) {
+                                                       const std::string& f, const Val* base) {
+  if (const auto* fields = instance_fields(type_item, base))
+    if (auto v = fields->find(f); v != fields->end()) {
+      if (v->second.kind == SymValue::Kind::integer) return static_cast<double>(v->second.integer);
+      if (v->second.kind == SymValue::Kind::real) return v->second.real;
+    }
   if (!binding_ || type_item < 0) return std::nullopt;
   auto it = ctor_nums_.find(type_item);
   if (it == ctor_nums_.end()) {
@@ -223,7 +277,7 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
           if (auto it = v->fields->find(std::string(nd.str)); it != v->fields->end())
             f = &it->second;
         r = f && f->num && !f->tensor ? f->num
-                                      : constructor_number(v->type_item, std::string(nd.str));
+                                      : constructor_number(v->type_item, std::string(nd.str), v);
       }
     } else if (base.kind == Kind::Field) {
       // `self.cfg.num_attention_heads`: a chain of fields reads no tensor and records nothing.
@@ -251,6 +305,15 @@ std::optional<double> TensorDomain::static_num(Eng& eng, NodeId n, int depth) {
 }
 
 // Whether the constructor of `type_item` writes `None` into field `f` (`kv_cache: None`).
+// Field `f` of the instances `base` denotes is `None` when built: their constructor calls'
+// numbers make it so (whisper's encoder blocks, `load(.., ca: false, ..)`, build no `cross_attn`).
+bool TensorDomain::instance_none(std::ptrdiff_t type_item, const std::string& f, const Val& base) {
+  const auto* fields = instance_fields(type_item, &base);
+  if (!fields) return false;
+  auto v = fields->find(f);
+  return v != fields->end() && v->second.kind == SymValue::Kind::none;
+}
+
 bool TensorDomain::constructor_none(std::ptrdiff_t type_item, const std::string& f) {
   if (!binding_ || type_item < 0) return false;
   auto it = ctor_nones_.find(type_item);
