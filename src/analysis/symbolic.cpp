@@ -243,8 +243,13 @@ struct Evaluator {
     if (node.kind == Kind::Call && node.a == kNone) return unknown(n, "incomplete call");
     std::vector<NodeId> arg_nodes = body.kids(n);
     if (node.kind == Kind::Call && node.text.empty() && body[node.a].is_identifier() &&
-        body.source(node.a) == "Some" && arg_nodes.size() == 1)
-      return eval(arg_nodes[0], depth + 1);
+        body.source(node.a) == "Some" && arg_nodes.size() == 1) {
+      // `Some(3)` is read as its number (a config's `Option<usize>`); `Some((attn, ln))` of
+      // values not evaluated stays written `Some(..)`, so what holds it is known to be `Some`.
+      SymValue v = eval(arg_nodes[0], depth + 1);
+      if (v.concrete()) return v;
+      return SymValue::symbolic("Some(" + v.text + ")", v.reason);
+    }
     if (node.kind != Kind::MethodCall || !node.text.empty())
       return unknown(n, "call of `" + callee_text(n) + "`");
     NodeId recv = node.a;
@@ -414,6 +419,17 @@ struct Evaluator {
         NodeId only = body.kid(n, 0);
         if (body[only].syntax.find("statement") == std::string_view::npos)
           return eval(only, depth + 1);
+      }
+      // A block with statements (`{ let a = ..; let b = ..; Some((a, b)) }`): its tail's
+      // variant alone, which the statements before it cannot change.
+      if (node.kids_count > 0 && !(node.flags & rust::kTrailingExtras)) {
+        NodeId tail = body.kid(n, node.kids_count - 1);
+        const rust::Node& tl = body[tail];
+        if (tl.kind == Kind::Path && tl.is_identifier() && body.source(tail) == "None")
+          return SymValue::none();
+        if (tl.kind == Kind::Call && tl.text.empty() && tl.a != kNone &&
+            body[tl.a].is_identifier() && body.source(tl.a) == "Some" && tl.kids_count == 1)
+          return SymValue::symbolic("Some(..)", "block with statements");
       }
       return unknown(n, "block with statements");
     }

@@ -441,9 +441,10 @@ TEST(SummaryInstances, AFieldSetFromAConstructorParameterIsTheCallersNumber) {
   EXPECT_TRUE(m.totals.mult_adds_branches.empty());
 }
 
-// Two instances of one type whose calls passed different numbers: each field decides by its own
-// instance. The block built with its second attention does not lose it to the other's `false`:
-// its `if let` stays undecided and the total is a marked lower bound, never 1,024 as final.
+// Two instances of one type whose calls passed different numbers: each decides by its own call.
+// The block built with `true` writes `Some(cross)` (after a `let` in that arm) and runs its second
+// attention, 1,024; the one built with `false` does not, 512; 1,536 in all, exact. Neither takes
+// the other's arm (a per-type reading would have to leave both undecided).
 TEST(SummaryInstances, InstancesBuiltWithDifferentNumbersDecideApart) {
   cg::pipeline::Options o;
   o.path = kTensorBuilt;
@@ -456,8 +457,10 @@ TEST(SummaryInstances, InstancesBuiltWithDifferentNumbersDecideApart) {
   EXPECT_FALSE(first->mult_adds_lower_bound);
   const auto* second = row(m, "second", "Block");
   ASSERT_NE(second, nullptr);
-  EXPECT_TRUE(second->mult_adds_lower_bound);
-  EXPECT_FALSE(m.totals.mult_adds_branches.empty());
+  EXPECT_EQ(second->mult_adds, "1,024");
+  EXPECT_FALSE(second->mult_adds_lower_bound);
+  EXPECT_EQ(m.totals.mult_adds, "1,536");
+  EXPECT_TRUE(m.totals.mult_adds_branches.empty());
 }
 
 TEST(SummaryInstances, InputShapeMakesShapesAndTotalsConcrete) {

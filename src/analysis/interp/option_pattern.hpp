@@ -70,6 +70,29 @@ std::optional<std::size_t> first_arm(const rust::Body& b, rust::NodeId m, const 
   return std::nullopt;
 }
 
+// Whether pattern `p` matches every value of its type: `_`, a binding, `&P` of one, and a tuple
+// of them (`Some((attn, ln))`'s payload).
+inline bool irrefutable(const rust::Body& b, rust::NodeId p) {
+  using rust::Kind;
+  if (p == rust::kNone) return false;
+  const rust::Node& pn = b[p];
+  switch (pn.kind) {
+    case Kind::PWild:
+    case Kind::PRest:
+      return true;
+    case Kind::PIdent:
+      return pn.a == rust::kNone || irrefutable(b, pn.a);
+    case Kind::PRef:
+      return irrefutable(b, pn.a);
+    case Kind::PTuple:
+      for (rust::NodeId k : b.kids_view(p))
+        if (!irrefutable(b, k)) return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Whether pattern `p` matches every `Option` of variant `some` (yes), none of them (no), or only
 // some values of it (maybe: a literal or nested refutable payload pattern, anything that is no
 // Option pattern).
@@ -84,9 +107,7 @@ inline OptionFit option_fit(const rust::Body& b, rust::NodeId p, bool some) {
     if (!some) return OptionFit::no;
     const auto kids = b.kids_view(at);
     if (kids.size() != 1) return OptionFit::maybe;
-    const rust::Node& k = b[b.peel(kids[0], {Kind::PRef})];
-    bool any = k.kind == Kind::PWild || (k.kind == Kind::PIdent && k.a == rust::kNone);
-    return any ? OptionFit::yes : OptionFit::maybe;
+    return irrefutable(b, kids[0]) ? OptionFit::yes : OptionFit::maybe;
   });
 }
 

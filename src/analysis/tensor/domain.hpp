@@ -276,6 +276,7 @@ class TensorDomain {
   bool field_ever_written(std::ptrdiff_t type_item, const std::string& f);
   bool constructor_none(std::ptrdiff_t type_item, const std::string& f);
   bool instance_none(std::ptrdiff_t type_item, const std::string& f, const Val& base);
+  bool instance_some(std::ptrdiff_t type_item, const std::string& f, const Val& base);
   std::unordered_map<std::ptrdiff_t, std::map<std::string, std::string>> ctor_strings_;
   std::unordered_map<std::string, std::size_t> fn_index_;
   std::map<std::string, std::vector<std::string>> modules_by_type_;

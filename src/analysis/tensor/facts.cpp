@@ -511,6 +511,11 @@ Val TensorDomain::field(Eng& eng, NodeId n, Val base) {
       // so `if let Some(dea) = &self.dea` never runs (rwkv_v7's V7b-only attention).
       if (out.fresh_none && !field_ever_written(base.type_item, f))
         out.variant = Val::Variant::none;
+      // Written `Some(..)` by the constructor call that built these instances, and by nothing
+      // after: `if let Some((attn, ln)) = &mut self.cross_attn` runs its arm.
+      else if (!typed.tensor && instance_some(base.type_item, f, base) &&
+               !field_ever_written(base.type_item, f))
+        out.variant = Val::Variant::some;
       if (typed.tensor &&
           (fl.container == rust::Container::None || fl.container == rust::Container::Ref ||
            fl.container == rust::Container::Arc)) {

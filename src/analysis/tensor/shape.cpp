@@ -314,6 +314,16 @@ bool TensorDomain::instance_none(std::ptrdiff_t type_item, const std::string& f,
   return v != fields->end() && v->second.kind == SymValue::Kind::none;
 }
 
+// Field `f` of those instances is written `Some(..)` when built (whisper's decoder blocks,
+// `load(.., ca: true, ..)`, build their `cross_attn`).
+bool TensorDomain::instance_some(std::ptrdiff_t type_item, const std::string& f, const Val& base) {
+  const auto* fields = instance_fields(type_item, &base);
+  if (!fields) return false;
+  auto v = fields->find(f);
+  return v != fields->end() && v->second.kind == SymValue::Kind::symbolic &&
+         v->second.text.starts_with("Some(");
+}
+
 bool TensorDomain::constructor_none(std::ptrdiff_t type_item, const std::string& f) {
   if (!binding_ || type_item < 0) return false;
   auto it = ctor_nones_.find(type_item);
